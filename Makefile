@@ -1,0 +1,65 @@
+# heaptrace: external heap tracer (CO-RE eBPF + C loader)
+PREFIX ?= /usr/local
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+
+BUILD := build
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUILD)
+LDLIBS := -lbpf -lelf -ldw -lz -lstdc++
+BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
+
+USER_SRCS := $(wildcard user/*.c user/output/*.c)
+USER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(USER_SRCS))
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+TEST_SRCS := $(wildcard tests/targets/*.c)
+TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# Test targets keep frame pointers and no inlining so that the function that
+# called the allocator is the innermost frame of every stack.
+TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
+
+.PHONY: all clean install deps demo test bench test-targets
+all: $(BUILD)/heaptrace
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h | $(BUILD)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $* > $@
+
+$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/output/*.h) bpf/heaptrace.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/heaptrace: $(USER_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+$(BUILD)/tests/%: tests/targets/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) $< -o $@
+
+test-targets: $(TEST_BINS)
+
+install: $(BUILD)/heaptrace
+	install -D -m 0755 $(BUILD)/heaptrace $(DESTDIR)$(PREFIX)/bin/heaptrace
+
+deps:
+	@sh scripts/deps.sh
+
+demo: deps
+	$(MAKE) all test-targets
+	sh scripts/demo.sh
+
+test: deps
+	$(MAKE) all test-targets
+	bash tests/run.sh
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The contract between the BPF programs and the user-space loader: every map
+ * key and value, the allocator descriptors passed through attach cookies, and
+ * the loss counters.  Both sides compile this file, so a layout change cannot
+ * drift between them.
+ */
+#ifndef HEAPTRACE_H
+#define HEAPTRACE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define HT_MAX_SPECS 32         /* allocator descriptors, indexed by attach cookie */
+#define HT_MAX_STACK_DEPTH 127  /* PERF_MAX_STACK_DEPTH */
+#define HT_DEFAULT_MAX_LIVE 1048576
+#define HT_DEFAULT_MAX_STACKS 65536
+#define HT_MAX_THREADS 16384    /* threads inside an allocator call at once */
+
+/*
+ * Stack id used when bpf_get_stackid() fails (bucket collision or a full
+ * stack map).  The allocation is still counted, under this pseudo stack, so
+ * totals stay exact; the failure itself is counted in HT_LOSS_STACK_*.
+ */
+#define HT_STACK_LOST 0xffffffffu
+
+/*
+ * How an allocator entry point passes its request.  Argument numbers are
+ * 1-based System V integer arguments; 0 means "not used".
+ */
+struct ht_alloc_spec {
+	__u8 size_arg;      /* bytes requested come from this argument ... */
+	__u8 size_mul_arg;  /* ... times this one (calloc, reallocarray) */
+	__u8 old_ptr_arg;   /* block being resized (realloc) or freed (free) */
+	__u8 out_ptr_arg;   /* pointer is returned through *argN (posix_memalign) */
+	__u8 page_round;    /* size rounds up to a whole page (pvalloc) */
+	__u8 pad[3];
+};
+
+/* Per-thread state between an allocator's entry and its return probe. */
+struct ht_call {
+	__u64 size;
+	__u64 old_ptr;
+	__u64 out_ptr;      /* user address of the posix_memalign result slot */
+	__u64 sp;           /* stack pointer at the outermost entry */
+	__u32 spec;
+	__u32 depth;        /* allocator calls nested inside this one (realloc -> malloc) */
+};
+
+/* A live block, keyed by its address. */
+struct ht_block {
+	__u64 size;
+	__u64 time_ns;      /* bpf_ktime_get_ns() at allocation */
+	__u32 stack_id;
+	__u32 pad;
+};
+
+/* Per-stack counters, keyed by struct ht_site_key. */
+struct ht_site_key {
+	__u32 stack_id;
+	__u32 pad;
+};
+
+struct ht_site {
+	__s64 inuse_objects;
+	__s64 inuse_bytes;
+	__u64 alloc_objects;
+	__u64 alloc_bytes;
+};
+
+/* Loss and event counters: a per-CPU array indexed by these. */
+enum ht_counter {
+	HT_ALLOCS,              /* allocations counted */
+	HT_FREES,               /* frees matched to a live block */
+	HT_LOSS_LIVE_FULL,      /* block not tracked: live map full (its free becomes unmatched) */
+	HT_LOSS_STACK_COLLISION,/* stack id bucket held another stack */
+	HT_LOSS_STACK_ERROR,    /* bpf_get_stackid failed otherwise (map full, fault) */
+	HT_LOSS_SITE_FULL,      /* per-stack counter map full */
+	HT_LOSS_NO_ENTRY,       /* return probe with no recorded entry */
+	HT_LOSS_STALE_ENTRY,    /* entry replaced: a previous call never returned */
+	HT_LOSS_CALLS_FULL,     /* per-thread call map full: call not traced */
+	HT_UNMATCHED_FREES,     /* free of a block never seen allocated */
+	HT_REUSED_BLOCKS,       /* address handed out again while still live: a free was missed */
+	HT_FAILED_ALLOCS,       /* allocator returned NULL */
+	HT_COUNTER_MAX,
+};
+
+#endif /* HEAPTRACE_H */

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install, from Debian's archive, whatever heaptrace needs to build and test
+# that is not already there.  Idempotent: a machine that has everything runs
+# no apt-get at all.
+set -e
+pkgs="clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libcapstone-dev
+      make gcc g++ google-perftools golang-go heaptrack"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >&2

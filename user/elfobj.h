@@ -1,0 +1,43 @@
+/* Just enough of an ELF file for probe placement and dependency resolution. */
+#ifndef HT_ELFOBJ_H
+#define HT_ELFOBJ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <gelf.h>
+
+struct elfobj {
+	char *path;
+	int fd;
+	Elf *elf;
+	GElf_Ehdr ehdr;
+};
+
+/* Returns 0, or -errno with a message already printed when complain is set. */
+int elfobj_open(struct elfobj *o, const char *path, bool complain);
+void elfobj_close(struct elfobj *o);
+
+/*
+ * Find a defined function symbol by name (.symtab first, then .dynsym, so a
+ * stripped library still resolves).  Gives its virtual address and size.
+ */
+bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *size);
+
+/* The file offset a uprobe takes for a virtual address; -1 when unmapped. */
+int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr);
+
+/* Has a PT_INTERP, i.e. is dynamically linked. */
+bool elfobj_dynamic(struct elfobj *o);
+
+/* What the dynamic loader reads from an object: copies, freed by elfobj_dyninfo_free. */
+struct elf_dyninfo {
+	char **needed;      /* DT_NEEDED in order */
+	int n_needed;
+	char *runpath;      /* DT_RUNPATH or NULL */
+	char *rpath;        /* DT_RPATH or NULL (ignored by ld.so when runpath is set) */
+};
+
+int elfobj_dyninfo(struct elfobj *o, struct elf_dyninfo *out);
+void elfobj_dyninfo_free(struct elf_dyninfo *d);
+
+#endif

@@ -1,0 +1,300 @@
+/* heaptrace: options, and the wiring target -> probes -> BPF -> profile -> output. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allocator.h"
+#include "log.h"
+#include "monitor.h"
+#include "output/output.h"
+#include "probes.h"
+#include "profile.h"
+#include "symbolize.h"
+#include "target.h"
+#include "tracer.h"
+
+#define HEAPTRACE_VERSION "0.1.0"
+
+enum format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP };
+
+struct options {
+	pid_t pid;
+	char **argv;            /* command to launch */
+	const char *output;
+	enum format format;
+	enum ht_value value;
+	double duration;
+	uint32_t max_live, max_stacks;
+	size_t top;
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: heaptrace [OPTIONS] -p PID\n"
+	      "       heaptrace [OPTIONS] [--] COMMAND [ARG...]\n"
+	      "Trace every heap allocation of a process from outside and write a heap profile.\n"
+	      "\n"
+	      "  -p, --pid PID         attach to a running process until Ctrl-C, SIGTERM,\n"
+	      "                        --duration or its exit\n"
+	      "  -o, --output FILE     where the profile goes (default: standard output)\n"
+	      "  -f, --format FMT      pprof (default) | collapsed | top\n"
+	      "      --collapsed       same as -f collapsed\n"
+	      "      --value V         inuse_space (default) | inuse_objects | alloc_space |\n"
+	      "                        alloc_objects: the counter collapsed and top report\n"
+	      "  -d, --duration SEC    stop tracing after SEC seconds\n"
+	      "      --top N           stacks shown by -f top (default 20)\n"
+	      "      --max-allocs N    live blocks tracked (default 1048576)\n"
+	      "      --max-stacks N    distinct stacks kept (default 65536)\n"
+	      "  -v, --verbose         say what was attached where, and the event counters\n"
+	      "  -h, --help            this text\n"
+	      "      --version         print the version\n"
+	      "\n"
+	      "A launched COMMAND is traced from its first instruction; heaptrace exits with its\n"
+	      "exit status.  With the profile on standard output, the command's standard output\n"
+	      "goes to standard error.\n",
+	      f);
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	ht_err("%s (see heaptrace --help)", msg);
+	return -1;
+}
+
+static int parse_u32(const char *s, uint32_t *out, uint32_t min)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (errno || end == s || *end || *s == '-' || v < min || v > UINT32_MAX)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "collapsed", no_argument, NULL, OPT_COLLAPSED },
+		{ "value", required_argument, NULL, OPT_VALUE },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
+		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ 0 },
+	};
+	uint32_t u;
+	int c;
+
+	*o = (struct options){ .max_live = HT_DEFAULT_MAX_LIVE, .max_stacks = HT_DEFAULT_MAX_STACKS,
+			       .top = 20 };
+	opterr = 0;
+	/* '+': options end at the command, whose own options are its business. */
+	while ((c = getopt_long(argc, argv, "+p:o:f:d:vh", longopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'p':
+			if (parse_u32(optarg, &u, 1) || u > INT_MAX)
+				return bad("-p needs a process id, not '%s'", optarg);
+			o->pid = u;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "pprof"))
+				o->format = FMT_PPROF;
+			else if (!strcmp(optarg, "collapsed"))
+				o->format = FMT_COLLAPSED;
+			else if (!strcmp(optarg, "top"))
+				o->format = FMT_TOP;
+			else
+				return bad("unknown format '%s': pprof, collapsed or top", optarg);
+			break;
+		case OPT_COLLAPSED:
+			o->format = FMT_COLLAPSED;
+			break;
+		case OPT_VALUE:
+			if (value_parse(optarg, &o->value))
+				return bad("unknown value '%s': inuse_space, inuse_objects, alloc_space or alloc_objects",
+					   optarg);
+			break;
+		case 'd':
+			errno = 0;
+			o->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->duration > 0))
+				return bad("-d needs a positive number of seconds, not '%s'", optarg);
+			break;
+		case OPT_TOP:
+			if (parse_u32(optarg, &u, 1))
+				return bad("--top needs a positive count, not '%s'", optarg);
+			o->top = u;
+			break;
+		case OPT_MAX_ALLOCS:
+			if (parse_u32(optarg, &o->max_live, 1))
+				return bad("--max-allocs needs a positive count, not '%s'", optarg);
+			break;
+		case OPT_MAX_STACKS:
+			if (parse_u32(optarg, &o->max_stacks, 1))
+				return bad("--max-stacks needs a positive count, not '%s'", optarg);
+			break;
+		case 'v':
+			ht_verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("heaptrace %s\n", HEAPTRACE_VERSION);
+			exit(0);
+		default:
+			if (optopt && strchr("pofd", optopt))
+				return bad("option -%s needs a value", (char[]){ (char)optopt, 0 });
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o->argv = argv + optind;
+	if (o->pid && o->argv)
+		return bad("give either -p PID or a command, not both%s", "");
+	if (!o->pid && !o->argv)
+		return bad("nothing to trace: give -p PID or a command%s", "");
+	return 0;
+}
+
+static int write_profile(const struct options *o, FILE *out, const struct profile *p)
+{
+	struct symbolizer *sym = NULL;
+	int err;
+
+	if (o->format != FMT_PPROF) {
+		sym = sym_open(p->maps ? p->maps : "");
+		if (!sym) {
+			ht_err("cannot set up symbolization: %s", strerror(errno));
+			return -1;
+		}
+	}
+	switch (o->format) {
+	case FMT_PPROF:
+		err = output_pprof_text(out, p);
+		break;
+	case FMT_COLLAPSED:
+		err = output_collapsed(out, p, sym, o->value);
+		break;
+	default:
+		err = output_top(out, p, sym, o->value, o->top);
+		break;
+	}
+	if (sym)
+		sym_close(sym);
+	if (fflush(out) || err) {
+		ht_err("cannot write the profile: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void report_counters(const uint64_t counters[HT_COUNTER_MAX])
+{
+	char buf[1024];
+
+	output_losses(buf, sizeof(buf), counters, false);
+	if (!*buf && !ht_verbose)
+		return;
+	output_losses(buf, sizeof(buf), counters, true);
+	ht_err("events: %s", buf);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct target t = { .go_fd = -1, .pidfd = -1 };
+	struct probe_plan plan = { 0 };
+	struct tracer tr = { 0 };
+	struct profile prof;
+	char *alloc_path = NULL;
+	FILE *out = stdout;
+	int rc = 1;
+
+	if (parse_options(argc, argv, &o))
+		return 2;
+	if (o.output && !(out = fopen(o.output, "we"))) {
+		ht_err("cannot open %s: %s", o.output, strerror(errno));
+		return 1;
+	}
+	if (monitor_init()) {
+		ht_err("cannot set up signal handling: %s", strerror(errno));
+		goto done;
+	}
+	rc = o.argv ? target_launch(&t, o.argv, out == stdout) : target_attach(&t, o.pid);
+	if (rc)
+		goto done;
+	rc = 1;
+	if (allocator_find(&t, &alloc_path) || probes_plan_malloc(&plan, alloc_path))
+		goto kill_child;
+
+	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
+				     .specs = plan.specs, .n_specs = plan.n };
+	if (tracer_load(&tr, &cfg) || probes_attach(&plan, &tr, t.pid))
+		goto kill_child;
+	ht_info("tracing PID %d (%s)", t.pid, t.exe);
+	if (target_start(&t)) {
+		ht_err("cannot start %s", t.exe);
+		goto kill_child;
+	}
+
+	struct stop st = monitor_run(&t, o.duration);
+	monitor_release_signals();
+	if (!t.exited)
+		target_refresh_maps(&t);
+	tracer_detach(&tr);
+	if (st.why == STOP_DURATION)
+		ht_info("stopped after %g s", o.duration);
+
+	if (profile_read(&prof, &tr, t.pid, t.maps))
+		goto done;
+	rc = write_profile(&o, out, &prof) ? 1 : 0;
+	report_counters(prof.counters);
+	profile_free(&prof);
+
+	if (t.launched) {
+		/* Like time(1): the command runs to its end and its status is ours. */
+		if (!t.exited && st.why == STOP_SIGNAL && st.sent_to_us)
+			kill(t.pid, st.signo);
+		target_reap(&t, true);
+		if (!rc)
+			rc = target_exit_code(&t);
+	}
+	goto done;
+
+kill_child:
+	if (t.launched && t.pid > 0 && !t.exited) {
+		kill(t.pid, SIGKILL);
+		target_reap(&t, true);
+	}
+done:
+	tracer_close(&tr);
+	probes_free(&plan);
+	free(alloc_path);
+	target_free(&t);
+	if (out != stdout)
+		fclose(out);
+	return rc;
+}

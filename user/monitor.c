@@ -1,0 +1,110 @@
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "monitor.h"
+
+#define MAPS_REFRESH_MS 1000
+
+static int sfd = -1;
+
+static sigset_t waited_signals(void)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGCHLD);
+	return s;
+}
+
+int monitor_init(void)
+{
+	sigset_t s = waited_signals();
+
+	if (sigprocmask(SIG_BLOCK, &s, NULL))
+		return -1;
+	sfd = signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
+	return sfd < 0 ? -1 : 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct stop monitor_run(struct target *t, double duration)
+{
+	double start = now_s(), last_maps = start;
+	struct stop st = { 0 };
+
+	for (;;) {
+		target_reap(t, false);
+		if (t->exited) {
+			st.why = STOP_TARGET_EXITED;
+			return st;
+		}
+
+		double now = now_s();
+		int timeout = MAPS_REFRESH_MS;
+		if (duration > 0) {
+			double left = start + duration - now;
+			if (left <= 0) {
+				st.why = STOP_DURATION;
+				return st;
+			}
+			if (left * 1000 < timeout)
+				timeout = (int)(left * 1000) + 1;
+		}
+
+		struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN }, { .fd = t->pidfd, .events = POLLIN } };
+		int n = poll(fds, t->launched ? 1 : 2, timeout);
+		if (n < 0 && errno != EINTR) {
+			ht_err("poll: %s", strerror(errno));
+			st.why = STOP_SIGNAL;
+			return st;
+		}
+		if (!t->launched && n > 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
+			t->exited = true;
+			ht_err("process %d exited", t->pid);
+			st.why = STOP_TARGET_EXITED;
+			return st;
+		}
+		if (n > 0 && (fds[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGCHLD)
+					continue;
+				st.why = STOP_SIGNAL;
+				st.signo = si.ssi_signo;
+				st.sent_to_us = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE;
+				return st;
+			}
+		}
+		if (now_s() - last_maps >= MAPS_REFRESH_MS / 1000.0) {
+			/* dlopen()ed libraries must be in MAPPED_LIBRARIES even if the process dies unseen. */
+			target_refresh_maps(t);
+			last_maps = now_s();
+		}
+	}
+}
+
+void monitor_release_signals(void)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+}

@@ -1,0 +1,19 @@
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "output.h"
+#include "tracer.h"
+
+void output_losses(char *buf, size_t len, const uint64_t counters[HT_COUNTER_MAX], bool all)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int c = 0; c < HT_COUNTER_MAX && off < len; c++) {
+		bool loss = c != HT_ALLOCS && c != HT_FREES;
+		if (!all && (!loss || !counters[c]))
+			continue;
+		off += snprintf(buf + off, len - off, "%s%s=%" PRIu64, off ? " " : "",
+				tracer_counter_name(c), counters[c]);
+	}
+}

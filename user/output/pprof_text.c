@@ -1,0 +1,41 @@
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+
+/*
+ * gperftools' spacing, "%6d: %8d [%6d: %8d] @": the Perl pprof needs white
+ * space after each colon.  Addresses are return addresses, innermost first;
+ * readers subtract one themselves to land on the call.
+ */
+static void counts(FILE *f, const struct ht_site *c)
+{
+	fprintf(f, "%6" PRId64 ": %8" PRId64 " [%6" PRIu64 ": %8" PRIu64 "] @",
+		(int64_t)c->inuse_objects, (int64_t)c->inuse_bytes, (uint64_t)c->alloc_objects,
+		(uint64_t)c->alloc_bytes);
+}
+
+int output_pprof_text(FILE *f, const struct profile *p)
+{
+	size_t *order = profile_order(p, V_INUSE_SPACE);
+
+	if (!order)
+		return -1;
+	fputs("heap profile: ", f);
+	counts(f, &p->total);
+	fputs(" heapprofile\n", f);
+	for (size_t k = 0; k < p->n; k++) {
+		const struct prof_stack *s = &p->stacks[order[k]];
+
+		counts(f, &s->c);
+		for (uint32_t i = 0; i < s->depth; i++)
+			fprintf(f, " 0x%016" PRIx64, s->pcs[i]);
+		fputc('\n', f);
+	}
+	free(order);
+	fputs("\nMAPPED_LIBRARIES:\n", f);
+	if (p->maps)
+		fputs(p->maps, f);
+	return ferror(f) ? -1 : 0;
+}

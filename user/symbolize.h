@@ -1,0 +1,41 @@
+/* Address -> function, file:line, inline frames, via elfutils libdwfl. */
+#ifndef HT_SYMBOLIZE_H
+#define HT_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+/* One source-level frame.  Strings are owned by the symbolizer and stay valid
+ * until sym_close(). */
+struct sym_frame {
+	const char *func;    /* demangled function name, NULL when unknown */
+	const char *file;    /* source file, NULL when unknown */
+	int line;            /* 0 when unknown */
+	const char *module;  /* basename of the mapped object, NULL when the pc is in no module */
+	uint64_t module_off; /* pc relative to the module's load bias (ELF virtual address) */
+};
+
+/*
+ * Build a symbolizer for a process from the text of its /proc/PID/maps as it
+ * was captured while the process lived, so symbolization works after exit.
+ * Returns NULL with errno set on failure.
+ */
+struct symbolizer *sym_open(const char *maps_text);
+void sym_close(struct symbolizer *s);
+
+/*
+ * Expand pc into its source frames, innermost (deepest inline) first.
+ * is_return_addr: pc is a return address, so pc-1 is looked up, which lands
+ * on the call instruction rather than the one after it.  Always yields at
+ * least one frame (an unknown pc gives func == NULL).  Results are cached per
+ * pc; *frames points into the cache.  Returns the number of frames.
+ */
+int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
+	       const struct sym_frame **frames);
+
+/* "func" or "[module+0xoff]" or "[0xpc]": the name flame graphs show. */
+const char *sym_frame_name(const struct sym_frame *f, uint64_t pc, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,242 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "target.h"
+
+char *read_text_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 65536;
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap);
+	while (buf) {
+		if (len + 1 >= cap) {
+			char *n = realloc(buf, cap *= 2);
+			if (!n) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = n;
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		if (r == 0)
+			break;
+		len += r;
+	}
+	close(fd);
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+void target_refresh_maps(struct target *t)
+{
+	char path[64];
+	char *m;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	m = read_text_file(path);
+	/* A process that is exiting or gone reads as empty: keep what we had. */
+	if (!m || !*m) {
+		free(m);
+		return;
+	}
+	free(t->maps);
+	t->maps = m;
+}
+
+/* PATH search the way execvp does it, but done here so the child never mallocs. */
+static char *resolve_command(const char *cmd, int *err)
+{
+	*err = ENOENT;
+	if (strchr(cmd, '/')) {
+		if (access(cmd, F_OK))
+			return NULL;
+		*err = access(cmd, X_OK) ? EACCES : 0;
+		return *err ? NULL : strdup(cmd);
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		char buf[4096];
+		struct stat st;
+
+		snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - p), p, end == p ? "" : "/", cmd);
+		if (!stat(buf, &st) && S_ISREG(st.st_mode)) {
+			if (!access(buf, X_OK)) {
+				*err = 0;
+				return strdup(buf);
+			}
+			*err = EACCES;
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	return NULL;
+}
+
+static pid_t open_pidfd(pid_t pid)
+{
+	return syscall(SYS_pidfd_open, pid, 0);
+}
+
+int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
+{
+	int err, pipefd[2];
+
+	memset(t, 0, sizeof(*t));
+	t->go_fd = t->pidfd = -1;
+	t->launched = true;
+	t->exe = resolve_command(argv[0], &err);
+	if (!t->exe) {
+		ht_err("%s: %s", argv[0], err == ENOENT ? "command not found" : strerror(err));
+		return err == ENOENT ? 127 : 126;
+	}
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		ht_err("pipe: %s", strerror(errno));
+		return 1;
+	}
+	fflush(NULL);
+	t->pid = fork();
+	if (t->pid < 0) {
+		ht_err("fork: %s", strerror(errno));
+		return 1;
+	}
+	if (t->pid == 0) {
+		char go;
+		sigset_t none;
+
+		/* heaptrace blocks the signals it waits for; the command must not inherit that. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		close(pipefd[1]);
+		if (stdout_to_stderr)
+			dup2(STDERR_FILENO, STDOUT_FILENO);
+		/* Our probes are attached for this pid from now on: no malloc here. */
+		if (read(pipefd[0], &go, 1) != 1)
+			_exit(1);
+		execv(t->exe, argv);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(pipefd[0]);
+	t->go_fd = pipefd[1];
+	t->pidfd = open_pidfd(t->pid);
+	if (ptrace(PTRACE_SEIZE, t->pid, 0, PTRACE_O_TRACEEXIT))
+		ht_info("cannot ptrace the command (%s): its memory map is read before exit instead",
+			strerror(errno));
+	return 0;
+}
+
+int target_attach(struct target *t, pid_t pid)
+{
+	char path[64];
+
+	memset(t, 0, sizeof(*t));
+	t->go_fd = t->pidfd = -1;
+	t->pid = pid;
+	if (kill(pid, 0) && errno == ESRCH) {
+		ht_err("no process with PID %d", pid);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	t->exe = realpath(path, NULL);
+	if (!t->exe) {
+		ht_err("cannot read %s: %s%s", path, strerror(errno),
+		       errno == EACCES || errno == EPERM ? " (run as root or as the process's owner)" : "");
+		return 1;
+	}
+	t->pidfd = open_pidfd(pid);
+	target_refresh_maps(t);
+	if (!t->maps) {
+		ht_err("cannot read /proc/%d/maps", pid);
+		return 1;
+	}
+	return 0;
+}
+
+int target_start(struct target *t)
+{
+	if (!t->launched || t->go_fd < 0)
+		return 0;
+	int r = write(t->go_fd, "g", 1) == 1 ? 0 : -1;
+	close(t->go_fd);
+	t->go_fd = -1;
+	return r;
+}
+
+void target_reap(struct target *t, bool wait)
+{
+	int st;
+
+	while (t->launched && !t->exited) {
+		pid_t r = waitpid(t->pid, &st, __WALL | (wait ? 0 : WNOHANG));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			t->exited = true;
+			t->status = st;
+			return;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		int event = st >> 16, sig = WSTOPSIG(st);
+		if (event == PTRACE_EVENT_EXIT) {
+			/* The last moment its mappings exist. */
+			target_refresh_maps(t);
+			ptrace(PTRACE_CONT, t->pid, 0, 0);
+		} else if (event == PTRACE_EVENT_STOP) {
+			/* Group stop (SIGSTOP, SIGTSTP): stay stopped, as without us. */
+			ptrace(PTRACE_LISTEN, t->pid, 0, 0);
+		} else {
+			ptrace(PTRACE_CONT, t->pid, 0, sig);
+		}
+	}
+}
+
+int target_exit_code(const struct target *t)
+{
+	if (!t->exited)
+		return 0;
+	if (WIFEXITED(t->status))
+		return WEXITSTATUS(t->status);
+	if (WIFSIGNALED(t->status))
+		return 128 + WTERMSIG(t->status);
+	return 1;
+}
+
+void target_free(struct target *t)
+{
+	if (t->go_fd >= 0)
+		close(t->go_fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	free(t->exe);
+	free(t->maps);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,148 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "tracer.h"  /* before the skeleton: it names our shared structs */
+#include "heaptrace.skel.h"
+#include "log.h"
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* libbpf's own chatter is for -v; heaptrace reports failures in one line itself. */
+	if (!ht_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void explain_load_error(int err)
+{
+	if (err == -EPERM || (err == -EACCES && geteuid() != 0))
+		ht_err("not permitted to load BPF programs: run as root, or grant CAP_BPF, CAP_PERFMON "
+		       "and CAP_SYS_RESOURCE (and CAP_SYS_PTRACE for -p on another user's process)");
+	else if (err == -ENOMEM || err == -E2BIG)
+		ht_err("cannot create BPF maps (%s): lower --max-allocs or --max-stacks", strerror(-err));
+	else
+		ht_err("cannot load BPF programs: %s (kernel with BTF and uprobes needed; -v says more)",
+		       strerror(-err));
+}
+
+int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
+{
+	struct heaptrace *skel;
+	int err;
+
+	memset(tr, 0, sizeof(*tr));
+	libbpf_set_print(libbpf_log);
+	skel = heaptrace__open();
+	if (!skel) {
+		explain_load_error(-errno);
+		return -1;
+	}
+	skel->rodata->target_tgid = cfg->tgid;
+	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
+	memcpy(skel->rodata->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
+
+	/* Stack ids index a power-of-two bucket array, plus one for the lost-stack pseudo id. */
+	uint32_t buckets = 1;
+	while (buckets < cfg->max_stacks)
+		buckets <<= 1;
+	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
+	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
+	bpf_map__set_max_entries(skel->maps.sites, buckets + 1);
+
+	err = heaptrace__load(skel);
+	if (err) {
+		explain_load_error(err);
+		heaptrace__destroy(skel);
+		return -1;
+	}
+	tr->skel = skel;
+	return 0;
+}
+
+int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
+		  uint32_t cookie, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = prog == PROG_ALLOC_RETURN);
+	struct bpf_program *p = prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
+				prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
+							    tr->skel->progs.free_enter;
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
+
+	if (!l)
+		return -errno;
+	struct bpf_link **n = realloc(tr->links, (tr->n_links + 1) * sizeof(*n));
+	if (!n) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	tr->links = n;
+	tr->links[tr->n_links++] = l;
+	return 0;
+}
+
+void tracer_detach(struct tracer *tr)
+{
+	for (int i = 0; i < tr->n_links; i++)
+		bpf_link__destroy(tr->links[i]);
+	free(tr->links);
+	tr->links = NULL;
+	tr->n_links = 0;
+}
+
+void tracer_close(struct tracer *tr)
+{
+	tracer_detach(tr);
+	if (tr->skel)
+		heaptrace__destroy(tr->skel);
+	tr->skel = NULL;
+}
+
+void tracer_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	int fd = bpf_map__fd(tr->skel->maps.counters);
+
+	for (uint32_t k = 0; k < HT_COUNTER_MAX; k++) {
+		out[k] = 0;
+		if (vals && !bpf_map_lookup_elem(fd, &k, vals))
+			for (int c = 0; c < ncpu; c++)
+				out[k] += vals[c];
+	}
+	free(vals);
+}
+
+const char *tracer_counter_name(enum ht_counter c)
+{
+	static const char *const names[HT_COUNTER_MAX] = {
+		[HT_ALLOCS] = "allocs",
+		[HT_FREES] = "frees",
+		[HT_UNMATCHED_FREES] = "unmatched_frees",
+		[HT_LOSS_LIVE_FULL] = "live_map_full",
+		[HT_LOSS_STACK_COLLISION] = "stack_collisions",
+		[HT_LOSS_STACK_ERROR] = "stack_errors",
+		[HT_LOSS_SITE_FULL] = "site_map_full",
+		[HT_LOSS_NO_ENTRY] = "returns_without_entry",
+		[HT_LOSS_STALE_ENTRY] = "missed_returns",
+		[HT_LOSS_CALLS_FULL] = "call_map_full",
+		[HT_REUSED_BLOCKS] = "missed_frees",
+		[HT_FAILED_ALLOCS] = "failed_allocs",
+	};
+	return c < HT_COUNTER_MAX ? names[c] : "?";
+}
+
+int tracer_sites_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.sites);
+}
+
+int tracer_stacks_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.stacks);
+}
