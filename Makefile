@@ -47,6 +47,9 @@ $(BUILD)/tests/%: tests/targets/%.c
 
 test-targets: $(TEST_BINS)
 
+$(BUILD)/demo: tests/demo/demo.c | $(BUILD)
+	$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@
+
 install: $(BUILD)/heaptrace
 	install -D -m 0755 $(BUILD)/heaptrace $(DESTDIR)$(PREFIX)/bin/heaptrace
 
@@ -54,7 +57,7 @@ deps:
 	@sh scripts/deps.sh
 
 demo: deps
-	$(MAKE) all test-targets
+	$(MAKE) all $(BUILD)/demo
 	sh scripts/demo.sh
 
 test: deps
