@@ -45,7 +45,16 @@ $(BUILD)/tests/%: tests/targets/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
-test-targets: $(TEST_BINS)
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
+
+# Unit tests link the one module they test.
+$(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c user/symbolize.c user/symbolize.h
+	@mkdir -p $(dir $@)
+	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
+		tests/unit/test_symbolize.c user/symbolize.c -o $@ -ldw -lelf -ldl -lstdc++
+
+test-targets: $(TEST_BINS) $(UNIT_BINS)
 
 $(BUILD)/demo: tests/demo/demo.c | $(BUILD)
 	$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@

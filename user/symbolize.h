@@ -3,6 +3,7 @@
 #define HT_SYMBOLIZE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct symbolizer;
