@@ -272,6 +272,9 @@ int main(int argc, char **argv)
 		goto done;
 	rc = write_profile(&o, out, &prof) ? 1 : 0;
 	report_counters(prof.counters);
+	if (prof.trimmed)
+		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory",
+			prof.trimmed);
 	profile_free(&prof);
 
 	if (t.launched) {

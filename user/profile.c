@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -75,6 +76,65 @@ static int read_stack(int fd, uint32_t id, struct prof_stack *s)
 	return 0;
 }
 
+struct range {
+	uint64_t lo, hi;
+};
+
+/* Executable mappings of the saved maps text. */
+static struct range *exec_ranges(const char *maps, size_t *n)
+{
+	struct range *r = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	for (const char *line = maps; line && *line;) {
+		const char *nl = strchrnul(line, '\n');
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[2] == 'x') {
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct range *g = realloc(r, cap * sizeof(*g));
+				if (!g)
+					break;
+				r = g;
+			}
+			r[(*n)++] = (struct range){ lo, hi };
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	return r;
+}
+
+/*
+ * A frame-pointer walk that enters code built without frame pointers reads
+ * whatever the stack holds next (strings, counters) as return addresses.  A
+ * "return address" outside every executable mapping ends the real stack.
+ */
+static void trim_stacks(struct profile *p)
+{
+	size_t nr;
+	struct range *r = exec_ranges(p->maps, &nr);
+
+	if (!r)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		struct prof_stack *s = &p->stacks[i];
+		for (uint32_t k = 0; k < s->depth; k++) {
+			bool ok = false;
+			for (size_t m = 0; m < nr && !ok; m++)
+				ok = s->pcs[k] >= r[m].lo && s->pcs[k] < r[m].hi;
+			if (!ok) {
+				s->depth = k;
+				p->trimmed++;
+				break;
+			}
+		}
+	}
+	free(r);
+}
+
 int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps)
 {
 	int sites = tracer_sites_fd(tr), stacks = tracer_stacks_fd(tr);
@@ -110,6 +170,7 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 		site_add(&p->total, &c);
 	}
 
+	trim_stacks(p);
 	qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_frames);
 	size_t out = 0;
 	for (size_t i = 0; i < p->n; i++) {

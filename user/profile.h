@@ -26,6 +26,7 @@ struct profile {
 	uint64_t counters[HT_COUNTER_MAX];
 	pid_t pid;
 	const char *maps;       /* the target's /proc/PID/maps text (borrowed) */
+	size_t trimmed;         /* stacks cut where a frame left executable memory */
 };
 
 /* Read every stack's counters; stacks with identical frames are merged. */
