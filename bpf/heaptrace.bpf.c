@@ -184,11 +184,15 @@ int alloc_enter(struct pt_regs *ctx)
 	struct ht_call *cur = bpf_map_lookup_elem(&calls, &id);
 	if (cur) {
 		/*
-		 * A deeper stack pointer means an allocator entry point called
-		 * from inside another (realloc(NULL, n) calls malloc): only the
-		 * outermost call is the program's request.
+		 * An allocator entry point called from inside another: deeper
+		 * (reallocarray calls realloc) or at the same stack pointer when
+		 * tail-called (glibc's realloc(NULL, n) jumps to malloc; both
+		 * return probes then fire at the one return).  Only the outermost
+		 * call is the program's request.  Entries of threads that died
+		 * mid-call are removed at their exit, so the thread id cannot
+		 * inherit one.
 		 */
-		if (sp < cur->sp) {
+		if (sp <= cur->sp) {
 			cur->depth++;
 			return 0;
 		}
@@ -247,8 +251,11 @@ int alloc_return(struct pt_regs *ctx)
 		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
 		if (ptr || c.size == 0)
 			free_block(c.old_ptr);
-		if (!ptr)
+		if (!ptr) {
+			if (c.size)
+				count(HT_FAILED_ALLOCS);
 			return 0;
+		}
 	}
 	if (!ptr) {
 		count(HT_FAILED_ALLOCS);
@@ -273,9 +280,20 @@ int free_enter(struct pt_regs *ctx)
 
 	/* A free inside realloc(p, 0) is accounted by realloc's return. */
 	struct ht_call *cur = bpf_map_lookup_elem(&calls, &id);
-	if (cur && PT_REGS_SP(ctx) < cur->sp)
+	if (cur && PT_REGS_SP(ctx) <= cur->sp)
 		return 0;
 
 	free_block(ptr);
+	return 0;
+}
+
+/* A thread that exits inside an allocator call never returns from it. */
+SEC("tracepoint/sched/sched_process_exit")
+int thread_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (traced(id) && !bpf_map_delete_elem(&calls, &id))
+		count(HT_LOSS_STALE_ENTRY);
 	return 0;
 }

@@ -69,7 +69,7 @@ struct ht_site {
 	__u64 alloc_bytes;
 };
 
-/* Loss and event counters: a per-CPU array indexed by these. */
+/* Event and loss counters (all but allocs, frees and failed allocs are losses): a per-CPU array. */
 enum ht_counter {
 	HT_ALLOCS,              /* allocations counted */
 	HT_FREES,               /* frees matched to a live block */

@@ -62,6 +62,10 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		return -1;
 	}
 	tr->skel = skel;
+	tr->exit_link = bpf_program__attach(skel->progs.thread_exit);
+	if (!tr->exit_link)
+		ht_info("cannot watch thread exits (%s): a thread dying mid-call can leave a stale entry",
+			strerror(errno));
 	return 0;
 }
 
@@ -98,6 +102,8 @@ void tracer_detach(struct tracer *tr)
 void tracer_close(struct tracer *tr)
 {
 	tracer_detach(tr);
+	bpf_link__destroy(tr->exit_link);
+	tr->exit_link = NULL;
 	if (tr->skel)
 		heaptrace__destroy(tr->skel);
 	tr->skel = NULL;

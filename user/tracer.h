@@ -21,6 +21,7 @@ struct tracer {
 	struct heaptrace *skel;
 	struct bpf_link **links;
 	int n_links;
+	struct bpf_link *exit_link;     /* thread exits, to drop their in-flight calls */
 };
 
 /* Open, size and load the BPF object.  Returns 0 or -1 with the error printed. */

@@ -1,0 +1,526 @@
+# shellcheck shell=bash
+# Helpers for tests/run.sh (sourced; expects ROOT, HT, TB, TMP, VALUES).
+#
+# Every run of heaptrace is named by a KEY; its files are $TMP/KEY.out
+# (stdout), $TMP/KEY.err (stderr) and $TMP/KEY.cmd (the command line).
+
+PASS=0
+FAIL=0
+declare -A EXPLEAF=()   # "KEY.VALUE" -> expected non-zero leaves
+START=$SECONDS
+BUDGET=170              # seconds; later runs get shorter timeouts past it
+
+# kill_tree PID...: SIGKILL children of this shell (background jobs) and
+# what they started: heaptrace runs under "timeout", which leads its own
+# process group, so that whole group goes.  A pid that is not a child of
+# this shell is left alone: it may have been reused.
+kill_tree() {
+	local p
+	for p in "$@"; do
+		[ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" = "$$" ] || continue
+		if [ "$(ps -o pgid= -p "$p" 2>/dev/null | tr -d ' ')" = "$p" ]; then
+			kill -KILL -- "-$p" 2>/dev/null
+		else
+			kill -KILL "$p" 2>/dev/null
+		fi
+		wait "$p" 2>/dev/null
+	done
+	return 0
+}
+
+# At exit, only background jobs of this shell that are still running (no
+# stale pid that may have been reused).
+cleanup() {
+	# shellcheck disable=SC2046
+	kill_tree $(jobs -p)
+	if [ "${HEAPTRACE_KEEP_TMP:-0}" = 1 ]; then
+		echo "# outputs kept in $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+
+pass() { PASS=$((PASS + 1)); echo "ok - $1"; }
+
+# fail NAME [DIAG]: DIAG may hold several lines.
+fail() {
+	FAIL=$((FAIL + 1))
+	echo "not ok - $1"
+	if [ -n "${2:-}" ]; then
+		printf '%s\n' "$2" | sed -e '/^$/d' -e 's/^/#   /' | head -40
+	fi
+}
+
+# report NAME DIAG: passes when DIAG is empty.
+report() {
+	if [ -z "$2" ]; then pass "$1"; else fail "$1" "$2"; fi
+}
+
+# Timeout for the next command: 60 s; 20 s once a run has timed out, and
+# 10 s once the time budget is used up, so a tracer that hangs everywhere
+# fails the whole run in bounded time.
+TIMEOUTS=0
+tmo() {
+	if [ $((SECONDS - START)) -ge "$BUDGET" ]; then
+		echo 10
+	elif [ "$TIMEOUTS" -gt 0 ]; then
+		echo 20
+	else
+		echo 60
+	fi
+}
+
+rel() { local s=$*; s=${s//$TB\//build\/tests\/}; s=${s//$TMP\//\$TMP\/}; echo "$s"; }
+
+# ht KEY ARG...: run heaptrace; exit status in RC.
+ht() {
+	local key=$1
+	shift
+	echo "heaptrace $(rel "$@")" >"$TMP/$key.cmd"
+	if [ ! -x "$HT" ]; then
+		: >"$TMP/$key.out"
+		echo "test harness: $HT not built" >"$TMP/$key.err"
+		RC=255
+		echo "$RC" >"$TMP/$key.rc"
+		return
+	fi
+	local limit t0=$SECONDS
+	limit=$(tmo)
+	timeout -k 5 "$limit" "$HT" "$@" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	RC=$?
+	echo "$RC" >"$TMP/$key.rc"
+	if [ $((SECONDS - t0)) -ge "$limit" ]; then
+		TIMEOUTS=$((TIMEOUTS + 1))
+		echo "timed out after $limit s" >>"$TMP/$key.err"
+	fi
+}
+
+# Diagnostic context for a run: its command line and the head of its stderr.
+ctx() {
+	local key=$1
+	[ -f "$TMP/$key.cmd" ] && echo "command: $(cat "$TMP/$key.cmd")"
+	[ -f "$TMP/$key.rc" ] && echo "exit status: $(cat "$TMP/$key.rc")"
+	[ -s "$TMP/$key.err" ] && sed -n '1,8p' "$TMP/$key.err" | sed 's/^/stderr: /'
+	return 0
+}
+
+# rc_diag KEY WANT: a diagnostic unless the last run's status is WANT.
+rc_diag() {
+	local got
+	got=$(cat "$TMP/$1.rc" 2>/dev/null || echo none)
+	if [ "$got" != "$2" ]; then
+		[ "$got" = 124 ] && echo "timed out"
+		echo "exit status $got, want $2"
+		ctx "$1"
+	fi
+}
+
+check_rc() { report "$3" "$(rc_diag "$1" "$2")"; }
+
+# one_line_diag KEY: stderr must be exactly one non-empty line.
+one_line_diag() {
+	local n
+	n=$(grep -c '' "$TMP/$1.err")
+	if [ "$n" != 1 ] || ! grep -q '[^[:space:]]' "$TMP/$1.err"; then
+		echo "stderr has $n lines, want exactly one:"
+		sed -n '1,6p' "$TMP/$1.err" | sed 's/^/stderr: /'
+	fi
+}
+
+# Collapsed output checks: every line "frame;...;frame VALUE" with VALUE > 0.
+collapsed_diag() {
+	local f=$TMP/$1.out bad
+	bad=$(grep -nvE '^[^ ].* [0-9]+$' "$f" | head -3)
+	[ -n "$bad" ] && echo "malformed collapsed lines: $bad"
+	bad=$(grep -nE ' 0+$' "$f" | head -3)
+	[ -n "$bad" ] && echo "lines with value 0: $bad"
+	return 0
+}
+
+collapsed_wellformed() {
+	local d
+	d=$(collapsed_diag "$1")
+	[ -s "$TMP/$1.out" ] || d+=$'\n'"empty output"
+	report "$1: collapsed output well-formed, no zero lines" "$d"
+}
+
+# sums KEY: "leaf<TAB>sum" over the lines of $TMP/KEY.out, keyed by the
+# innermost frame.
+sums() {
+	awk '
+	match($0, / [0-9]+$/) {
+		v = substr($0, RSTART + 1) + 0
+		n = split(substr($0, 1, RSTART - 1), f, ";")
+		s[f[n]] += v
+	}
+	END { for (k in s) printf "%s\t%.0f\n", k, s[k] }' "$TMP/$1.out" 2>/dev/null
+}
+
+# leafval KEY FN: sum of the lines whose innermost frame is FN (0 if none).
+leafval() {
+	sums "$1" | awk -F'\t' -v fn="$2" '$1 == fn { v = $2 } END { print (v == "" ? 0 : v) }'
+}
+
+# has_frame KEY FN: FN is a frame anywhere in $TMP/KEY.out.
+has_frame() {
+	awk -v fn="$2" '{
+		sub(/ [0-9]+$/, "")
+		n = split($0, f, ";")
+		for (i = 1; i <= n; i++) if (f[i] == fn) { found = 1; exit }
+	} END { exit !found }' "$TMP/$1.out" 2>/dev/null
+}
+
+# profile4 KEY WANT_RC CMD...: four runs of "heaptrace -f collapsed --value V
+# -- CMD", one per value, as KEY.V; -v only on the alloc_objects run.
+profile4() {
+	local key=$1 want=$2 v d="" verbose
+	shift 2
+	for v in $VALUES; do
+		verbose=()
+		[ "$v" = alloc_objects ] && verbose=(-v)
+		ht "$key.$v" "${verbose[@]}" -f collapsed --value "$v" -- "$@"
+		d+=$(rc_diag "$key.$v" "$want")
+		d+=$(collapsed_diag "$key.$v" | sed "s/^/$v: /")
+		[ -s "$TMP/$key.$v.out" ] || d+=$'\n'"$v: empty profile"
+	done
+	report "$key: 4 collapsed runs (one per --value) exit $want, well-formed, no zero lines" "$d"
+}
+
+# expect4 KEY FN AO AS IO IS: FN's sums in the four runs of profile4.
+expect4() {
+	local key=$1 fn=$2 v g want got="" wants="" bad=0 i=3
+	for v in $VALUES; do
+		want=${!i}
+		i=$((i + 1))
+		g=$(leafval "$key.$v" "$fn")
+		got+=" $v=$g"
+		wants+=" $v=$want"
+		[ "$g" = "$want" ] || bad=1
+		[ "$want" != 0 ] && EXPLEAF[$key.$v]+=" $fn"
+	done
+	if [ "$bad" = 0 ]; then
+		pass "$key: $fn$wants"
+	else
+		fail "$key: $fn$wants" "got$got"
+	fi
+}
+
+# absent4 KEY FN...: FN is no frame in any of the four runs.
+absent4() {
+	local key=$1 fn v d
+	shift
+	for fn in "$@"; do
+		d=""
+		for v in $VALUES; do
+			[ -s "$TMP/$key.$v.out" ] || d+="$v: empty profile"$'\n'
+			has_frame "$key.$v" "$fn" && d+="$v: $(grep -m2 -E "(^|;)$fn( |;)" "$TMP/$key.$v.out")"$'\n'
+		done
+		report "$key: $fn appears in no stack" "$d"
+	done
+}
+
+# absent_leaf4 KEY FN...: FN is the innermost frame of no line.
+absent_leaf4() {
+	local key=$1 fn v d
+	shift
+	for fn in "$@"; do
+		d=""
+		for v in $VALUES; do
+			[ -s "$TMP/$key.$v.out" ] || d+="$v: empty profile"$'\n'
+			[ "$(leafval "$key.$v" "$fn")" = 0 ] ||
+				d+="$v: $(grep -m2 -E ";$fn [0-9]+\$|^$fn [0-9]+\$" "$TMP/$key.$v.out")"$'\n'
+		done
+		report "$key: $fn is no innermost frame" "$d"
+	done
+}
+
+# leafset KEY FN...: the innermost frames of $TMP/KEY.out are exactly FN...
+leafset() {
+	local key=$1 got want
+	shift
+	got=$(sums "$key" | cut -f1 | sort | tr '\n' ' ')
+	want=$(printf '%s\n' "$@" | sed '/^$/d' | sort | tr '\n' ' ')
+	if [ "$got" = "$want" ]; then
+		pass "$key: innermost frames are exactly: $want"
+	else
+		fail "$key: innermost frames are exactly: $want" "got: $got"
+	fi
+}
+
+leafset4() {
+	local v
+	for v in $VALUES; do
+		# shellcheck disable=SC2086
+		leafset "$1.$v" ${EXPLEAF[$1.$v]:-}
+	done
+}
+
+# expect_leaf KEY FN N (N = 0 also needs a non-empty profile, so that a
+# failed run cannot pass it)
+expect_leaf() {
+	local g
+	g=$(leafval "$1" "$2")
+	if [ "$3" = 0 ] && [ ! -s "$TMP/$1.out" ]; then
+		fail "$1: $2 = $3" "empty profile"$'\n'"$(ctx "$1")"
+	elif [ "$g" = "$3" ]; then
+		pass "$1: $2 = $3"
+	else
+		fail "$1: $2 = $3" "got $g"$'\n'"$(ctx "$1")"
+	fi
+}
+
+# expect_events KEY NAME=VALUE...: the "heaptrace: events:" line on stderr.
+expect_events() {
+	local key=$1 line n pair name want got d=""
+	shift
+	n=$(grep -c '^heaptrace: events:' "$TMP/$key.err" 2>/dev/null)
+	line=$(grep -m1 '^heaptrace: events:' "$TMP/$key.err" 2>/dev/null)
+	[ "$n" = 1 ] || d+="$n 'heaptrace: events:' lines on stderr, want 1"$'\n'
+	for pair in "$@"; do
+		name=${pair%%=*}
+		want=${pair#*=}
+		got=$(echo "$line" | tr ' ' '\n' | sed -n "s/^$name=//p" | head -1)
+		[ "$got" = "$want" ] || d+="$name=${got:-<missing>}, want $want"$'\n'
+	done
+	[ -n "$d" ] && d+="line: $line"
+	report "$key: events line $*" "$d"
+}
+
+# no_loss_line KEY: without -v, no events line means no loss counter moved.
+no_loss_line() {
+	local d
+	d=$(grep '^heaptrace: events:' "$TMP/$1.err" 2>/dev/null)
+	[ -s "$TMP/$1.out" ] || d+="empty profile: the run failed"$'\n'"$(ctx "$1")"
+	report "$1: no loss counters (no events line without -v)" "$d"
+}
+
+# pprof_header FILE NAME IO IB AO AB: the first line of a pprof heap profile.
+pprof_header() {
+	local f=$1 name=$2 first d=""
+	first=$(head -1 "$f" 2>/dev/null)
+	local re='^heap profile: *([0-9]+): *([0-9]+) \[ *([0-9]+): *([0-9]+)\] @ heapprofile[[:space:]]*$'
+	if [[ $first =~ $re ]]; then
+		local got="${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]} ${BASH_REMATCH[4]}"
+		[ "$got" = "$3 $4 $5 $6" ] || d="got $got, want $3 $4 $5 $6 (inuse objs, bytes, alloc objs, bytes)"
+	else
+		d="first line is not a heap profile header: '$first'"
+	fi
+	report "$name: $3: $4 [$5: $6]" "$d"
+}
+
+# pprof_has_record FILE IO IB AO AB: a sample line with these counts.
+pprof_has_record() {
+	grep -qE "^ *$2: +$3 \[ *$4: +$5\] @( 0x[0-9a-fA-F]+)+[[:space:]]*\$" "$1" 2>/dev/null
+}
+
+# google-pprof --text [OPT] BINARY PROF, as KEY.
+gpprof() {
+	local key=$1 opt=$2 prof=$3 args=(--text)
+	[ -n "$opt" ] && args+=("$opt")
+	echo "google-pprof ${args[*]} build/tests/t_pprof $(rel "$prof")" >"$TMP/$key.cmd"
+	if ! command -v google-pprof >/dev/null; then
+		echo "google-pprof not installed" >"$TMP/$key.err"; : >"$TMP/$key.out"
+		echo 127 >"$TMP/$key.rc"
+		return
+	fi
+	PPROF_TMPDIR=$TMP/pprof-tmp timeout -k 5 "$(tmo)" \
+		google-pprof "${args[@]}" "$TB/t_pprof" "$prof" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	echo $? >"$TMP/$key.rc"
+}
+
+# go tool pprof -top [OPT] BINARY PROF, as KEY; never touches the network.
+gopprof() {
+	local key=$1 opt=$2 prof=$3 args=(-top)
+	[ -n "$opt" ] && args+=("$opt")
+	echo "go tool pprof ${args[*]} build/tests/t_pprof $(rel "$prof")" >"$TMP/$key.cmd"
+	if ! command -v go >/dev/null; then
+		echo "go not installed" >"$TMP/$key.err"; : >"$TMP/$key.out"
+		echo 127 >"$TMP/$key.rc"
+		return
+	fi
+	mkdir -p "$TMP/go/home" "$TMP/go/cache" "$TMP/go/path" "$TMP/pprof-tmp"
+	env HOME="$TMP/go/home" GOCACHE="$TMP/go/cache" GOPATH="$TMP/go/path" \
+		GOTOOLCHAIN=local GOPROXY=off GOFLAGS= \
+		PPROF_TMPDIR="$TMP/pprof-tmp" \
+		timeout -k 5 "$(tmo)" go tool pprof "${args[@]}" "$TB/t_pprof" "$prof" \
+		>"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	echo $? >"$TMP/$key.rc"
+}
+
+# Rows of pprof text reports: "flat flat% sum% cum cum% name".
+pprof_rows() {
+	awk '$1 ~ /^[0-9.]+[A-Za-z]*$/ && $2 ~ /^[0-9.]+%$/ && $3 ~ /^[0-9.]+%$/' "$TMP/$1.out"
+}
+
+# first_func_is KEY FN NAME: FN is the first row of the report.
+first_func_is() {
+	local top
+	top=$(pprof_rows "$1" | head -1 | awk '{ print $NF }')
+	if [ "$top" = "$2" ]; then
+		pass "$3"
+	else
+		fail "$3" "first row names '$top'"$'\n'"$(ctx "$1")"$'\n'"$(sed -n '1,10p' "$TMP/$1.out")"
+	fi
+}
+
+# flat_is KEY FN N NAME: FN's row has flat value N.
+flat_is() {
+	local got
+	got=$(pprof_rows "$1" | awk -v fn="$2" '$NF == fn { print $1; exit }')
+	if [ "$got" = "$3" ]; then
+		pass "$4"
+	else
+		fail "$4" "$2 flat = '${got:-<no row>}'"$'\n'"$(ctx "$1")"$'\n'"$(sed -n '1,10p' "$TMP/$1.out")"
+	fi
+}
+
+# site_line SRC FN: the line number of the "@site FN" marker in SRC.
+site_line() {
+	grep -n "@site $2 \*/" "$1" | head -1 | cut -d: -f1
+}
+
+# free_pid: a pid no process has.
+free_pid() {
+	local p
+	p=$(( $(cat /proc/sys/kernel/pid_max) - 1 ))
+	while [ -e "/proc/$p" ]; do p=$((p - 1)); done
+	echo "$p"
+}
+
+# wait_for FILE REGEX SECS [PID]: until FILE has a line matching REGEX;
+# gives up after SECS seconds or once PID has exited.
+wait_for() {
+	local f=$1 re=$2 n=$(($3 * 10)) pid=${4:-}
+	while [ "$n" -gt 0 ]; do
+		grep -qE "$re" "$f" 2>/dev/null && return 0
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			grep -qE "$re" "$f" 2>/dev/null
+			return
+		fi
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# wait_exit PID SECS: until PID (a child) has exited; status in WRC.
+wait_exit() {
+	local n=$(($2 * 10))
+	while kill -0 "$1" 2>/dev/null && [ "$n" -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		WRC=timeout
+		return 1
+	fi
+	wait "$1"
+	WRC=$?
+	return 0
+}
+
+# release KEY: write a line to the target's FIFO (bounded: the target may
+# have died, and an open for writing with no reader blocks).
+release() {
+	# shellcheck disable=SC2016
+	timeout 10 bash -c 'echo go >"$1"' _ "$TMP/$1.fifo"
+}
+
+# pstart KEY HEAPTRACE-ARGS...: start t_wait, let it allocate its
+# pre-attach blocks, attach "heaptrace -v ARGS -p PID" (stdout KEY.out,
+# stderr KEY.err), wait for "tracing PID", then let the target run its traced
+# phase.  Sets TPID, HPID (the timeout wrapper of heaptrace).
+pstart() {
+	local key=$1 d=""
+	shift
+	echo "heaptrace -v $(rel "$*") -p PID" >"$TMP/$key.cmd"
+	mkfifo "$TMP/$key.fifo"
+	"$TB/t_wait" "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
+	TPID=$!
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$TPID"; then
+		fail "$key: t_wait target starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$TPID"
+		return 1
+	fi
+	if [ ! -x "$HT" ]; then
+		fail "$key: heaptrace -p attaches" "$HT not built"
+		kill_tree "$TPID"
+		return 1
+	fi
+	timeout -k 5 "$(tmo)" "$HT" -v "$@" -p "$TPID" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
+	HPID=$!
+	if ! wait_for "$TMP/$key.err" "^heaptrace: tracing PID $TPID([^0-9]|\$)" 30 "$HPID"; then
+		d="no 'heaptrace: tracing PID $TPID' line on stderr"
+		kill -0 "$HPID" 2>/dev/null || d+=" (heaptrace exited)"
+		fail "$key: heaptrace -v -p $TPID attaches and says 'tracing PID'" "$d"$'\n'"$(ctx "$key")"
+		kill_tree "$HPID" "$TPID"
+		return 1
+	fi
+	pass "$key: heaptrace -v -p $TPID attaches and says 'tracing PID'"
+	if ! release "$key" || ! wait_for "$TMP/$key.tout" '^done$' 10 "$TPID"; then
+		fail "$key: target runs its traced phase" "target output: $(cat "$TMP/$key.tout")"
+		kill_tree "$HPID" "$TPID"
+		return 1
+	fi
+	return 0
+}
+
+# pfinish KEY INT|TERM|DURATION|EXIT: stop heaptrace that way, check that it
+# exits 0 and that the target survives it (or, for EXIT, that heaptrace
+# notices the exit), then let the target finish.
+pfinish() {
+	local key=$1 how=$2 d="" child
+	case $how in
+	INT | TERM)
+		child=$(pgrep -P "$HPID" | head -1)
+		kill -"$how" "${child:-$HPID}" 2>/dev/null
+		wait_exit "$HPID" 15 || d+="heaptrace still running 15 s after SIG$how"$'\n'
+		;;
+	DURATION)
+		wait_exit "$HPID" 15 || d+="heaptrace still running 15 s after the traced phase (-d 4)"$'\n'
+		;;
+	EXIT)
+		release "$key" || d+="could not release the target"$'\n'
+		wait_exit "$TPID" 10 || d+="target still running after release"$'\n'
+		local trc=$WRC
+		[ "$trc" = 0 ] || d+="target exit status $trc, want 0"$'\n'
+		grep -q '^bye$' "$TMP/$key.tout" || d+="target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+		wait_exit "$HPID" 15 || d+="heaptrace still running 15 s after the target exited"$'\n'
+		;;
+	esac
+	if [ "$WRC" = timeout ]; then
+		kill_tree "$HPID"
+		wait "$HPID" 2>/dev/null
+	fi
+	echo "$WRC" >"$TMP/$key.rc"
+	[ "$WRC" = 0 ] || d+="heaptrace exit status $WRC, want 0"$'\n'
+	case $how in
+	INT | TERM) report "$key: heaptrace -p stops on SIG$how and exits 0" "$d${d:+$(ctx "$key")}" ;;
+	DURATION) report "$key: heaptrace -p -d 4 stops by itself and exits 0" "$d${d:+$(ctx "$key")}" ;;
+	EXIT) report "$key: heaptrace -p exits 0 when the target exits" "$d${d:+$(ctx "$key")}" ;;
+	esac
+	[ "$how" = EXIT ] && return 0
+
+	# The target must outlive heaptrace and still work after the detach.
+	d=""
+	kill -0 "$TPID" 2>/dev/null || d+="target died with heaptrace: $(cat "$TMP/$key.tout")"$'\n'
+	release "$key" || d+="could not release the target"$'\n'
+	if wait_exit "$TPID" 10; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC, want 0"$'\n'
+		grep -q '^bye$' "$TMP/$key.tout" || d+="target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+	else
+		d+="target still running after release"$'\n'
+		kill_tree "$TPID"
+	fi
+	report "$key: target survives heaptrace and exits 0 after the detach" "$d"
+}
+
+prerequisites() {
+	local d="" t
+	[ "$(id -u)" = 0 ] || d+="not running as root"$'\n'
+	[ -x "$HT" ] || d+="$HT not built (make)"$'\n'
+	for t in t_entrypoints t_threads t_ctor t_exit t_failed t_deep t_signal t_wait t_pprof; do
+		[ -x "$TB/$t" ] || d+="$TB/$t not built (make test-targets)"$'\n'
+	done
+	report "setup: root, build/heaptrace and build/tests/* present" "$d"
+}

@@ -1,0 +1,443 @@
+#!/bin/bash
+# heaptrace test harness.
+#
+# Runs the programs of tests/targets (built into build/tests by
+# `make test-targets`) under build/heaptrace and checks exact per-function
+# numbers, exit statuses, -p attach mode and the pprof / top outputs.
+# Each check prints "ok - NAME" or "not ok - NAME" with "#" diagnostics; the
+# last line is "N passed, N failed" and the exit status is non-zero if any
+# check failed.  A check that cannot run fails.  Must run as root.
+#
+# Usage: tests/run.sh [SCENARIO...]   (default: all; see SCENARIOS below)
+# HEAPTRACE_KEEP_TMP=1 keeps the scratch directory with every output.
+set -u
+# Symbols come from local files only: no debuginfod lookups during tests.
+unset DEBUGINFOD_URLS
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+ROOT=$(pwd)
+HT=${HEAPTRACE:-$ROOT/build/heaptrace}   # override only to test the harness
+TB=$ROOT/build/tests
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/heaptrace-test.XXXXXX") || exit 1
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
+
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+VALUES="alloc_objects alloc_space inuse_objects inuse_space"
+
+# ---------------------------------------------------------------------------
+# t_entrypoints: every traced entry point (see the comments in the source).
+scenario_entrypoints() {
+	profile4 entrypoints 0 "$TB/t_entrypoints"
+	#                                    alloc   alloc    inuse   inuse
+	#                                    objects space    objects space
+	expect4 entrypoints ep_malloc              4    4000     3    3000  # 4 x malloc(1000), ep_free frees 1
+	expect4 entrypoints ep_calloc              2     600     1     300  # 2 x calloc(10, 30), 1 freed
+	expect4 entrypoints ep_grow_seed           1      50     0       0  # malloc(50), then realloc'ed
+	expect4 entrypoints ep_realloc_grow        1    5000     1    5000  # realloc(p, 5000)
+	expect4 entrypoints ep_shrink_seed         1    2000     0       0  # malloc(2000), then realloc'ed
+	expect4 entrypoints ep_realloc_shrink      1     200     1     200  # realloc(p, 200), in place
+	expect4 entrypoints ep_realloc_null        1     333     1     333  # realloc(NULL, 333) = malloc
+	expect4 entrypoints ep_zero_seed           1     444     0       0  # malloc(444), freed by realloc(p, 0)
+	expect4 entrypoints ep_big_seed            1  200000     0       0  # mmapped malloc(200000)
+	expect4 entrypoints ep_realloc_big         1  400000     1  400000  # realloc(p, 400000): mremap
+	expect4 entrypoints ep_reallocarray_null   1     400     1     400  # reallocarray(NULL, 16, 25)
+	expect4 entrypoints ep_ra_seed             1      60     0       0  # malloc(60), then reallocarray'ed
+	expect4 entrypoints ep_reallocarray_grow   1     600     1     600  # reallocarray(p, 30, 20)
+	expect4 entrypoints ep_posix_memalign      2    2468     1    1234  # 2 x posix_memalign(64, 1234), 1 freed
+	expect4 entrypoints ep_posix_memalign_small 1    321     1     321  # posix_memalign(16, 321): malloc inside
+	expect4 entrypoints ep_aligned_alloc       2    4096     1    2048  # 2 x aligned_alloc(256, 2048), 1 freed
+	expect4 entrypoints ep_aligned_alloc_small 1      96     1      96  # aligned_alloc(16, 96): malloc inside
+	expect4 entrypoints ep_memalign            1     777     1     777  # memalign(128, 777)
+	expect4 entrypoints ep_valloc              2    6000     1    3000  # 2 x valloc(3000), 1 freed
+	expect4 entrypoints ep_pvalloc             1    8192     1    8192  # pvalloc(5000) -> 2 pages
+	# realloc(p, 0) and free(NULL) allocate nothing; ep_free only frees.
+	absent4 entrypoints ep_realloc_zero ep_free_null ep_free
+	# The program has no other heap activity (no stdio): the leaves are
+	# exactly the functions above with a non-zero value.
+	leafset4 entrypoints
+	# Event counters (-v, alloc_objects run): allocs = 27 (sum of the alloc
+	# objects above); frees = 5 by ep_free + 5 by realloc (grow, shrink,
+	# zero, big, reallocarray grow) = 10, and 27 - 10 = 17 objects in use;
+	# no unmatched frees (free(NULL) is nothing, realloc's inner free and
+	# malloc are not counted twice).
+	expect_events entrypoints.alloc_objects allocs=27 frees=10 unmatched_frees=0
+	no_loss_line entrypoints.inuse_space
+
+	# Default format (pprof) to a file: the header holds exact totals.
+	# in use: 17 objects (third column above);
+	#   3000+300+5000+200+333+400000+400+600+1234+321+2048+96+777+3000+8192
+	#   = 425501
+	# allocated: 27 objects;
+	#   4000+600+50+5000+2000+200+333+444+200000+400000+400+60+600+2468
+	#   +321+4096+96+777+6000+8192 = 635637
+	ht entrypoints.pprof -o "$TMP/entrypoints.prof" -- "$TB/t_entrypoints"
+	check_rc entrypoints.pprof 0 "entrypoints: -o FILE pprof run exits 0"
+	pprof_header "$TMP/entrypoints.prof" "entrypoints: pprof header totals" 17 425501 27 635637
+}
+
+# ---------------------------------------------------------------------------
+# t_threads: 4 threads racing (see the source).
+scenario_threads() {
+	profile4 threads 0 "$TB/t_threads"
+	# 4 threads x 5000 x malloc(48), all freed: 20000 objects, 960000 bytes
+	expect4 threads thr_churn   20000 960000   0     0
+	# 4 x 500 x malloc(32), each realloc'ed: 2000 objects, 64000 bytes
+	expect4 threads thr_rseed    2000  64000   0     0
+	# 4 x 500 x realloc(p, 96), freed: 2000 objects, 192000 bytes
+	expect4 threads thr_realloc  2000 192000   0     0
+	# 4 x 50 x malloc(64) kept: 200 objects, 12800 bytes
+	expect4 threads thr_keep      200  12800 200 12800
+	# 4 x 25 x malloc(200), freed by the main thread: 100 objects, 20000 bytes
+	expect4 threads thr_handoff   100  20000   0     0
+	# worker and main_free_handoff only free; glibc's own thread set-up
+	# (DTV calloc) shows up under glibc functions and is not checked.
+	absent_leaf4 threads worker main_free_handoff main
+	# Event counters: allocs = 20000 + 2000 + 2000 + 200 + 100 = 24300 of
+	# ours + 4 callocs by glibc (one DTV per thread, allocate_dtv; seen
+	# with valgrind --trace-malloc) = 24304.  Matched frees = 20000 (churn)
+	# + 2000 (realloc's free of the 32-byte blocks) + 2000 (the 96-byte
+	# blocks) + 100 (handoff) = 24100.  unmatched_frees is not checked: at
+	# thread exit glibc's tcache_thread_shutdown() calls free() on every
+	# chunk left in the thread's tcache (already freed once) and on the
+	# tcache itself (allocated with _int_malloc, never through malloc), so
+	# it is legitimately non-zero here.
+	expect_events threads.alloc_objects allocs=24304 frees=24100
+}
+
+# ---------------------------------------------------------------------------
+# t_ctor: allocations before main and after main returns.
+scenario_ctor() {
+	profile4 ctor 0 "$TB/t_ctor"
+	expect4 ctor preinit_alloc 1  1500 1  1500  # .preinit_array: malloc(1500)
+	expect4 ctor ctor_alloc    3 12963 3 12963  # constructor: 3 x malloc(4321)
+	expect4 ctor ctor_freed    2  1998 0     0  # constructor: 2 x malloc(999), freed in main
+	expect4 ctor main_alloc    1   100 1   100  # malloc(100)
+	expect4 ctor dtor_alloc    1  2345 1  2345  # destructor: malloc(2345)
+	absent4 ctor main_free
+	leafset4 ctor
+	no_loss_line ctor.inuse_space
+}
+
+# ---------------------------------------------------------------------------
+# t_exit: exit(3), _exit(5), the command's stdout, -o and --collapsed.
+scenario_exit() {
+	profile4 exit 3 "$TB/t_exit"
+	expect4 exit exit_keep    5 12500 5 12500  # 5 x malloc(2500) kept
+	expect4 exit exit_freed   2  1400 0     0  # 2 x malloc(700), freed
+	expect4 exit atexit_alloc 1  1357 1  1357  # atexit handler: malloc(1357)
+	absent4 exit exit_release
+	leafset4 exit
+	no_loss_line exit.inuse_space
+
+	# Profile on stdout: the command's stdout goes to heaptrace's stderr.
+	local d=""
+	grep -q 't_exit: stdout marker' "$TMP/exit.alloc_objects.out" &&
+		d+="the command's output is in heaptrace's stdout (the profile)"$'\n'
+	grep -q 't_exit: stdout marker' "$TMP/exit.alloc_objects.err" ||
+		d+="the command's output is not in heaptrace's stderr"$'\n'
+	report "exit: command stdout goes to stderr when the profile goes to stdout" "$d"
+
+	# _exit(5) skips the atexit handler.
+	ht exit_ -f collapsed --value alloc_space -- "$TB/t_exit" _exit
+	check_rc exit_ 5 "exit: _exit(5) -> heaptrace exits 5"
+	expect_leaf exit_ exit_keep 12500
+	expect_leaf exit_ exit_freed 1400
+	expect_leaf exit_ atexit_alloc 0
+
+	# No "--": COMMAND is the first non-option, and what follows it, even
+	# "-v", belongs to the command (t_exit -v is _exit(5)).
+	ht exit_noddash -f collapsed --value alloc_space "$TB/t_exit" -v
+	check_rc exit_noddash 5 "exit: heaptrace OPTS COMMAND -v (no --) passes -v to the command: exits 5"
+	expect_leaf exit_noddash exit_keep 12500
+	expect_leaf exit_noddash atexit_alloc 0
+
+	# COMMAND is looked up in PATH.
+	PATH="$TB:$PATH" ht exit_path -f collapsed --value inuse_objects -- t_exit
+	check_rc exit_path 3 "exit: COMMAND found through PATH: exits 3"
+	expect_leaf exit_path exit_keep 5
+
+	# -o FILE: the profile goes to FILE, the command keeps its stdout.
+	ht exit_o -o "$TMP/exit_o.prof" -f collapsed --value alloc_space -- "$TB/t_exit"
+	check_rc exit_o 3 "exit: -o FILE run exits 3"
+	d=""
+	grep -q 't_exit: stdout marker' "$TMP/exit_o.out" ||
+		d+="the command's output is not on stdout with -o FILE"$'\n'
+	[ -s "$TMP/exit_o.prof" ] || d+="$TMP/exit_o.prof is empty or missing"$'\n'
+	report "exit: -o FILE writes the profile to FILE, command stdout stays on stdout" "$d"
+	cp "$TMP/exit_o.prof" "$TMP/exit_ofile.out" 2>/dev/null || : >"$TMP/exit_ofile.out"
+	expect_leaf exit_ofile exit_keep 12500
+	expect_leaf exit_ofile exit_freed 1400
+	expect_leaf exit_ofile atexit_alloc 1357
+
+	# --collapsed with no --value reports inuse_space.
+	ht exit_c --collapsed -- "$TB/t_exit"
+	check_rc exit_c 3 "exit: --collapsed run exits 3"
+	expect_leaf exit_c exit_keep 12500
+	expect_leaf exit_c exit_freed 0
+	expect_leaf exit_c atexit_alloc 1357
+	collapsed_wellformed exit_c
+}
+
+# ---------------------------------------------------------------------------
+# t_failed: failing allocations count nothing; a failed realloc or
+# reallocarray leaves the old block in use.
+scenario_failed() {
+	profile4 failed 0 "$TB/t_failed"
+	expect4 failed fail_seed 1 123 1 123  # malloc(123), kept
+	absent4 failed fail_malloc fail_calloc fail_realloc fail_reallocarray \
+		fail_posix_memalign fail_aligned_alloc fail_valloc fail_pvalloc
+	leafset4 failed
+	# 1 allocation, no free of any kind.
+	# 8 failures: one per allocating entry point, realloc and reallocarray included.
+	expect_events failed.alloc_objects allocs=1 frees=0 unmatched_frees=0 failed_allocs=8
+	# A failed allocation is an event, not a loss: no events line without -v.
+	no_loss_line failed.inuse_space
+}
+
+# ---------------------------------------------------------------------------
+# t_deep: an allocation 300 calls deep, past the 127 frames of a stack trace.
+scenario_deep() {
+	ht deep -f collapsed --value alloc_space -- "$TB/t_deep"
+	check_rc deep 0 "deep: run exits 0"
+	expect_leaf deep deep_leaf 4242     # malloc(4242) under 300 x recurse
+	expect_leaf deep shallow_leaf 1717  # malloc(1717) from main
+	leafset deep deep_leaf shallow_leaf
+	no_loss_line deep
+}
+
+# ---------------------------------------------------------------------------
+# t_signal: killed by SIGKILL (137) and SIGSEGV (139); profile still written.
+scenario_signal() {
+	ht sigkill_as -f collapsed --value alloc_space -- "$TB/t_signal"
+	check_rc sigkill_as 137 "signal: SIGKILL -> heaptrace exits 137"
+	expect_leaf sigkill_as sig_keep 2222   # 2 x malloc(1111)
+	expect_leaf sigkill_as sig_freed 222   # malloc(222), freed
+	ht sigkill_is -f collapsed --value inuse_space -- "$TB/t_signal"
+	check_rc sigkill_is 137 "signal: SIGKILL -> heaptrace exits 137 (inuse_space run)"
+	expect_leaf sigkill_is sig_keep 2222
+	expect_leaf sigkill_is sig_freed 0
+	ht sigsegv -f collapsed --value inuse_objects -- "$TB/t_signal" segv
+	check_rc sigsegv 139 "signal: SIGSEGV -> heaptrace exits 139"
+	expect_leaf sigsegv sig_keep 2
+	expect_leaf sigsegv sig_freed 0
+}
+
+# ---------------------------------------------------------------------------
+# Errors: one line on stderr, non-zero exit.
+scenario_errors() {
+	local name="heaptrace-no-such-command-$$" d
+	ht notfound -- "$name"
+	d=$(rc_diag notfound 127)
+	d+=$(one_line_diag notfound)
+	report "errors: command not found -> exit 127, one line on stderr" "$d"
+
+	local pid
+	pid=$(free_pid)
+	ht nopid -p "$pid"
+	d=""
+	if [ "$RC" = 0 ] || [ "$RC" -ge 124 ]; then
+		d+="exit status $RC, want a non-zero error exit"$'\n'
+	fi
+	d+=$(one_line_diag nopid)
+	report "errors: -p $pid (no such process) -> non-zero exit, one line on stderr" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# -p mode with t_wait.  Before attach: pre_alloc 10 x 512.  Traced:
+#   post_alloc 6 x 640, 2 freed (post_free)  -> alloc 6/3840, in use 4/2560
+#   post_realloc_pre: realloc(pre block, 1500) -> alloc 1/1500, in use 1/1500,
+#                                                 1 unmatched free
+#   post_free_pre frees 3 pre blocks            -> 3 unmatched frees
+#   free(NULL)                                  -> nothing
+# so allocs=7, frees=2, unmatched_frees=4; pre_alloc is never seen.
+# After release: final_churn 3 x malloc(77), freed (alloc 3/231), counted only
+# while heaptrace is still attached.
+scenario_attach() {
+	# Stopped by SIGINT, inuse_space.
+	if pstart attach_int -f collapsed --value inuse_space; then
+		pfinish attach_int INT
+		expect_leaf attach_int post_alloc 2560
+		expect_leaf attach_int post_realloc_pre 1500
+		leafset attach_int post_alloc post_realloc_pre
+		expect_events attach_int allocs=7 frees=2 unmatched_frees=4
+	fi
+
+	# Stopped by --duration while the target is alive, alloc_objects.
+	if pstart attach_dur -d 4 -f collapsed --value alloc_objects; then
+		pfinish attach_dur DURATION
+		expect_leaf attach_dur post_alloc 6
+		expect_leaf attach_dur post_realloc_pre 1
+		leafset attach_dur post_alloc post_realloc_pre
+		expect_events attach_dur unmatched_frees=4
+	fi
+
+	# Stopped by the process exiting, alloc_space.
+	if pstart attach_exit -f collapsed --value alloc_space; then
+		pfinish attach_exit EXIT
+		expect_leaf attach_exit post_alloc 3840
+		expect_leaf attach_exit post_realloc_pre 1500
+		expect_leaf attach_exit final_churn 231
+		leafset attach_exit post_alloc post_realloc_pre final_churn
+		expect_events attach_exit unmatched_frees=4
+	fi
+
+	# Stopped by SIGTERM, pprof to a file: header totals
+	# in use 4 + 1 = 5 objects, 2560 + 1500 = 4060 bytes;
+	# allocated 6 + 1 = 7 objects, 3840 + 1500 = 5340 bytes.
+	if pstart attach_term -o "$TMP/attach_term.prof"; then
+		pfinish attach_term TERM
+		pprof_header "$TMP/attach_term.prof" "attach: -p pprof header totals" 5 4060 7 5340
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# pprof output of t_pprof read by google-pprof and go tool pprof.
+#   big_keeper 4 x 262144 kept, mid_keeper 3 x 10000 kept,
+#   churn 10 x 5000 freed.
+#   in use: 7 objects, 1048576 + 30000 = 1078576 bytes
+#   allocated: 17 objects, 1078576 + 50000 = 1128576 bytes
+scenario_pprof() {
+	ht pprof -- "$TB/t_pprof"
+	check_rc pprof 0 "pprof: default format run exits 0"
+	no_loss_line pprof
+	local prof=$TMP/pprof.out
+	pprof_header "$prof" "pprof: header totals" 7 1078576 17 1128576
+	# One record per stack: "inuse objs: inuse bytes [alloc objs: alloc bytes] @ pcs"
+	local d=""
+	pprof_has_record "$prof" 4 1048576 4 1048576 || d+="no record 4: 1048576 [4: 1048576] (big_keeper)"$'\n'
+	pprof_has_record "$prof" 3 30000 3 30000 || d+="no record 3: 30000 [3: 30000] (mid_keeper)"$'\n'
+	pprof_has_record "$prof" 0 0 10 50000 || d+="no record 0: 0 [10: 50000] (churn)"$'\n'
+	grep -q '^MAPPED_LIBRARIES:' "$prof" || d+="no MAPPED_LIBRARIES: section"$'\n'
+	grep -q "$TB/t_pprof\$" "$prof" || d+="no mapping of $TB/t_pprof"$'\n'
+	[ -n "$d" ] && d+=$(sed -n '1,12p' "$prof" | sed 's/^/profile: /')
+	report "pprof: per-stack records and MAPPED_LIBRARIES" "$d"
+
+	# google-pprof --text: flat column of the function's row.
+	gpprof pprof_g_is "" "$prof"
+	first_func_is pprof_g_is big_keeper "google-pprof --text: big_keeper has the largest inuse space"
+	gpprof pprof_g_io --inuse_objects "$prof"
+	flat_is pprof_g_io big_keeper 4 "google-pprof --text --inuse_objects: big_keeper 4"
+	flat_is pprof_g_io mid_keeper 3 "google-pprof --text --inuse_objects: mid_keeper 3"
+	gpprof pprof_g_ao --alloc_objects "$prof"
+	flat_is pprof_g_ao churn 10 "google-pprof --text --alloc_objects: churn 10"
+
+	gopprof pprof_go_is "" "$prof"
+	first_func_is pprof_go_is big_keeper "go tool pprof -top: big_keeper has the largest inuse space"
+	gopprof pprof_go_io -sample_index=inuse_objects "$prof"
+	flat_is pprof_go_io big_keeper 4 "go tool pprof -top -sample_index=inuse_objects: big_keeper 4"
+	flat_is pprof_go_io mid_keeper 3 "go tool pprof -top -sample_index=inuse_objects: mid_keeper 3"
+	gopprof pprof_go_ao -sample_index=alloc_objects "$prof"
+	flat_is pprof_go_ao churn 10 "go tool pprof -top -sample_index=alloc_objects: churn 10"
+}
+
+# ---------------------------------------------------------------------------
+# -f top: function names and file:line of the allocation call sites.
+scenario_top() {
+	local src=tests/targets/t_pprof.c big mid ch d
+	big=$(site_line "$src" big_keeper)
+	mid=$(site_line "$src" mid_keeper)
+	ch=$(site_line "$src" churn)
+
+	ht top -f top -- "$TB/t_pprof"
+	check_rc top 0 "top: -f top run exits 0"
+	d=""
+	grep -qw big_keeper "$TMP/top.out" || d+="no big_keeper"$'\n'
+	grep -qw mid_keeper "$TMP/top.out" || d+="no mid_keeper"$'\n'
+	grep -qE "t_pprof\.c:$big([^0-9]|\$)" "$TMP/top.out" || d+="no t_pprof.c:$big (big_keeper's malloc)"$'\n'
+	grep -qE "t_pprof\.c:$mid([^0-9]|\$)" "$TMP/top.out" || d+="no t_pprof.c:$mid (mid_keeper's malloc)"$'\n'
+	# Totals: in use 1078576 bytes, allocated 1128576 (digits may be grouped).
+	grep -qE '(^|[^0-9,.])1[,.]?078[,.]?576([^0-9,.]|$)' "$TMP/top.out" || d+="no in-use total 1078576"$'\n'
+	grep -qE '(^|[^0-9,.])1[,.]?128[,.]?576([^0-9,.]|$)' "$TMP/top.out" || d+="no allocated total 1128576"$'\n'
+	# Ranked by in-use space (the default value): big_keeper first.
+	local lb lm
+	lb=$(grep -nw big_keeper "$TMP/top.out" | head -1 | cut -d: -f1)
+	lm=$(grep -nw mid_keeper "$TMP/top.out" | head -1 | cut -d: -f1)
+	if [ -n "$lb" ] && [ -n "$lm" ] && [ "$lb" -ge "$lm" ]; then
+		d+="big_keeper (line $lb) is not listed before mid_keeper (line $lm)"$'\n'
+	fi
+	[ -n "$d" ] && d+=$(sed -n '1,25p' "$TMP/top.out" | sed 's/^/top: /')
+	report "top: totals, big_keeper and mid_keeper with file:line, big_keeper first" "$d"
+
+	ht top_ao -f top --value alloc_objects -- "$TB/t_pprof"
+	check_rc top_ao 0 "top: -f top --value alloc_objects run exits 0"
+	d=""
+	grep -qw churn "$TMP/top_ao.out" || d+="no churn"$'\n'
+	grep -qE "t_pprof\.c:$ch([^0-9]|\$)" "$TMP/top_ao.out" || d+="no t_pprof.c:$ch (churn's malloc)"$'\n'
+	# alloc_objects: churn 10 > big_keeper 4
+	lb=$(grep -nw big_keeper "$TMP/top_ao.out" | head -1 | cut -d: -f1)
+	lm=$(grep -nw churn "$TMP/top_ao.out" | head -1 | cut -d: -f1)
+	if [ -n "$lb" ] && [ -n "$lm" ] && [ "$lm" -ge "$lb" ]; then
+		d+="churn (line $lm) is not listed before big_keeper (line $lb)"$'\n'
+	fi
+	[ -n "$d" ] && d+=$(sed -n '1,25p' "$TMP/top_ao.out" | sed 's/^/top: /')
+	report "top: --value alloc_objects names churn with file:line, ranked first" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# Unit tests of single modules (tests/unit, built into build/unit): each is a
+# program whose own last line is "N passed, N failed".
+scenario_unit() {
+	local u name d
+	for u in "$ROOT"/build/unit/*; do
+		[ -x "$u" ] || continue
+		name=$(basename "$u")
+		timeout -k 5 "$(tmo)" "$u" >"$TMP/unit.$name.out" 2>&1
+		RC=$?
+		d=""
+		[ "$RC" = 0 ] || d+="exit status $RC"$'\n'
+		tail -1 "$TMP/unit.$name.out" | grep -Eq '^[0-9]+ passed, 0 failed$' ||
+			d+="last line: $(tail -1 "$TMP/unit.$name.out")"$'\n'
+		[ -n "$d" ] && d+=$(grep '^not ok' "$TMP/unit.$name.out" | head -10)
+		report "unit: $name ($(tail -1 "$TMP/unit.$name.out"))" "$d"
+	done
+	[ -e "$ROOT/build/unit/test_symbolize" ] || fail "unit: build/unit/test_symbolize not built" ""
+}
+
+# ---------------------------------------------------------------------------
+# heaptrace's own memory under valgrind: no invalid access, no definite leak,
+# and the same exact numbers as without it.  tests/valgrind.supp holds only
+# valgrind's gaps in modelling bpf(2) attributes.
+scenario_valgrind() {
+	if ! command -v valgrind >/dev/null; then
+		fail "valgrind: not installed" ""
+		return
+	fi
+	local d=""
+	echo "valgrind heaptrace -f collapsed --value alloc_space -- build/tests/t_entrypoints" >"$TMP/vg.cmd"
+	timeout -k 5 120 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+		--suppressions="$ROOT/tests/valgrind.supp" \
+		"$HT" -f collapsed --value alloc_space -- "$TB/t_entrypoints" \
+		>"$TMP/vg.out" 2>"$TMP/vg.err" </dev/null
+	RC=$?
+	echo "$RC" >"$TMP/vg.rc"
+	[ "$RC" = 0 ] || d+="exit status $RC (99: valgrind found errors)"$'\n'
+	grep -q '^==[0-9]*== ' "$TMP/vg.err" && d+=$(grep '^==[0-9]*== ' "$TMP/vg.err" | head -20)$'\n'
+	report "valgrind: heaptrace -f collapsed on t_entrypoints is memcheck-clean" "$d"
+	expect_leaf vg ep_malloc 4000
+	expect_leaf vg ep_pvalloc 8192
+	expect_leaf vg ep_realloc_big 400000
+}
+
+SCENARIOS="unit entrypoints threads ctor exit failed deep signal errors attach pprof top valgrind"
+
+main() {
+	local s
+	local run=("$@")
+	[ ${#run[@]} -eq 0 ] && read -r -a run <<<"$SCENARIOS"
+	prerequisites
+	for s in "${run[@]}"; do
+		if ! declare -F "scenario_$s" >/dev/null; then
+			fail "unknown scenario $s" "known: $SCENARIOS"
+			continue
+		fi
+		echo "# --- $s"
+		"scenario_$s"
+	done
+	echo "$PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ]
+}
+
+main "$@"
