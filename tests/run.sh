@@ -243,6 +243,48 @@ scenario_errors() {
 	fi
 	d+=$(one_line_diag nopid)
 	report "errors: -p $pid (no such process) -> non-zero exit, one line on stderr" "$d"
+
+	# Without privileges the BPF load fails: the error names what is needed.
+	echo "setpriv (nobody, no capabilities) heaptrace /bin/true" >"$TMP/noperm.cmd"
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+		"$HT" /bin/true >"$TMP/noperm.out" 2>"$TMP/noperm.err" </dev/null
+	RC=$?
+	echo "$RC" >"$TMP/noperm.rc"
+	d=""
+	[ "$RC" = 0 ] && d+="exit status 0, want an error exit"$'\n'
+	d+=$(one_line_diag noperm)
+	grep -q 'CAP_BPF' "$TMP/noperm.err" && grep -q 'CAP_PERFMON' "$TMP/noperm.err" ||
+		d+="the error does not name CAP_BPF and CAP_PERFMON: $(head -1 "$TMP/noperm.err")"$'\n'
+	report "errors: unprivileged -> non-zero exit, one line naming CAP_BPF and CAP_PERFMON" "$d"
+
+	# A static program with no malloc at all: nothing to probe.
+	cat >"$TMP/nomalloc.c" <<'EOC'
+void _start(void)
+{
+	__asm__ volatile("mov $60, %eax\n\txor %edi, %edi\n\tsyscall");
+}
+EOC
+	if gcc -nostdlib -static -O1 "$TMP/nomalloc.c" -o "$TMP/nomalloc" 2>"$TMP/nomalloc.cc"; then
+		ht nomalloc -- "$TMP/nomalloc"
+		d=""
+		[ "$RC" = 0 ] && d+="exit status 0, want an error exit"$'\n'
+		d+=$(one_line_diag nomalloc)
+		grep -q 'no allocator found' "$TMP/nomalloc.err" ||
+			d+="stderr does not say 'no allocator found': $(head -1 "$TMP/nomalloc.err")"$'\n'
+		report "errors: a program without malloc -> 'no allocator found', non-zero exit" "$d"
+	else
+		fail "errors: cannot build the no-malloc program" "$(cat "$TMP/nomalloc.cc")"
+	fi
+
+	# Bad options: exit 2 and one line.
+	ht badfmt -f xml -- /bin/true
+	d=$(rc_diag badfmt 2)
+	d+=$(one_line_diag badfmt)
+	report "errors: -f xml -> exit 2, one line on stderr" "$d"
+	ht bothmodes -p 1 -- /bin/true
+	d=$(rc_diag bothmodes 2)
+	d+=$(one_line_diag bothmodes)
+	report "errors: -p and a command together -> exit 2, one line on stderr" "$d"
 }
 
 # ---------------------------------------------------------------------------
