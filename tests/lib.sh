@@ -524,3 +524,13 @@ prerequisites() {
 	done
 	report "setup: root, build/heaptrace and build/tests/* present" "$d"
 }
+
+# order_diag FILE FIRST SECOND: a diagnostic unless FIRST is listed before SECOND.
+order_diag() {
+	local a b
+	a=$(grep -nw "$2" "$1" | head -1 | cut -d: -f1)
+	b=$(grep -nw "$3" "$1" | head -1 | cut -d: -f1)
+	if [ -z "$a" ] || [ -z "$b" ] || [ "$a" -ge "$b" ]; then
+		echo "$2 (line ${a:-none}) is not listed before $3 (line ${b:-none})"
+	fi
+}

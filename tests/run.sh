@@ -394,12 +394,7 @@ scenario_top() {
 	grep -qE '(^|[^0-9,.])1[,.]?078[,.]?576([^0-9,.]|$)' "$TMP/top.out" || d+="no in-use total 1078576"$'\n'
 	grep -qE '(^|[^0-9,.])1[,.]?128[,.]?576([^0-9,.]|$)' "$TMP/top.out" || d+="no allocated total 1128576"$'\n'
 	# Ranked by in-use space (the default value): big_keeper first.
-	local lb lm
-	lb=$(grep -nw big_keeper "$TMP/top.out" | head -1 | cut -d: -f1)
-	lm=$(grep -nw mid_keeper "$TMP/top.out" | head -1 | cut -d: -f1)
-	if [ -n "$lb" ] && [ -n "$lm" ] && [ "$lb" -ge "$lm" ]; then
-		d+="big_keeper (line $lb) is not listed before mid_keeper (line $lm)"$'\n'
-	fi
+	d+=$(order_diag "$TMP/top.out" big_keeper mid_keeper)
 	[ -n "$d" ] && d+=$(sed -n '1,25p' "$TMP/top.out" | sed 's/^/top: /')
 	report "top: totals, big_keeper and mid_keeper with file:line, big_keeper first" "$d"
 
@@ -409,11 +404,7 @@ scenario_top() {
 	grep -qw churn "$TMP/top_ao.out" || d+="no churn"$'\n'
 	grep -qE "t_pprof\.c:$ch([^0-9]|\$)" "$TMP/top_ao.out" || d+="no t_pprof.c:$ch (churn's malloc)"$'\n'
 	# alloc_objects: churn 10 > big_keeper 4
-	lb=$(grep -nw big_keeper "$TMP/top_ao.out" | head -1 | cut -d: -f1)
-	lm=$(grep -nw churn "$TMP/top_ao.out" | head -1 | cut -d: -f1)
-	if [ -n "$lb" ] && [ -n "$lm" ] && [ "$lm" -ge "$lb" ]; then
-		d+="churn (line $lm) is not listed before big_keeper (line $lb)"$'\n'
-	fi
+	d+=$(order_diag "$TMP/top_ao.out" churn big_keeper)
 	[ -n "$d" ] && d+=$(sed -n '1,25p' "$TMP/top_ao.out" | sed 's/^/top: /')
 	report "top: --value alloc_objects names churn with file:line, ranked first" "$d"
 }
