@@ -102,6 +102,53 @@ int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr)
 	return -1;
 }
 
+int elfobj_read(struct elfobj *o, uint64_t vaddr, void *buf, size_t len)
+{
+	int64_t off = elfobj_file_offset(o, vaddr);
+
+	if (off < 0 || elfobj_file_offset(o, vaddr + len - 1) != off + (int64_t)len - 1)
+		return -1;
+	return pread(o->fd, buf, len, off) == (ssize_t)len ? 0 : -1;
+}
+
+bool elfobj_readable(struct elfobj *o, uint64_t vaddr, uint64_t len)
+{
+	size_t n;
+
+	if (elf_getphdrnum(o->elf, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(o->elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_R))
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr + len <= ph.p_vaddr + ph.p_memsz)
+			return true;
+	}
+	return false;
+}
+
+int elfobj_exec_segments(struct elfobj *o,
+			 int (*fn)(const uint8_t *code, size_t len, uint64_t vaddr, void *arg), void *arg)
+{
+	size_t n;
+
+	if (elf_getphdrnum(o->elf, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(o->elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		const uint8_t *code = (const uint8_t *)elf_rawfile(o->elf, NULL);
+		size_t size;
+		if (!code || !elf_rawfile(o->elf, &size) || ph.p_offset + ph.p_filesz > size)
+			return -1;
+		int r = fn(code + ph.p_offset, ph.p_filesz, ph.p_vaddr, arg);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 bool elfobj_dynamic(struct elfobj *o)
 {
 	size_t n;

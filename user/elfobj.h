@@ -26,6 +26,16 @@ bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *
 /* The file offset a uprobe takes for a virtual address; -1 when unmapped. */
 int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr);
 
+/* Copy len bytes of the file image at a virtual address; 0 or -1. */
+int elfobj_read(struct elfobj *o, uint64_t vaddr, void *buf, size_t len);
+
+/* [vaddr, vaddr+len) lies in one loaded, readable segment: a read there cannot fault. */
+bool elfobj_readable(struct elfobj *o, uint64_t vaddr, uint64_t len);
+
+/* Visit each executable PT_LOAD segment's file image. */
+int elfobj_exec_segments(struct elfobj *o,
+			 int (*fn)(const uint8_t *code, size_t len, uint64_t vaddr, void *arg), void *arg);
+
 /* Has a PT_INTERP, i.e. is dynamically linked. */
 bool elfobj_dynamic(struct elfobj *o);
 

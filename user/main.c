@@ -31,6 +31,7 @@ struct options {
 	double duration;
 	uint32_t max_live, max_stacks;
 	size_t top;
+	bool probe_at_entry;
 };
 
 static void usage(FILE *f)
@@ -50,6 +51,8 @@ static void usage(FILE *f)
 	      "      --top N           stacks shown by -f top (default 20)\n"
 	      "      --max-allocs N    live blocks tracked (default 1048576)\n"
 	      "      --max-stacks N    distinct stacks kept (default 65536)\n"
+	      "      --probe-at WHERE  auto (default): the first instruction the kernel emulates,\n"
+	      "                        when that is provably equivalent; entry: function entries\n"
 	      "  -v, --verbose         say what was attached where, and the event counters\n"
 	      "  -h, --help            this text\n"
 	      "      --version         print the version\n"
@@ -83,7 +86,8 @@ static int parse_u32(const char *s, uint32_t *out, uint32_t min)
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP };
+	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
+	       OPT_PROBE_AT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -94,6 +98,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+		{ "probe-at", required_argument, NULL, OPT_PROBE_AT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -154,6 +159,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_MAX_STACKS:
 			if (parse_u32(optarg, &o->max_stacks, 1))
 				return bad("--max-stacks needs a positive count, not '%s'", optarg);
+			break;
+		case OPT_PROBE_AT:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "entry"))
+				return bad("--probe-at takes auto or entry, not '%s'", optarg);
+			o->probe_at_entry = !strcmp(optarg, "entry");
 			break;
 		case 'v':
 			ht_verbose = true;
@@ -247,13 +257,21 @@ int main(int argc, char **argv)
 	if (rc)
 		goto done;
 	rc = 1;
-	if (allocator_find(&t, &alloc_path) || probes_plan_malloc(&plan, alloc_path))
+	if (allocator_find(&t, &alloc_path) || probes_plan_malloc(&plan, alloc_path, o.probe_at_entry))
 		goto kill_child;
 
 	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
-				     .specs = plan.specs, .n_specs = plan.n };
-	if (tracer_load(&tr, &cfg) || probes_attach(&plan, &tr, t.pid))
+				     .specs = plan.specs, .n_specs = plan.n, .multi = true };
+	int attached;
+	if (tracer_load(&tr, &cfg) || (attached = probes_attach(&plan, &tr, t.pid)) < 0)
 		goto kill_child;
+	if (attached == 1) {
+		ht_info("no uprobe_multi in this kernel: one perf event per probe");
+		tracer_close(&tr);
+		cfg.multi = false;
+		if (tracer_load(&tr, &cfg) || probes_attach(&plan, &tr, t.pid))
+			goto kill_child;
+	}
 	ht_info("tracing PID %d (%s)", t.pid, t.exe);
 	if (target_start(&t)) {
 		ht_err("cannot start %s", t.exe);

@@ -6,11 +6,14 @@
 #include <stdint.h>
 
 #include "heaptrace.h"
+#include "placement.h"
 #include "tracer.h"
 
 struct probe {
 	const char *func;
 	uint64_t offset;        /* file offset of the probed instruction */
+	uint64_t delta;         /* its distance from the function's entry */
+	struct placement where;
 	uint32_t spec;          /* attach cookie: index into plan.specs */
 	bool is_free;
 };
@@ -26,9 +29,13 @@ struct probe_plan {
  * Resolve the malloc family in the allocator object.  Functions it does not
  * define are skipped; without malloc and free it is an error (printed).
  */
-int probes_plan_malloc(struct probe_plan *plan, const char *path);
+int probes_plan_malloc(struct probe_plan *plan, const char *path, bool at_entry);
 
-/* Attach every probe of the plan for one process.  Returns 0 or -1 (printed). */
+/*
+ * Attach every probe of the plan for one process.  Returns 0, -1 (printed),
+ * or 1 when the tracer was loaded for uprobe_multi and the kernel has none:
+ * reload it without and call again.
+ */
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
 
 void probes_free(struct probe_plan *plan);

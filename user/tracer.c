@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -54,6 +55,12 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
 	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
 	bpf_map__set_max_entries(skel->maps.sites, buckets + 1);
+	if (cfg->multi) {
+		/* libbpf 1.1 has no uprobe.multi section: set the attach type by hand. */
+		bpf_program__set_expected_attach_type(skel->progs.alloc_enter, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.alloc_return, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.free_enter, HT_BPF_TRACE_UPROBE_MULTI);
+	}
 
 	err = heaptrace__load(skel);
 	if (err) {
@@ -62,6 +69,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		return -1;
 	}
 	tr->skel = skel;
+	tr->multi = cfg->multi;
 	tr->exit_link = bpf_program__attach(skel->progs.thread_exit);
 	if (!tr->exit_link)
 		ht_info("cannot watch thread exits (%s): a thread dying mid-call can leave a stale entry",
@@ -69,14 +77,67 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	return 0;
 }
 
+static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
+{
+	return prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
+	       prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
+					   tr->skel->progs.free_enter;
+}
+
+/* BPF_LINK_CREATE for uprobe_multi, laid out as in the 6.6+ uapi (Debian 12's headers predate it). */
+struct link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 multi_flags;
+	__u32 pid;
+	__u32 pad;
+};
+
+int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
+			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	union {
+		struct link_create_uprobe_multi lc;
+		char bytes[sizeof(union bpf_attr) > 64 ? sizeof(union bpf_attr) : 64];
+	} attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.lc.prog_fd = bpf_program__fd(program(tr, prog));
+	attr.lc.attach_type = HT_BPF_TRACE_UPROBE_MULTI;
+	attr.lc.path = (uintptr_t)path;
+	attr.lc.offsets = (uintptr_t)offsets;
+	attr.lc.cookies = (uintptr_t)cookies;
+	attr.lc.cnt = n;
+	attr.lc.multi_flags = prog == PROG_ALLOC_RETURN ? HT_BPF_F_UPROBE_MULTI_RETURN : 0;
+	attr.lc.pid = pid;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr.lc));
+	if (fd < 0) {
+		int e = errno;
+		return e == EINVAL && !tr->n_multi ? -EOPNOTSUPP : -e;
+	}
+	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
+	if (!g) {
+		close(fd);
+		return -ENOMEM;
+	}
+	tr->multi_fds = g;
+	tr->multi_fds[tr->n_multi++] = fd;
+	return 0;
+}
+
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
 		  uint32_t cookie, pid_t pid)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = prog == PROG_ALLOC_RETURN);
-	struct bpf_program *p = prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
-				prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
-							    tr->skel->progs.free_enter;
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(program(tr, prog), pid, path, offset, &opts);
 
 	if (!l)
 		return -errno;
@@ -92,6 +153,11 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 
 void tracer_detach(struct tracer *tr)
 {
+	for (int i = 0; i < tr->n_multi; i++)
+		close(tr->multi_fds[i]);
+	free(tr->multi_fds);
+	tr->multi_fds = NULL;
+	tr->n_multi = 0;
 	for (int i = 0; i < tr->n_links; i++)
 		bpf_link__destroy(tr->links[i]);
 	free(tr->links);

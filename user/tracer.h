@@ -2,6 +2,7 @@
 #ifndef HT_TRACER_H
 #define HT_TRACER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,6 +16,7 @@ struct tracer_config {
 	uint32_t max_stacks;    /* distinct stacks */
 	const struct ht_alloc_spec *specs;
 	int n_specs;
+	bool multi;             /* attach with uprobe_multi links (kernel 6.6+) */
 };
 
 struct tracer {
@@ -22,6 +24,9 @@ struct tracer {
 	struct bpf_link **links;
 	int n_links;
 	struct bpf_link *exit_link;     /* thread exits, to drop their in-flight calls */
+	int *multi_fds;                 /* uprobe_multi link fds */
+	int n_multi;
+	bool multi;
 };
 
 /* Open, size and load the BPF object.  Returns 0 or -1 with the error printed. */
@@ -30,6 +35,15 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg);
 /* Attach a program at a file offset of an object, for one process, with a cookie. */
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
 		  uint32_t cookie, pid_t pid);
+
+/*
+ * Attach one program at many offsets of an object with one uprobe_multi
+ * link: one registration, and one RCU grace period at detach instead of one
+ * per probe (seconds for a dozen probes).  Needs tracer_config.multi.
+ * Returns 0 or -errno; -EOPNOTSUPP when the kernel has no uprobe_multi.
+ */
+int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
+			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);
 
 /* Stop tracing: remove every uprobe, keep the maps readable. */
 void tracer_detach(struct tracer *tr);
