@@ -25,10 +25,6 @@
  */
 #define HT_STACK_LOST 0xffffffffu
 
-/* uapi values newer than Debian 12's headers (kernel 6.6+). */
-#define HT_BPF_TRACE_UPROBE_MULTI 48
-#define HT_BPF_F_UPROBE_MULTI_RETURN 1
-
 /*
  * How an allocator entry point passes its request.  Argument numbers are
  * 1-based System V integer arguments; 0 means "not used".

@@ -86,6 +86,35 @@ bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *
 	       search_symtab(o, SHT_DYNSYM, name, vaddr, size);
 }
 
+static void best_start_in(struct elfobj *o, Elf64_Word type, uint64_t vaddr, uint64_t *best)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section(o, type, &shdr);
+	Elf_Data *data;
+
+	if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+		return;
+	size_t n = shdr.sh_size / shdr.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		int t = GELF_ST_TYPE(sym.st_info);
+		if ((t == STT_FUNC || t == STT_GNU_IFUNC) && sym.st_value <= vaddr && sym.st_value > *best)
+			*best = sym.st_value;
+	}
+}
+
+bool elfobj_func_start_before(struct elfobj *o, uint64_t vaddr, uint64_t *start)
+{
+	uint64_t best = 0;
+
+	best_start_in(o, SHT_SYMTAB, vaddr, &best);
+	best_start_in(o, SHT_DYNSYM, vaddr, &best);
+	*start = best;
+	return best != 0;
+}
+
 int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr)
 {
 	size_t n;

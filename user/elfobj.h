@@ -23,6 +23,12 @@ void elfobj_close(struct elfobj *o);
  */
 bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *size);
 
+/*
+ * The highest function symbol start <= vaddr (.symtab and .dynsym): a known
+ * instruction boundary to decode from.  False when there is none.
+ */
+bool elfobj_func_start_before(struct elfobj *o, uint64_t vaddr, uint64_t *start);
+
 /* The file offset a uprobe takes for a virtual address; -1 when unmapped. */
 int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr);
 

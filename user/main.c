@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <sys/resource.h>
 
 #include "allocator.h"
 #include "log.h"
@@ -32,6 +34,7 @@ struct options {
 	uint32_t max_live, max_stacks;
 	size_t top;
 	bool probe_at_entry;
+	bool list_probes;
 };
 
 static void usage(FILE *f)
@@ -53,6 +56,7 @@ static void usage(FILE *f)
 	      "      --max-stacks N    distinct stacks kept (default 65536)\n"
 	      "      --probe-at WHERE  auto (default): the first instruction the kernel emulates,\n"
 	      "                        when that is provably equivalent; entry: function entries\n"
+	      "      --list-probes     print where the probes would go, one per line, and exit\n"
 	      "  -v, --verbose         say what was attached where, and the event counters\n"
 	      "  -h, --help            this text\n"
 	      "      --version         print the version\n"
@@ -87,7 +91,7 @@ static int parse_u32(const char *s, uint32_t *out, uint32_t min)
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
-	       OPT_PROBE_AT };
+	       OPT_PROBE_AT, OPT_LIST_PROBES };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -99,6 +103,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 		{ "probe-at", required_argument, NULL, OPT_PROBE_AT },
+		{ "list-probes", no_argument, NULL, OPT_LIST_PROBES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -165,6 +170,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad("--probe-at takes auto or entry, not '%s'", optarg);
 			o->probe_at_entry = !strcmp(optarg, "entry");
 			break;
+		case OPT_LIST_PROBES:
+			o->list_probes = true;
+			break;
 		case 'v':
 			ht_verbose = true;
 			break;
@@ -221,6 +229,28 @@ static int write_profile(const struct options *o, FILE *out, const struct profil
 	return 0;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void report_resources(const struct tracer *tr)
+{
+	uint64_t live_bytes;
+	uint32_t live_entries;
+	uint64_t total = tracer_map_memory(tr, &live_bytes, &live_entries);
+	struct rusage ru;
+
+	ht_info("kernel memory: %.1f MiB in BPF maps; the live-block map %.1f MiB for %u blocks, "
+		"%.0f bytes per tracked allocation", total / 1048576.0, live_bytes / 1048576.0, live_entries,
+		live_entries ? (double)live_bytes / live_entries : 0.0);
+	if (!getrusage(RUSAGE_SELF, &ru))
+		ht_info("heaptrace peak RSS: %ld KiB", ru.ru_maxrss);
+}
+
 static void report_counters(const uint64_t counters[HT_COUNTER_MAX])
 {
 	char buf[1024];
@@ -242,6 +272,7 @@ int main(int argc, char **argv)
 	char *alloc_path = NULL;
 	FILE *out = stdout;
 	int rc = 1;
+	double t0 = now_ms(), t1;
 
 	if (parse_options(argc, argv, &o))
 		return 2;
@@ -253,12 +284,20 @@ int main(int argc, char **argv)
 		ht_err("cannot set up signal handling: %s", strerror(errno));
 		goto done;
 	}
-	rc = o.argv ? target_launch(&t, o.argv, out == stdout) : target_attach(&t, o.pid);
+	rc = o.argv ? target_prepare(&t, o.argv) : target_attach(&t, o.pid);
 	if (rc)
 		goto done;
 	rc = 1;
 	if (allocator_find(&t, &alloc_path) || probes_plan_malloc(&plan, alloc_path, o.probe_at_entry))
-		goto kill_child;
+		goto done;
+	if (o.list_probes) {
+		probes_print(&plan, out);
+		rc = 0;
+		goto done;
+	}
+	if (o.argv && (rc = target_launch(&t, o.argv, out == stdout)))
+		goto done;
+	rc = 1;
 
 	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
 				     .specs = plan.specs, .n_specs = plan.n, .multi = true };
@@ -272,7 +311,7 @@ int main(int argc, char **argv)
 		if (tracer_load(&tr, &cfg) || probes_attach(&plan, &tr, t.pid))
 			goto kill_child;
 	}
-	ht_info("tracing PID %d (%s)", t.pid, t.exe);
+	ht_info("tracing PID %d (%s), attached in %.1f ms", t.pid, t.exe, now_ms() - t0);
 	if (target_start(&t)) {
 		ht_err("cannot start %s", t.exe);
 		goto kill_child;
@@ -286,9 +325,14 @@ int main(int argc, char **argv)
 	if (st.why == STOP_DURATION)
 		ht_info("stopped after %g s", o.duration);
 
+	t1 = now_ms();
 	if (profile_read(&prof, &tr, t.pid, t.maps))
 		goto done;
+	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
+	t1 = now_ms();
 	rc = write_profile(&o, out, &prof) ? 1 : 0;
+	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
+	report_resources(&tr);
 	report_counters(prof.counters);
 	if (prof.trimmed)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory",

@@ -128,61 +128,39 @@ static const char *unsafe(struct placer *pl, const cs_insn *insn, unsigned args_
 	return NULL;
 }
 
-static int add_target(struct placer *pl, uint64_t t, size_t *cap)
+static int32_t rel32_at(const uint8_t *b)
 {
-	if (pl->n_targets == *cap) {
-		*cap = *cap ? 2 * *cap : 65536;
-		uint64_t *n = realloc(pl->targets, *cap * sizeof(*n));
-		if (!n)
-			return -1;
-		pl->targets = n;
-	}
-	pl->targets[pl->n_targets++] = t;
-	return 0;
+	return (int32_t)(b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24);
 }
 
-struct sweep {
-	struct placer *pl;
-	size_t cap;
-};
-
 /*
- * Every direct jump or call target in an executable segment, by a linear
- * sweep (gcc and clang put no data in .text on x86-64; undecodable bytes are
- * skipped).  The targets are read off the bytes: relative branches only.
+ * Every byte position that could start a rel32 jmp, call or jcc, whether or
+ * not an instruction starts there: a superset of the real branch targets, so
+ * nothing is missed, at memchr speed.  Spurious targets only make placement
+ * more cautious (about one in 10^5 windows).
  */
-static int sweep_segment(const uint8_t *code, size_t len, uint64_t vaddr, void *arg)
+static int scan_rel32(const uint8_t *code, size_t len, uint64_t vaddr, void *arg)
 {
-	struct sweep *sw = arg;
-	const uint8_t *p = code;
-	size_t left = len;
-	uint64_t addr = vaddr;
-	cs_insn *insn = cs_malloc(sw->pl->cs);
+	struct placer *pl = arg;
+	size_t cap = pl->n_targets;
 
-	if (!insn)
-		return -1;
-	while (left) {
-		if (!cs_disasm_iter(sw->pl->cs, &p, &left, &addr, insn)) {
-			p++, left--, addr++;
-			continue;
-		}
-		const uint8_t *b = insn->bytes;
-		size_t n = insn->size;
-		while (n > 1 && (*b == 0xf2 || *b == 0xf3 || *b == 0x2e || *b == 0x3e))
-			b++, n--;
-		int64_t rel;
-		if ((n == 5 && (b[0] == 0xe8 || b[0] == 0xe9)) || (n == 6 && b[0] == 0x0f && (b[1] & 0xf0) == 0x80))
-			rel = (int32_t)(b[n - 4] | b[n - 3] << 8 | b[n - 2] << 16 | (uint32_t)b[n - 1] << 24);
-		else if (n == 2 && (b[0] == 0xeb || (b[0] & 0xf0) == 0x70 || b[0] == 0xe3))
-			rel = (int8_t)b[1];
+	for (size_t i = 0; i + 6 <= len; i++) {
+		uint64_t t;
+		if (code[i] == 0xe8 || code[i] == 0xe9)
+			t = vaddr + i + 5 + rel32_at(code + i + 1);
+		else if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80)
+			t = vaddr + i + 6 + rel32_at(code + i + 2);
 		else
 			continue;
-		if (add_target(sw->pl, insn->address + insn->size + rel, &sw->cap)) {
-			cs_free(insn, 1);
-			return -1;
+		if (pl->n_targets == cap) {
+			cap = cap ? 2 * cap : 65536;
+			uint64_t *n = realloc(pl->targets, cap * sizeof(*n));
+			if (!n)
+				return -1;
+			pl->targets = n;
 		}
+		pl->targets[pl->n_targets++] = t;
 	}
-	cs_free(insn, 1);
 	return 0;
 }
 
@@ -192,15 +170,64 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Does any direct branch land in (lo, hi]? */
+/* A rel8 branch reaches 128 bytes back and 127 forward of its end. */
+#define REL8_REACH 130
+
+/*
+ * Short branches into (lo, hi] can only come from near it: decode that
+ * neighbourhood exactly, from a function start (an instruction boundary).
+ * Without one, any byte that could be a short branch there counts.
+ */
+static int rel8_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit)
+{
+	uint64_t from;
+	uint8_t buf[4096];
+
+	if (!elfobj_func_start_before(pl->o, lo - REL8_REACH, &from) ||
+	    lo - from + REL8_REACH > sizeof(buf) || elfobj_read(pl->o, from, buf, lo - from + REL8_REACH)) {
+		/* No boundary to start from: be conservative over the raw bytes. */
+		uint64_t start = lo > REL8_REACH ? lo - REL8_REACH : 0;
+		size_t len = hi + REL8_REACH - start;
+		if (len > sizeof(buf) || elfobj_read(pl->o, start, buf, len))
+			return -1;
+		for (size_t i = 0; i + 2 <= len; i++)
+			if (buf[i] == 0xeb || (buf[i] & 0xf0) == 0x70 || (buf[i] >= 0xe0 && buf[i] <= 0xe3)) {
+				uint64_t t = start + i + 2 + (int8_t)buf[i + 1];
+				*hit |= t > lo && t <= hi;
+			}
+		return 0;
+	}
+	size_t len = lo - from + REL8_REACH;
+	const uint8_t *p = buf;
+	uint64_t addr = from;
+	cs_insn *insn = cs_malloc(pl->cs);
+
+	if (!insn)
+		return -1;
+	cs_option(pl->cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	while (len) {
+		if (!cs_disasm_iter(pl->cs, &p, &len, &addr, insn)) {
+			p++, len--, addr++;
+			continue;
+		}
+		const uint8_t *b = insn->bytes;
+		if (insn->size == 2 && (b[0] == 0xeb || (b[0] & 0xf0) == 0x70 || (b[0] >= 0xe0 && b[0] <= 0xe3))) {
+			uint64_t t = insn->address + 2 + (int8_t)b[1];
+			*hit |= t > lo && t <= hi;
+		}
+	}
+	cs_free(insn, 1);
+	cs_option(pl->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	return 0;
+}
+
+/* Does any direct branch of the object land in (lo, hi]? */
 static int branch_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit)
 {
+	*hit = false;
 	if (!pl->scanned) {
-		struct sweep sw = { .pl = pl };
-		cs_option(pl->cs, CS_OPT_DETAIL, CS_OPT_OFF);
-		int r = elfobj_exec_segments(pl->o, sweep_segment, &sw);
-		if (r)
-			return r;
+		if (elfobj_exec_segments(pl->o, scan_rel32, pl))
+			return -1;
 		qsort(pl->targets, pl->n_targets, sizeof(*pl->targets), cmp_u64);
 		pl->scanned = true;
 	}
@@ -213,7 +240,7 @@ static int branch_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit)
 			b = m;
 	}
 	*hit = a < pl->n_targets && pl->targets[a] <= hi;
-	return 0;
+	return *hit ? 0 : rel8_into(pl, lo, hi, hit);
 }
 
 static void text_of(const cs_insn *insn, char *buf, size_t len)

@@ -159,6 +159,15 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 	return 0;
 }
 
+void probes_print(const struct probe_plan *plan, FILE *f)
+{
+	for (int k = 0; k < plan->n; k++) {
+		const struct probe *p = &plan->probes[k];
+		fprintf(f, "%s %s 0x%lx +%lu %s `%s` %s\n", p->func, plan->path, p->offset, p->delta,
+			p->is_free ? "free" : "alloc", p->where.insn, p->where.why);
+	}
+}
+
 void probes_free(struct probe_plan *plan)
 {
 	free(plan->path);

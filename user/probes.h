@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "heaptrace.h"
 #include "placement.h"
@@ -37,6 +38,9 @@ int probes_plan_malloc(struct probe_plan *plan, const char *path, bool at_entry)
  * reload it without and call again.
  */
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
+
+/* The plan as lines "FUNC PATH 0xOFFSET +DELTA `INSN` WHY", for scripts (--list-probes). */
+void probes_print(const struct probe_plan *plan, FILE *f);
 
 void probes_free(struct probe_plan *plan);
 

@@ -104,9 +104,9 @@ static pid_t open_pidfd(pid_t pid)
 	return syscall(SYS_pidfd_open, pid, 0);
 }
 
-int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
+int target_prepare(struct target *t, char *const argv[])
 {
-	int err, pipefd[2];
+	int err;
 
 	memset(t, 0, sizeof(*t));
 	t->go_fd = t->pidfd = -1;
@@ -115,6 +115,18 @@ int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
 	if (!t->exe) {
 		ht_err("%s: %s", argv[0], err == ENOENT ? "command not found" : strerror(err));
 		return err == ENOENT ? 127 : 126;
+	}
+	return 0;
+}
+
+int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
+{
+	int pipefd[2];
+
+	if (!t->exe) {
+		int rc = target_prepare(t, argv);
+		if (rc)
+			return rc;
 	}
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		ht_err("pipe: %s", strerror(errno));

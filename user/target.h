@@ -24,6 +24,9 @@ struct target {
  * executable, 1 otherwise) with the error already printed.
  */
 int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr);
+
+/* The first half of target_launch: resolve the command, start nothing. */
+int target_prepare(struct target *t, char *const argv[]);
 int target_attach(struct target *t, pid_t pid);
 int target_start(struct target *t);
 void target_free(struct target *t);

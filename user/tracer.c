@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "tracer.h"  /* before the skeleton: it names our shared structs */
 #include "heaptrace.skel.h"
 #include "log.h"
+#include "uprobe_multi.h"
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -84,45 +84,14 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 					   tr->skel->progs.free_enter;
 }
 
-/* BPF_LINK_CREATE for uprobe_multi, laid out as in the 6.6+ uapi (Debian 12's headers predate it). */
-struct link_create_uprobe_multi {
-	__u32 prog_fd;
-	__u32 target_fd;
-	__u32 attach_type;
-	__u32 flags;
-	__u64 path;
-	__u64 offsets;
-	__u64 ref_ctr_offsets;
-	__u64 cookies;
-	__u32 cnt;
-	__u32 multi_flags;
-	__u32 pid;
-	__u32 pad;
-};
-
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
 {
-	union {
-		struct link_create_uprobe_multi lc;
-		char bytes[sizeof(union bpf_attr) > 64 ? sizeof(union bpf_attr) : 64];
-	} attr;
-	int fd;
+	int fd = uprobe_multi_attach(bpf_program__fd(program(tr, prog)), path, offsets, cookies, n,
+				     prog == PROG_ALLOC_RETURN, pid);
 
-	memset(&attr, 0, sizeof(attr));
-	attr.lc.prog_fd = bpf_program__fd(program(tr, prog));
-	attr.lc.attach_type = HT_BPF_TRACE_UPROBE_MULTI;
-	attr.lc.path = (uintptr_t)path;
-	attr.lc.offsets = (uintptr_t)offsets;
-	attr.lc.cookies = (uintptr_t)cookies;
-	attr.lc.cnt = n;
-	attr.lc.multi_flags = prog == PROG_ALLOC_RETURN ? HT_BPF_F_UPROBE_MULTI_RETURN : 0;
-	attr.lc.pid = pid;
-	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr.lc));
-	if (fd < 0) {
-		int e = errno;
-		return e == EINVAL && !tr->n_multi ? -EOPNOTSUPP : -e;
-	}
+	if (fd < 0)
+		return fd == -EINVAL && !tr->n_multi ? -EOPNOTSUPP : fd;
 	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
 	if (!g) {
 		close(fd);
@@ -217,4 +186,32 @@ int tracer_sites_fd(const struct tracer *tr)
 int tracer_stacks_fd(const struct tracer *tr)
 {
 	return bpf_map__fd(tr->skel->maps.stacks);
+}
+
+static uint64_t memlock_of(int fd)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %lu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32_t *live_entries)
+{
+	struct bpf_map *m;
+	uint64_t total = 0;
+
+	bpf_object__for_each_map(m, tr->skel->obj)
+		total += memlock_of(bpf_map__fd(m));
+	*live_bytes = memlock_of(bpf_map__fd(tr->skel->maps.live));
+	*live_entries = bpf_map__max_entries(tr->skel->maps.live);
+	return total;
 }
