@@ -73,5 +73,27 @@ test: deps
 	$(MAKE) all test-targets
 	bash tests/run.sh
 
+# bench: heaptrace's per-allocation overhead against trap floors and peers
+# (bench/run.sh).  churn keeps frame pointers and -O2, like a typical build.
+BENCH := $(BUILD)/bench
+
+$(BENCH)/churn: bench/churn.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fno-omit-frame-pointer -pthread -Wall -Wextra -Werror $< -o $@
+
+$(BENCH)/floor.bpf.o: bench/floor.bpf.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH)/floor.skel.h: $(BENCH)/floor.bpf.o
+	$(BPFTOOL) gen skeleton $< name floor > $@
+
+$(BENCH)/floor: bench/floor.c user/uprobe_multi.c user/uprobe_multi.h $(BENCH)/floor.skel.h
+	$(CC) $(CFLAGS) -I$(BENCH) bench/floor.c user/uprobe_multi.c -o $@ -lbpf -lelf -lz
+
+bench: deps
+	$(MAKE) all $(BENCH)/churn $(BENCH)/floor
+	bash bench/run.sh
+
 clean:
 	rm -rf $(BUILD)

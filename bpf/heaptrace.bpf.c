@@ -22,16 +22,20 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 target_tgid = 0;
 const volatile __u64 page_size = 4096;
+const volatile __u32 max_depth = HT_DEFAULT_MAX_DEPTH;
+const volatile __u32 stack_mode = HT_STACK_WALK;
+const volatile __u64 min_frame_addr = 4096;    /* vm.mmap_min_addr, at least 1 */
 const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
 
-/* Sizes are set by the loader before load (--max-allocs, --max-stacks). */
+/* Task storage: found from the task itself, no hashing, and freed when the thread exits. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, HT_MAX_THREADS);
-	__type(key, __u64);             /* pid_tgid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct ht_call);
 } calls SEC(".maps");
 
+/* Sizes are set by the loader before load (--max-allocs, --max-stacks). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, HT_DEFAULT_MAX_LIVE);
@@ -39,11 +43,13 @@ struct {
 	__type(value, struct ht_block);
 } live SEC(".maps");
 
+/* Frames, written once per new stack: allocated as used, not preallocated. */
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, HT_DEFAULT_MAX_STACKS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, HT_MAX_STACK_DEPTH * sizeof(__u64));
+	__type(key, __u64);             /* stack hash */
+	__type(value, struct ht_stack);
 } stacks SEC(".maps");
 
 struct {
@@ -59,6 +65,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* Too big for the 512-byte BPF stack: per-CPU scratch for one stack capture. */
+struct scratch {
+	struct ht_stack st;
+	__u64 copy[HT_STACK_COPY_BYTES / 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
 
 static __always_inline void count(__u32 which)
 {
@@ -80,9 +99,9 @@ static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
 	return a[n & 7];
 }
 
-static __always_inline bool traced(__u64 pid_tgid)
+static __always_inline bool traced(void)
 {
-	return (pid_tgid >> 32) == target_tgid;
+	return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
 }
 
 static __always_inline const volatile struct ht_alloc_spec *spec_of(__u32 i)
@@ -90,9 +109,121 @@ static __always_inline const volatile struct ht_alloc_spec *spec_of(__u32 i)
 	return &specs[i & (HT_MAX_SPECS - 1)];
 }
 
-static __always_inline struct ht_site *site_of(__u32 stack_id)
+/*
+ * The user stack at a return probe, innermost first: frame 0 is the return
+ * address in the allocator's caller, then a frame-pointer walk.  The walk
+ * reads frames from one bulk copy of the stack above the stack pointer (one
+ * probe_read instead of two per frame) and reads a frame directly only when
+ * it lies beyond the copy.  It stops where the kernel's own walk stops: at
+ * an unreadable frame or max_depth; and at a zero return address, where
+ * the stack map's readers stop too.
+ */
+static __always_inline __u32 walk_stack(struct pt_regs *ctx, struct scratch *sc)
 {
-	struct ht_site_key key = { .stack_id = stack_id };
+	__u64 sp = PT_REGS_SP(ctx), fp = PT_REGS_FP(ctx);
+	__u64 copied = HT_STACK_COPY_BYTES;
+	__u32 n = 1;
+
+	sc->st.pcs[0] = PT_REGS_IP(ctx);
+	if (bpf_probe_read_user(sc->copy, HT_STACK_COPY_BYTES, (void *)sp)) {
+		/* The copy ran past the top of the stack: the rest of sp's page is always there. */
+		copied = 4096 - (sp & 4095);
+		if (copied > HT_STACK_COPY_BYTES ||
+		    bpf_probe_read_user(sc->copy, copied & (HT_STACK_COPY_BYTES - 1), (void *)sp))
+			copied = 0;
+	}
+	for (int i = 1; i < HT_MAX_STACK_DEPTH; i++) {
+		__u64 frame[2];
+		__u64 off = fp - sp;
+
+		/*
+		 * Below vm.mmap_min_addr nothing can be mapped: the read would
+		 * fault and end the walk, as it does the kernel's, but a fault
+		 * costs ~1 us.  The outermost frame of glibc's main thread
+		 * (fp = 1) and of its threads (fp = 0) end here.
+		 */
+		if (i >= max_depth || fp < min_frame_addr)
+			break;
+		if (fp >= sp && off + 16 <= copied && !(off & 7)) {
+			__u32 k = (off >> 3) & (HT_STACK_COPY_BYTES / 8 - 2);
+			frame[0] = sc->copy[k];
+			frame[1] = sc->copy[k + 1];
+		} else if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
+			break;
+		}
+		if (!frame[1])
+			break;
+		sc->st.pcs[i] = frame[1];
+		fp = frame[0];
+		n = i + 1;
+	}
+	return n;
+}
+
+static __always_inline __u32 kernel_stack(struct pt_regs *ctx, struct scratch *sc)
+{
+	long bytes = bpf_get_stack(ctx, sc->st.pcs, (max_depth & 127) * sizeof(__u64), BPF_F_USER_STACK);
+	__u32 n = 0;
+
+	if (bytes <= 0)
+		return 0;
+	for (int i = 0; i < HT_MAX_STACK_DEPTH; i++) {
+		if (i >= bytes / 8 || !sc->st.pcs[i])
+			break;
+		n = i + 1;
+	}
+	return n;
+}
+
+/* FNV-1a over the frames, 0 kept free for HT_STACK_LOST. */
+static __always_inline __u64 hash_stack(const struct ht_stack *st)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+
+	for (int i = 0; i < HT_MAX_STACK_DEPTH; i++) {
+		if (i >= st->depth)
+			break;
+		h = (h ^ st->pcs[i]) * 0x100000001b3ull;
+	}
+	h ^= h >> 29;
+	return h ? h : 1;
+}
+
+/* Capture, hash and store (once) the current stack; its hash, or HT_STACK_LOST. */
+static __always_inline __u64 capture_stack(struct pt_regs *ctx)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!sc)
+		return HT_STACK_LOST;
+	sc->st.depth = stack_mode == HT_STACK_KERNEL ? kernel_stack(ctx, sc) : walk_stack(ctx, sc);
+	if (!sc->st.depth) {
+		count(HT_LOSS_STACK_ERROR);
+		return HT_STACK_LOST;
+	}
+
+	__u64 h = hash_stack(&sc->st);
+	struct ht_stack *known = bpf_map_lookup_elem(&stacks, &h);
+	if (known) {
+		/* A cheap check that catches all but astronomically unlucky collisions. */
+		if (known->depth != sc->st.depth || known->pcs[0] != sc->st.pcs[0]) {
+			count(HT_LOSS_STACK_COLLISION);
+			return HT_STACK_LOST;
+		}
+		return h;
+	}
+	if (bpf_map_update_elem(&stacks, &h, &sc->st, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&stacks, &h)) {
+		count(HT_LOSS_STACK_ERROR);
+		return HT_STACK_LOST;
+	}
+	return h;
+}
+
+static __always_inline struct ht_site *site_of(__u64 stack)
+{
+	struct ht_site_key key = { .stack = stack };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
 	if (s)
@@ -108,7 +239,7 @@ static __always_inline struct ht_site *site_of(__u32 stack_id)
 
 static __always_inline void release(struct ht_block *b)
 {
-	struct ht_site_key key = { .stack_id = b->stack_id };
+	struct ht_site_key key = { .stack = b->stack };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
 	if (s) {
@@ -135,17 +266,9 @@ static __always_inline void free_block(__u64 ptr)
 
 static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 size)
 {
-	long sid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns() };
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx) };
+	struct ht_site *s = site_of(b.stack);
 
-	if (sid < 0) {
-		count(sid == -EEXIST ? HT_LOSS_STACK_COLLISION : HT_LOSS_STACK_ERROR);
-		b.stack_id = HT_STACK_LOST;
-	} else {
-		b.stack_id = sid;
-	}
-
-	struct ht_site *s = site_of(b.stack_id);
 	if (!s)
 		return;
 	__sync_fetch_and_add(&s->alloc_objects, 1);
@@ -175,25 +298,26 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 s
 SEC("uprobe")
 int alloc_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	if (!traced(id))
+	if (!traced())
 		return 0;
 
+	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		count(HT_LOSS_CALLS_FULL);
+		return 0;
+	}
 	__u64 sp = PT_REGS_SP(ctx);
-	struct ht_call *cur = bpf_map_lookup_elem(&calls, &id);
-	if (cur) {
+	if (c->depth) {
 		/*
 		 * An allocator entry point called from inside another: deeper
 		 * (reallocarray calls realloc) or at the same stack pointer when
 		 * tail-called (glibc's realloc(NULL, n) jumps to malloc; both
 		 * return probes then fire at the one return).  Only the outermost
-		 * call is the program's request.  Entries of threads that died
-		 * mid-call are removed at their exit, so the thread id cannot
-		 * inherit one.
+		 * call is the program's request.
 		 */
-		if (sp <= cur->sp) {
-			cur->depth++;
+		if (sp <= c->sp) {
+			c->depth++;
 			return 0;
 		}
 		count(HT_LOSS_STALE_ENTRY);
@@ -201,33 +325,29 @@ int alloc_enter(struct pt_regs *ctx)
 
 	__u32 si = bpf_get_attach_cookie(ctx);
 	const volatile struct ht_alloc_spec *spec = spec_of(si);
-	struct ht_call c = { .sp = sp, .spec = si, .depth = 1 };
+	__u64 size = arg(ctx, spec->size_arg);
 
-	c.size = arg(ctx, spec->size_arg);
 	if (spec->size_mul_arg)
-		c.size *= arg(ctx, spec->size_mul_arg);
+		size *= arg(ctx, spec->size_mul_arg);
 	if (spec->page_round)
-		c.size = (c.size + page_size - 1) & ~(page_size - 1);
-	if (spec->old_ptr_arg)
-		c.old_ptr = arg(ctx, spec->old_ptr_arg);
-	if (spec->out_ptr_arg)
-		c.out_ptr = arg(ctx, spec->out_ptr_arg);
-
-	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
-		count(HT_LOSS_CALLS_FULL);
+		size = (size + page_size - 1) & ~(page_size - 1);
+	c->size = size;
+	c->old_ptr = spec->old_ptr_arg ? arg(ctx, spec->old_ptr_arg) : 0;
+	c->out_ptr = spec->out_ptr_arg ? arg(ctx, spec->out_ptr_arg) : 0;
+	c->sp = sp;
+	c->spec = si;
+	c->depth = 1;
 	return 0;
 }
 
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	if (!traced(id))
+	if (!traced())
 		return 0;
 
-	struct ht_call *cur = bpf_map_lookup_elem(&calls, &id);
-	if (!cur) {
+	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!cur || !cur->depth) {
 		count(HT_LOSS_NO_ENTRY);
 		return 0;
 	}
@@ -236,7 +356,7 @@ int alloc_return(struct pt_regs *ctx)
 		return 0;
 	}
 	struct ht_call c = *cur;
-	bpf_map_delete_elem(&calls, &id);
+	cur->depth = 0;
 
 	const volatile struct ht_alloc_spec *spec = spec_of(c.spec);
 	__u64 ptr = PT_REGS_RC(ctx);
@@ -268,9 +388,7 @@ int alloc_return(struct pt_regs *ctx)
 SEC("uprobe")
 int free_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	if (!traced(id))
+	if (!traced())
 		return 0;
 
 	const volatile struct ht_alloc_spec *spec = spec_of(bpf_get_attach_cookie(ctx));
@@ -279,21 +397,10 @@ int free_enter(struct pt_regs *ctx)
 		return 0;
 
 	/* A free inside realloc(p, 0) is accounted by realloc's return. */
-	struct ht_call *cur = bpf_map_lookup_elem(&calls, &id);
-	if (cur && PT_REGS_SP(ctx) <= cur->sp)
+	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (cur && cur->depth && PT_REGS_SP(ctx) <= cur->sp)
 		return 0;
 
 	free_block(ptr);
-	return 0;
-}
-
-/* A thread that exits inside an allocator call never returns from it. */
-SEC("tracepoint/sched/sched_process_exit")
-int thread_exit(void *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	if (traced(id) && !bpf_map_delete_elem(&calls, &id))
-		count(HT_LOSS_STALE_ENTRY);
 	return 0;
 }

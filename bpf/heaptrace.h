@@ -13,17 +13,37 @@
 #endif
 
 #define HT_MAX_SPECS 32         /* allocator descriptors, indexed by attach cookie */
-#define HT_MAX_STACK_DEPTH 127  /* PERF_MAX_STACK_DEPTH */
+#define HT_MAX_STACK_DEPTH 127  /* PERF_MAX_STACK_DEPTH: the most --max-depth allows */
+#define HT_DEFAULT_MAX_DEPTH 64
 #define HT_DEFAULT_MAX_LIVE 1048576
 #define HT_DEFAULT_MAX_STACKS 65536
-#define HT_MAX_THREADS 16384    /* threads inside an allocator call at once */
 
 /*
- * Stack id used when bpf_get_stackid() fails (bucket collision or a full
- * stack map).  The allocation is still counted, under this pseudo stack, so
- * totals stay exact; the failure itself is counted in HT_LOSS_STACK_*.
+ * The frame-pointer walk copies this much of the stack above the stack
+ * pointer in one read and walks frames inside the copy; frames beyond it
+ * cost one read each.  Power of two.
  */
-#define HT_STACK_LOST 0xffffffffu
+#define HT_STACK_COPY_BYTES 1024
+
+/*
+ * Stacks are keyed by a 64-bit hash of their frames.  This one stands for
+ * allocations whose stack could not be stored (map full, or a hash that
+ * collided with a different stack): they are still counted, under a pseudo
+ * stack, so totals stay exact; the failure is counted in HT_LOSS_STACK_*.
+ */
+#define HT_STACK_LOST 0ull
+
+/* How stacks are captured (rodata stack_mode). */
+enum ht_stack_mode {
+	HT_STACK_WALK,          /* our frame-pointer walk over one bulk copy of the stack */
+	HT_STACK_KERNEL,        /* bpf_get_stack(), the kernel's own walk: for comparison */
+};
+
+struct ht_stack {
+	__u32 depth;
+	__u32 pad;
+	__u64 pcs[HT_MAX_STACK_DEPTH];  /* return addresses, innermost first */
+};
 
 /*
  * How an allocator entry point passes its request.  Argument numbers are
@@ -38,28 +58,26 @@ struct ht_alloc_spec {
 	__u8 pad[3];
 };
 
-/* Per-thread state between an allocator's entry and its return probe. */
+/* Per-thread (task storage) state between an allocator's entry and its return probe. */
 struct ht_call {
 	__u64 size;
 	__u64 old_ptr;
 	__u64 out_ptr;      /* user address of the posix_memalign result slot */
 	__u64 sp;           /* stack pointer at the outermost entry */
 	__u32 spec;
-	__u32 depth;        /* allocator calls nested inside this one (realloc -> malloc) */
+	__u32 depth;        /* 0: not in a call; >1: calls nested inside it (realloc -> malloc) */
 };
 
 /* A live block, keyed by its address. */
 struct ht_block {
 	__u64 size;
 	__u64 time_ns;      /* bpf_ktime_get_ns() at allocation */
-	__u32 stack_id;
-	__u32 pad;
+	__u64 stack;        /* stack hash */
 };
 
-/* Per-stack counters, keyed by struct ht_site_key. */
+/* Per-stack counters and frames, both keyed by the stack hash. */
 struct ht_site_key {
-	__u32 stack_id;
-	__u32 pad;
+	__u64 stack;
 };
 
 struct ht_site {
@@ -74,12 +92,12 @@ enum ht_counter {
 	HT_ALLOCS,              /* allocations counted */
 	HT_FREES,               /* frees matched to a live block */
 	HT_LOSS_LIVE_FULL,      /* block not tracked: live map full (its free becomes unmatched) */
-	HT_LOSS_STACK_COLLISION,/* stack id bucket held another stack */
-	HT_LOSS_STACK_ERROR,    /* bpf_get_stackid failed otherwise (map full, fault) */
+	HT_LOSS_STACK_COLLISION,/* two different stacks hashed alike */
+	HT_LOSS_STACK_ERROR,    /* stack map full, or the kernel's walk failed */
 	HT_LOSS_SITE_FULL,      /* per-stack counter map full */
 	HT_LOSS_NO_ENTRY,       /* return probe with no recorded entry */
 	HT_LOSS_STALE_ENTRY,    /* entry replaced: a previous call never returned */
-	HT_LOSS_CALLS_FULL,     /* per-thread call map full: call not traced */
+	HT_LOSS_CALLS_FULL,     /* no per-thread call state (out of memory): call not traced */
 	HT_UNMATCHED_FREES,     /* free of a block never seen allocated */
 	HT_REUSED_BLOCKS,       /* address handed out again while still live: a free was missed */
 	HT_FAILED_ALLOCS,       /* allocator returned NULL */

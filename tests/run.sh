@@ -504,7 +504,38 @@ scenario_placement() {
 	report "placement: -v shows function, offset, instruction and why" "$d"
 }
 
-SCENARIOS="unit placement entrypoints threads ctor exit failed deep signal errors attach pprof top valgrind"
+# ---------------------------------------------------------------------------
+# heaptrace's own stack walk (one bulk copy of the stack, frames walked in
+# BPF) must give exactly the stacks of the kernel's walk (bpf_get_stack).
+# ASLR is off for both runs (setarch -R) so addresses compare directly.
+scenario_stacks() {
+	local t depth m d
+	for t in t_deep t_threads t_entrypoints t_ctor; do
+		for depth in 127 64 5; do
+			for m in walk kernel; do
+				echo "setarch -R heaptrace --stack-capture $m --max-depth $depth -o \$TMP/st.$t.$depth.$m build/tests/$t" \
+					>"$TMP/st.$t.$depth.$m.cmd"
+				timeout -k 5 "$(tmo)" setarch x86_64 -R "$HT" --stack-capture $m --max-depth $depth \
+					-o "$TMP/st.$t.$depth.$m.out" -- "$TB/$t" >/dev/null 2>"$TMP/st.$t.$depth.$m.err" </dev/null
+				echo $? >"$TMP/st.$t.$depth.$m.rc"
+			done
+			d=$(rc_diag "st.$t.$depth.walk" 0)$(rc_diag "st.$t.$depth.kernel" 0)
+			local a="$TMP/st.$t.$depth.walk.out" b="$TMP/st.$t.$depth.kernel.out"
+			[ "$(grep -c '@ 0x' "$a")" -gt 0 ] || d+="no stacks in the profile"$'\n'
+			if ! diff <(sed '/^MAPPED_LIBRARIES/,$d' "$a" | sort) <(sed '/^MAPPED_LIBRARIES/,$d' "$b" | sort) \
+				>"$TMP/st.$t.$depth.diff"; then
+				d+="profiles differ (walk < > kernel):"$'\n'"$(head -10 "$TMP/st.$t.$depth.diff")"
+			fi
+			# No stack is deeper than --max-depth.
+			local deepest
+			deepest=$(awk '/@ 0x/ { n = 0; for (i = 1; i <= NF; i++) if ($i ~ /^0x/) n++; if (n > m) m = n } END { print m + 0 }' "$a")
+			[ "$deepest" -le "$depth" ] || d+="a stack of $deepest frames with --max-depth $depth"$'\n'
+			report "stacks: $t --max-depth $depth: own walk = kernel walk, frame for frame ($deepest frames deepest)" "$d"
+		done
+	done
+}
+
+SCENARIOS="unit placement stacks entrypoints threads ctor exit failed deep signal errors attach pprof top valgrind"
 
 main() {
 	local s

@@ -35,6 +35,8 @@ struct options {
 	size_t top;
 	bool probe_at_entry;
 	bool list_probes;
+	uint32_t max_depth;
+	enum ht_stack_mode stack_mode;
 };
 
 static void usage(FILE *f)
@@ -57,6 +59,9 @@ static void usage(FILE *f)
 	      "      --probe-at WHERE  auto (default): the first instruction the kernel emulates,\n"
 	      "                        when that is provably equivalent; entry: function entries\n"
 	      "      --list-probes     print where the probes would go, one per line, and exit\n"
+	      "      --max-depth N     frames kept per stack, 1-127 (default 64)\n"
+	      "      --stack-capture M walk (default): heaptrace's frame-pointer walk over one copy\n"
+	      "                        of the stack; kernel: bpf_get_stack(), for comparison\n"
 	      "  -v, --verbose         say what was attached where, and the event counters\n"
 	      "  -h, --help            this text\n"
 	      "      --version         print the version\n"
@@ -91,7 +96,7 @@ static int parse_u32(const char *s, uint32_t *out, uint32_t min)
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
-	       OPT_PROBE_AT, OPT_LIST_PROBES };
+	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -104,6 +109,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 		{ "probe-at", required_argument, NULL, OPT_PROBE_AT },
 		{ "list-probes", no_argument, NULL, OPT_LIST_PROBES },
+		{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
+		{ "stack-capture", required_argument, NULL, OPT_STACK_CAPTURE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -113,7 +120,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	*o = (struct options){ .max_live = HT_DEFAULT_MAX_LIVE, .max_stacks = HT_DEFAULT_MAX_STACKS,
-			       .top = 20 };
+			       .top = 20, .max_depth = HT_DEFAULT_MAX_DEPTH };
 	opterr = 0;
 	/* '+': options end at the command, whose own options are its business. */
 	while ((c = getopt_long(argc, argv, "+p:o:f:d:vh", longopts, NULL)) != -1) {
@@ -169,6 +176,18 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (strcmp(optarg, "auto") && strcmp(optarg, "entry"))
 				return bad("--probe-at takes auto or entry, not '%s'", optarg);
 			o->probe_at_entry = !strcmp(optarg, "entry");
+			break;
+		case OPT_MAX_DEPTH:
+			if (parse_u32(optarg, &o->max_depth, 1) || o->max_depth > HT_MAX_STACK_DEPTH)
+				return bad("--max-depth takes 1 to 127 frames, not '%s'", optarg);
+			break;
+		case OPT_STACK_CAPTURE:
+			if (!strcmp(optarg, "walk"))
+				o->stack_mode = HT_STACK_WALK;
+			else if (!strcmp(optarg, "kernel"))
+				o->stack_mode = HT_STACK_KERNEL;
+			else
+				return bad("--stack-capture takes walk or kernel, not '%s'", optarg);
 			break;
 		case OPT_LIST_PROBES:
 			o->list_probes = true;
@@ -300,7 +319,8 @@ int main(int argc, char **argv)
 	rc = 1;
 
 	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
-				     .specs = plan.specs, .n_specs = plan.n, .multi = true };
+				     .specs = plan.specs, .n_specs = plan.n, .multi = true,
+				     .max_depth = o.max_depth, .stack_mode = o.stack_mode };
 	int attached;
 	if (tracer_load(&tr, &cfg) || (attached = probes_attach(&plan, &tr, t.pid)) < 0)
 		goto kill_child;

@@ -58,21 +58,20 @@ static int cmp_frames(const void *a, const void *b)
 	return memcmp(x->pcs, y->pcs, x->depth * sizeof(uint64_t));
 }
 
-/* The stack map holds zero-terminated frame arrays; copy the frames out. */
-static int read_stack(int fd, uint32_t id, struct prof_stack *s)
+/* Frames of a stack hash, as the BPF side stored them. */
+static int read_stack(int fd, uint64_t hash, struct prof_stack *s)
 {
-	uint64_t ips[HT_MAX_STACK_DEPTH];
-	uint32_t n = 0;
+	struct ht_stack st;
 
-	if (id == HT_STACK_LOST || bpf_map_lookup_elem(fd, &id, ips))
+	if (hash == HT_STACK_LOST || bpf_map_lookup_elem(fd, &hash, &st))
 		return 0;
-	while (n < HT_MAX_STACK_DEPTH && ips[n])
-		n++;
-	s->pcs = malloc((n ? n : 1) * sizeof(uint64_t));
+	if (st.depth > HT_MAX_STACK_DEPTH)
+		st.depth = HT_MAX_STACK_DEPTH;
+	s->pcs = malloc((st.depth ? st.depth : 1) * sizeof(uint64_t));
 	if (!s->pcs)
 		return -ENOMEM;
-	memcpy(s->pcs, ips, n * sizeof(uint64_t));
-	s->depth = n;
+	memcpy(s->pcs, st.pcs, st.depth * sizeof(uint64_t));
+	s->depth = st.depth;
 	return 0;
 }
 
@@ -164,7 +163,7 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 		struct prof_stack *s = &p->stacks[p->n];
 		memset(s, 0, sizeof(*s));
 		s->c = c;
-		if (read_stack(stacks, key.stack_id, s))
+		if (read_stack(stacks, key.stack, s))
 			goto oom;
 		p->n++;
 		site_add(&p->total, &c);

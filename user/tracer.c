@@ -32,6 +32,20 @@ static void explain_load_error(int err)
 		       strerror(-err));
 }
 
+/* The lowest address a mapping can have: frame pointers below it end a stack walk. */
+static uint64_t mmap_min_addr(void)
+{
+	FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "re");
+	unsigned long v = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v ? v : 1;
+}
+
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 {
 	struct heaptrace *skel;
@@ -48,13 +62,13 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
 	memcpy(skel->rodata->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
 
-	/* Stack ids index a power-of-two bucket array, plus one for the lost-stack pseudo id. */
-	uint32_t buckets = 1;
-	while (buckets < cfg->max_stacks)
-		buckets <<= 1;
+	skel->rodata->max_depth = cfg->max_depth;
+	skel->rodata->min_frame_addr = mmap_min_addr();
+	skel->rodata->stack_mode = cfg->stack_mode;
 	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
 	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
-	bpf_map__set_max_entries(skel->maps.sites, buckets + 1);
+	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
+	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
 	if (cfg->multi) {
 		/* libbpf 1.1 has no uprobe.multi section: set the attach type by hand. */
 		bpf_program__set_expected_attach_type(skel->progs.alloc_enter, HT_BPF_TRACE_UPROBE_MULTI);
@@ -70,10 +84,6 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	}
 	tr->skel = skel;
 	tr->multi = cfg->multi;
-	tr->exit_link = bpf_program__attach(skel->progs.thread_exit);
-	if (!tr->exit_link)
-		ht_info("cannot watch thread exits (%s): a thread dying mid-call can leave a stale entry",
-			strerror(errno));
 	return 0;
 }
 
@@ -137,8 +147,6 @@ void tracer_detach(struct tracer *tr)
 void tracer_close(struct tracer *tr)
 {
 	tracer_detach(tr);
-	bpf_link__destroy(tr->exit_link);
-	tr->exit_link = NULL;
 	if (tr->skel)
 		heaptrace__destroy(tr->skel);
 	tr->skel = NULL;

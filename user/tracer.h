@@ -14,6 +14,8 @@ struct tracer_config {
 	pid_t tgid;
 	uint32_t max_live;      /* live blocks tracked */
 	uint32_t max_stacks;    /* distinct stacks */
+	uint32_t max_depth;     /* frames per stack */
+	enum ht_stack_mode stack_mode;
 	const struct ht_alloc_spec *specs;
 	int n_specs;
 	bool multi;             /* attach with uprobe_multi links (kernel 6.6+) */
@@ -23,7 +25,6 @@ struct tracer {
 	struct heaptrace *skel;
 	struct bpf_link **links;
 	int n_links;
-	struct bpf_link *exit_link;     /* thread exits, to drop their in-flight calls */
 	int *multi_fds;                 /* uprobe_multi link fds */
 	int n_multi;
 	bool multi;
