@@ -58,23 +58,6 @@ static int cmp_frames(const void *a, const void *b)
 	return memcmp(x->pcs, y->pcs, x->depth * sizeof(uint64_t));
 }
 
-/* Frames of a stack hash, as the BPF side stored them. */
-static int read_stack(int fd, uint64_t hash, struct prof_stack *s)
-{
-	struct ht_stack st;
-
-	if (hash == HT_STACK_LOST || bpf_map_lookup_elem(fd, &hash, &st))
-		return 0;
-	if (st.depth > HT_MAX_STACK_DEPTH)
-		st.depth = HT_MAX_STACK_DEPTH;
-	s->pcs = malloc((st.depth ? st.depth : 1) * sizeof(uint64_t));
-	if (!s->pcs)
-		return -ENOMEM;
-	memcpy(s->pcs, st.pcs, st.depth * sizeof(uint64_t));
-	s->depth = st.depth;
-	return 0;
-}
-
 struct range {
 	uint64_t lo, hi;
 };
@@ -121,10 +104,16 @@ static void trim_stacks(struct profile *p)
 	for (size_t i = 0; i < p->n; i++) {
 		struct prof_stack *s = &p->stacks[i];
 		for (uint32_t k = 0; k < s->depth; k++) {
-			bool ok = false;
-			for (size_t m = 0; m < nr && !ok; m++)
-				ok = s->pcs[k] >= r[m].lo && s->pcs[k] < r[m].hi;
-			if (!ok) {
+			/* maps lists mappings in address order: binary search. */
+			size_t a = 0, b = nr;
+			while (a < b) {
+				size_t m = (a + b) / 2;
+				if (r[m].hi <= s->pcs[k])
+					a = m + 1;
+				else
+					b = m;
+			}
+			if (a == nr || s->pcs[k] < r[a].lo) {
 				s->depth = k;
 				p->trimmed++;
 				break;
@@ -134,39 +123,155 @@ static void trim_stacks(struct profile *p)
 	free(r);
 }
 
+/*
+ * Visit every entry of a hash map with batched lookups (a few syscalls for
+ * 100,000 entries instead of two each); kernels without batch ops for the
+ * map fall back to key iteration.
+ */
+#define BATCH 4096
+
+static int read_map(int fd, size_t ksz, size_t vsz,
+		    int (*fn)(const void *key, const void *value, void *arg), void *arg)
+{
+	char *keys = malloc(BATCH * ksz), *values = malloc(BATCH * vsz);
+	uint64_t in_tok = 0, out_tok = 0;
+	bool first = true;
+	int err = 0;
+
+	if (!keys || !values) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		__u32 n = BATCH;
+		int r = bpf_map_lookup_batch(fd, first ? NULL : &in_tok, &out_tok, keys, values, &n, NULL);
+		if (r && errno != ENOENT) {
+			if (!first || (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)) {
+				err = -errno;
+				goto out;
+			}
+			/* No batch lookups: one key at a time. */
+			void *prev = NULL;
+			while (!bpf_map_get_next_key(fd, prev, keys)) {
+				memcpy(keys + ksz, keys, ksz);
+				prev = keys + ksz;
+				if (!bpf_map_lookup_elem(fd, keys, values) && (err = fn(keys, values, arg)))
+					goto out;
+			}
+			goto out;
+		}
+		for (__u32 i = 0; i < n; i++)
+			if ((err = fn(keys + i * ksz, values + i * vsz, arg)))
+				goto out;
+		if (r)
+			break;  /* ENOENT: that was the last batch */
+		in_tok = out_tok;
+		first = false;
+	}
+out:
+	free(keys);
+	free(values);
+	return err;
+}
+
+/* Frames by stack hash: open addressing, filled from the stack map. */
+struct frames {
+	uint64_t *hash;
+	struct prof_stack *st;
+	size_t mask;
+};
+
+static int add_frames(const void *key, const void *value, void *arg)
+{
+	struct frames *t = arg;
+	const struct ht_stack *st = value;
+	uint64_t h = *(const uint64_t *)key;
+	uint32_t depth = st->depth < HT_MAX_STACK_DEPTH ? st->depth : HT_MAX_STACK_DEPTH;
+	size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask;
+
+	while (t->hash[i])
+		i = (i + 1) & t->mask;
+	t->hash[i] = h;
+	t->st[i].depth = depth;
+	t->st[i].pcs = malloc((depth ? depth : 1) * sizeof(uint64_t));
+	if (!t->st[i].pcs)
+		return -ENOMEM;
+	memcpy(t->st[i].pcs, st->pcs, depth * sizeof(uint64_t));
+	return 0;
+}
+
+static struct prof_stack *find_frames(struct frames *t, uint64_t h)
+{
+	for (size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask; t->hash[i]; i = (i + 1) & t->mask)
+		if (t->hash[i] == h)
+			return &t->st[i];
+	return NULL;
+}
+
+struct join {
+	struct profile *p;
+	struct frames *frames;
+	size_t cap;
+};
+
+/* A site's counters joined with its frames; the frames move into the profile. */
+static int add_site(const void *key, const void *value, void *arg)
+{
+	struct join *j = arg;
+	const struct ht_site *c = value;
+	struct profile *p = j->p;
+
+	if (!c->alloc_objects)
+		return 0;
+	if (p->n == j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 256;
+		struct prof_stack *n = realloc(p->stacks, j->cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->stacks = n;
+	}
+	struct prof_stack *s = &p->stacks[p->n++], *f;
+	memset(s, 0, sizeof(*s));
+	s->c = *c;
+	f = find_frames(j->frames, ((const struct ht_site_key *)key)->stack);
+	if (f && f->pcs) {
+		s->pcs = f->pcs;
+		s->depth = f->depth;
+		f->pcs = NULL;
+	}
+	site_add(&p->total, c);
+	return 0;
+}
+
 int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps)
 {
-	int sites = tracer_sites_fd(tr), stacks = tracer_stacks_fd(tr);
-	struct ht_site_key key, next, *prev = NULL;
-	size_t cap = 0;
+	struct frames t = { 0 };
+	size_t slots = 1024;
+	int err;
 
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->maps = maps;
 	tracer_counters(tr, p->counters);
-	while (!bpf_map_get_next_key(sites, prev, &next)) {
-		struct ht_site c;
 
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(sites, &key, &c))
-			continue;
-		if (!c.alloc_objects)
-			continue;
-		if (p->n == cap) {
-			cap = cap ? 2 * cap : 256;
-			struct prof_stack *n = realloc(p->stacks, cap * sizeof(*n));
-			if (!n)
-				goto oom;
-			p->stacks = n;
-		}
-		struct prof_stack *s = &p->stacks[p->n];
-		memset(s, 0, sizeof(*s));
-		s->c = c;
-		if (read_stack(stacks, key.stack, s))
-			goto oom;
-		p->n++;
-		site_add(&p->total, &c);
+	while (slots < 2 * (size_t)tracer_max_stacks(tr))
+		slots <<= 1;
+	t.hash = calloc(slots, sizeof(*t.hash));
+	t.st = calloc(slots, sizeof(*t.st));
+	t.mask = slots - 1;
+	struct join j = { .p = p, .frames = &t };
+	err = !t.hash || !t.st ? -ENOMEM :
+	      read_map(tracer_stacks_fd(tr), sizeof(uint64_t), sizeof(struct ht_stack), add_frames, &t);
+	if (!err)
+		err = read_map(tracer_sites_fd(tr), sizeof(struct ht_site_key), sizeof(struct ht_site), add_site, &j);
+	for (size_t i = 0; t.st && i < slots; i++)
+		free(t.st[i].pcs);
+	free(t.hash);
+	free(t.st);
+	if (err) {
+		ht_err("cannot read the profile from the BPF maps: %s", strerror(-err));
+		profile_free(p);
+		return -1;
 	}
 
 	trim_stacks(p);
@@ -182,10 +287,6 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	}
 	p->n = out;
 	return 0;
-oom:
-	ht_err("out of memory reading the profile");
-	profile_free(p);
-	return -1;
 }
 
 void profile_free(struct profile *p)

@@ -223,3 +223,8 @@ uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32
 	*live_entries = bpf_map__max_entries(tr->skel->maps.live);
 	return total;
 }
+
+uint32_t tracer_max_stacks(const struct tracer *tr)
+{
+	return bpf_map__max_entries(tr->skel->maps.stacks);
+}

@@ -60,5 +60,6 @@ uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32
 /* Map file descriptors, for reading the profile. */
 int tracer_sites_fd(const struct tracer *tr);
 int tracer_stacks_fd(const struct tracer *tr);
+uint32_t tracer_max_stacks(const struct tracer *tr);
 
 #endif
