@@ -1,0 +1,383 @@
+#!/bin/bash
+# heaptrace's per-allocation overhead, as ratios to floors and peers, in one run.
+#
+# Every configuration runs bench/churn (a malloc/free ring at the bottom of D
+# frames) and takes churn's own ns_per_pair, which times only its loop, so
+# tool start-up and profile writing are not counted.  Configurations run
+# round-robin, R rounds, and the table reports each one's median: on a noisy
+# 2-core machine a burst of load then hits one run of every configuration
+# rather than all runs of one.  Ratios are of medians.
+#
+# Floors, at the very sites heaptrace chooses (heaptrace --list-probes):
+#   trap floor        plain tracefs uprobes, no BPF: the kernel's trap cost
+#   trap+stack floor  BPF that only walks the user stack at the return probe
+#   entry floor       plain tracefs uprobes at function entries, where
+#                     memleak-style tools probe (some entries are single-stepped)
+#
+# Environment: BENCH_PAIRS (200000), BENCH_RUNS (5), BENCH_DEPTH (8),
+# BENCH_THREADS (1), BENCH_LIVE_SET (1024), BENCH_SIZE (64),
+# BENCH_LIVE (1000000) and BENCH_STACKS (100000) for the profile-size test,
+# BENCH_PEERS=0 to skip bpftrace and heaptrack.
+#
+# tracefs uprobe events are system-wide and outlive us: every exit path,
+# including Ctrl-C and errors, goes through cleanup, which removes them.
+set -u
+
+cd "$(dirname "$0")/.."
+
+PAIRS=${BENCH_PAIRS:-200000}
+RUNS=${BENCH_RUNS:-5}
+DEPTH=${BENCH_DEPTH:-8}
+THREADS=${BENCH_THREADS:-1}
+LIVE_SET=${BENCH_LIVE_SET:-1024}
+SIZE=${BENCH_SIZE:-64}
+LIVE_N=${BENCH_LIVE:-1000000}
+LIVE_STACKS=${BENCH_STACKS:-100000}
+PEERS=${BENCH_PEERS:-1}
+
+HT=$PWD/build/heaptrace
+CHURN=$PWD/build/bench/churn
+FLOOR=$PWD/build/bench/floor
+CHURN_ARGS=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth "$DEPTH" --threads "$THREADS" --size "$SIZE")
+RUN_TIMEOUT=300   # seconds: a wedged tool must not hang the bench
+
+TRACEFS=/sys/kernel/tracing
+GROUP=heaptrace_bench
+TMP=$(mktemp -d /tmp/heaptrace-bench.XXXXXX)
+BG_PIDS=()        # background processes we started, ended by cleanup
+ORIG_TRACING_ON=  # restored whenever our events go
+NS=               # run_config's result
+
+die() { echo "bench: $*" >&2; exit 1; }
+note() { echo "bench: $*" >&2; }
+
+# ---------------------------------------------------------------- tracefs floors
+
+# Names of our events currently defined, one per line.
+our_events() {
+	[ -r "$TRACEFS/uprobe_events" ] || return 0
+	sed -n "s|^[pr]:$GROUP/\([^ ]*\) .*|\1|p" "$TRACEFS/uprobe_events"
+}
+
+uprobes_remove() {
+	[ -r "$TRACEFS/uprobe_events" ] || return 0
+	# An enabled event cannot be deleted (EBUSY): disable the group first.
+	[ -e "$TRACEFS/events/$GROUP/enable" ] && echo 0 > "$TRACEFS/events/$GROUP/enable" 2>/dev/null
+	local ev
+	for ev in $(our_events); do
+		echo "-:$GROUP/$ev" >> "$TRACEFS/uprobe_events" 2>/dev/null
+	done
+	[ -n "$ORIG_TRACING_ON" ] && echo "$ORIG_TRACING_ON" > "$TRACEFS/tracing_on"
+}
+
+# uprobes_add PROBES_FILE: an entry event at each site, a return event at each
+# alloc site, as heaptrace places its programs; tracing off, so a hit costs the
+# trap and the event dispatch and writes nothing.
+uprobes_add() {
+	local func path off delta kind rest
+	while read -r func path off delta kind rest; do
+		echo "p:$GROUP/$func $path:$off" >> "$TRACEFS/uprobe_events" || return 1
+		if [ "$kind" = alloc ]; then
+			echo "r:$GROUP/${func}_ret $path:$off" >> "$TRACEFS/uprobe_events" || return 1
+		fi
+	done < "$1"
+	echo 0 > "$TRACEFS/tracing_on"
+	echo 1 > "$TRACEFS/events/$GROUP/enable"
+}
+
+# Hits of our malloc event so far (uprobe_profile: event, hits, misses).
+malloc_hits() {
+	awk -v ev="malloc" '$2 == ev { print $3 }' "$TRACEFS/uprobe_profile" 2>/dev/null | head -1
+}
+
+cleanup() {
+	local pid child
+	for pid in "${BG_PIDS[@]}"; do
+		# heaptrace's launched churn would outlive it, holding its blocks, paused.
+		for child in $(pgrep -P "$pid"); do
+			kill -KILL "$child" 2>/dev/null
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	uprobes_remove
+	if [ -n "$(our_events)" ]; then
+		echo "bench: WARNING: could not remove tracefs events: $(our_events | tr '\n' ' ')" >&2
+		rm -rf "$TMP"
+		exit 1
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- setup
+
+[ "$(id -u)" -eq 0 ] || die "needs root (BPF, tracefs)"
+for f in "$HT" "$CHURN" "$FLOOR"; do
+	[ -x "$f" ] || die "$f missing: run 'make bench'"
+done
+if [ ! -w "$TRACEFS/uprobe_events" ]; then
+	mount -t tracefs nodev "$TRACEFS" 2>/dev/null || die "cannot mount tracefs on $TRACEFS"
+fi
+ORIG_TRACING_ON=$(cat "$TRACEFS/tracing_on")
+# Left over by a run killed with SIGKILL: they would trap every libc user.
+uprobes_remove
+
+"$HT" --list-probes "$CHURN" > "$TMP/probes.auto" || die "heaptrace --list-probes failed"
+"$HT" --list-probes --probe-at=entry "$CHURN" > "$TMP/probes.entry" || die "heaptrace --list-probes --probe-at=entry failed"
+LIBC=$(awk '$1 == "malloc" { print $2 }' "$TMP/probes.auto")
+[ -n "$LIBC" ] || die "no malloc probe in heaptrace --list-probes"
+
+# A memleak-equivalent bpftrace script: the size at malloc entry per thread;
+# at return, address -> size and bytes per user stack; forget the block at free.
+BT_SCRIPT="
+uprobe:$LIBC:malloc /pid == cpid/ { @size[tid] = arg0; }
+uretprobe:$LIBC:malloc /pid == cpid/ {
+	\$s = @size[tid];
+	delete(@size[tid]);
+	if (retval != 0) {
+		@addr[retval] = \$s;
+		@bytes[ustack] = sum(\$s);
+	}
+}
+uprobe:$LIBC:free /pid == cpid/ { delete(@addr[arg0]); }
+END { clear(@size); clear(@addr); clear(@bytes); }
+"
+
+# ---------------------------------------------------------------- one run
+
+# run_config NAME: one churn run under NAME; sets NS to its ns_per_pair, or
+# fails with the reason in $TMP/NAME.err.  Not run in a subshell: the events it
+# adds must be visible to cleanup if we are interrupted.
+run_config() {
+	local name=$1 out=$TMP/$1.out err=$TMP/$1.err rc=0 hits0 hits1
+	: > "$out"
+	case $name in
+	bare)
+		timeout $RUN_TIMEOUT "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	trap|entry)
+		local probes=$TMP/probes.auto
+		[ "$name" = entry ] && probes=$TMP/probes.entry
+		uprobes_add "$probes" 2> "$err" || { uprobes_remove; return 1; }
+		hits0=$(malloc_hits)
+		timeout $RUN_TIMEOUT "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2>> "$err" || rc=$?
+		hits1=$(malloc_hits)
+		uprobes_remove
+		# The floor is only a floor if its probes really fired.
+		if [ "$rc" -eq 0 ] && [ $(( ${hits1:-0} - ${hits0:-0} )) -lt "$PAIRS" ]; then
+			echo "malloc uprobe fired $(( ${hits1:-0} - ${hits0:-0} )) times for $PAIRS pairs" >> "$err"
+			rc=1
+		fi ;;
+	stack)
+		timeout $RUN_TIMEOUT "$FLOOR" "$TMP/probes.auto" "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace)
+		timeout $RUN_TIMEOUT "$HT" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_entry)
+		timeout $RUN_TIMEOUT "$HT" --probe-at=entry -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	bpftrace)
+		timeout $RUN_TIMEOUT bpftrace -o "$TMP/bpftrace.maps" -e "$BT_SCRIPT" \
+			-c "$CHURN ${CHURN_ARGS[*]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrack)
+		rm -rf "$TMP/heaptrack"
+		timeout $RUN_TIMEOUT heaptrack -o "$TMP/heaptrack/churn" "$CHURN" "${CHURN_ARGS[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
+	esac
+	NS=$(awk '$1 == "ns_per_pair" { print $2 }' "$out")
+	if [ "$rc" -ne 0 ] || [ -z "$NS" ]; then
+		echo "exit $rc" >> "$err"
+		return 1
+	fi
+}
+
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ---------------------------------------------------------------- machine
+
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null || ldd --version 2>/dev/null | head -1)
+echo "heaptrace bench, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), kernel $(uname -r), $glibc"
+echo "churn: $PAIRS malloc+free pairs, live set $LIVE_SET, depth $DEPTH, $THREADS thread(s), $SIZE bytes; median of $RUNS runs, round-robin"
+echo "probes (auto):  $(awk '{ printf "%s%s ", $1, $4 }' "$TMP/probes.auto")"
+echo "probes (entry): $(awk '{ printf "%s%s ", $1, $4 }' "$TMP/probes.entry")"
+echo
+
+# ---------------------------------------------------------------- the table
+
+CONFIGS=(bare trap stack entry heaptrace heaptrace_entry)
+if [ "$PEERS" != 0 ]; then
+	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
+	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
+fi
+declare -A LABEL=(
+	[bare]="bare (no tracing)"
+	[trap]="trap floor (tracefs uprobes)"
+	[stack]="trap+stack floor (BPF stackid)"
+	[entry]="entry floor (tracefs at entries)"
+	[heaptrace]="heaptrace"
+	[heaptrace_entry]="heaptrace --probe-at=entry"
+	[bpftrace]="bpftrace memleak-style"
+	[heaptrack]="heaptrack (LD_PRELOAD)"
+)
+declare -A FAILS=()
+
+for ((r = 1; r <= RUNS; r++)); do
+	printf 'bench: round %d/%d:' "$r" "$RUNS" >&2
+	for c in "${CONFIGS[@]}"; do
+		printf ' %s' "$c" >&2
+		if run_config "$c"; then
+			echo "$NS" >> "$TMP/results.$c"
+		else
+			FAILS[$c]=$(( ${FAILS[$c]:-0} + 1 ))
+			cp "$TMP/$c.err" "$TMP/lastfail.$c"
+			printf '(failed)' >&2
+		fi
+	done
+	echo >&2
+done
+
+declare -A MED=()
+for c in "${CONFIGS[@]}"; do
+	[ -s "$TMP/results.$c" ] && MED[$c]=$(median < "$TMP/results.$c")
+done
+
+# ratio A B: A/B to two decimals, or "-" when either is missing.
+ratio() {
+	if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then
+		awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'
+	else
+		printf -- "-"
+	fi
+}
+
+printf '%-34s %10s %8s %8s %10s %5s\n' "configuration" "ns/pair" "x bare" "x trap" "x trap+stk" "runs"
+for c in "${CONFIGS[@]}"; do
+	n=$(cat "$TMP/results.$c" 2>/dev/null | wc -l)
+	if [ -z "${MED[$c]:-}" ]; then
+		printf '%-34s %10s %8s %8s %10s %5s\n' "${LABEL[$c]}" "FAILED" "-" "-" "-" "0/$RUNS"
+		continue
+	fi
+	printf '%-34s %10.1f %8s %8s %10s %5s\n' "${LABEL[$c]}" "${MED[$c]}" \
+		"$(ratio "${MED[$c]}" "${MED[bare]:-}")" "$(ratio "${MED[$c]}" "${MED[trap]:-}")" \
+		"$(ratio "${MED[$c]}" "${MED[stack]:-}")" "$n/$RUNS"
+done
+echo
+
+# target LABEL VALUE OP LIMIT: one line, "ok" or "MISSED".
+target() {
+	local label=$1 value=$2 op=$3 limit=$4 verdict
+	if [ "$value" = "-" ] || [ -z "$value" ]; then
+		printf '  %-44s %8s   (target %s %s)  n/a\n' "$label" "-" "$op" "$limit"
+		return
+	fi
+	verdict=$(awk -v v="$value" -v l="$limit" -v op="$op" \
+		'BEGIN { ok = op == "<=" ? v <= l : op == ">=" ? v >= l : op == "<" ? v < l : v > l; print ok ? "ok" : "MISSED" }')
+	printf '  %-44s %8s   (target %s %s)  %s\n' "$label" "$value" "$op" "$limit" "$verdict"
+}
+diff_ns() {
+	if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then
+		awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'
+	else
+		printf -- "-"
+	fi
+}
+
+echo "targets (depth $DEPTH):"
+target "heaptrace / trap+stack floor" "$(ratio "${MED[heaptrace]:-}" "${MED[stack]:-}")" "<=" 1.15
+target "heaptrace / trap floor" "$(ratio "${MED[heaptrace]:-}" "${MED[trap]:-}")" "<=" 1.4
+target "entry floor / heaptrace" "$(ratio "${MED[entry]:-}" "${MED[heaptrace]:-}")" ">=" 5
+printf '  %-44s %8s ns\n' "heaptrace above the trap+stack floor, per pair" \
+	"$(diff_ns "${MED[heaptrace]:-}" "${MED[stack]:-}")"
+printf '  %-44s %8s ns\n' "heaptrace above the trap floor, per pair" \
+	"$(diff_ns "${MED[heaptrace]:-}" "${MED[trap]:-}")"
+for c in "${!FAILS[@]}"; do
+	echo "  note: $c failed ${FAILS[$c]} of $RUNS runs; last error: $(grep -v '^$' "$TMP/lastfail.$c" | tail -3 | tr '\n' ' ')"
+done
+echo
+
+# ---------------------------------------------------------------- other measurements
+
+# wait_for FILE PATTERN SECONDS: until a line of FILE matches, polling.
+wait_for() {
+	local i
+	for ((i = 0; i < $3 * 20; i++)); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# stop_bg PID SIGNAL: signal one of our background processes and reap it; one
+# still there after 60 s is hung and is ended, with what it launched.
+stop_bg() {
+	local pid=$1 i child keep=() p
+	kill -"$2" "$pid" 2>/dev/null
+	for ((i = 0; i < 1200; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		note "PID $pid did not stop on SIG$2: killed"
+		for child in $(pgrep -P "$pid"); do
+			kill -KILL "$child" 2>/dev/null
+		done
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	wait "$pid" 2>/dev/null
+	for p in "${BG_PIDS[@]}"; do [ "$p" != "$pid" ] && keep+=("$p"); done
+	BG_PIDS=("${keep[@]}")
+}
+
+# Attach time: heaptrace -p against a churn that is busy allocating.
+note "attach time, $RUNS runs"
+: > "$TMP/results.attach"
+for ((r = 1; r <= RUNS; r++)); do
+	"$CHURN" --pairs 1000000000 --live-set "$LIVE_SET" --depth "$DEPTH" --size "$SIZE" > /dev/null 2>&1 &
+	cpid=$!; BG_PIDS+=("$cpid")
+	sleep 0.2
+	"$HT" -v -p "$cpid" -o /dev/null > /dev/null 2> "$TMP/attach.err" &
+	hpid=$!; BG_PIDS+=("$hpid")
+	if wait_for "$TMP/attach.err" "attached in" 30; then
+		sed -n 's/.*attached in \([0-9.]*\) ms.*/\1/p' "$TMP/attach.err" >> "$TMP/results.attach"
+	else
+		note "attach run $r: $(tail -2 "$TMP/attach.err" | tr '\n' ' ')"
+	fi
+	stop_bg "$hpid" INT
+	stop_bg "$cpid" INT
+done
+ATTACH=$( [ -s "$TMP/results.attach" ] && median < "$TMP/results.attach")
+
+# A big profile: LIVE_N live blocks from LIVE_STACKS stacks.  heaptrace must
+# see the allocations happen, so it launches churn and stops (SIGINT) once
+# churn says everything is allocated; then it reads the maps and writes.
+note "profile of $LIVE_N live blocks from $LIVE_STACKS stacks"
+"$HT" -v --max-stacks 131072 -o "$TMP/live.prof" -- \
+	"$CHURN" --live "$LIVE_N" --stacks "$LIVE_STACKS" --size "$SIZE" > "$TMP/live.out" 2> "$TMP/live.err" &
+hpid=$!; BG_PIDS+=("$hpid")
+wait_for "$TMP/live.out" "^ready" 600 ||
+	note "churn --live never got ready: $(tail -2 "$TMP/live.err" | tr '\n' ' ')"
+stop_bg "$hpid" INT
+READ_MS=$(sed -n 's/.*read \([0-9]*\) stacks from the maps in \([0-9.]*\) ms.*/\2/p' "$TMP/live.err")
+READ_N=$(sed -n 's/.*read \([0-9]*\) stacks from the maps in.*/\1/p' "$TMP/live.err")
+WRITE_MS=$(sed -n 's/.*wrote the profile in \([0-9.]*\) ms.*/\1/p' "$TMP/live.err")
+KMEM=$(sed -n 's/^heaptrace: kernel memory: //p' "$TMP/live.err")
+RSS=$(sed -n 's/^heaptrace: heaptrace peak RSS: //p' "$TMP/live.err")
+EVENTS=$(sed -n 's/^heaptrace: events: //p' "$TMP/live.err")
+PROF_STACKS=$(grep -c ' @ 0x' "$TMP/live.prof" 2>/dev/null)
+
+echo "other measurements:"
+echo "  (heaptrace -v, with $LIVE_N live blocks from $LIVE_STACKS stacks, --max-stacks 131072)"
+printf '  %-44s %s\n' "kernel memory" "${KMEM:-n/a}"
+printf '  %-44s %s\n' "heaptrace peak RSS" "${RSS:-n/a}"
+if [ -n "$READ_MS" ] && [ -n "$WRITE_MS" ]; then
+	printf '  %-44s %s ms (%s stacks; %s in the profile)\n' "read the maps" "$READ_MS" "$READ_N" "${PROF_STACKS:-0}"
+	printf '  %-44s %s ms\n' "write the pprof profile" "$WRITE_MS"
+	target "read + write, ms" "$(awk -v a="$READ_MS" -v b="$WRITE_MS" 'BEGIN { printf "%.1f", a + b }')" "<" 1000
+else
+	printf '  %-44s failed: %s\n' "read + write" "$(tail -2 "$TMP/live.err" | tr '\n' ' ')"
+fi
+[ -n "$EVENTS" ] && printf '  %-44s %s\n' "events of that run" "$EVENTS"
+target "attach to a running churn, ms (median)" "${ATTACH:--}" "<" 300
