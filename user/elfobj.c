@@ -115,45 +115,48 @@ bool elfobj_func_start_before(struct elfobj *o, uint64_t vaddr, uint64_t *start)
 	return best != 0;
 }
 
-int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr)
-{
-	size_t n;
-
-	if (elf_getphdrnum(o->elf, &n))
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(o->elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz)
-			return vaddr - ph.p_vaddr + ph.p_offset;
-	}
-	return -1;
-}
-
-int elfobj_read(struct elfobj *o, uint64_t vaddr, void *buf, size_t len)
-{
-	int64_t off = elfobj_file_offset(o, vaddr);
-
-	if (off < 0 || elfobj_file_offset(o, vaddr + len - 1) != off + (int64_t)len - 1)
-		return -1;
-	return pread(o->fd, buf, len, off) == (ssize_t)len ? 0 : -1;
-}
-
-bool elfobj_readable(struct elfobj *o, uint64_t vaddr, uint64_t len)
+/*
+ * The PT_LOAD segment with all of flags whose file image (in_file) or memory
+ * image holds [vaddr, vaddr + len).
+ */
+static bool segment_of(struct elfobj *o, uint64_t vaddr, uint64_t len, Elf64_Word flags, bool in_file,
+		       GElf_Phdr *ph)
 {
 	size_t n;
 
 	if (elf_getphdrnum(o->elf, &n))
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(o->elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_R))
+		if (!gelf_getphdr(o->elf, i, ph) || ph->p_type != PT_LOAD || (ph->p_flags & flags) != flags)
 			continue;
-		if (vaddr >= ph.p_vaddr && vaddr + len <= ph.p_vaddr + ph.p_memsz)
+		uint64_t size = in_file ? ph->p_filesz : ph->p_memsz;
+		if (vaddr >= ph->p_vaddr && vaddr + len <= ph->p_vaddr + size)
 			return true;
 	}
 	return false;
+}
+
+int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr)
+{
+	GElf_Phdr ph;
+
+	return segment_of(o, vaddr, 1, PF_X, true, &ph) ? (int64_t)(vaddr - ph.p_vaddr + ph.p_offset) : -1;
+}
+
+int elfobj_read(struct elfobj *o, uint64_t vaddr, void *buf, size_t len)
+{
+	GElf_Phdr ph;
+
+	if (!segment_of(o, vaddr, len, PF_X, true, &ph))
+		return -1;
+	return pread(o->fd, buf, len, vaddr - ph.p_vaddr + ph.p_offset) == (ssize_t)len ? 0 : -1;
+}
+
+bool elfobj_readable(struct elfobj *o, uint64_t vaddr, uint64_t len)
+{
+	GElf_Phdr ph;
+
+	return segment_of(o, vaddr, len, PF_R, false, &ph);
 }
 
 int elfobj_exec_segments(struct elfobj *o,
