@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,14 +180,15 @@ struct frames {
 	uint64_t *hash;
 	struct prof_stack *st;
 	size_t mask;
+	uint32_t max_depth;
 };
 
 static int add_frames(const void *key, const void *value, void *arg)
 {
 	struct frames *t = arg;
-	const struct ht_stack *st = value;
+	const struct ht_stack *st = value;     /* only its first t->max_depth frames exist */
 	uint64_t h = *(const uint64_t *)key;
-	uint32_t depth = st->depth < HT_MAX_STACK_DEPTH ? st->depth : HT_MAX_STACK_DEPTH;
+	uint32_t depth = st->depth < t->max_depth ? st->depth : t->max_depth;
 	size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask;
 
 	while (t->hash[i])
@@ -259,9 +261,10 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	t.hash = calloc(slots, sizeof(*t.hash));
 	t.st = calloc(slots, sizeof(*t.st));
 	t.mask = slots - 1;
+	t.max_depth = (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t);
 	struct join j = { .p = p, .frames = &t };
 	err = !t.hash || !t.st ? -ENOMEM :
-	      read_map(tracer_stacks_fd(tr), sizeof(uint64_t), sizeof(struct ht_stack), add_frames, &t);
+	      read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), add_frames, &t);
 	if (!err)
 		err = read_map(tracer_sites_fd(tr), sizeof(struct ht_site_key), sizeof(struct ht_site), add_site, &j);
 	for (size_t i = 0; t.st && i < slots; i++)

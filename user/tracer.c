@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,8 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	skel->rodata->stack_mode = cfg->stack_mode;
 	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
 	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
+	/* A stack holds at most max_depth frames: smaller values, less kernel memory per stack. */
+	bpf_map__set_value_size(skel->maps.stacks, tracer_stack_size(cfg->max_depth));
 	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
 	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
 	if (cfg->multi) {
@@ -222,6 +225,16 @@ uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32
 	*live_bytes = memlock_of(bpf_map__fd(tr->skel->maps.live));
 	*live_entries = bpf_map__max_entries(tr->skel->maps.live);
 	return total;
+}
+
+uint32_t tracer_stack_size(uint32_t max_depth)
+{
+	return offsetof(struct ht_stack, pcs) + max_depth * sizeof(__u64);
+}
+
+uint32_t tracer_stack_value_size(const struct tracer *tr)
+{
+	return bpf_map__value_size(tr->skel->maps.stacks);
 }
 
 uint32_t tracer_max_stacks(const struct tracer *tr)

@@ -62,4 +62,8 @@ int tracer_sites_fd(const struct tracer *tr);
 int tracer_stacks_fd(const struct tracer *tr);
 uint32_t tracer_max_stacks(const struct tracer *tr);
 
+/* Bytes of a stored stack of max_depth frames (a prefix of struct ht_stack). */
+uint32_t tracer_stack_size(uint32_t max_depth);
+uint32_t tracer_stack_value_size(const struct tracer *tr);
+
 #endif
