@@ -43,13 +43,17 @@ struct {
 	__type(value, struct ht_block);
 } live SEC(".maps");
 
-/* Frames, written once per new stack: allocated as used, not preallocated. */
+/*
+ * Frames, written once per new stack: allocated as used, not preallocated.
+ * Values are a prefix of struct ht_stack, sized by the loader to
+ * --max-depth, so the map carries no BTF value type to disagree with.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, HT_DEFAULT_MAX_STACKS);
-	__type(key, __u64);             /* stack hash */
-	__type(value, struct ht_stack);
+	__uint(key_size, sizeof(__u64));        /* stack hash */
+	__uint(value_size, sizeof(struct ht_stack));
 } stacks SEC(".maps");
 
 struct {
@@ -58,6 +62,21 @@ struct {
 	__type(key, struct ht_site_key);
 	__type(value, struct ht_site);
 } sites SEC(".maps");
+
+/* Arena identity -> generation; a reset starts a new generation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u32);
+} arenas SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HT_DEFAULT_MAX_STACKS);
+	__type(key, struct ht_arena_site_key);
+	__type(value, struct ht_arena_site);
+} arena_sites SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -87,16 +106,40 @@ static __always_inline void count(__u32 which)
 		(*v)++;
 }
 
-/*
- * Argument n (1-based).  Loaded into an array first: a switch over ctx fields
- * gets folded into a variable ctx offset, which the verifier refuses.
- */
-static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
+/* Arguments 1-6 by number, slot 0 and 7 zero so any 3-bit index is valid. */
+static __always_inline void save_args(struct pt_regs *ctx, __u64 *a)
 {
-	__u64 a[8] = { 0, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx), 0 };
+	a[0] = 0;
+	a[1] = PT_REGS_PARM1(ctx);
+	a[2] = PT_REGS_PARM2(ctx);
+	a[3] = PT_REGS_PARM3(ctx);
+	a[4] = PT_REGS_PARM4(ctx);
+	a[5] = PT_REGS_PARM5(ctx);
+	a[6] = PT_REGS_PARM6(ctx);
+	a[7] = 0;
+}
 
-	return a[n & 7];
+/* A spec's sum of products, over saved arguments and the return value. */
+static __always_inline __u64 eval(const volatile struct ht_expr *e, const __u64 *args, __u64 ret)
+{
+	__u64 sum = 0;
+
+	for (int i = 0; i < HT_EXPR_TERMS; i++) {
+		if (i >= e->n)
+			break;
+		__u64 prod = 1;
+		for (int j = 0; j < HT_EXPR_FACTORS; j++) {
+			const volatile struct ht_factor *f = &e->t[i].f[j];
+
+			if (j >= e->t[i].n)
+				break;
+			prod *= f->kind == HT_FACTOR_CONST ? f->value :
+				f->kind == HT_FACTOR_RET   ? ret :
+							     args[f->value & 7];
+		}
+		sum += prod;
+	}
+	return sum;
 }
 
 static __always_inline bool traced(void)
@@ -237,15 +280,51 @@ static __always_inline struct ht_site *site_of(__u64 stack)
 	return s;
 }
 
-static __always_inline void release(struct ht_block *b)
+/* The generation a block of this arena must carry to still be live. */
+static __always_inline __u32 arena_gen(__u64 arena)
 {
+	__u32 *g = arena ? bpf_map_lookup_elem(&arenas, &arena) : 0;
+
+	return g ? *g : 0;
+}
+
+static __always_inline void arena_add(const struct ht_block *b, __s64 sign)
+{
+	struct ht_arena_site_key key = { .arena = b->arena, .stack = b->stack };
+	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
+
+	if (!a) {
+		struct ht_arena_site zero = {};
+		bpf_map_update_elem(&arena_sites, &key, &zero, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&arena_sites, &key);
+		if (!a) {
+			count(HT_LOSS_ARENA_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&a->inuse_objects, sign * b->objects);
+	__sync_fetch_and_add(&a->inuse_bytes, sign * (__s64)b->size);
+}
+
+/*
+ * A live block leaves the in-use counters.  A block of an arena that was
+ * reset since it was allocated left them at the reset already.
+ */
+static __always_inline bool release(struct ht_block *b)
+{
+	if (b->arena && b->gen != arena_gen(b->arena))
+		return false;
+
 	struct ht_site_key key = { .stack = b->stack };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
 	if (s) {
-		__sync_fetch_and_add(&s->inuse_objects, -1);
+		__sync_fetch_and_add(&s->inuse_objects, -(__s64)b->objects);
 		__sync_fetch_and_add(&s->inuse_bytes, -(__s64)b->size);
 	}
+	if (b->arena)
+		arena_add(b, -1);
+	return true;
 }
 
 static __always_inline void free_block(__u64 ptr)
@@ -260,18 +339,20 @@ static __always_inline void free_block(__u64 ptr)
 	/* Only the deleter accounts the free, so a racing double free counts once. */
 	if (bpf_map_delete_elem(&live, &ptr))
 		return;
-	release(&b);
-	count(HT_FREES);
+	if (release(&b))
+		count(HT_FREES);
 }
 
-static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 size)
+static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 size, __u64 objects,
+					 __u64 arena)
 {
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx) };
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx),
+			      .arena = arena, .objects = objects, .gen = arena_gen(arena) };
 	struct ht_site *s = site_of(b.stack);
 
 	if (!s)
 		return;
-	__sync_fetch_and_add(&s->alloc_objects, 1);
+	__sync_fetch_and_add(&s->alloc_objects, objects);
 	__sync_fetch_and_add(&s->alloc_bytes, size);
 	count(HT_ALLOCS);
 
@@ -282,17 +363,19 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 s
 			count(HT_LOSS_LIVE_FULL);
 			return;
 		}
-		/* The allocator handed this address out again: its free went unseen. */
+		/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
 		struct ht_block stale = *old;
-		count(HT_REUSED_BLOCKS);
-		release(&stale);
+		if (release(&stale))
+			count(HT_REUSED_BLOCKS);
 		if (bpf_map_update_elem(&live, &ptr, &b, BPF_EXIST)) {
 			count(HT_LOSS_LIVE_FULL);
 			return;
 		}
 	}
-	__sync_fetch_and_add(&s->inuse_objects, 1);
+	__sync_fetch_and_add(&s->inuse_objects, objects);
 	__sync_fetch_and_add(&s->inuse_bytes, size);
+	if (arena)
+		arena_add(&b, 1);
 }
 
 SEC("uprobe")
@@ -311,10 +394,11 @@ int alloc_enter(struct pt_regs *ctx)
 	if (c->depth) {
 		/*
 		 * An allocator entry point called from inside another: deeper
-		 * (reallocarray calls realloc) or at the same stack pointer when
-		 * tail-called (glibc's realloc(NULL, n) jumps to malloc; both
-		 * return probes then fire at the one return).  Only the outermost
-		 * call is the program's request.
+		 * (reallocarray calls realloc, an arena allocator calls malloc
+		 * for a chunk) or at the same stack pointer when tail-called
+		 * (glibc's realloc(NULL, n) jumps to malloc; both return probes
+		 * then fire at the one return).  Only the outermost call is the
+		 * program's request.
 		 */
 		if (sp <= c->sp) {
 			c->depth++;
@@ -322,20 +406,9 @@ int alloc_enter(struct pt_regs *ctx)
 		}
 		count(HT_LOSS_STALE_ENTRY);
 	}
-
-	__u32 si = bpf_get_attach_cookie(ctx);
-	const volatile struct ht_alloc_spec *spec = spec_of(si);
-	__u64 size = arg(ctx, spec->size_arg);
-
-	if (spec->size_mul_arg)
-		size *= arg(ctx, spec->size_mul_arg);
-	if (spec->page_round)
-		size = (size + page_size - 1) & ~(page_size - 1);
-	c->size = size;
-	c->old_ptr = spec->old_ptr_arg ? arg(ctx, spec->old_ptr_arg) : 0;
-	c->out_ptr = spec->out_ptr_arg ? arg(ctx, spec->out_ptr_arg) : 0;
+	save_args(ctx, c->args);
 	c->sp = sp;
-	c->spec = si;
+	c->spec = bpf_get_attach_cookie(ctx);
 	c->depth = 1;
 	return 0;
 }
@@ -355,24 +428,29 @@ int alloc_return(struct pt_regs *ctx)
 		cur->depth--;
 		return 0;
 	}
-	struct ht_call c = *cur;
 	cur->depth = 0;
 
-	const volatile struct ht_alloc_spec *spec = spec_of(c.spec);
-	__u64 ptr = PT_REGS_RC(ctx);
+	const volatile struct ht_alloc_spec *spec = spec_of(cur->spec);
+	__u64 ret = PT_REGS_RC(ctx);
+	__u64 size = eval(&spec->size, cur->args, ret);
+	__u64 ptr = eval(&spec->ptr, cur->args, ret);
 
+	if (spec->page_round)
+		size = (size + page_size - 1) & ~(page_size - 1);
 	if (spec->out_ptr_arg) {
 		/* posix_memalign returns an error number; the block comes back through *memptr. */
-		if ((int)ptr != 0 || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)c.out_ptr))
+		if ((int)ret != 0 ||
+		    bpf_probe_read_user(&ptr, sizeof(ptr), (void *)cur->args[spec->out_ptr_arg & 7]))
 			ptr = 0;
 	}
 
-	if (c.old_ptr) {
+	__u64 old_ptr = spec->old_ptr_arg ? cur->args[spec->old_ptr_arg & 7] : 0;
+	if (old_ptr) {
 		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
-		if (ptr || c.size == 0)
-			free_block(c.old_ptr);
+		if (ptr || size == 0)
+			free_block(old_ptr);
 		if (!ptr) {
-			if (c.size)
+			if (size)
 				count(HT_FAILED_ALLOCS);
 			return 0;
 		}
@@ -381,8 +459,16 @@ int alloc_return(struct pt_regs *ctx)
 		count(HT_FAILED_ALLOCS);
 		return 0;
 	}
-	record_alloc(ctx, ptr, c.size);
+	record_alloc(ctx, ptr, size, eval(&spec->objects, cur->args, ret), eval(&spec->arena, cur->args, ret));
 	return 0;
+}
+
+/* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
+static __always_inline bool inside_alloc_call(struct pt_regs *ctx)
+{
+	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+
+	return cur && cur->depth && PT_REGS_SP(ctx) <= cur->sp;
 }
 
 SEC("uprobe")
@@ -391,16 +477,70 @@ int free_enter(struct pt_regs *ctx)
 	if (!traced())
 		return 0;
 
-	const volatile struct ht_alloc_spec *spec = spec_of(bpf_get_attach_cookie(ctx));
-	__u64 ptr = arg(ctx, spec->old_ptr_arg);
-	if (!ptr)
+	__u64 args[8];
+	save_args(ctx, args);
+	__u64 ptr = eval(&spec_of(bpf_get_attach_cookie(ctx))->ptr, args, 0);
+	if (!ptr || inside_alloc_call(ctx))
 		return 0;
-
-	/* A free inside realloc(p, 0) is accounted by realloc's return. */
-	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
-	if (cur && cur->depth && PT_REGS_SP(ctx) <= cur->sp)
-		return 0;
-
 	free_block(ptr);
+	return 0;
+}
+
+struct reset_ctx {
+	__u64 arena;
+	__u64 objects;
+};
+
+/* Release one (arena, stack) pair's in-use counts from its stack's counters. */
+static long reset_site(struct bpf_map *map, struct ht_arena_site_key *key, struct ht_arena_site *a,
+		       struct reset_ctx *rc)
+{
+	if (key->arena != rc->arena)
+		return 0;
+
+	struct ht_site_key sk = { .stack = key->stack };
+	struct ht_site *s = bpf_map_lookup_elem(&sites, &sk);
+	if (s) {
+		__sync_fetch_and_add(&s->inuse_objects, -a->inuse_objects);
+		__sync_fetch_and_add(&s->inuse_bytes, -a->inuse_bytes);
+	}
+	rc->objects += a->inuse_objects;
+	bpf_map_delete_elem(map, key);
+	return 0;
+}
+
+/*
+ * An arena reset frees every block allocated from the arena.  Rather than
+ * visit every live block, it releases the arena's per-stack totals and
+ * starts a new generation: blocks of older generations are dead, and are
+ * dropped silently when their address comes back or they are freed.
+ */
+SEC("uprobe")
+int reset_enter(struct pt_regs *ctx)
+{
+	if (!traced())
+		return 0;
+
+	__u64 args[8];
+	save_args(ctx, args);
+	struct reset_ctx rc = { .arena = eval(&spec_of(bpf_get_attach_cookie(ctx))->arena, args, 0) };
+	if (!rc.arena)
+		return 0;
+
+	__u32 *g = bpf_map_lookup_elem(&arenas, &rc.arena);
+	if (g) {
+		__sync_fetch_and_add(g, 1);
+	} else {
+		__u32 one = 1;
+		if (bpf_map_update_elem(&arenas, &rc.arena, &one, BPF_NOEXIST))
+			count(HT_LOSS_ARENA_FULL);
+	}
+	bpf_for_each_map_elem(&arena_sites, reset_site, &rc, 0);
+	count(HT_RESETS);
+
+	__u32 k = HT_RESET_OBJECTS;
+	__u64 *v = bpf_map_lookup_elem(&counters, &k);
+	if (v)
+		*v += rc.objects;
 	return 0;
 }

@@ -46,26 +46,73 @@ struct ht_stack {
 };
 
 /*
- * How an allocator entry point passes its request.  Argument numbers are
- * 1-based System V integer arguments; 0 means "not used".
+ * A user's size/objects/ptr/arena expression (--sym SPEC), compiled to a sum
+ * of products of arguments, numbers and the return value.  No code is
+ * generated per spec: the BPF programs evaluate this.
+ */
+#define HT_EXPR_TERMS 4
+#define HT_EXPR_FACTORS 4
+
+enum ht_factor_kind { HT_FACTOR_CONST, HT_FACTOR_ARG, HT_FACTOR_RET };
+
+struct ht_factor {
+	__u64 value;        /* CONST: the number; ARG: its number, 1-6 */
+	__u32 kind;
+	__u32 pad;
+};
+
+struct ht_term {
+	struct ht_factor f[HT_EXPR_FACTORS];
+	__u32 n;
+	__u32 pad;
+};
+
+struct ht_expr {
+	struct ht_term t[HT_EXPR_TERMS];
+	__u32 n;            /* 0: absent, evaluates to 0 */
+	__u32 pad;
+};
+
+enum ht_spec_kind { HT_SPEC_ALLOC, HT_SPEC_FREE, HT_SPEC_RESET };
+
+/*
+ * An allocator entry point: how its arguments and return value describe
+ * the request.  Indexed by attach cookie.  Allocations evaluate their
+ * expressions at the return (arguments are saved at the entry), frees and
+ * resets at the entry.
  */
 struct ht_alloc_spec {
-	__u8 size_arg;      /* bytes requested come from this argument ... */
-	__u8 size_mul_arg;  /* ... times this one (calloc, reallocarray) */
-	__u8 old_ptr_arg;   /* block being resized (realloc) or freed (free) */
-	__u8 out_ptr_arg;   /* pointer is returned through *argN (posix_memalign) */
-	__u8 page_round;    /* size rounds up to a whole page (pvalloc) */
-	__u8 pad[3];
+	struct ht_expr size;        /* bytes */
+	struct ht_expr objects;     /* objects the call allocates (1 for malloc) */
+	struct ht_expr ptr;         /* the block: ret for malloc, arg1 for free */
+	struct ht_expr arena;       /* arena identity, for --reset-sym; absent: none */
+	__u32 kind;                 /* enum ht_spec_kind */
+	__u8 old_ptr_arg;           /* block being resized (realloc): freed when the call succeeds */
+	__u8 out_ptr_arg;           /* pointer is returned through *argN (posix_memalign) */
+	__u8 page_round;            /* size rounds up to a whole page (pvalloc) */
+	__u8 pad;
 };
 
 /* Per-thread (task storage) state between an allocator's entry and its return probe. */
 struct ht_call {
-	__u64 size;
-	__u64 old_ptr;
-	__u64 out_ptr;      /* user address of the posix_memalign result slot */
+	__u64 args[8];      /* args[1..6] at the entry */
 	__u64 sp;           /* stack pointer at the outermost entry */
 	__u32 spec;
 	__u32 depth;        /* 0: not in a call; >1: calls nested inside it (realloc -> malloc) */
+};
+
+/*
+ * In-use counters per (arena, stack), so that a reset can release an arena's
+ * blocks from their stacks' counters without visiting every live block.
+ */
+struct ht_arena_site_key {
+	__u64 arena;
+	__u64 stack;
+};
+
+struct ht_arena_site {
+	__s64 inuse_objects;
+	__s64 inuse_bytes;
 };
 
 /* A live block, keyed by its address. */
@@ -73,6 +120,9 @@ struct ht_block {
 	__u64 size;
 	__u64 time_ns;      /* bpf_ktime_get_ns() at allocation */
 	__u64 stack;        /* stack hash */
+	__u64 arena;        /* arena identity, 0: none */
+	__u32 objects;
+	__u32 gen;          /* the arena's generation at allocation: older ones were reset */
 };
 
 /* Per-stack counters and frames, both keyed by the stack hash. */
@@ -101,6 +151,9 @@ enum ht_counter {
 	HT_UNMATCHED_FREES,     /* free of a block never seen allocated */
 	HT_REUSED_BLOCKS,       /* address handed out again while still live: a free was missed */
 	HT_FAILED_ALLOCS,       /* allocator returned NULL */
+	HT_RESETS,              /* arena resets */
+	HT_RESET_OBJECTS,       /* objects released by arena resets */
+	HT_LOSS_ARENA_FULL,     /* arena bookkeeping map full: a reset cannot release these */
 	HT_COUNTER_MAX,
 };
 

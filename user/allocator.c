@@ -10,15 +10,7 @@
 #include "elfobj.h"
 #include "log.h"
 
-#define MAX_OBJS 256
-
-/* An ordered, duplicate-free list of object paths. */
-struct pathlist {
-	char *p[MAX_OBJS];
-	int n;
-};
-
-static bool pathlist_add(struct pathlist *l, const char *path)
+static bool objlist_add(struct objlist *l, const char *path)
 {
 	for (int i = 0; i < l->n; i++)
 		if (!strcmp(l->p[i], path))
@@ -29,11 +21,18 @@ static bool pathlist_add(struct pathlist *l, const char *path)
 	return true;
 }
 
-static void pathlist_free(struct pathlist *l)
+void objlist_free(struct objlist *l)
 {
 	for (int i = 0; i < l->n; i++)
 		free(l->p[i]);
 	l->n = 0;
+}
+
+
+const char *objlist_name(const struct objlist *objs, int i)
+{
+	size_t r = strlen(objs->root);
+	return strncmp(objs->p[i], objs->root, r) ? objs->p[i] : objs->p[i] + r;
 }
 
 static bool defines_malloc(const char *path)
@@ -63,7 +62,7 @@ static bool same_class(const char *path, const GElf_Ehdr *want)
 }
 
 /* ld.so.conf and its includes, in order: where ld.so.cache points for names. */
-static void read_ld_conf(const char *file, struct pathlist *dirs, int depth)
+static void read_ld_conf(const char *file, struct objlist *dirs, int depth)
 {
 	FILE *f = fopen(file, "re");
 	char line[4096];
@@ -86,7 +85,7 @@ static void read_ld_conf(const char *file, struct pathlist *dirs, int depth)
 				globfree(&g);
 			}
 		} else if (*s == '/') {
-			pathlist_add(dirs, s);
+			objlist_add(dirs, s);
 		}
 	}
 	fclose(f);
@@ -120,7 +119,7 @@ static char *search_dirs(const char *list, const char *origin, const char *name,
 
 /* ld.so's order: DT_RPATH (without RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH, ld.so.conf, defaults. */
 static char *resolve_needed(const char *name, const char *requester, const struct elf_dyninfo *di,
-			    const struct pathlist *conf, const GElf_Ehdr *want)
+			    const struct objlist *conf, const GElf_Ehdr *want)
 {
 	char *origin_buf = strdup(requester);
 	const char *origin = dirname(origin_buf);
@@ -144,9 +143,9 @@ static char *resolve_needed(const char *name, const char *requester, const struc
 }
 
 /* The objects a launched executable will load, in the loader's symbol search order. */
-static int load_order(const char *exe, struct pathlist *objs)
+static int load_order(const char *exe, struct objlist *objs)
 {
-	struct pathlist conf = { 0 };
+	struct objlist conf = { 0 };
 	struct elfobj o;
 	const char *pre = getenv("LD_PRELOAD");
 
@@ -156,7 +155,7 @@ static int load_order(const char *exe, struct pathlist *objs)
 	bool dynamic = elfobj_dynamic(&o);
 	elfobj_close(&o);
 
-	pathlist_add(objs, exe);
+	objlist_add(objs, exe);
 	if (!dynamic)
 		return 0;
 	read_ld_conf("/etc/ld.so.conf", &conf, 0);
@@ -166,7 +165,7 @@ static int load_order(const char *exe, struct pathlist *objs)
 			struct elf_dyninfo none = { 0 };
 			char *r = resolve_needed(p, exe, &none, &conf, &want);
 			if (r)
-				pathlist_add(objs, r);
+				objlist_add(objs, r);
 			free(r);
 		}
 		free(copy);
@@ -182,14 +181,14 @@ static int load_order(const char *exe, struct pathlist *objs)
 		for (int k = 0; k < di.n_needed; k++) {
 			char *r = resolve_needed(di.needed[k], objs->p[i], &di, &conf, &want);
 			if (r)
-				pathlist_add(objs, r);
+				objlist_add(objs, r);
 			else
 				ht_info("%s: cannot find %s", objs->p[i], di.needed[k]);
 			free(r);
 		}
 		elfobj_dyninfo_free(&di);
 	}
-	pathlist_free(&conf);
+	objlist_free(&conf);
 	return 0;
 }
 
@@ -204,9 +203,9 @@ static bool is_libc(const char *path)
  * address, not load order, so the executable goes first and libc last:
  * an allocator that replaces malloc is whatever else defines it.
  */
-static void mapped_objects(const struct target *t, struct pathlist *objs)
+static void mapped_objects(const struct target *t, struct objlist *objs)
 {
-	struct pathlist rest = { 0 };
+	struct objlist rest = { 0 };
 	char root[64];
 
 	snprintf(root, sizeof(root), "/proc/%d/root", t->pid);
@@ -221,7 +220,10 @@ static void mapped_objects(const struct target *t, struct pathlist *objs)
 			snprintf(path, sizeof(path), "%.*s", (int)(nl - line - n), line + n);
 			if (!strstr(path, " (deleted)")) {
 				snprintf(full, sizeof(full), "%s%s", root, path);
-				pathlist_add(!strcmp(path, t->exe) ? objs : &rest, full);
+				if (!strcmp(path, t->exe))
+					objlist_add(objs, full);
+				else
+					objlist_add(&rest, full);
 			}
 		}
 		line = *nl ? nl + 1 : nl;
@@ -229,34 +231,54 @@ static void mapped_objects(const struct target *t, struct pathlist *objs)
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < rest.n; i++)
 			if (is_libc(rest.p[i]) == pass)
-				pathlist_add(objs, rest.p[i]);
-	pathlist_free(&rest);
+				objlist_add(objs, rest.p[i]);
+	objlist_free(&rest);
 }
 
-int allocator_find(const struct target *t, char **path)
+int target_objects(const struct target *t, struct objlist *objs)
 {
-	struct pathlist objs = { 0 };
-
-	*path = NULL;
+	memset(objs, 0, sizeof(*objs));
 	if (t->launched) {
-		if (load_order(t->exe, &objs)) {
-			pathlist_free(&objs);
+		objs->root = "";
+		if (load_order(t->exe, objs)) {
+			objlist_free(objs);
 			return -1;
 		}
-	} else {
-		mapped_objects(t, &objs);
+		return 0;
 	}
-	for (int i = 0; i < objs.n && !*path; i++) {
-		if (defines_malloc(objs.p[i]))
-			*path = strdup(objs.p[i]);
+	snprintf(objs->root_buf, sizeof(objs->root_buf), "/proc/%d/root", t->pid);
+	objs->root = objs->root_buf;
+	mapped_objects(t, objs);
+	return 0;
+}
+
+int allocator_choose(const struct objlist *objs, const char *override, char **primary, char **libc)
+{
+	*primary = *libc = NULL;
+	if (override) {
+		if (!defines_malloc(override)) {
+			ht_err("--lib %s: %s", override, access(override, R_OK) ? strerror(errno) : "defines no malloc");
+			return -1;
+		}
+		*primary = strdup(override);
 	}
-	if (!*path) {
-		ht_err("no allocator found in %s: none of its %d objects defines malloc", t->exe, objs.n);
-		for (int i = 0; i < objs.n; i++)
-			ht_info("  looked in %s", objs.p[i]);
-	} else {
-		ht_info("allocator: %s", *path);
+	for (int i = 0; i < objs->n && !*primary; i++)
+		if (defines_malloc(objs->p[i]))
+			*primary = strdup(objs->p[i]);
+	if (!*primary) {
+		ht_err("no allocator found: none of the %d objects of %s defines malloc", objs->n,
+		       objs->n ? objlist_name(objs, 0) : "the target");
+		for (int i = 0; i < objs->n; i++)
+			ht_info("  looked in %s", objs->p[i]);
+		return -1;
 	}
-	pathlist_free(&objs);
-	return *path ? 0 : -1;
+	ht_info("allocator: %s", *primary);
+	for (int i = 0; i < objs->n; i++) {
+		if (is_libc(objs->p[i]) && strcmp(objs->p[i], *primary) && defines_malloc(objs->p[i])) {
+			*libc = strdup(objs->p[i]);
+			ht_info("libc's allocator is loaded too: probing %s as well", *libc);
+			break;
+		}
+	}
+	return 0;
 }

@@ -17,6 +17,7 @@
 #include "probes.h"
 #include "profile.h"
 #include "symbolize.h"
+#include "symspec.h"
 #include "target.h"
 #include "tracer.h"
 
@@ -37,6 +38,11 @@ struct options {
 	bool list_probes;
 	uint32_t max_depth;
 	enum ht_stack_mode stack_mode;
+	struct sym_spec syms[HT_MAX_SPECS];     /* --sym, --free-sym, --reset-sym in order */
+	const char *sym_option[HT_MAX_SPECS];
+	int n_syms;
+	bool no_libc;
+	const char *lib;                        /* --lib: the malloc object, overriding discovery */
 };
 
 static void usage(FILE *f)
@@ -60,6 +66,14 @@ static void usage(FILE *f)
 	      "                        when that is provably equivalent; entry: function entries\n"
 	      "      --list-probes     print where the probes would go, one per line, and exit\n"
 	      "      --max-depth N     frames kept per stack, 1-127 (default 64)\n"
+	      "      --sym SPEC        also trace an allocator function (repeatable):\n"
+	      "                        NAME[@OBJECT][:size=EXPR,objects=EXPR,ptr=EXPR,arena=EXPR]\n"
+	      "                        EXPR: sums of products of argN, numbers and ret\n"
+	      "                        (defaults size=arg1, objects=1, ptr=ret)\n"
+	      "      --free-sym SPEC   a function that frees one block: NAME[@OBJECT][:ptr=EXPR]\n"
+	      "      --reset-sym SPEC  a function that frees a whole arena: NAME[@OBJECT][:arena=EXPR]\n"
+	      "      --no-libc         trace only the --sym functions, not the malloc family\n"
+	      "      --lib PATH        the object whose malloc family to trace (default: found)\n"
 	      "      --stack-capture M walk (default): heaptrace's frame-pointer walk over one copy\n"
 	      "                        of the stack; kernel: bpf_get_stack(), for comparison\n"
 	      "  -v, --verbose         say what was attached where, and the event counters\n"
@@ -96,7 +110,8 @@ static int parse_u32(const char *s, uint32_t *out, uint32_t min)
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
-	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE };
+	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE, OPT_SYM, OPT_FREE_SYM,
+	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -111,6 +126,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "list-probes", no_argument, NULL, OPT_LIST_PROBES },
 		{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 		{ "stack-capture", required_argument, NULL, OPT_STACK_CAPTURE },
+		{ "sym", required_argument, NULL, OPT_SYM },
+		{ "free-sym", required_argument, NULL, OPT_FREE_SYM },
+		{ "reset-sym", required_argument, NULL, OPT_RESET_SYM },
+		{ "no-libc", no_argument, NULL, OPT_NO_LIBC },
+		{ "lib", required_argument, NULL, OPT_LIB },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -189,6 +209,28 @@ static int parse_options(int argc, char **argv, struct options *o)
 			else
 				return bad("--stack-capture takes walk or kernel, not '%s'", optarg);
 			break;
+		case OPT_SYM:
+		case OPT_FREE_SYM:
+		case OPT_RESET_SYM: {
+			enum ht_spec_kind kind = c == OPT_SYM ? HT_SPEC_ALLOC : c == OPT_FREE_SYM ? HT_SPEC_FREE : HT_SPEC_RESET;
+			const char *name = c == OPT_SYM ? "--sym" : c == OPT_FREE_SYM ? "--free-sym" : "--reset-sym";
+			char err[512];
+
+			if (o->n_syms == HT_MAX_SPECS)
+				return bad("too many symbol specs (at most %s)", "32");
+			if (symspec_parse(optarg, kind, &o->syms[o->n_syms], err, sizeof(err))) {
+				ht_err("%s %s", name, err);
+				return -1;
+			}
+			o->sym_option[o->n_syms++] = name;
+			break;
+		}
+		case OPT_NO_LIBC:
+			o->no_libc = true;
+			break;
+		case OPT_LIB:
+			o->lib = optarg;
+			break;
 		case OPT_LIST_PROBES:
 			o->list_probes = true;
 			break;
@@ -213,6 +255,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return bad("give either -p PID or a command, not both%s", "");
 	if (!o->pid && !o->argv)
 		return bad("nothing to trace: give -p PID or a command%s", "");
+	if (o->no_libc && !o->n_syms)
+		return bad("--no-libc leaves nothing to trace: add --sym%s", "");
 	return 0;
 }
 
@@ -246,6 +290,31 @@ static int write_profile(const struct options *o, FILE *out, const struct profil
 		return -1;
 	}
 	return 0;
+}
+
+/* The malloc family of the allocator the target uses (and libc's), and the --sym functions. */
+static int plan_probes(const struct options *o, const struct target *t, struct probe_plan *plan)
+{
+	struct objlist objs;
+	char *primary = NULL, *libc = NULL;
+	int err = -1;
+
+	probes_init(plan, o->probe_at_entry);
+	if (target_objects(t, &objs))
+		return -1;
+	if (!o->no_libc &&
+	    (allocator_choose(&objs, o->lib, &primary, &libc) || probes_add_malloc(plan, primary, true) ||
+	     (libc && probes_add_malloc(plan, libc, false))))
+		goto out;
+	for (int i = 0; i < o->n_syms; i++)
+		if (probes_add_symbol(plan, &o->syms[i], o->sym_option[i], &objs))
+			goto out;
+	err = 0;
+out:
+	free(primary);
+	free(libc);
+	objlist_free(&objs);
+	return err;
 }
 
 static double now_ms(void)
@@ -283,12 +352,11 @@ static void report_counters(const uint64_t counters[HT_COUNTER_MAX])
 
 int main(int argc, char **argv)
 {
-	struct options o;
+	struct options o = { 0 };
 	struct target t = { .go_fd = -1, .pidfd = -1 };
 	struct probe_plan plan = { 0 };
 	struct tracer tr = { 0 };
 	struct profile prof;
-	char *alloc_path = NULL;
 	FILE *out = stdout;
 	int rc = 1;
 	double t0 = now_ms(), t1;
@@ -307,7 +375,7 @@ int main(int argc, char **argv)
 	if (rc)
 		goto done;
 	rc = 1;
-	if (allocator_find(&t, &alloc_path) || probes_plan_malloc(&plan, alloc_path, o.probe_at_entry))
+	if (plan_probes(&o, &t, &plan))
 		goto done;
 	if (o.list_probes) {
 		probes_print(&plan, out);
@@ -377,7 +445,8 @@ kill_child:
 done:
 	tracer_close(&tr);
 	probes_free(&plan);
-	free(alloc_path);
+	for (int i = 0; i < o.n_syms; i++)
+		symspec_free(&o.syms[i]);
 	target_free(&t);
 	if (out != stdout)
 		fclose(out);

@@ -5,120 +5,229 @@
 
 #include "elfobj.h"
 #include "log.h"
-#include "placement.h"
 #include "probes.h"
 
 /* The C allocator API as glibc, jemalloc and tcmalloc export it. */
 static const struct {
 	const char *name;
-	struct ht_alloc_spec spec;
-	bool is_free;
+	unsigned size_arg, size_mul_arg, old_ptr_arg, out_ptr_arg;
+	bool page_round, is_free;
 } malloc_api[] = {
-	{ .name = "malloc", .spec = { .size_arg = 1 } },
-	{ .name = "calloc", .spec = { .size_arg = 1, .size_mul_arg = 2 } },
-	{ .name = "realloc", .spec = { .old_ptr_arg = 1, .size_arg = 2 } },
-	{ .name = "reallocarray", .spec = { .old_ptr_arg = 1, .size_arg = 2, .size_mul_arg = 3 } },
-	{ .name = "posix_memalign", .spec = { .out_ptr_arg = 1, .size_arg = 3 } },
-	{ .name = "aligned_alloc", .spec = { .size_arg = 2 } },
-	{ .name = "memalign", .spec = { .size_arg = 2 } },
-	{ .name = "valloc", .spec = { .size_arg = 1 } },
-	{ .name = "pvalloc", .spec = { .size_arg = 1, .page_round = 1 } },
-	{ .name = "free", .spec = { .old_ptr_arg = 1 }, .is_free = true },
+	{ .name = "malloc", .size_arg = 1 },
+	{ .name = "calloc", .size_arg = 1, .size_mul_arg = 2 },
+	{ .name = "realloc", .size_arg = 2, .old_ptr_arg = 1 },
+	{ .name = "reallocarray", .size_arg = 2, .size_mul_arg = 3, .old_ptr_arg = 1 },
+	{ .name = "posix_memalign", .size_arg = 3, .out_ptr_arg = 1 },
+	{ .name = "aligned_alloc", .size_arg = 2 },
+	{ .name = "memalign", .size_arg = 2 },
+	{ .name = "valloc", .size_arg = 1 },
+	{ .name = "pvalloc", .size_arg = 1, .page_round = true },
+	{ .name = "free", .old_ptr_arg = 1, .is_free = true },
 };
 
-/* The argument registers the BPF programs read at a probe with this spec. */
-static unsigned args_read(const struct ht_alloc_spec *s)
+void probes_init(struct probe_plan *plan, bool at_entry)
 {
-	return 1u << s->size_arg | 1u << s->size_mul_arg | 1u << s->old_ptr_arg | 1u << s->out_ptr_arg;
+	memset(plan, 0, sizeof(*plan));
+	plan->at_entry = at_entry;
 }
 
-int probes_plan_malloc(struct probe_plan *plan, const char *path, bool at_entry)
+static const char *kind_name(enum ht_spec_kind k)
+{
+	return k == HT_SPEC_ALLOC ? "alloc" : k == HT_SPEC_FREE ? "free" : "reset";
+}
+
+static unsigned expr_args(const struct ht_expr *e)
+{
+	unsigned m = 0;
+
+	for (unsigned i = 0; i < e->n && i < HT_EXPR_TERMS; i++)
+		for (unsigned j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++)
+			if (e->t[i].f[j].kind == HT_FACTOR_ARG)
+				m |= 1u << e->t[i].f[j].value;
+	return m;
+}
+
+/* The argument registers the BPF programs use from a probe with this spec. */
+static unsigned args_read(const struct ht_alloc_spec *s)
+{
+	return expr_args(&s->size) | expr_args(&s->objects) | expr_args(&s->ptr) | expr_args(&s->arena) |
+	       1u << s->old_ptr_arg | 1u << s->out_ptr_arg;
+}
+
+static const char *plan_path(struct probe_plan *plan, const char *path)
+{
+	for (int i = 0; i < plan->n_paths; i++)
+		if (!strcmp(plan->paths[i], path))
+			return plan->paths[i];
+	if (plan->n_paths == HT_MAX_SPECS)
+		return NULL;
+	return plan->paths[plan->n_paths++] = strdup(path);
+}
+
+/* Place and record one probe; aliases (one address, two names) are probed once. */
+static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *pl, const char *func,
+		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *spec)
+{
+	struct placement where;
+	int64_t off;
+
+	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
+	    (off = elfobj_file_offset(o, where.vaddr)) < 0) {
+		ht_err("%s: cannot read the code of %s at 0x%lx", o->path, func, vaddr);
+		return -1;
+	}
+	for (int k = 0; k < plan->n; k++) {
+		struct probe *p = &plan->probes[k];
+		if (strcmp(p->path, o->path) || p->offset != (uint64_t)off)
+			continue;
+		if (memcmp(&plan->specs[p->spec], spec, sizeof(*spec)))
+			ht_err("warning: %s and %s share an address but not a signature; tracing it as %s",
+			       p->func, func, p->func);
+		ht_info("%s is an alias of %s", func, p->func);
+		return 0;
+	}
+	if (plan->n == HT_MAX_SPECS) {
+		ht_err("too many probes (at most %d)", HT_MAX_SPECS);
+		return -1;
+	}
+	struct probe *p = &plan->probes[plan->n];
+	p->path = plan_path(plan, o->path);
+	p->func = strdup(func);
+	p->offset = off;
+	p->delta = where.vaddr - vaddr;
+	p->spec = plan->n;
+	p->kind = spec->kind;
+	p->where = where;
+	plan->specs[plan->n++] = *spec;
+	return 0;
+}
+
+int probes_add_malloc(struct probe_plan *plan, const char *path, bool require)
 {
 	struct elfobj o;
 	struct placer *pl;
+	bool have_malloc = false, have_free = false;
+	int err = 0;
 
-	memset(plan, 0, sizeof(*plan));
 	if (elfobj_open(&o, path, true))
 		return -1;
-	pl = placer_new(&o);
-	if (!pl) {
+	if (!(pl = placer_new(&o))) {
 		ht_err("cannot start the instruction decoder");
 		elfobj_close(&o);
 		return -1;
 	}
-	plan->path = strdup(path);
-	for (size_t i = 0; i < sizeof(malloc_api) / sizeof(malloc_api[0]); i++) {
+	for (size_t i = 0; i < sizeof(malloc_api) / sizeof(malloc_api[0]) && !err; i++) {
+		struct ht_alloc_spec spec = { 0 };
 		uint64_t va, size;
-		int64_t off;
 
 		if (!elfobj_func(&o, malloc_api[i].name, &va, &size))
 			continue;
-		struct placement where;
-		if (placer_choose(pl, va, size, args_read(&malloc_api[i].spec), at_entry, &where)) {
-			ht_info("%s: cannot read the code of %s at 0x%lx", path, malloc_api[i].name, va);
-			continue;
+		if (malloc_api[i].is_free) {
+			spec.kind = HT_SPEC_FREE;
+			spec.ptr = expr_arg(malloc_api[i].old_ptr_arg);
+			have_free = true;
+		} else {
+			spec.kind = HT_SPEC_ALLOC;
+			spec.size = malloc_api[i].size_mul_arg ?
+					    expr_args_product(malloc_api[i].size_arg, malloc_api[i].size_mul_arg) :
+					    expr_arg(malloc_api[i].size_arg);
+			spec.objects = expr_const(1);
+			spec.ptr = expr_ret();
+			spec.old_ptr_arg = malloc_api[i].old_ptr_arg;
+			spec.out_ptr_arg = malloc_api[i].out_ptr_arg;
+			spec.page_round = malloc_api[i].page_round;
+			have_malloc |= !strcmp(malloc_api[i].name, "malloc");
 		}
-		off = elfobj_file_offset(&o, where.vaddr);
-		if (off < 0) {
-			ht_info("%s: %s at 0x%lx is in no executable segment", path, malloc_api[i].name, va);
-			continue;
-		}
-		/* Aliases (memalign = aligned_alloc in glibc) share one address: probe it once. */
-		int dup = -1;
-		for (int k = 0; k < plan->n; k++)
-			if (plan->probes[k].offset == (uint64_t)off)
-				dup = k;
-		if (dup >= 0) {
-			if (memcmp(&plan->specs[plan->probes[dup].spec], &malloc_api[i].spec,
-				   sizeof(malloc_api[i].spec)))
-				ht_err("warning: %s and %s share an address but not a signature; tracing it as %s",
-				       plan->probes[dup].func, malloc_api[i].name, plan->probes[dup].func);
-			ht_info("%s is an alias of %s", malloc_api[i].name, plan->probes[dup].func);
-			continue;
-		}
-		struct probe *p = &plan->probes[plan->n];
-		p->func = malloc_api[i].name;
-		p->offset = off;
-		p->delta = where.vaddr - va;
-		p->where = where;
-		p->spec = plan->n;
-		p->is_free = malloc_api[i].is_free;
-		plan->specs[plan->n++] = malloc_api[i].spec;
+		err = add_probe(plan, &o, pl, malloc_api[i].name, va, size, &spec);
 	}
 	placer_free(pl);
 	elfobj_close(&o);
-
-	bool have_malloc = false, have_free = false;
-	for (int k = 0; k < plan->n; k++) {
-		have_malloc |= !strcmp(plan->probes[k].func, "malloc");
-		have_free |= plan->probes[k].is_free;
-	}
-	if (!have_malloc || !have_free) {
+	if (!err && require && (!have_malloc || !have_free)) {
 		ht_err("%s defines no %s", path, have_malloc ? "free" : "malloc");
-		return -1;
+		err = -1;
 	}
-	return 0;
+	return err ? -1 : 0;
 }
 
-/* One uprobe_multi link per program: entries, returns, frees. */
+/* "libfoo.so" names /usr/lib/libfoo.so.1; "/usr/lib/libfoo.so.1" names only itself. */
+static bool names_object(const char *want, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t n = strlen(want);
+
+	if (strchr(want, '/'))
+		return !strcmp(want, path);
+	base = base ? base + 1 : path;
+	return !strncmp(base, want, n) && (base[n] == '\0' || base[n] == '.');
+}
+
+int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
+		      const struct objlist *objs)
+{
+	int matched = 0;
+	char looked[1024] = "";
+	size_t used = 0;
+
+	for (int i = 0; i < objs->n; i++) {
+		const char *name = objlist_name(objs, i);
+		struct elfobj o;
+		uint64_t va, size;
+
+		if (s->object && !names_object(s->object, name))
+			continue;
+		matched++;
+		if (used < sizeof(looked))
+			used += snprintf(looked + used, sizeof(looked) - used, "%s%s", used ? ", " : "", name);
+		if (elfobj_open(&o, objs->p[i], false))
+			continue;
+		if (!elfobj_func(&o, s->name, &va, &size)) {
+			elfobj_close(&o);
+			continue;
+		}
+		struct placer *pl = placer_new(&o);
+		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec) : -1;
+		placer_free(pl);
+		elfobj_close(&o);
+		return err;
+	}
+	if (s->object && !matched)
+		ht_err("%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
+		       s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
+	else
+		ht_err("%s %s: no function %s in %s", option, s->name, s->name, looked);
+	return -1;
+}
+
+static enum tracer_prog entry_prog(enum ht_spec_kind k)
+{
+	return k == HT_SPEC_ALLOC ? PROG_ALLOC_ENTER : k == HT_SPEC_FREE ? PROG_FREE_ENTER : PROG_RESET_ENTER;
+}
+
+/* One uprobe_multi link per object and program. */
 static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	static const enum tracer_prog progs[] = { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER };
+	static const enum tracer_prog progs[] = { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER,
+						  PROG_RESET_ENTER };
 	uint64_t offsets[HT_MAX_SPECS], cookies[HT_MAX_SPECS];
 
-	for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++) {
-		uint32_t n = 0;
-		for (int i = 0; i < plan->n; i++) {
-			if (plan->probes[i].is_free != (progs[k] == PROG_FREE_ENTER))
+	for (int o = 0; o < plan->n_paths; o++) {
+		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++) {
+			uint32_t n = 0;
+			for (int i = 0; i < plan->n; i++) {
+				const struct probe *p = &plan->probes[i];
+				bool here = progs[k] == PROG_ALLOC_RETURN ? p->kind == HT_SPEC_ALLOC :
+									    entry_prog(p->kind) == progs[k];
+				if (p->path != plan->paths[o] || !here)
+					continue;
+				offsets[n] = p->offset;
+				cookies[n++] = p->spec;
+			}
+			if (!n)
 				continue;
-			offsets[n] = plan->probes[i].offset;
-			cookies[n++] = plan->probes[i].spec;
+			int err = tracer_attach_multi(tr, progs[k], plan->paths[o], offsets, cookies, n, pid);
+			if (err)
+				return err;
 		}
-		if (!n)
-			continue;
-		int err = tracer_attach_multi(tr, progs[k], plan->path, offsets, cookies, n, pid);
-		if (err)
-			return err;
 	}
 	return 0;
 }
@@ -127,12 +236,11 @@ static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t p
 {
 	for (int k = 0; k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
-		int err = tracer_attach(tr, p->is_free ? PROG_FREE_ENTER : PROG_ALLOC_ENTER, plan->path,
-					p->offset, p->spec, pid);
-		if (!err && !p->is_free)
-			err = tracer_attach(tr, PROG_ALLOC_RETURN, plan->path, p->offset, p->spec, pid);
+		int err = tracer_attach(tr, entry_prog(p->kind), p->path, p->offset, p->spec, pid);
+		if (!err && p->kind == HT_SPEC_ALLOC)
+			err = tracer_attach(tr, PROG_ALLOC_RETURN, p->path, p->offset, p->spec, pid);
 		if (err) {
-			ht_err("cannot attach a uprobe to %s in %s: %s", p->func, plan->path, strerror(-err));
+			ht_err("cannot attach a uprobe to %s in %s: %s", p->func, p->path, strerror(-err));
 			return err;
 		}
 	}
@@ -147,13 +255,13 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 		return 1;
 	if (err) {
 		if (tr->multi)
-			ht_err("cannot attach uprobes in %s: %s", plan->path, strerror(-err));
+			ht_err("cannot attach uprobes: %s", strerror(-err));
 		return -1;
 	}
 	for (int k = 0; k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
-		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s%s", p->func, plan->path, p->offset,
-			p->func, p->delta, p->where.insn, p->where.why, p->is_free ? "" : " (and its return)");
+		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s%s", p->func, p->path, p->offset, p->func,
+			p->delta, p->where.insn, p->where.why, p->kind == HT_SPEC_ALLOC ? " (and its return)" : "");
 	}
 	ht_info("attached with %s", tr->multi ? "uprobe_multi links" : "one perf event per probe");
 	return 0;
@@ -163,13 +271,16 @@ void probes_print(const struct probe_plan *plan, FILE *f)
 {
 	for (int k = 0; k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
-		fprintf(f, "%s %s 0x%lx +%lu %s `%s` %s\n", p->func, plan->path, p->offset, p->delta,
-			p->is_free ? "free" : "alloc", p->where.insn, p->where.why);
+		fprintf(f, "%s %s 0x%lx +%lu %s `%s` %s\n", p->func, p->path, p->offset, p->delta,
+			kind_name(p->kind), p->where.insn, p->where.why);
 	}
 }
 
 void probes_free(struct probe_plan *plan)
 {
-	free(plan->path);
-	plan->path = NULL;
+	for (int k = 0; k < plan->n; k++)
+		free(plan->probes[k].func);
+	for (int i = 0; i < plan->n_paths; i++)
+		free(plan->paths[i]);
+	plan->n = plan->n_paths = 0;
 }

@@ -6,31 +6,42 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "allocator.h"
 #include "heaptrace.h"
 #include "placement.h"
+#include "symspec.h"
 #include "tracer.h"
 
 struct probe {
-	const char *func;
+	char *func;
+	const char *path;       /* the object, owned by the plan */
 	uint64_t offset;        /* file offset of the probed instruction */
 	uint64_t delta;         /* its distance from the function's entry */
-	struct placement where;
 	uint32_t spec;          /* attach cookie: index into plan.specs */
-	bool is_free;
+	enum ht_spec_kind kind;
+	struct placement where;
 };
 
 struct probe_plan {
-	char *path;             /* the allocator object */
 	struct probe probes[HT_MAX_SPECS];
 	int n;
 	struct ht_alloc_spec specs[HT_MAX_SPECS];
+	char *paths[HT_MAX_SPECS];
+	int n_paths;
+	bool at_entry;          /* --probe-at=entry */
 };
 
+void probes_init(struct probe_plan *plan, bool at_entry);
+
 /*
- * Resolve the malloc family in the allocator object.  Functions it does not
- * define are skipped; without malloc and free it is an error (printed).
+ * The malloc family of one object (functions it lacks are skipped).  With
+ * require, an object without malloc and free is an error (printed).
  */
-int probes_plan_malloc(struct probe_plan *plan, const char *path, bool at_entry);
+int probes_add_malloc(struct probe_plan *plan, const char *path, bool require);
+
+/* A --sym/--free-sym/--reset-sym function, found among the target's objects.  0 or -1 (printed). */
+int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
+		      const struct objlist *objs);
 
 /*
  * Attach every probe of the plan for one process.  Returns 0, -1 (printed),
@@ -39,7 +50,7 @@ int probes_plan_malloc(struct probe_plan *plan, const char *path, bool at_entry)
  */
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
 
-/* The plan as lines "FUNC PATH 0xOFFSET +DELTA `INSN` WHY", for scripts (--list-probes). */
+/* The plan as lines "FUNC PATH 0xOFFSET +DELTA KIND `INSN` WHY", for scripts (--list-probes). */
 void probes_print(const struct probe_plan *plan, FILE *f);
 
 void probes_free(struct probe_plan *plan);

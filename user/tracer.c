@@ -77,6 +77,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		bpf_program__set_expected_attach_type(skel->progs.alloc_enter, HT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.alloc_return, HT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.free_enter, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.reset_enter, HT_BPF_TRACE_UPROBE_MULTI);
 	}
 
 	err = heaptrace__load(skel);
@@ -94,7 +95,8 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 {
 	return prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
 	       prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
-					   tr->skel->progs.free_enter;
+	       prog == PROG_FREE_ENTER ? tr->skel->progs.free_enter :
+					 tr->skel->progs.reset_enter;
 }
 
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
@@ -185,6 +187,9 @@ const char *tracer_counter_name(enum ht_counter c)
 		[HT_LOSS_CALLS_FULL] = "call_map_full",
 		[HT_REUSED_BLOCKS] = "missed_frees",
 		[HT_FAILED_ALLOCS] = "failed_allocs",
+		[HT_RESETS] = "arena_resets",
+		[HT_RESET_OBJECTS] = "reset_objects",
+		[HT_LOSS_ARENA_FULL] = "arena_map_full",
 	};
 	return c < HT_COUNTER_MAX ? names[c] : "?";
 }

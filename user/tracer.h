@@ -8,7 +8,7 @@
 
 #include "heaptrace.h"
 
-enum tracer_prog { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER };
+enum tracer_prog { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER, PROG_RESET_ENTER };
 
 struct tracer_config {
 	pid_t tgid;
