@@ -25,6 +25,7 @@ const volatile __u64 page_size = 4096;
 const volatile __u32 max_depth = HT_DEFAULT_MAX_DEPTH;
 const volatile __u32 stack_mode = HT_STACK_WALK;
 const volatile __u64 min_frame_addr = 4096;    /* vm.mmap_min_addr, at least 1 */
+const volatile __u64 peak_step = 0;             /* bytes; 0: max(5% of the last at-peak state, 1 MiB) */
 const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
 
 /* Task storage: found from the task itself, no hashing, and freed when the thread exits. */
@@ -84,6 +85,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ht_totals);
+} totals SEC(".maps");
 
 /* Too big for the 512-byte BPF stack: per-CPU scratch for one stack capture. */
 struct scratch {
@@ -264,6 +272,60 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 	return h;
 }
 
+/*
+ * Every change of a site's in-use counters goes through here: it keeps the
+ * process totals and the peak, and copies the site's at-peak values before
+ * the first change after a new peak epoch.
+ */
+static __always_inline void site_inuse(struct ht_site *s, __s64 objects, __s64 bytes)
+{
+	__u32 zero = 0;
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &zero);
+
+	if (!t)
+		return;
+	if (s->epoch != t->epoch) {
+		s->peak_objects = s->inuse_objects;
+		s->peak_bytes = s->inuse_bytes;
+		s->epoch = t->epoch;
+	}
+	__sync_fetch_and_add(&s->inuse_objects, objects);
+	__sync_fetch_and_add(&s->inuse_bytes, bytes);
+	__sync_fetch_and_add(&t->inuse_objects, objects);
+	__s64 now = __sync_fetch_and_add(&t->inuse_bytes, bytes) + bytes;
+	if (bytes <= 0 || now <= (__s64)t->peak_bytes)
+		return;
+	/* Racing CPUs may each see a new peak; the last writer wins, off by one allocation at most. */
+	__u64 ns = bpf_ktime_get_ns();
+	t->peak_bytes = now;
+	t->peak_ns = ns;
+	__u64 step = peak_step;
+	if (!step) {
+		step = t->epoch_bytes / 20;
+		if (step < (1 << 20))
+			step = 1 << 20;
+	}
+	if (now >= (__s64)(t->epoch_bytes + step)) {
+		t->epoch_bytes = now;
+		t->epoch_ns = ns;
+		__sync_fetch_and_add(&t->epoch, 1);
+	}
+}
+
+/* log2 of a block's lifetime in microseconds, as a histogram bucket. */
+static __always_inline __u32 life_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 b = 0;
+
+	if (us >> 16) { us >>= 16; b += 16; }
+	if (us >> 8) { us >>= 8; b += 8; }
+	if (us >> 4) { us >>= 4; b += 4; }
+	if (us >> 2) { us >>= 2; b += 2; }
+	if (us >> 1) { b += 1; }
+	return b < HT_LIFE_BUCKETS ? b : HT_LIFE_BUCKETS - 1;
+}
+
 static __always_inline struct ht_site *site_of(__u64 stack)
 {
 	struct ht_site_key key = { .stack = stack };
@@ -318,13 +380,25 @@ static __always_inline bool release(struct ht_block *b)
 	struct ht_site_key key = { .stack = b->stack };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
-	if (s) {
-		__sync_fetch_and_add(&s->inuse_objects, -(__s64)b->objects);
-		__sync_fetch_and_add(&s->inuse_bytes, -(__s64)b->size);
-	}
+	if (s)
+		site_inuse(s, -(__s64)b->objects, -(__s64)b->size);
 	if (b->arena)
 		arena_add(b, -1);
 	return true;
+}
+
+/* A block freed by the program (not a reset): its lifetime goes to its stack's histogram. */
+static __always_inline void record_lifetime(const struct ht_block *b)
+{
+	struct ht_site_key key = { .stack = b->stack };
+	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
+	__u64 life = bpf_ktime_get_ns() - b->time_ns;
+
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->lifetimes[life_bucket(life)], 1);
+	if (life < HT_TEMPORARY_NS)
+		__sync_fetch_and_add(&s->temporary, 1);
 }
 
 static __always_inline void free_block(__u64 ptr)
@@ -339,8 +413,10 @@ static __always_inline void free_block(__u64 ptr)
 	/* Only the deleter accounts the free, so a racing double free counts once. */
 	if (bpf_map_delete_elem(&live, &ptr))
 		return;
-	if (release(&b))
+	if (release(&b)) {
+		record_lifetime(&b);
 		count(HT_FREES);
+	}
 }
 
 static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 size, __u64 objects,
@@ -372,8 +448,7 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 s
 			return;
 		}
 	}
-	__sync_fetch_and_add(&s->inuse_objects, objects);
-	__sync_fetch_and_add(&s->inuse_bytes, size);
+	site_inuse(s, objects, size);
 	if (arena)
 		arena_add(&b, 1);
 }
@@ -500,10 +575,8 @@ static long reset_site(struct bpf_map *map, struct ht_arena_site_key *key, struc
 
 	struct ht_site_key sk = { .stack = key->stack };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &sk);
-	if (s) {
-		__sync_fetch_and_add(&s->inuse_objects, -a->inuse_objects);
-		__sync_fetch_and_add(&s->inuse_bytes, -a->inuse_bytes);
-	}
+	if (s)
+		site_inuse(s, -a->inuse_objects, -a->inuse_bytes);
 	rc->objects += a->inuse_objects;
 	bpf_map_delete_elem(map, key);
 	return 0;

@@ -130,11 +130,42 @@ struct ht_site_key {
 	__u64 stack;
 };
 
+/* Lifetimes of freed blocks, log2 buckets of microseconds: [2^i, 2^(i+1)) us, the first from 0. */
+#define HT_LIFE_BUCKETS 32
+#define HT_TEMPORARY_NS 1000000ull     /* a block freed within 1 ms is temporary */
+
 struct ht_site {
 	__s64 inuse_objects;
 	__s64 inuse_bytes;
 	__u64 alloc_objects;
 	__u64 alloc_bytes;
+	/*
+	 * In use at the last peak (see struct ht_totals): copied lazily, by
+	 * the first change after the peak epoch moved on.  Valid when epoch
+	 * equals the global epoch; otherwise the site has not changed since
+	 * the peak and inuse_* are its values at the peak.
+	 */
+	__s64 peak_objects;
+	__s64 peak_bytes;
+	__u64 epoch;
+	__u64 temporary;                /* blocks freed within HT_TEMPORARY_NS */
+	__u32 lifetimes[HT_LIFE_BUCKETS];   /* blocks freed, by lifetime */
+};
+
+/*
+ * Process-wide totals (one array element).  The peak of in-use bytes is
+ * exact; the at-peak profile is the state when in-use last rose more than
+ * the peak step above the previous at-peak state (each such rise starts a
+ * new epoch).
+ */
+struct ht_totals {
+	__s64 inuse_bytes;
+	__s64 inuse_objects;
+	__u64 peak_bytes;
+	__u64 peak_ns;                  /* bpf_ktime_get_ns() when the peak was reached */
+	__u64 epoch;
+	__u64 epoch_bytes;              /* in-use bytes when the current epoch started */
+	__u64 epoch_ns;
 };
 
 /* Event and loss counters (all but allocs, frees and failed allocs are losses): a per-CPU array. */

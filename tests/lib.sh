@@ -173,12 +173,25 @@ has_frame() {
 # profile4 KEY WANT_RC CMD...: four runs of "heaptrace -f collapsed --value V
 # -- CMD", one per value, as KEY.V; -v only on the alloc_objects run.
 profile4() {
-	local key=$1 want=$2 v d="" verbose
+	local key=$1 want=$2
 	shift 2
+	profile4x "$key" "$want" -- "$@"
+}
+
+# profile4x KEY WANT_RC [HEAPTRACE-OPTION...] -- CMD...: profile4 with
+# heaptrace options (--sym, --no-libc, ...) before the command.
+profile4x() {
+	local key=$1 want=$2 v d="" verbose opts=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
 	for v in $VALUES; do
 		verbose=()
 		[ "$v" = alloc_objects ] && verbose=(-v)
-		ht "$key.$v" "${verbose[@]}" -f collapsed --value "$v" -- "$@"
+		ht "$key.$v" "${verbose[@]}" "${opts[@]}" -f collapsed --value "$v" -- "$@"
 		d+=$(rc_diag "$key.$v" "$want")
 		d+=$(collapsed_diag "$key.$v" | sed "s/^/$v: /")
 		[ -s "$TMP/$key.$v.out" ] || d+=$'\n'"$v: empty profile"
@@ -232,6 +245,81 @@ absent_leaf4() {
 		done
 		report "$key: $fn is no innermost frame" "$d"
 	done
+}
+
+# stackval KEY FRAMES: sum of the lines of $TMP/KEY.out whose stack ends
+# with FRAMES, whole frames, innermost last ("main;a;b" matches
+# "__libc_start_call_main;main;a;b" but not "main;x;a;b" nor "xmain;a;b").
+stackval() {
+	awk -v suf="$2" '
+	match($0, / [0-9]+$/) {
+		v = substr($0, RSTART + 1) + 0
+		st = substr($0, 1, RSTART - 1)
+		if (st == suf || substr(st, length(st) - length(suf)) == ";" suf)
+			s += v
+	}
+	END { printf "%.0f\n", s }' "$TMP/$1.out" 2>/dev/null
+}
+
+# expect_stack4 KEY FRAMES AO AS IO IS: the sums of the stacks ending with
+# FRAMES (see stackval) in the four runs of profile4.
+expect_stack4() {
+	local key=$1 frames=$2 v g want got="" wants="" bad=0 i=3
+	for v in $VALUES; do
+		want=${!i}
+		i=$((i + 1))
+		g=$(stackval "$key.$v" "$frames")
+		got+=" $v=$g"
+		wants+=" $v=$want"
+		[ "$g" = "$want" ] || bad=1
+	done
+	if [ "$bad" = 0 ]; then
+		pass "$key: stacks ending $frames$wants"
+	else
+		fail "$key: stacks ending $frames$wants" "got$got"$'\n'"$(sed -n '1,8p' "$TMP/$key.inuse_space.out" | sed 's/^/inuse_space: /')"
+	fi
+}
+
+# expect_total KEY N: the values of all lines of $TMP/KEY.out add up to N.
+expect_total() {
+	local g
+	g=$(awk 'match($0, / [0-9]+$/) { s += substr($0, RSTART + 1) } END { printf "%.0f\n", s }' \
+		"$TMP/$1.out" 2>/dev/null)
+	if [ -s "$TMP/$1.out" ] && [ "$g" = "$2" ]; then
+		pass "$1: all stacks add up to $2"
+	else
+		fail "$1: all stacks add up to $2" "got ${g:-nothing}"$'\n'"$(ctx "$1")"
+	fi
+}
+
+# pprof_first_line FILE NAME LINE: the first line of FILE is exactly LINE.
+pprof_first_line() {
+	local first
+	first=$(head -1 "$1" 2>/dev/null)
+	if [ "$first" = "$3" ]; then
+		pass "$2: '$3'"
+	else
+		fail "$2: '$3'" "first line: '$first'"
+	fi
+}
+
+# err_diag KEY WANT_RC WORD...: the run exited WANT_RC with exactly one
+# line on stderr holding every WORD, case-insensitive (fixed strings; "A|B"
+# accepts either).
+err_diag() {
+	local key=$1 want=$2 w x alt ok
+	shift 2
+	rc_diag "$key" "$want"
+	one_line_diag "$key"
+	for w in "$@"; do
+		ok=0
+		IFS='|' read -r -a alt <<<"$w"
+		for x in "${alt[@]}"; do
+			grep -qiF -- "$x" "$TMP/$key.err" && ok=1
+		done
+		[ "$ok" = 1 ] || echo "stderr does not mention '${alt[*]}': $(head -1 "$TMP/$key.err")"
+	done
+	return 0
 }
 
 # leafset KEY FN...: the innermost frames of $TMP/KEY.out are exactly FN...
@@ -519,7 +607,7 @@ prerequisites() {
 	local d="" t
 	[ "$(id -u)" = 0 ] || d+="not running as root"$'\n'
 	[ -x "$HT" ] || d+="$HT not built (make)"$'\n'
-	for t in t_entrypoints t_threads t_ctor t_exit t_failed t_deep t_signal t_wait t_pprof; do
+	for t in t_entrypoints t_threads t_ctor t_exit t_failed t_deep t_signal t_wait t_pprof t_arena t_pool t_reset; do
 		[ -x "$TB/$t" ] || d+="$TB/$t not built (make test-targets)"$'\n'
 	done
 	report "setup: root, build/heaptrace and build/tests/* present" "$d"

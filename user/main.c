@@ -1,5 +1,6 @@
 /* heaptrace: options, and the wiring target -> probes -> BPF -> profile -> output. */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,19 +18,18 @@
 #include "probes.h"
 #include "profile.h"
 #include "symbolize.h"
+#include "snapshot.h"
 #include "symspec.h"
 #include "target.h"
 #include "tracer.h"
 
 #define HEAPTRACE_VERSION "0.1.0"
 
-enum format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP };
-
 struct options {
 	pid_t pid;
 	char **argv;            /* command to launch */
 	const char *output;
-	enum format format;
+	enum ht_format format;
 	enum ht_value value;
 	double duration;
 	uint32_t max_live, max_stacks;
@@ -43,12 +43,18 @@ struct options {
 	int n_syms;
 	bool no_libc;
 	const char *lib;                        /* --lib: the malloc object, overriding discovery */
+	double interval;                        /* -i: snapshot period */
+	bool diff;                              /* --diff: growth summary per snapshot */
+	bool at_peak;
+	uint64_t peak_step;
+	double min_age;
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: heaptrace [OPTIONS] -p PID\n"
 	      "       heaptrace [OPTIONS] [--] COMMAND [ARG...]\n"
+	      "       heaptrace diff OLD NEW [-f top|collapsed|pprof] [--value V]\n"
 	      "Trace every heap allocation of a process from outside and write a heap profile.\n"
 	      "\n"
 	      "  -p, --pid PID         attach to a running process until Ctrl-C, SIGTERM,\n"
@@ -59,6 +65,15 @@ static void usage(FILE *f)
 	      "      --value V         inuse_space (default) | inuse_objects | alloc_space |\n"
 	      "                        alloc_objects: the counter collapsed and top report\n"
 	      "  -d, --duration SEC    stop tracing after SEC seconds\n"
+	      "  -i, --interval SEC    write a snapshot every SEC seconds, and a final one:\n"
+	      "                        PREFIX.0001.heap, ... (PREFIX: -o, default heaptrace.PID);\n"
+	      "                        with -f top on a terminal, a live view instead\n"
+	      "      --diff            with -i: print what grew since the previous snapshot\n"
+	      "      --at-peak         also write the profile as it stood at the peak of in-use\n"
+	      "                        bytes (to FILE.peak, PREFIX.peak.heap or heaptrace.PID.peak.heap)\n"
+	      "      --peak-step BYTES rise that makes a new at-peak profile (default: 5%% of\n"
+	      "                        the last, at least 1 MiB); the peak itself is exact\n"
+	      "      --min-age SEC     in-use counts only blocks live for at least SEC seconds\n"
 	      "      --top N           stacks shown by -f top (default 20)\n"
 	      "      --max-allocs N    live blocks tracked (default 1048576)\n"
 	      "      --max-stacks N    distinct stacks kept (default 65536)\n"
@@ -107,11 +122,20 @@ static int parse_u32(const char *s, uint32_t *out, uint32_t min)
 	return 0;
 }
 
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !(*out > 0) || *out > 1e9 ? -1 : 0;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
 	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE, OPT_SYM, OPT_FREE_SYM,
-	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB };
+	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB, OPT_DIFF, OPT_AT_PEAK, OPT_PEAK_STEP, OPT_MIN_AGE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -131,6 +155,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "reset-sym", required_argument, NULL, OPT_RESET_SYM },
 		{ "no-libc", no_argument, NULL, OPT_NO_LIBC },
 		{ "lib", required_argument, NULL, OPT_LIB },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "diff", no_argument, NULL, OPT_DIFF },
+		{ "at-peak", no_argument, NULL, OPT_AT_PEAK },
+		{ "peak-step", required_argument, NULL, OPT_PEAK_STEP },
+		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -143,8 +172,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			       .top = 20, .max_depth = HT_DEFAULT_MAX_DEPTH };
 	opterr = 0;
 	/* '+': options end at the command, whose own options are its business. */
-	while ((c = getopt_long(argc, argv, "+p:o:f:d:vh", longopts, NULL)) != -1) {
-		char *end;
+	while ((c = getopt_long(argc, argv, "+p:o:f:d:i:vh", longopts, NULL)) != -1) {
 
 		switch (c) {
 		case 'p':
@@ -156,13 +184,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->output = optarg;
 			break;
 		case 'f':
-			if (!strcmp(optarg, "pprof"))
-				o->format = FMT_PPROF;
-			else if (!strcmp(optarg, "collapsed"))
-				o->format = FMT_COLLAPSED;
-			else if (!strcmp(optarg, "top"))
-				o->format = FMT_TOP;
-			else
+			if (format_parse(optarg, &o->format))
 				return bad("unknown format '%s': pprof, collapsed or top", optarg);
 			break;
 		case OPT_COLLAPSED:
@@ -174,9 +196,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 					   optarg);
 			break;
 		case 'd':
-			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->duration > 0))
+			if (parse_seconds(optarg, &o->duration))
 				return bad("-d needs a positive number of seconds, not '%s'", optarg);
 			break;
 		case OPT_TOP:
@@ -231,6 +251,28 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_LIB:
 			o->lib = optarg;
 			break;
+		case 'i':
+			if (parse_seconds(optarg, &o->interval))
+				return bad("-i needs a positive number of seconds, not '%s'", optarg);
+			break;
+		case OPT_DIFF:
+			o->diff = true;
+			break;
+		case OPT_AT_PEAK:
+			o->at_peak = true;
+			break;
+		case OPT_PEAK_STEP: {
+			char *e;
+			errno = 0;
+			o->peak_step = strtoull(optarg, &e, 10);
+			if (errno || e == optarg || *e || *optarg == '-' || !o->peak_step)
+				return bad("--peak-step needs a positive number of bytes, not '%s'", optarg);
+			break;
+		}
+		case OPT_MIN_AGE:
+			if (parse_seconds(optarg, &o->min_age))
+				return bad("--min-age needs a positive number of seconds, not '%s'", optarg);
+			break;
 		case OPT_LIST_PROBES:
 			o->list_probes = true;
 			break;
@@ -257,40 +299,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return bad("nothing to trace: give -p PID or a command%s", "");
 	if (o->no_libc && !o->n_syms)
 		return bad("--no-libc leaves nothing to trace: add --sym%s", "");
+	if (o->diff && !o->interval)
+		return bad("--diff summarises growth between snapshots: it needs -i%s", "");
 	return 0;
 }
 
-static int write_profile(const struct options *o, FILE *out, const struct profile *p)
-{
-	struct symbolizer *sym = NULL;
-	int err;
-
-	if (o->format != FMT_PPROF) {
-		sym = sym_open(p->maps ? p->maps : "");
-		if (!sym) {
-			ht_err("cannot set up symbolization: %s", strerror(errno));
-			return -1;
-		}
-	}
-	switch (o->format) {
-	case FMT_PPROF:
-		err = output_pprof_text(out, p);
-		break;
-	case FMT_COLLAPSED:
-		err = output_collapsed(out, p, sym, o->value);
-		break;
-	default:
-		err = output_top(out, p, sym, o->value, o->top);
-		break;
-	}
-	if (sym)
-		sym_close(sym);
-	if (fflush(out) || err) {
-		ht_err("cannot write the profile: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
 
 /* The malloc family of the allocator the target uses (and libc's), and the --sym functions. */
 static int plan_probes(const struct options *o, const struct target *t, struct probe_plan *plan)
@@ -306,6 +319,8 @@ static int plan_probes(const struct options *o, const struct target *t, struct p
 	    (allocator_choose(&objs, o->lib, &primary, &libc) || probes_add_malloc(plan, primary, true) ||
 	     (libc && probes_add_malloc(plan, libc, false))))
 		goto out;
+	/* A spec naming what is not there is bad input, like a bad spec: exit status 2. */
+	err = 2;
 	for (int i = 0; i < o->n_syms; i++)
 		if (probes_add_symbol(plan, &o->syms[i], o->sym_option[i], &objs))
 			goto out;
@@ -350,6 +365,83 @@ static void report_counters(const uint64_t counters[HT_COUNTER_MAX])
 	ht_err("events: %s", buf);
 }
 
+/* heaptrace diff OLD NEW: what changed per stack between two profiles. */
+static int run_diff(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "value", required_argument, NULL, 'V' },
+		{ "top", required_argument, NULL, 'n' },
+		{ "collapsed", no_argument, NULL, 'c' },
+		{ 0 },
+	};
+	enum ht_format fmt = FMT_TOP;
+	enum ht_value v = V_INUSE_SPACE;
+	uint32_t top = 20;
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:", longopts, NULL)) != -1) {
+		if (c == 'f' && !format_parse(optarg, &fmt))
+			continue;
+		if (c == 'c') {
+			fmt = FMT_COLLAPSED;
+			continue;
+		}
+		if (c == 'V' && !value_parse(optarg, &v))
+			continue;
+		if (c == 'n' && !parse_u32(optarg, &top, 1))
+			continue;
+		ht_err("heaptrace diff: bad option or value '%s' (usage: heaptrace diff OLD NEW "
+		       "[-f top|collapsed|pprof] [--value V])", argv[optind - 1]);
+		return 2;
+	}
+	if (argc - optind != 2) {
+		ht_err("usage: heaptrace diff OLD NEW [-f top|collapsed|pprof] [--value V]");
+		return 2;
+	}
+
+	struct profile a, b, d;
+	char *maps_a, *maps_b;
+	int rc = 1;
+
+	if (profile_read_text(argv[optind], &a, &maps_a))
+		return 1;
+	if (profile_read_text(argv[optind + 1], &b, &maps_b)) {
+		profile_free(&a);
+		free(maps_a);
+		return 1;
+	}
+	if (!profile_diff(&a, &b, &d)) {
+		if (fmt == FMT_PPROF) {
+			/* The legacy format has no negative counts: a pprof diff holds the growth. */
+			size_t out = 0;
+			for (size_t i = 0; i < d.n; i++) {
+				struct ht_site *c2 = &d.stacks[i].c;
+				if (c2->inuse_objects < 0) c2->inuse_objects = 0;
+				if (c2->inuse_bytes < 0) c2->inuse_bytes = 0;
+				if ((int64_t)c2->alloc_objects < 0) c2->alloc_objects = 0;
+				if ((int64_t)c2->alloc_bytes < 0) c2->alloc_bytes = 0;
+				if (c2->inuse_bytes || c2->alloc_bytes)
+					d.stacks[out++] = d.stacks[i];
+				else
+					free(d.stacks[i].pcs);
+			}
+			d.n = out;
+			profile_normalize(&d);
+		}
+		d.maps = maps_b;
+		rc = output_write(stdout, fmt, &d, v, top) ? 1 : 0;
+		profile_free(&d);
+	}
+	profile_free(&a);
+	profile_free(&b);
+	free(maps_a);
+	free(maps_b);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -361,6 +453,8 @@ int main(int argc, char **argv)
 	int rc = 1;
 	double t0 = now_ms(), t1;
 
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return run_diff(argc - 1, argv + 1);
 	if (parse_options(argc, argv, &o))
 		return 2;
 	if (o.output && !(out = fopen(o.output, "we"))) {
@@ -375,8 +469,11 @@ int main(int argc, char **argv)
 	if (rc)
 		goto done;
 	rc = 1;
-	if (plan_probes(&o, &t, &plan))
+	if ((rc = plan_probes(&o, &t, &plan))) {
+		rc = rc < 0 ? 1 : rc;
 		goto done;
+	}
+	rc = 1;
 	if (o.list_probes) {
 		probes_print(&plan, out);
 		rc = 0;
@@ -388,7 +485,8 @@ int main(int argc, char **argv)
 
 	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
 				     .specs = plan.specs, .n_specs = plan.n, .multi = true,
-				     .max_depth = o.max_depth, .stack_mode = o.stack_mode };
+				     .max_depth = o.max_depth, .stack_mode = o.stack_mode,
+				     .peak_step = o.peak_step };
 	int attached;
 	if (tracer_load(&tr, &cfg) || (attached = probes_attach(&plan, &tr, t.pid)) < 0)
 		goto kill_child;
@@ -405,7 +503,20 @@ int main(int argc, char **argv)
 		goto kill_child;
 	}
 
-	struct stop st = monitor_run(&t, o.duration);
+	char prefix[4096];
+	struct snapshots ss = { .fmt = o.format, .value = o.value, .top = o.top, .diff = o.diff,
+				.opts = { .min_age = o.min_age, .start_ns = monotonic_ns() },
+				.tr = &tr, .t = &t };
+	if (o.interval) {
+		if (o.output)
+			snprintf(prefix, sizeof(prefix), "%s", o.output);
+		else
+			snprintf(prefix, sizeof(prefix), "heaptrace.%d", t.pid);
+		ss.prefix = prefix;
+		ss.live = o.format == FMT_TOP && !o.output && isatty(STDOUT_FILENO);
+	}
+
+	struct stop st = monitor_run(&t, o.duration, o.interval, snapshot_tick, &ss);
 	monitor_release_signals();
 	if (!t.exited)
 		target_refresh_maps(&t);
@@ -414,14 +525,43 @@ int main(int argc, char **argv)
 		ht_info("stopped after %g s", o.duration);
 
 	t1 = now_ms();
-	if (profile_read(&prof, &tr, t.pid, t.maps))
+	if (profile_read(&prof, &tr, t.pid, t.maps, &ss.opts))
 		goto done;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
-	t1 = now_ms();
-	rc = write_profile(&o, out, &prof) ? 1 : 0;
-	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
-	report_resources(&tr);
 	report_counters(prof.counters);
+	t1 = now_ms();
+	if (o.interval) {
+		if (snapshot_write(&ss, &prof) || ss.failed)
+			ht_err("%d of %d snapshots lost", ss.failed, ss.seq);
+		rc = ss.failed ? 1 : 0;
+		/* snapshot_write kept the profile as the previous one */
+		prof = ss.prev;
+		prof.maps = t.maps;
+		ss.have_prev = false;
+	} else {
+		rc = output_write(out, o.format, &prof, o.value, o.top) ? 1 : 0;
+		if (rc)
+			ht_err("cannot write the profile: %s", strerror(errno));
+	}
+	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
+	if (o.at_peak) {
+		char path[4200];
+		snapshot_peak_path(o.output, ss.prefix, t.pid, path, sizeof(path));
+		profile_at_peak(&prof);
+		FILE *f = fopen(path, "we");
+		if (!f || output_write(f, o.format, &prof, o.value, o.top)) {
+			ht_err("cannot write the at-peak profile %s: %s", path, strerror(errno));
+			rc = 1;
+		} else {
+			ht_err("at-peak profile: %s (peak %" PRIu64 " bytes in use, %.3f s after the start)", path,
+			       (uint64_t)prof.totals.peak_bytes,
+			       prof.totals.peak_ns > ss.opts.start_ns ? (prof.totals.peak_ns - ss.opts.start_ns) / 1e9 : 0);
+		}
+		if (f)
+			fclose(f);
+	}
+	snapshots_free(&ss);
+	report_resources(&tr);
 	if (prof.trimmed)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory",
 			prof.trimmed);

@@ -42,9 +42,9 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-struct stop monitor_run(struct target *t, double duration)
+struct stop monitor_run(struct target *t, double duration, double interval, void (*tick)(void *), void *arg)
 {
-	double start = now_s(), last_maps = start;
+	double start = now_s(), last_maps = start, next_tick = start + interval;
 	struct stop st = { 0 };
 
 	for (;;) {
@@ -56,6 +56,16 @@ struct stop monitor_run(struct target *t, double duration)
 
 		double now = now_s();
 		int timeout = MAPS_REFRESH_MS;
+		if (interval > 0) {
+			if (now >= next_tick) {
+				tick(arg);
+				/* Ticks keep their cadence; a slow one is not made up for. */
+				while (next_tick <= now_s())
+					next_tick += interval;
+			}
+			if ((next_tick - now_s()) * 1000 < timeout)
+				timeout = (int)((next_tick - now_s()) * 1000) + 1;
+		}
 		if (duration > 0) {
 			double left = start + duration - now;
 			if (left <= 0) {

@@ -15,8 +15,11 @@ struct stop {
 /* Call before creating the target: the signals we wait for are taken from then on. */
 int monitor_init(void);
 
-/* Returns when tracing should stop.  duration <= 0 means no limit. */
-struct stop monitor_run(struct target *t, double duration);
+/*
+ * Returns when tracing should stop.  duration <= 0 means no limit.  With
+ * interval > 0, tick(arg) is called every interval seconds meanwhile.
+ */
+struct stop monitor_run(struct target *t, double duration, double interval, void (*tick)(void *), void *arg);
 
 /* After the stop: a second SIGINT or SIGTERM ends heaptrace at once. */
 void monitor_release_signals(void);

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -48,6 +49,19 @@ static void site_add(struct ht_site *to, const struct ht_site *c)
 	to->inuse_bytes += c->inuse_bytes;
 	to->alloc_objects += c->alloc_objects;
 	to->alloc_bytes += c->alloc_bytes;
+	to->peak_objects += c->peak_objects;
+	to->peak_bytes += c->peak_bytes;
+	to->temporary += c->temporary;
+	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
+		to->lifetimes[i] += c->lifetimes[i];
+}
+
+uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 static int cmp_frames(const void *a, const void *b)
@@ -215,7 +229,45 @@ struct join {
 	struct profile *p;
 	struct frames *frames;
 	size_t cap;
+	bool aged;              /* in-use comes from the live blocks old enough (--min-age) */
 };
+
+/* --min-age: in-use per stack recounted from the live blocks at least that old. */
+struct aged {
+	struct profile *p;
+	uint64_t born_before;
+	int arenas_fd;
+};
+
+static int cmp_hash(const void *a, const void *b)
+{
+	uint64_t x = ((const struct prof_stack *)a)->hash, y = ((const struct prof_stack *)b)->hash;
+	return x < y ? -1 : x > y;
+}
+
+static int add_aged_block(const void *key, const void *value, void *arg)
+{
+	const struct ht_block *b = value;
+	struct aged *a = arg;
+	struct prof_stack sk = { .hash = b->stack };
+	(void)key;
+
+	if (b->time_ns > a->born_before)
+		return 0;
+	if (b->arena) {
+		uint32_t gen = 0;
+		bpf_map_lookup_elem(a->arenas_fd, &b->arena, &gen);
+		if (gen != b->gen)
+			return 0;       /* its arena was reset */
+	}
+	/* p->stacks is sorted by stack hash here (see profile_read). */
+	struct prof_stack *s = bsearch(&sk, a->p->stacks, a->p->n, sizeof(*s), cmp_hash);
+	if (s) {
+		s->c.inuse_objects += b->objects;
+		s->c.inuse_bytes += b->size;
+	}
+	return 0;
+}
 
 /* A site's counters joined with its frames; the frames move into the profile. */
 static int add_site(const void *key, const void *value, void *arg)
@@ -236,17 +288,26 @@ static int add_site(const void *key, const void *value, void *arg)
 	struct prof_stack *s = &p->stacks[p->n++], *f;
 	memset(s, 0, sizeof(*s));
 	s->c = *c;
+	s->hash = ((const struct ht_site_key *)key)->stack;
+	/* A site unchanged since the current peak epoch began still holds its at-peak values. */
+	if (c->epoch != p->totals.epoch) {
+		s->c.peak_objects = c->inuse_objects;
+		s->c.peak_bytes = c->inuse_bytes;
+	}
+	if (j->aged) {
+		s->c.inuse_objects = s->c.inuse_bytes = 0;
+	}
 	f = find_frames(j->frames, ((const struct ht_site_key *)key)->stack);
 	if (f && f->pcs) {
 		s->pcs = f->pcs;
 		s->depth = f->depth;
 		f->pcs = NULL;
 	}
-	site_add(&p->total, c);
 	return 0;
 }
 
-int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps)
+int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps,
+		 const struct profile_opts *opts)
 {
 	struct frames t = { 0 };
 	size_t slots = 1024;
@@ -255,7 +316,11 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->maps = maps;
+	p->start_ns = opts ? opts->start_ns : 0;
+	p->min_age = opts ? opts->min_age : 0;
 	tracer_counters(tr, p->counters);
+	tracer_totals(tr, &p->totals);
+	p->now_ns = monotonic_ns();
 
 	while (slots < 2 * (size_t)tracer_max_stacks(tr))
 		slots <<= 1;
@@ -263,7 +328,7 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	t.st = calloc(slots, sizeof(*t.st));
 	t.mask = slots - 1;
 	t.max_depth = (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t);
-	struct join j = { .p = p, .frames = &t };
+	struct join j = { .p = p, .frames = &t, .aged = p->min_age > 0 };
 	err = !t.hash || !t.st ? -ENOMEM :
 	      read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), add_frames, &t);
 	if (!err)
@@ -272,6 +337,12 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 		free(t.st[i].pcs);
 	free(t.hash);
 	free(t.st);
+	if (!err && j.aged) {
+		struct aged a = { .p = p, .born_before = p->now_ns - (uint64_t)(p->min_age * 1e9),
+				  .arenas_fd = tracer_arenas_fd(tr) };
+		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
+		err = read_map(tracer_live_fd(tr), sizeof(uint64_t), sizeof(struct ht_block), add_aged_block, &a);
+	}
 	if (err) {
 		ht_err("cannot read the profile from the BPF maps: %s", strerror(-err));
 		profile_free(p);
@@ -279,17 +350,84 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	}
 
 	trim_stacks(p);
-	qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_frames);
+	profile_normalize(p);
+	return 0;
+}
+
+void profile_normalize(struct profile *p)
+{
 	size_t out = 0;
+
+	memset(&p->total, 0, sizeof(p->total));
+	qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_frames);
 	for (size_t i = 0; i < p->n; i++) {
+		site_add(&p->total, &p->stacks[i].c);
 		if (out && !cmp_frames(&p->stacks[out - 1], &p->stacks[i])) {
 			site_add(&p->stacks[out - 1].c, &p->stacks[i].c);
+			p->stacks[out - 1].hash = 0;
 			free(p->stacks[i].pcs);
 			continue;
 		}
 		p->stacks[out++] = p->stacks[i];
 	}
 	p->n = out;
+}
+
+void profile_at_peak(struct profile *p)
+{
+	p->total.inuse_objects = p->total.inuse_bytes = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		struct ht_site *c = &p->stacks[i].c;
+		c->inuse_objects = c->peak_objects;
+		c->inuse_bytes = c->peak_bytes;
+		p->total.inuse_objects += c->inuse_objects;
+		p->total.inuse_bytes += c->inuse_bytes;
+	}
+}
+
+static void site_sub(struct ht_site *to, const struct ht_site *c)
+{
+	to->inuse_objects -= c->inuse_objects;
+	to->inuse_bytes -= c->inuse_bytes;
+	to->alloc_objects -= c->alloc_objects;
+	to->alloc_bytes -= c->alloc_bytes;
+	to->temporary -= c->temporary;
+}
+
+int profile_diff(const struct profile *old, const struct profile *new, struct profile *d)
+{
+	size_t i = 0, k = 0;
+
+	*d = *new;
+	d->is_diff = true;
+	d->stacks = calloc(old->n + new->n + 1, sizeof(*d->stacks));
+	d->n = 0;
+	memset(&d->total, 0, sizeof(d->total));
+	if (!d->stacks)
+		return -1;
+	/* Both are sorted by frames: a merge join. */
+	while (i < old->n || k < new->n) {
+		int c = i == old->n ? 1 : k == new->n ? -1 : cmp_frames(&old->stacks[i], &new->stacks[k]);
+		const struct prof_stack *src = c <= 0 ? &old->stacks[i] : &new->stacks[k];
+		struct prof_stack s = { .depth = src->depth };
+
+		if (c >= 0)
+			site_add(&s.c, &new->stacks[k].c);
+		if (c <= 0)
+			site_sub(&s.c, &old->stacks[i].c);
+		i += c <= 0;
+		k += c >= 0;
+		if (!s.c.inuse_objects && !s.c.inuse_bytes && !s.c.alloc_objects && !s.c.alloc_bytes)
+			continue;
+		s.pcs = malloc((s.depth ? s.depth : 1) * sizeof(uint64_t));
+		if (!s.pcs) {
+			profile_free(d);
+			return -1;
+		}
+		memcpy(s.pcs, src->pcs, s.depth * sizeof(uint64_t));
+		site_add(&d->total, &s.c);
+		d->stacks[d->n++] = s;
+	}
 	return 0;
 }
 

@@ -14,9 +14,10 @@ struct tracer;
 enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS };
 
 struct prof_stack {
+	uint64_t hash;          /* the BPF side's stack key (0 once merged or diffed) */
 	uint64_t *pcs;          /* return addresses, innermost (the allocation site) first */
 	uint32_t depth;         /* 0 for the pseudo stack of allocations whose stack was lost */
-	struct ht_site c;
+	struct ht_site c;       /* peak_objects/peak_bytes hold the at-peak in-use, resolved */
 };
 
 struct profile {
@@ -27,10 +28,39 @@ struct profile {
 	pid_t pid;
 	const char *maps;       /* the target's /proc/PID/maps text (borrowed) */
 	size_t trimmed;         /* stacks cut where a frame left executable memory */
+	struct ht_totals totals;        /* process totals and the peak, as the BPF side kept them */
+	uint64_t now_ns;                /* CLOCK_MONOTONIC when read (bpf_ktime_get_ns's clock) */
+	uint64_t start_ns;              /* when tracing started */
+	double min_age;                 /* >0: in-use counts only blocks live at least this long (s) */
+	bool is_diff;                   /* counters are changes between two profiles */
+};
+
+struct profile_opts {
+	double min_age;         /* --min-age SEC */
+	uint64_t start_ns;
 };
 
 /* Read every stack's counters; stacks with identical frames are merged. */
-int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps);
+int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps,
+		 const struct profile_opts *opts);
+
+/* Sort stacks by frames, merge identical ones, recount the totals. */
+void profile_normalize(struct profile *p);
+
+/*
+ * Read a legacy heap profile text (heaptrace's or gperftools'): counters,
+ * frames and the MAPPED_LIBRARIES text (*maps, malloc'd, for p->maps).
+ * Returns 0, or -1 with the error printed.
+ */
+int profile_read_text(const char *path, struct profile *p, char **maps);
+
+/* The profile as it stood at the peak: in-use counters replaced by the at-peak ones. */
+void profile_at_peak(struct profile *p);
+
+/* new - old per stack (stacks matched by their frames); in p->stacks of a new profile. */
+int profile_diff(const struct profile *old, const struct profile *new, struct profile *diff);
+
+uint64_t monotonic_ns(void);
 void profile_free(struct profile *p);
 
 int64_t site_value(const struct ht_site *c, enum ht_value v);

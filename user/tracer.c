@@ -64,6 +64,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	memcpy(skel->rodata->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
 
 	skel->rodata->max_depth = cfg->max_depth;
+	skel->rodata->peak_step = cfg->peak_step;
 	skel->rodata->min_frame_addr = mmap_min_addr();
 	skel->rodata->stack_mode = cfg->stack_mode;
 	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
@@ -245,4 +246,22 @@ uint32_t tracer_stack_value_size(const struct tracer *tr)
 uint32_t tracer_max_stacks(const struct tracer *tr)
 {
 	return bpf_map__max_entries(tr->skel->maps.stacks);
+}
+
+int tracer_live_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.live);
+}
+
+int tracer_arenas_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.arenas);
+}
+
+void tracer_totals(const struct tracer *tr, struct ht_totals *t)
+{
+	uint32_t zero = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &zero, t))
+		memset(t, 0, sizeof(*t));
 }

@@ -16,6 +16,7 @@ struct tracer_config {
 	uint32_t max_stacks;    /* distinct stacks */
 	uint32_t max_depth;     /* frames per stack */
 	enum ht_stack_mode stack_mode;
+	uint64_t peak_step;     /* --peak-step bytes; 0: max(5%, 1 MiB) */
 	const struct ht_alloc_spec *specs;
 	int n_specs;
 	bool multi;             /* attach with uprobe_multi links (kernel 6.6+) */
@@ -60,6 +61,11 @@ uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32
 /* Map file descriptors, for reading the profile. */
 int tracer_sites_fd(const struct tracer *tr);
 int tracer_stacks_fd(const struct tracer *tr);
+int tracer_live_fd(const struct tracer *tr);
+int tracer_arenas_fd(const struct tracer *tr);
+
+/* The process totals and peak the BPF side keeps. */
+void tracer_totals(const struct tracer *tr, struct ht_totals *t);
 uint32_t tracer_max_stacks(const struct tracer *tr);
 
 /* Bytes of a stored stack of max_depth frames (a prefix of struct ht_stack). */

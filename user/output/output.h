@@ -7,6 +7,19 @@
 #include "profile.h"
 #include "symbolize.h"
 
+enum ht_format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP };
+
+int format_parse(const char *s, enum ht_format *f);
+
+/* Write p in a format (symbolizing from p->maps where the format needs names). */
+int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top);
+
+/*
+ * A few lines on what grew: the total and the n stacks that grew most, by
+ * their innermost named frames (--diff with -i).
+ */
+void output_growth(FILE *f, const struct profile *diff, struct symbolizer *sym, enum ht_value v, size_t n);
+
 /* Legacy gperftools heap profile text; needs no symbols (consumers read MAPPED_LIBRARIES). */
 int output_pprof_text(FILE *f, const struct profile *p);
 

@@ -27,6 +27,38 @@ static const char *unit(enum ht_value v)
 	return v == V_INUSE_SPACE || v == V_ALLOC_SPACE ? "bytes" : "objects";
 }
 
+/* "1us", "512us", "2ms", "4s": the lower bound of a log2 microsecond bucket. */
+static const char *bucket_name(int i, char *buf, size_t len)
+{
+	uint64_t us = i ? 1ull << i : 0;
+
+	if (us < 1000)
+		snprintf(buf, len, "%luus", (unsigned long)us);
+	else if (us < 1000000)
+		snprintf(buf, len, "%lums", (unsigned long)(us / 1000));
+	else
+		snprintf(buf, len, "%lus", (unsigned long)(us / 1000000));
+	return buf;
+}
+
+/* How long this stack's blocks lived before their free, as a log2 histogram. */
+static void print_lifetimes(FILE *f, const struct ht_site *c)
+{
+	uint64_t freed = 0;
+	char b[16];
+
+	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
+		freed += c->lifetimes[i];
+	if (!freed)
+		return;
+	fprintf(f, "      freed %lu, temporary (< 1 ms) %lu; lifetimes:", (unsigned long)freed,
+		(unsigned long)c->temporary);
+	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
+		if (c->lifetimes[i])
+			fprintf(f, " >=%s:%u", bucket_name(i, b, sizeof(b)), c->lifetimes[i]);
+	fputc('\n', f);
+}
+
 static void print_frames(FILE *f, const struct prof_stack *s, struct symbolizer *sym)
 {
 	char name[256];
@@ -58,14 +90,32 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 
 	if (!order)
 		return -1;
-	fprintf(f, "heaptrace: PID %d, stacks by %s\n", p->pid, value_name(v));
+	if (p->is_diff)
+		fprintf(f, "heaptrace diff: stacks by growth of %s, largest first\n", value_name(v));
+	else
+		fprintf(f, "heaptrace: PID %d, stacks by %s\n", p->pid, value_name(v));
 	fprintf(f, "  in use:    %14s bytes in %s objects\n", grouped(p->total.inuse_bytes, a, sizeof(a)),
 		grouped(p->total.inuse_objects, b, sizeof(b)));
 	fprintf(f, "  allocated: %14s bytes in %s objects\n", grouped(p->total.alloc_bytes, c, sizeof(c)),
 		grouped(p->total.alloc_objects, d, sizeof(d)));
 	fprintf(f, "  stacks:    %14zu\n", p->n);
+	if (p->is_diff)
+		goto stacks;
+	/* heaptrack's summary: how much churn, how high it got, what stayed. */
+	uint64_t temporary = 0;
+	for (size_t k = 0; k < p->n; k++)
+		temporary += p->stacks[k].c.temporary;
+	fprintf(f, "  temporary: %14s allocations freed within 1 ms\n", grouped(temporary, a, sizeof(a)));
+	if (p->totals.peak_bytes)
+		fprintf(f, "  peak:      %14s bytes in use, %.3f s after tracing started\n",
+			grouped(p->totals.peak_bytes, a, sizeof(a)),
+			p->totals.peak_ns > p->start_ns && p->start_ns ? (p->totals.peak_ns - p->start_ns) / 1e9 : 0.0);
+	fprintf(f, "  leaked:    %14s bytes live at the end%s\n", grouped(p->total.inuse_bytes, a, sizeof(a)),
+		p->min_age > 0 ? " (blocks at least --min-age old)" : "");
 	output_losses(losses, sizeof(losses), p->counters, false);
-	fprintf(f, "  losses:    %s\n\n", *losses ? losses : "none");
+	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
+stacks:
+	fputc('\n', f);
 
 	size_t shown = 0;
 	for (size_t k = 0; k < p->n && shown < max_stacks; k++) {
@@ -79,6 +129,7 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 			shown, grouped(val, a, sizeof(a)), unit(v), total ? 100.0 * val / total : 0.0,
 			grouped(s->c.inuse_bytes, b, sizeof(b)), (int64_t)s->c.inuse_objects,
 			grouped(s->c.alloc_bytes, c, sizeof(c)), (uint64_t)s->c.alloc_objects);
+		print_lifetimes(f, &s->c);
 		print_frames(f, s, sym);
 		fputc('\n', f);
 	}

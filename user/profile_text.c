@@ -1,0 +1,94 @@
+/* Reading the legacy heap profile text back, for `heaptrace diff`. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "profile.h"
+#include "target.h"
+
+/* "  in: inb [ al: alb] @ 0x.. 0x.." into s; false when the line is not one. */
+static bool parse_stack(char *line, struct prof_stack *s)
+{
+	long long io, ib, ao, ab;
+	char *at = strchr(line, '@');
+	size_t cap = 16;
+
+	if (!at || sscanf(line, " %lld: %lld [ %lld: %lld ]", &io, &ib, &ao, &ab) != 4)
+		return false;
+	memset(s, 0, sizeof(*s));
+	s->c.inuse_objects = io;
+	s->c.inuse_bytes = ib;
+	s->c.alloc_objects = ao;
+	s->c.alloc_bytes = ab;
+	s->pcs = malloc(cap * sizeof(uint64_t));
+	for (char *tok = strtok(at + 1, " \t\n"); tok && s->pcs; tok = strtok(NULL, " \t\n")) {
+		if (s->depth == cap) {
+			uint64_t *n = realloc(s->pcs, (cap *= 2) * sizeof(uint64_t));
+			if (!n) {
+				free(s->pcs);
+				s->pcs = NULL;
+				break;
+			}
+			s->pcs = n;
+		}
+		s->pcs[s->depth++] = strtoull(tok, NULL, 16);
+	}
+	return s->pcs != NULL;
+}
+
+int profile_read_text(const char *path, struct profile *p, char **maps)
+{
+	char *text = read_text_file(path), *save = NULL;
+	size_t cap = 0;
+	int lineno = 0;
+
+	memset(p, 0, sizeof(*p));
+	*maps = NULL;
+	if (!text) {
+		ht_err("cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char *mapped = strstr(text, "\nMAPPED_LIBRARIES:\n");
+	if (mapped) {
+		*maps = strdup(mapped + strlen("\nMAPPED_LIBRARIES:\n"));
+		mapped[1] = '\0';
+	}
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct prof_stack s;
+
+		if (++lineno == 1) {
+			if (strncmp(line, "heap profile:", 13)) {
+				ht_err("%s is not a heap profile (no 'heap profile:' header)", path);
+				goto bad;
+			}
+			continue;
+		}
+		if (!parse_stack(line, &s)) {
+			ht_err("%s:%d: not a heap profile record", path, lineno);
+			goto bad;
+		}
+		if (p->n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct prof_stack *n = realloc(p->stacks, cap * sizeof(*n));
+			if (!n) {
+				free(s.pcs);
+				goto bad;
+			}
+			p->stacks = n;
+		}
+		p->stacks[p->n++] = s;
+	}
+	free(text);
+	p->maps = *maps;
+	profile_normalize(p);
+	return 0;
+bad:
+	free(text);
+	free(*maps);
+	*maps = NULL;
+	profile_free(p);
+	return -1;
+}
