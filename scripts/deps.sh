@@ -3,7 +3,7 @@
 # that is not already there.  Idempotent: a machine that has everything runs
 # no apt-get at all.
 set -e
-pkgs="clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libcapstone-dev
+pkgs="clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libcapstone-dev libmicrohttpd-dev curl
       make gcc g++ google-perftools golang-go heaptrack libjemalloc2 libtcmalloc-minimal4
       valgrind bpftrace"
 missing=""

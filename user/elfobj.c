@@ -181,6 +181,29 @@ int elfobj_exec_segments(struct elfobj *o,
 	return 0;
 }
 
+size_t elfobj_build_id(struct elfobj *o, uint8_t *buf, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		Elf_Data *data;
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE || !(data = elf_getdata(scn, NULL)))
+			continue;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((char *)data->d_buf + name_off, "GNU", 4))
+				continue;
+			size_t n = nh.n_descsz < len ? nh.n_descsz : len;
+			memcpy(buf, (char *)data->d_buf + desc_off, n);
+			return n;
+		}
+	}
+	return 0;
+}
+
 bool elfobj_dynamic(struct elfobj *o)
 {
 	size_t n;

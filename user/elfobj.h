@@ -42,6 +42,9 @@ bool elfobj_readable(struct elfobj *o, uint64_t vaddr, uint64_t len);
 int elfobj_exec_segments(struct elfobj *o,
 			 int (*fn)(const uint8_t *code, size_t len, uint64_t vaddr, void *arg), void *arg);
 
+/* The GNU build ID note, as bytes (up to len); its length, or 0 when there is none. */
+size_t elfobj_build_id(struct elfobj *o, uint8_t *buf, size_t len);
+
 /* Has a PT_INTERP, i.e. is dynamically linked. */
 bool elfobj_dynamic(struct elfobj *o);
 

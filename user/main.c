@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "allocator.h"
+#include "http.h"
 #include "log.h"
 #include "monitor.h"
 #include "output/output.h"
@@ -22,8 +23,8 @@
 #include "symspec.h"
 #include "target.h"
 #include "tracer.h"
+#include "version.h"
 
-#define HEAPTRACE_VERSION "0.1.0"
 
 struct options {
 	pid_t pid;
@@ -48,19 +49,21 @@ struct options {
 	bool at_peak;
 	uint64_t peak_step;
 	double min_age;
+	const char *http;                       /* --http ADDR:PORT */
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: heaptrace [OPTIONS] -p PID\n"
 	      "       heaptrace [OPTIONS] [--] COMMAND [ARG...]\n"
-	      "       heaptrace diff OLD NEW [-f top|collapsed|pprof] [--value V]\n"
+	      "       heaptrace diff OLD NEW [-f top|collapsed|pprof|proto] [--value V]\n"
 	      "Trace every heap allocation of a process from outside and write a heap profile.\n"
 	      "\n"
 	      "  -p, --pid PID         attach to a running process until Ctrl-C, SIGTERM,\n"
 	      "                        --duration or its exit\n"
 	      "  -o, --output FILE     where the profile goes (default: standard output)\n"
-	      "  -f, --format FMT      pprof (default) | collapsed | top\n"
+	      "  -f, --format FMT      pprof (default, legacy text) | proto (gzipped protobuf,\n"
+	      "                        symbols inside) | collapsed | top\n"
 	      "      --collapsed       same as -f collapsed\n"
 	      "      --value V         inuse_space (default) | inuse_objects | alloc_space |\n"
 	      "                        alloc_objects: the counter collapsed and top report\n"
@@ -74,6 +77,8 @@ static void usage(FILE *f)
 	      "      --peak-step BYTES rise that makes a new at-peak profile (default: 5%% of\n"
 	      "                        the last, at least 1 MiB); the peak itself is exact\n"
 	      "      --min-age SEC     in-use counts only blocks live for at least SEC seconds\n"
+	      "      --http ADDR:PORT  serve /debug/pprof/heap, /debug/pprof/allocs and /metrics\n"
+	      "                        while tracing (ADDR defaults to 127.0.0.1)\n"
 	      "      --top N           stacks shown by -f top (default 20)\n"
 	      "      --max-allocs N    live blocks tracked (default 1048576)\n"
 	      "      --max-stacks N    distinct stacks kept (default 65536)\n"
@@ -135,7 +140,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
 	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE, OPT_SYM, OPT_FREE_SYM,
-	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB, OPT_DIFF, OPT_AT_PEAK, OPT_PEAK_STEP, OPT_MIN_AGE };
+	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB, OPT_DIFF, OPT_AT_PEAK, OPT_PEAK_STEP, OPT_MIN_AGE,
+	       OPT_HTTP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -160,6 +166,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "at-peak", no_argument, NULL, OPT_AT_PEAK },
 		{ "peak-step", required_argument, NULL, OPT_PEAK_STEP },
 		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -185,7 +192,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'f':
 			if (format_parse(optarg, &o->format))
-				return bad("unknown format '%s': pprof, collapsed or top", optarg);
+				return bad("unknown format '%s': pprof, proto, collapsed or top", optarg);
 			break;
 		case OPT_COLLAPSED:
 			o->format = FMT_COLLAPSED;
@@ -269,6 +276,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad("--peak-step needs a positive number of bytes, not '%s'", optarg);
 			break;
 		}
+		case OPT_HTTP:
+			o->http = optarg;
+			break;
 		case OPT_MIN_AGE:
 			if (parse_seconds(optarg, &o->min_age))
 				return bad("--min-age needs a positive number of seconds, not '%s'", optarg);
@@ -330,6 +340,34 @@ out:
 	free(libc);
 	objlist_free(&objs);
 	return err;
+}
+
+/* The traced command line, for the record in profiles. */
+static char *command_line(const struct options *o, const struct target *t)
+{
+	char *s = NULL, path[64];
+	size_t len = 0;
+	FILE *m = open_memstream(&s, &len);
+
+	if (!m)
+		return NULL;
+	if (o->argv) {
+		for (char **a = o->argv; *a; a++)
+			fprintf(m, "%s%s", a == o->argv ? "" : " ", *a);
+	} else {
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
+		FILE *f = fopen(path, "re");
+		int c, prev = 0;
+		while (f && (c = fgetc(f)) != EOF) {
+			fputc(c ? c : ' ', m);
+			prev = c;
+		}
+		(void)prev;
+		if (f)
+			fclose(f);
+	}
+	fclose(m);
+	return s;
 }
 
 static double now_ms(void)
@@ -503,9 +541,9 @@ int main(int argc, char **argv)
 		goto kill_child;
 	}
 
-	char prefix[4096];
+	char prefix[4096], *command = command_line(&o, &t);
 	struct snapshots ss = { .fmt = o.format, .value = o.value, .top = o.top, .diff = o.diff,
-				.opts = { .min_age = o.min_age, .start_ns = monotonic_ns() },
+				.opts = { .min_age = o.min_age, .start_ns = monotonic_ns(), .command = command },
 				.tr = &tr, .t = &t };
 	if (o.interval) {
 		if (o.output)
@@ -516,8 +554,13 @@ int main(int argc, char **argv)
 		ss.live = o.format == FMT_TOP && !o.output && isatty(STDOUT_FILENO);
 	}
 
+	struct http_server *http = NULL;
+	if (o.http && !(http = http_start(o.http, &tr, &t, &ss.opts)))
+		goto kill_child;
+
 	struct stop st = monitor_run(&t, o.duration, o.interval, snapshot_tick, &ss);
 	monitor_release_signals();
+	http_stop(http);
 	if (!t.exited)
 		target_refresh_maps(&t);
 	tracer_detach(&tr);
@@ -561,6 +604,7 @@ int main(int argc, char **argv)
 			fclose(f);
 	}
 	snapshots_free(&ss);
+	free(command);
 	report_resources(&tr);
 	if (prof.trimmed)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory",

@@ -318,6 +318,7 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	p->maps = maps;
 	p->start_ns = opts ? opts->start_ns : 0;
 	p->min_age = opts ? opts->min_age : 0;
+	p->command = opts ? opts->command : NULL;
 	tracer_counters(tr, p->counters);
 	tracer_totals(tr, &p->totals);
 	p->now_ns = monotonic_ns();

@@ -33,11 +33,13 @@ struct profile {
 	uint64_t start_ns;              /* when tracing started */
 	double min_age;                 /* >0: in-use counts only blocks live at least this long (s) */
 	bool is_diff;                   /* counters are changes between two profiles */
+	const char *command;            /* the target's command line, for the record */
 };
 
 struct profile_opts {
 	double min_age;         /* --min-age SEC */
 	uint64_t start_ns;
+	const char *command;
 };
 
 /* Read every stack's counters; stacks with identical frames are merged. */

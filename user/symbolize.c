@@ -288,7 +288,7 @@ static const char *qualified_name(struct symbolizer *s, Dwarf_Die *die, const ch
 	return result ? result : intern(s, name);
 }
 
-static const char *die_func_name(struct symbolizer *s, Dwarf_Die *die)
+static const char *die_func_name(struct symbolizer *s, Dwarf_Die *die, const char **system)
 {
 	Dwarf_Attribute attr;
 	const char *linkage, *name;
@@ -297,6 +297,7 @@ static const char *die_func_name(struct symbolizer *s, Dwarf_Die *die)
 	linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
 	if (!linkage)
 		linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	*system = linkage ? intern(s, linkage) : NULL;
 	if (linkage) {
 		const char *demangled = demangle(s, linkage);
 
@@ -413,7 +414,9 @@ static void dwarf_frames(struct symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr
 
 		if (!is_function_tag(tag))
 			continue;
-		f.func = die_func_name(s, &chain[i]);
+		f.func = die_func_name(s, &chain[i], &f.system);
+		if (!f.system)
+			f.system = f.func;
 		if (callee)
 			call_site(s, callee, &f);
 		else
@@ -425,12 +428,14 @@ static void dwarf_frames(struct symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr
 	free(chain);
 }
 
-static const char *symtab_name(struct symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr)
+static const char *symtab_name(struct symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr,
+			       const char **system)
 {
 	GElf_Off off;
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 
+	*system = name ? intern(s, name) : NULL;
 	return name ? symbol_name(s, name) : NULL;
 }
 
@@ -493,7 +498,7 @@ static void symbolize_pc(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 		push_frame(fv, &f);
 	}
 	if (fv->n > 0 && !fv->v[fv->n - 1].func)
-		fv->v[fv->n - 1].func = symtab_name(s, mod, addr);
+		fv->v[fv->n - 1].func = symtab_name(s, mod, addr, &fv->v[fv->n - 1].system);
 	for (int i = 0; i < fv->n; i++) {
 		fv->v[i].module = module;
 		fv->v[i].module_off = off;

@@ -12,6 +12,7 @@ struct symbolizer;
  * until sym_close(). */
 struct sym_frame {
 	const char *func;    /* demangled function name, NULL when unknown */
+	const char *system;  /* the name as linked (mangled for C++), NULL when unknown */
 	const char *file;    /* source file, NULL when unknown */
 	int line;            /* 0 when unknown */
 	const char *module;  /* basename of the mapped object, NULL when the pc is in no module */

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +51,17 @@ char *read_text_file(const char *path)
 	return buf;
 }
 
+/* Guards t->maps between the tracing thread and HTTP request threads. */
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+char *target_maps_copy(struct target *t)
+{
+	pthread_mutex_lock(&maps_lock);
+	char *m = t->maps ? strdup(t->maps) : NULL;
+	pthread_mutex_unlock(&maps_lock);
+	return m;
+}
+
 void target_refresh_maps(struct target *t)
 {
 	char path[64];
@@ -62,8 +74,10 @@ void target_refresh_maps(struct target *t)
 		free(m);
 		return;
 	}
+	pthread_mutex_lock(&maps_lock);
 	free(t->maps);
 	t->maps = m;
+	pthread_mutex_unlock(&maps_lock);
 }
 
 /* PATH search the way execvp does it, but done here so the child never mallocs. */

@@ -34,6 +34,9 @@ void target_free(struct target *t);
 /* Re-read the memory map; keeps the previous one if the process is gone. */
 void target_refresh_maps(struct target *t);
 
+/* A copy of the memory map text, safe while another thread refreshes it (--http). */
+char *target_maps_copy(struct target *t);
+
 /*
  * Handle what waitpid reports for a launched child without blocking (or
  * blocking, when wait is set) : ptrace exit stops (capture the maps, let it

@@ -8,7 +8,7 @@
 int format_parse(const char *s, enum ht_format *f)
 {
 	static const char *const names[] = { [FMT_PPROF] = "pprof", [FMT_COLLAPSED] = "collapsed",
-					     [FMT_TOP] = "top" };
+					     [FMT_TOP] = "top", [FMT_PROTO] = "proto" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(s, names[i])) {
@@ -34,6 +34,9 @@ int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_v
 		break;
 	case FMT_COLLAPSED:
 		err = output_collapsed(f, p, sym, v);
+		break;
+	case FMT_PROTO:
+		err = output_pprof_proto(f, p, sym, v);
 		break;
 	default:
 		err = output_top(f, p, sym, v, top);

@@ -7,7 +7,7 @@
 #include "profile.h"
 #include "symbolize.h"
 
-enum ht_format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP };
+enum ht_format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP, FMT_PROTO };
 
 int format_parse(const char *s, enum ht_format *f);
 
@@ -22,6 +22,12 @@ void output_growth(FILE *f, const struct profile *diff, struct symbolizer *sym, 
 
 /* Legacy gperftools heap profile text; needs no symbols (consumers read MAPPED_LIBRARIES). */
 int output_pprof_text(FILE *f, const struct profile *p);
+
+/*
+ * Gzipped pprof protobuf with symbols inside; dflt is the default sample
+ * type (inuse_space for /debug/pprof/heap, alloc_space for allocs).
+ */
+int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt);
 
 /* Brendan Gregg's folded stacks for flamegraph.pl: "outer;...;inner VALUE". */
 int output_collapsed(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v);
