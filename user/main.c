@@ -471,6 +471,8 @@ static int run_diff(int argc, char **argv)
 		}
 		d.maps = maps_b;
 		rc = output_write(stdout, fmt, &d, v, top) ? 1 : 0;
+		if (rc)
+			ht_err("cannot write the diff");
 		profile_free(&d);
 	}
 	profile_free(&a);

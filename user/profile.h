@@ -50,11 +50,15 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 void profile_normalize(struct profile *p);
 
 /*
- * Read a legacy heap profile text (heaptrace's or gperftools'): counters,
+ * Read a heap profile file: legacy text (heaptrace's or gperftools') or
+ * heaptrace's gzipped protobuf: counters,
  * frames and the MAPPED_LIBRARIES text (*maps, malloc'd, for p->maps).
  * Returns 0, or -1 with the error printed.
  */
 int profile_read_text(const char *path, struct profile *p, char **maps);
+
+/* The same from a gzipped pprof protobuf in memory (heaptrace's -f proto). */
+int profile_read_proto(const uint8_t *gz, size_t len, const char *path, struct profile *p, char **maps);
 
 /* The profile as it stood at the peak: in-use counters replaced by the at-peak ones. */
 void profile_at_peak(struct profile *p);

@@ -51,6 +51,23 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 		ht_err("cannot read %s: %s", path, strerror(errno));
 		return -1;
 	}
+	if ((uint8_t)text[0] == 0x1f && (uint8_t)text[1] == 0x8b) {
+		/* gzip: a -f proto profile.  read_text_file stops at no NUL, so take the size from the file. */
+		FILE *f = fopen(path, "re");
+		uint8_t *buf = NULL;
+		long size = -1;
+		if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) &&
+		    (buf = malloc(size)) && fread(buf, 1, size, f) == (size_t)size) {
+			free(text);
+			fclose(f);
+			int r = profile_read_proto(buf, size, path, p, maps);
+			free(buf);
+			return r;
+		}
+		if (f)
+			fclose(f);
+		free(buf);
+	}
 	char *mapped = strstr(text, "\nMAPPED_LIBRARIES:\n");
 	if (mapped) {
 		*maps = strdup(mapped + strlen("\nMAPPED_LIBRARIES:\n"));

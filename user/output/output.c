@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "output.h"
 
 int format_parse(const char *s, enum ht_format *f)
@@ -25,8 +26,10 @@ int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_v
 
 	if (fmt != FMT_PPROF) {
 		sym = sym_open(p->maps ? p->maps : "");
-		if (!sym)
+		if (!sym) {
+			ht_err("cannot read the profile's memory map for symbols: %s", strerror(errno));
 			return -1;
+		}
 	}
 	switch (fmt) {
 	case FMT_PPROF:
