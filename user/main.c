@@ -497,9 +497,23 @@ int main(int argc, char **argv)
 		return run_diff(argc - 1, argv + 1);
 	if (parse_options(argc, argv, &o))
 		return 2;
-	if (o.output && !(out = fopen(o.output, "we"))) {
-		ht_err("cannot open %s: %s", o.output, strerror(errno));
+	/* Where the output goes is checked now, not after an hour of tracing. */
+	if (o.output && !o.interval && !(out = create_output(o.output))) {
+		ht_err("cannot create %s: %s", o.output, strerror(errno));
 		return 1;
+	}
+	if ((o.interval && o.output) || o.at_peak) {
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", o.output ? o.output : ".");
+		char *slash = o.output ? strrchr(dir, '/') : NULL;
+		if (slash)
+			*slash = '\0';
+		else if (o.output)
+			snprintf(dir, sizeof(dir), ".");
+		if (access(*dir ? dir : "/", W_OK)) {
+			ht_err("cannot write files in %s: %s", *dir ? dir : "/", strerror(errno));
+			return 1;
+		}
 	}
 	if (monitor_init()) {
 		ht_err("cannot set up signal handling: %s", strerror(errno));
@@ -593,7 +607,7 @@ int main(int argc, char **argv)
 		char path[4200];
 		snapshot_peak_path(o.output, ss.prefix, t.pid, path, sizeof(path));
 		profile_at_peak(&prof);
-		FILE *f = fopen(path, "we");
+		FILE *f = create_output(path);
 		if (!f || output_write(f, o.format, &prof, o.value, o.top)) {
 			ht_err("cannot write the at-peak profile %s: %s", path, strerror(errno));
 			rc = 1;

@@ -16,7 +16,8 @@ static bool parse_stack(char *line, struct prof_stack *s)
 	char *at = strchr(line, '@');
 	size_t cap = 16;
 
-	if (!at || sscanf(line, " %lld: %lld [ %lld: %lld ]", &io, &ib, &ao, &ab) != 4)
+	errno = 0;
+	if (!at || sscanf(line, " %lld: %lld [ %lld: %lld ]", &io, &ib, &ao, &ab) != 4 || errno == ERANGE)
 		return false;
 	memset(s, 0, sizeof(*s));
 	s->c.inuse_objects = io;
@@ -77,10 +78,12 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 		struct prof_stack s;
 
 		if (++lineno == 1) {
-			if (strncmp(line, "heap profile:", 13)) {
-				ht_err("%s is not a heap profile (no 'heap profile:' header)", path);
+			struct prof_stack hdr;
+			if (strncmp(line, "heap profile:", 13) || !parse_stack(line + 13, &hdr)) {
+				ht_err("%s is not a heap profile (no 'heap profile: N: N [N: N] @' header)", path);
 				goto bad;
 			}
+			free(hdr.pcs);
 			continue;
 		}
 		if (!parse_stack(line, &s)) {
@@ -99,11 +102,16 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 		p->stacks[p->n++] = s;
 	}
 	free(text);
+	if (!lineno) {
+		ht_err("%s is empty, not a heap profile", path);
+		goto bad_freed;
+	}
 	p->maps = *maps;
 	profile_normalize(p);
 	return 0;
 bad:
 	free(text);
+bad_freed:
 	free(*maps);
 	*maps = NULL;
 	profile_free(p);

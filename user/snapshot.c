@@ -48,7 +48,7 @@ int snapshot_write(struct snapshots *ss, struct profile *p)
 	}
 	char path[4200];
 	snprintf(path, sizeof(path), "%s.%04d.heap", ss->prefix, ss->seq);
-	FILE *f = fopen(path, "we");
+	FILE *f = create_output(path);
 	if (!f) {
 		ht_err("snapshot %d lost: cannot create %s: %s", ss->seq, path, strerror(errno));
 		ss->failed++;

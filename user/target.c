@@ -177,6 +177,23 @@ int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
 	return 0;
 }
 
+/* PF_KTHREAD in the flags field (the 9th) of /proc/PID/stat. */
+static bool is_kernel_thread(pid_t pid)
+{
+	char path[64], *stat, *p;
+	unsigned long flags = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(stat = read_text_file(path)))
+		return false;
+	/* The command name may hold spaces and parentheses: fields start after the last ')'. */
+	p = strrchr(stat, ')');
+	if (p)
+		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags);
+	free(stat);
+	return flags & 0x00200000;
+}
+
 int target_attach(struct target *t, pid_t pid)
 {
 	char path[64];
@@ -186,6 +203,10 @@ int target_attach(struct target *t, pid_t pid)
 	t->pid = pid;
 	if (kill(pid, 0) && errno == ESRCH) {
 		ht_err("no process with PID %d", pid);
+		return 1;
+	}
+	if (is_kernel_thread(pid)) {
+		ht_err("PID %d is a kernel thread: it has no user-space heap to trace", pid);
 		return 1;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
