@@ -22,7 +22,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deps demo test bench test-targets
+.PHONY: all clean install deps demo test bench test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h | $(BUILD)
@@ -54,7 +54,37 @@ $(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c user/symbolize.c user/
 	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
 		tests/unit/test_symbolize.c user/symbolize.c -o $@ -ldw -lelf -ldl -lstdc++
 
-test-targets: $(TEST_BINS) $(UNIT_BINS)
+# Fuzzing: libFuzzer targets for the --sym parser and the profile readers of
+# `heaptrace diff`.  `make fuzz` runs each for FUZZ_SECONDS and keeps what
+# crashes in tests/fuzz/regressions/; the replays (ASan+UBSan, no libFuzzer)
+# run the seeds and regressions in `make test`.
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES := symspec profile
+FUZZ_SRCS_symspec := user/symspec.c
+FUZZ_SRCS_profile := user/profile.c user/profile_text.c user/profile_proto.c user/log.c user/target.c
+FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -fno-omit-frame-pointer
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard user/*.c user/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread
+
+$(BUILD)/unit/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard user/*.c user/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(FUZZ_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
+		-DREPLAY_CORPUS='"tests/fuzz/corpus/$*"' -DREPLAY_REGRESSIONS='"tests/fuzz/regressions/$*"' \
+		tests/fuzz/replay.c $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread
+
+fuzz: deps
+	$(MAKE) $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
+	@for t in $(FUZZ_NAMES); do \
+		mkdir -p $(BUILD)/fuzz/corpus-$$t tests/fuzz/regressions/$$t; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		$(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -max_len=65536 \
+			-artifact_prefix=tests/fuzz/regressions/$$t/ $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
+			|| { echo "fuzz: $$t crashed; the input is in tests/fuzz/regressions/$$t/"; exit 1; }; \
+	done
+
+test-targets: $(TEST_BINS) $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
 
 $(BUILD)/demo: tests/demo/demo.c | $(BUILD)
 	$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@

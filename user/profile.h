@@ -70,6 +70,10 @@ uint64_t monotonic_ns(void);
 void profile_free(struct profile *p);
 
 int64_t site_value(const struct ht_site *c, enum ht_value v);
+void site_add(struct ht_site *to, const struct ht_site *c);
+
+/* qsort order of stacks by their frames. */
+int cmp_frames(const void *a, const void *b);
 const char *value_name(enum ht_value v);
 int value_parse(const char *s, enum ht_value *v);
 
