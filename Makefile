@@ -6,8 +6,9 @@ BPFTOOL ?= bpftool
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 BUILD := build
+# CFLAGS is the caller's to set (optimisation, sanitizers); HT_CFLAGS is not optional.
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUILD)
+HT_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUILD)
 LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++
 BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
@@ -33,10 +34,10 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 
 $(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/output/*.h) bpf/heaptrace.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(HT_CFLAGS) -c $< -o $@
 
 $(BUILD)/heaptrace: $(USER_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(HT_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -119,11 +120,22 @@ $(BENCH)/floor.skel.h: $(BENCH)/floor.bpf.o
 	$(BPFTOOL) gen skeleton $< name floor > $@
 
 $(BENCH)/floor: bench/floor.c user/uprobe_multi.c user/uprobe_multi.h $(BENCH)/floor.skel.h
-	$(CC) $(CFLAGS) -I$(BENCH) bench/floor.c user/uprobe_multi.c -o $@ -lbpf -lelf -lz
+	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/uprobe_multi.c -o $@ -lbpf -lelf -lz
 
 bench: deps
 	$(MAKE) all $(BENCH)/churn $(BENCH)/floor
 	bash bench/run.sh
 
+# The whole test suite against a heaptrace built with ASan and UBSan (all but
+# the valgrind scenario, which cannot run an ASan binary).
+ASAN_BUILD := build-asan
+check-asan: deps
+	$(MAKE) all test-targets
+	$(MAKE) BUILD=$(ASAN_BUILD) CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" $(ASAN_BUILD)/heaptrace
+	HEAPTRACE=$(CURDIR)/$(ASAN_BUILD)/heaptrace ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1 \
+		bash tests/run.sh $(filter-out valgrind,$(shell sed -n 's/^SCENARIOS="\(.*\)"/\1/p' tests/run.sh))
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)
