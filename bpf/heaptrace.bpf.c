@@ -617,3 +617,34 @@ int reset_enter(struct pt_regs *ctx)
 		*v += rc.objects;
 	return 0;
 }
+
+static long drop_block(struct bpf_map *map, __u64 *ptr, struct ht_block *b, __u64 *dropped)
+{
+	struct ht_block copy = *b;
+
+	if (!bpf_map_delete_elem(map, ptr) && release(&copy))
+		(*dropped)++;
+	return 0;
+}
+
+/*
+ * execve() replaces the heap: every block of the old program is gone
+ * without a free.  Release them all, so the new program starts from zero
+ * in use (its allocations are traced if it uses the same allocator object).
+ */
+SEC("tracepoint/sched/sched_process_exec")
+int process_exec(void *ctx)
+{
+	__u64 dropped = 0;
+
+	if (!traced())
+		return 0;
+	bpf_for_each_map_elem(&live, drop_block, &dropped, 0);
+	count(HT_EXECS);
+
+	__u32 k = HT_EXEC_DROPPED;
+	__u64 *v = bpf_map_lookup_elem(&counters, &k);
+	if (v)
+		*v += dropped;
+	return 0;
+}

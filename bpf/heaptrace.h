@@ -185,6 +185,8 @@ enum ht_counter {
 	HT_RESETS,              /* arena resets */
 	HT_RESET_OBJECTS,       /* objects released by arena resets */
 	HT_LOSS_ARENA_FULL,     /* arena bookkeeping map full: a reset cannot release these */
+	HT_EXECS,               /* the process executed a new program */
+	HT_EXEC_DROPPED,        /* live blocks of the old program, gone with it */
 	HT_COUNTER_MAX,
 };
 

@@ -840,7 +840,753 @@ scenario_stacks() {
 	done
 }
 
-SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep signal errors attach pprof top valgrind"
+# ---------------------------------------------------------------------------
+# Reliability and safety (faults, limits, badinput, stress, soak).  Helpers
+# are prefixed rl_.
+
+# rl_ht LIMIT KEY ARG...: ht with a fixed timeout of LIMIT seconds, for the
+# long runs (ht's timeout shrinks to 10 s once the run is past its budget).
+rl_ht() {
+	local limit=$1 key=$2 t0=$SECONDS
+	shift 2
+	echo "heaptrace $(rel "$@")" >"$TMP/$key.cmd"
+	timeout -k 5 "$limit" "$HT" "$@" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	RC=$?
+	echo "$RC" >"$TMP/$key.rc"
+	[ $((SECONDS - t0)) -ge "$limit" ] && echo "timed out after $limit s" >>"$TMP/$key.err"
+	return 0
+}
+
+# rl_launch KEY ARG...: heaptrace ARG... in the background (stdout KEY.tout,
+# stderr KEY.err); HPID is its timeout wrapper.
+rl_launch() {
+	local key=$1
+	shift
+	echo "heaptrace $(rel "$@")" >"$TMP/$key.cmd"
+	timeout -k 5 60 "$HT" "$@" >"$TMP/$key.tout" 2>"$TMP/$key.err" </dev/null &
+	HPID=$!
+}
+
+# rl_wait_exit PID SECS: wait_exit without the shell's "Killed" notice for
+# a job that died of SIGKILL.
+rl_wait_exit() {
+	local n=$(($2 * 10))
+	while kill -0 "$1" 2>/dev/null && [ "$n" -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		WRC=timeout
+		return 1
+	fi
+	wait "$1" 2>/dev/null
+	WRC=$?
+	return 0
+}
+
+# rl_htpid: the heaptrace process under the timeout wrapper HPID.
+rl_htpid() {
+	pgrep -P "$HPID" | head -1
+}
+
+# rl_rc KEY WANT: "exit status X, want WANT" unless WRC is WANT; records it.
+rl_rc() {
+	echo "$WRC" >"$TMP/$1.rc"
+	[ "$WRC" = "$2" ] || echo "exit status $WRC, want $2"
+}
+
+# rl_events_num KEY NAME: a counter of the events line on KEY.err.
+rl_events_num() {
+	grep -m1 '^heaptrace: events:' "$TMP/$1.err" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+
+# rl_header FILE: "IO IB AO AB" from the first line of a pprof heap profile.
+rl_header() {
+	head -1 "$1" 2>/dev/null |
+		sed -nE 's/^heap profile: *([0-9]+): *([0-9]+) \[ *([0-9]+): *([0-9]+)\] @ heapprofile.*/\1 \2 \3 \4/p'
+}
+
+# rl_peak_rss KEY: N of "heaptrace: heaptrace peak RSS: N KiB" (-v).
+rl_peak_rss() {
+	sed -nE 's/^heaptrace: heaptrace peak RSS: ([0-9]+) KiB.*/\1/p' "$TMP/$1.err" | head -1
+}
+
+# rl_bpf_ids PID: "prog N" and "link N" for every BPF program and link
+# PID holds open (its fdinfo), one a line.
+rl_bpf_ids() {
+	grep -h -E '^(prog_id|link_id):' /proc/"$1"/fdinfo/* 2>/dev/null |
+		awk '{ sub(/_id:/, "", $1); print $1, $2 }' | sort -u
+}
+
+# rl_bpf_left IDS_FILE: which of those programs and links still exist, and
+# links of those programs (bpftool), after up to 5 s for the kernel to
+# release them; empty when none.
+rl_bpf_left() {
+	local ids=$1 progs links left
+	for _ in $(seq 50); do
+		progs=$(bpftool -j prog show 2>/dev/null | grep -oE '"id":[0-9]+' | cut -d: -f2)
+		links=$(bpftool -j link show 2>/dev/null | grep -oE '"(id|prog_id)":[0-9]+')
+		left=$(while read -r kind id; do
+			case $kind in
+			prog)
+				printf '%s\n' "$progs" | grep -qx "$id" && echo "program $id still loaded"
+				printf '%s\n' "$links" | grep -qx "\"prog_id\":$id" && echo "a link of program $id still exists"
+				;;
+			link)
+				printf '%s\n' "$links" | grep -qx "\"id\":$id" && echo "link $id still exists"
+				;;
+			esac
+		done <"$ids")
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	echo "$left"
+	bpftool link show 2>/dev/null | head -20
+}
+
+# rl_uprobe_events: lines of the kprobe/uprobe tracefs list naming heaptrace.
+rl_uprobe_events() {
+	local tr=/sys/kernel/tracing
+	[ -e "$tr/uprobe_events" ] || mount -t tracefs nodev "$tr" 2>/dev/null
+	if [ ! -r "$tr/uprobe_events" ]; then
+		echo "cannot read $tr/uprobe_events"
+		return
+	fi
+	grep -i heaptrace "$tr/uprobe_events" | sed 's/^/uprobe_events: /'
+}
+
+scenario_faults() {
+	faults_target_killed
+	faults_pterm
+	faults_lterm
+	faults_lterm_ignored
+	faults_duration
+	faults_tracer_killed
+	faults_tracer_killed_busy
+	faults_fork
+	faults_exec
+	faults_dlopen
+	faults_threads
+}
+
+# -p, the target (t_wait, see scenario_attach) killed by SIGKILL after its
+# traced phase: heaptrace says the process exited, writes the profile and
+# exits 0.  Allocated while attached: post_alloc 6 x 640 (2 freed),
+# post_realloc_pre 1 x 1500: in use 5 objects, 2560 + 1500 = 4060 bytes;
+# allocated 7 objects, 3840 + 1500 = 5340 bytes.  The maps were read while
+# the process was alive.
+faults_target_killed() {
+	local key=fpkill d=""
+	pstart $key -o "$TMP/$key.prof" || return
+	kill -KILL "$TPID"
+	wait "$TPID" 2>/dev/null
+	if ! wait_exit "$HPID" 15; then
+		d+="heaptrace still running 15 s after the target was killed"$'\n'
+		kill_tree "$HPID"
+	fi
+	d+=$(rl_rc $key 0)
+	grep -q 'exited' "$TMP/$key.err" || d+=$'\n'"no line on stderr saying that the process exited"
+	report "faults: -p, target SIGKILLed: heaptrace exits 0 and says the process exited" "$d${d:+$'\n'$(ctx $key)}"
+	pprof_header "$TMP/$key.prof" "faults: -p, target SIGKILLed: profile of what was allocated while attached" \
+		5 4060 7 5340
+	d=""
+	grep -q '^MAPPED_LIBRARIES:' "$TMP/$key.prof" 2>/dev/null || d+="no MAPPED_LIBRARIES: section"$'\n'
+	grep -q "$TB/t_wait\$" "$TMP/$key.prof" 2>/dev/null || d+="no mapping of $TB/t_wait"$'\n'
+	grep -qE '/libc\.so\.6$' "$TMP/$key.prof" 2>/dev/null || d+="no mapping of libc.so.6"$'\n'
+	report "faults: -p, target SIGKILLed: MAPPED_LIBRARIES lists t_wait and libc" "$d"
+}
+
+# -p, heaptrace gets SIGTERM: it detaches, writes the profile, exits 0, and
+# the target runs on (pfinish); final_churn, after the detach, is not seen.
+faults_pterm() {
+	local key=fpterm
+	pstart $key -f collapsed --value alloc_space || return
+	pfinish $key TERM
+	expect_leaf $key post_alloc 3840
+	expect_leaf $key post_realloc_pre 1500
+	leafset $key post_alloc post_realloc_pre
+	expect_events $key allocs=7 frees=2 unmatched_frees=4 missed_returns=0 returns_without_entry=0
+}
+
+# t_faults hold before the FIFO is written: hold_keep 4 x 1000 kept,
+# hold_temp 1 x 500 freed (alloc_space: 4000 and 500); hold_after runs only
+# once released.
+faults_hold_start() {
+	local key=$1
+	shift
+	mkfifo "$TMP/$key.fifo"
+	rl_launch "$key" -v -o "$TMP/$key.prof" -f collapsed --value alloc_space "$@"
+	if ! wait_for "$TMP/$key.tout" '^ready$' 30 "$HPID"; then
+		fail "$key: the target starts under heaptrace and says ready" "$(ctx "$key")"$'\n'"target: $(cat "$TMP/$key.tout")"
+		kill_tree "$HPID"
+		return 1
+	fi
+	return 0
+}
+
+# Launch mode, SIGTERM to heaptrace: it detaches, writes the profile, passes
+# the signal on to the command (t_faults hold, default action) and exits
+# with the command's status, like time(1): 128 + 15 = 143.
+faults_lterm() {
+	local key=flterm d=""
+	faults_hold_start $key -- "$TB/t_faults" hold "$TMP/$key.fifo" || return
+	kill -TERM "$(rl_htpid)"
+	if ! wait_exit "$HPID" 15; then
+		d+="heaptrace still running 15 s after SIGTERM"$'\n'
+		kill_tree "$HPID"
+	fi
+	d+=$(rl_rc $key 143)
+	report "faults: launch mode, SIGTERM to heaptrace: exits 143, the status of the command killed by the SIGTERM passed on" \
+		"$d${d:+$'\n'$(ctx $key)}"
+	cp "$TMP/$key.prof" "$TMP/$key.out" 2>/dev/null
+	expect_leaf $key hold_keep 4000
+	expect_leaf $key hold_temp 500
+	leafset $key hold_keep hold_temp
+}
+
+# Launch mode, SIGTERM to heaptrace, the command ignores SIGTERM: heaptrace
+# detaches and writes the profile at once, then waits for the command
+# (README: the command runs to its end), and exits with its status, 7.
+# hold_after, allocated after the detach, is not in the profile.
+faults_lterm_ignored() {
+	local key=fltermign d=""
+	faults_hold_start $key -- "$TB/t_faults" hold "$TMP/$key.fifo" ignterm || return
+	kill -TERM "$(rl_htpid)"
+	wait_for "$TMP/$key.err" '^heaptrace: wrote the profile' 15 "$HPID" ||
+		d+="no 'wrote the profile' line 15 s after SIGTERM"$'\n'
+	kill -0 "$HPID" 2>/dev/null || d+="heaptrace did not wait for the command"$'\n'
+	cp "$TMP/$key.prof" "$TMP/$key.early.out" 2>/dev/null || : >"$TMP/$key.early.out"
+	release $key || d+="could not release the target"$'\n'
+	if ! wait_exit "$HPID" 15; then
+		d+="heaptrace still running 15 s after the command was released"$'\n'
+		kill_tree "$HPID"
+	fi
+	d+=$(rl_rc $key 7)
+	grep -q '^bye$' "$TMP/$key.tout" || d+=$'\n'"the command did not run to its end: $(cat "$TMP/$key.tout")"
+	report "faults: launch mode, SIGTERM to heaptrace, command ignores it: profile written at once, command runs to its end, exit 7" \
+		"$d${d:+$'\n'$(ctx $key)}"
+	expect_leaf $key.early hold_keep 4000
+	cp "$TMP/$key.prof" "$TMP/$key.out" 2>/dev/null
+	expect_leaf $key hold_keep 4000
+	expect_leaf $key hold_temp 500
+	leafset $key hold_keep hold_temp
+}
+
+# Launch mode, -d 1: tracing stops after 1 s, the profile is written, and
+# heaptrace still waits for the command (README), then exits 7.
+faults_duration() {
+	local key=fldur d=""
+	faults_hold_start $key -d 1 -- "$TB/t_faults" hold "$TMP/$key.fifo" || return
+	wait_for "$TMP/$key.err" '^heaptrace: wrote the profile' 15 "$HPID" ||
+		d+="no 'wrote the profile' line 15 s after the start with -d 1"$'\n'
+	kill -0 "$HPID" 2>/dev/null || d+="heaptrace did not wait for the command"$'\n'
+	release $key || d+="could not release the target"$'\n'
+	if ! wait_exit "$HPID" 15; then
+		d+="heaptrace still running 15 s after the command was released"$'\n'
+		kill_tree "$HPID"
+	fi
+	d+=$(rl_rc $key 7)
+	grep -q '^bye$' "$TMP/$key.tout" || d+=$'\n'"the command did not run to its end: $(cat "$TMP/$key.tout")"
+	report "faults: launch mode -d 1: profile written after 1 s, command runs to its end, heaptrace exits 7" \
+		"$d${d:+$'\n'$(ctx $key)}"
+	cp "$TMP/$key.prof" "$TMP/$key.out" 2>/dev/null
+	expect_leaf $key hold_keep 4000
+	expect_leaf $key hold_temp 500
+	leafset $key hold_keep hold_temp
+}
+
+# heaptrace -p killed by SIGKILL (no chance to detach): the kernel drops
+# its probes with its file descriptors.  The target runs its last phase
+# (final_churn's mallocs and frees, where the probes were) and exits 0; the
+# programs and links heaptrace held (its fdinfo) are gone, and no uprobe
+# of heaptrace is left in tracefs.
+faults_tracer_killed() {
+	local key=fhkill d="" ht
+	pstart $key -f collapsed || return
+	ht=$(rl_htpid)
+	rl_bpf_ids "$ht" >"$TMP/$key.ids"
+	grep -q '^prog ' "$TMP/$key.ids" && grep -q '^link ' "$TMP/$key.ids" ||
+		d+="heaptrace holds no BPF program or link (fdinfo): $(tr '\n' ' ' <"$TMP/$key.ids")"$'\n'
+	# disowned: no "Killed" notice from the shell for the timeout wrapper
+	disown "$HPID" 2>/dev/null
+	kill -KILL "$ht"
+	rl_wait_exit "$HPID" 15 || kill_tree "$HPID"
+	release $key || d+="could not release the target"$'\n'
+	if wait_exit "$TPID" 10; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC, want 0"$'\n'
+		grep -q '^bye$' "$TMP/$key.tout" || d+="target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+	else
+		d+="target still running 10 s after release"$'\n'
+		kill_tree "$TPID"
+	fi
+	report "faults: heaptrace -p SIGKILLed: the target runs on, finishes and exits 0" "$d"
+	d=$(rl_bpf_left "$TMP/$key.ids")
+	d+=$(rl_uprobe_events)
+	report "faults: heaptrace -p SIGKILLed: its $(grep -c '^prog ' "$TMP/$key.ids") programs and $(grep -c '^link ' "$TMP/$key.ids") links are released, no uprobe_events entry" "$d"
+}
+
+# The same while the target is busy: t_stress (16 threads, 4000000
+# malloc/free pairs, deterministic) attached with -p, heaptrace SIGKILLed
+# after 1 s of tracing, with return probes pending on the threads' stacks.
+# The target must finish with exactly the output of an untraced run.
+faults_tracer_killed_busy() {
+	local key=fhbusy d="" ht want
+	want=$("$TB/t_stress" 16 4000000)
+	echo "heaptrace -v -o /dev/null -p PID (t_stress 16 4000000, SIGKILLed after 1 s)" >"$TMP/$key.cmd"
+	mkfifo "$TMP/$key.fifo"
+	"$TB/t_stress" 16 4000000 "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
+	TPID=$!
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$TPID"; then
+		fail "$key: t_stress starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$TPID"
+		return
+	fi
+	timeout -k 5 60 "$HT" -v -o /dev/null -p "$TPID" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
+	HPID=$!
+	if ! wait_for "$TMP/$key.err" "^heaptrace: tracing PID $TPID([^0-9]|\$)" 30 "$HPID"; then
+		fail "$key: heaptrace -p attaches to t_stress" "$(ctx $key)"
+		kill_tree "$HPID" "$TPID"
+		return
+	fi
+	ht=$(rl_htpid)
+	rl_bpf_ids "$ht" >"$TMP/$key.ids"
+	release $key || d+="could not release the target"$'\n'
+	sleep 1
+	grep -q '^stress:' "$TMP/$key.tout" &&
+		d+="the target finished within 1 s under tracing: the kill came too late to test anything"$'\n'
+	# disowned: no "Killed" notice from the shell for the timeout wrapper
+	disown "$HPID" 2>/dev/null
+	kill -KILL "$ht"
+	rl_wait_exit "$HPID" 15 || kill_tree "$HPID"
+	if wait_exit "$TPID" 60; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC, want 0"$'\n'
+		[ "$(grep '^stress:' "$TMP/$key.tout")" = "$want" ] ||
+			d+="target output '$(grep -v '^ready$' "$TMP/$key.tout")', want '$want' (untraced run)"$'\n'
+	else
+		d+="target still running 60 s after heaptrace was killed"$'\n'
+		kill_tree "$TPID"
+	fi
+	report "faults: heaptrace -p SIGKILLed while 16 threads allocate: the target finishes, exit 0, same output as untraced" "$d"
+	report "faults: heaptrace -p SIGKILLed while 16 threads allocate: its programs and links are released" \
+		"$(rl_bpf_left "$TMP/$key.ids")"
+}
+
+# t_faults fork: the child (another process) is not traced; the parent's
+# counts are exact.
+#   parent_before 5 x 111 kept (the child frees 2 of its copies: not seen)
+#   parent_after  3 x 333 kept, after the child exited
+#   child_alloc   7 x 222 in the child: absent
+faults_fork() {
+	profile4 ffork 0 "$TB/t_faults" fork
+	#                             alloc   alloc  inuse   inuse
+	#                             objects space  objects space
+	expect4 ffork parent_before   5       555    5       555
+	expect4 ffork parent_after    3       999    3       999
+	absent4 ffork child_alloc child_free
+	leafset4 ffork
+	expect_events ffork.alloc_objects allocs=8 frees=0 unmatched_frees=0 missed_frees=0
+}
+
+# t_faults exec build/tests/t_pprof: exec_before 2 x 1234 kept, then execv.
+# The new image uses the same libc, whose probes stay: t_pprof's
+# allocations (see scenario_pprof) are counted exactly.
+#   big_keeper 4 x 262144 kept, mid_keeper 3 x 10000 kept, churn 10 x 5000 freed
+# Allocated, both images: 2 + 17 = 19 objects, 2468 + 1128576 = 1131044 bytes.
+# In use after the exec: only t_pprof's 7 objects, 1078576 bytes: exec
+# discarded the old image's heap with its two blocks.
+faults_exec() {
+	profile4 fexec 0 "$TB/t_faults" exec "$TB/t_pprof"
+	expect4 fexec big_keeper      4 1048576    4 1048576
+	expect4 fexec mid_keeper      3   30000    3   30000
+	expect4 fexec churn          10   50000    0       0
+	expect_events fexec.alloc_objects allocs=19 frees=10 unmatched_frees=0 missed_frees=0
+	ht fexec.pprof -o "$TMP/fexec.prof" -- "$TB/t_faults" exec "$TB/t_pprof"
+	check_rc fexec.pprof 0 "fexec: pprof run exits 0"
+	local h
+	h=$(rl_header "$TMP/fexec.prof")
+	report "fexec: pprof header: 19 objects, 1131044 bytes allocated (before and after the exec)" \
+		"$([ "${h#* * }" = "19 1131044" ] || echo "header: $(head -1 "$TMP/fexec.prof")")"
+	report "fexec: pprof header: in use 7 objects, 1078576 bytes (the pre-exec heap is gone)" \
+		"$([ "${h% * *}" = "7 1078576" ] || echo "header: $(head -1 "$TMP/fexec.prof")"$'\n'"$(grep -E '^ +[0-9]+: +[0-9]+ \[ *[0-9]+: +[0-9]+\] @ *$' "$TMP/fexec.prof" | sed 's/^/record without frames: /')")"
+}
+
+# t_faults dlopen: malloc(100) (dl_before), then dlopen of jemalloc and
+# tcmalloc (late: jemalloc needs static TLS room), each one's own malloc
+# and free through dlsym, dlclose, then 2 x malloc(200) (dl_after).  The
+# late allocators are not probed (their calls are not counted); nothing
+# breaks, and libc's counts stay exact.
+faults_dlopen() {
+	local lib libs=() d
+	for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4; do
+		[ -e "/usr/lib/x86_64-linux-gnu/$lib" ] && libs+=("$lib")
+	done
+	[ ${#libs[@]} -gt 0 ] || fail "faults: dlopen: neither libjemalloc.so.2 nor libtcmalloc_minimal.so.4 installed" ""
+	GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 \
+		ht fdlopen -v -f collapsed --value alloc_space -- "$TB/t_faults" dlopen "${libs[@]}"
+	d=$(rc_diag fdlopen 0)
+	grep -q '^dlopen: ok$' "$TMP/fdlopen.err" || d+=$'\n'"the target did not finish its dlopen/dlclose (${libs[*]})"
+	report "faults: dlopen and dlclose of ${libs[*]} while traced: target and heaptrace exit 0" "$d"
+	expect_leaf fdlopen dl_before 100
+	expect_leaf fdlopen dl_after 400
+	expect_events fdlopen unmatched_frees=0 missed_frees=0 returns_without_entry=0 missed_returns=0 \
+		stack_errors=0 live_map_full=0
+}
+
+# t_faults threads: 200 short-lived threads (8 at a time), each
+# th_keep 3 x 100 kept, th_temp 2 x 50 freed.  No call state goes stale
+# (missed_returns) and no return comes without its entry, and the event
+# counters agree with the profile: allocs = allocated objects,
+# frees = allocated - in use.  (glibc's DTVs are allocated too; their
+# number is glibc's business, so it is taken from the profile.)
+faults_threads() {
+	local key=fthreads h ao io d=""
+	profile4 $key 0 "$TB/t_faults" threads
+	expect4 $key th_keep 600 60000 600 60000
+	expect4 $key th_temp 400 20000   0     0
+	expect_events $key.alloc_objects missed_returns=0 returns_without_entry=0 call_map_full=0 \
+		live_map_full=0 stack_errors=0 stack_collisions=0 site_map_full=0 missed_frees=0 failed_allocs=0
+	ht $key.pprof -v -o "$TMP/$key.prof" -- "$TB/t_faults" threads
+	check_rc $key.pprof 0 "$key: pprof run exits 0"
+	h=$(rl_header "$TMP/$key.prof")
+	io=$(echo "$h" | cut -d' ' -f1)
+	ao=$(echo "$h" | cut -d' ' -f3)
+	if [ -z "$h" ]; then
+		d="no pprof header: $(head -1 "$TMP/$key.prof")"
+	else
+		[ "$(rl_events_num $key.pprof allocs)" = "$ao" ] ||
+			d+="allocs=$(rl_events_num $key.pprof allocs), profile: $ao objects allocated"$'\n'
+		[ "$(rl_events_num $key.pprof frees)" = "$((ao - io))" ] ||
+			d+="frees=$(rl_events_num $key.pprof frees), profile: $ao - $io = $((ao - io))"$'\n'
+	fi
+	report "$key: events allocs and frees agree with the profile's allocated and in-use objects" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# Full maps: an event that does not fit is counted as a loss, never guessed.
+# t_limits live: lim_keep 100 x 100 all live, lim_release frees them,
+# lim_again 30 x 300 kept.  --max-allocs 40: 40 of lim_keep's blocks are
+# tracked, 60 not (live_map_full=60), but all 100 are counted allocated;
+# their frees: 40 matched, 60 unmatched; then the map is empty again and
+# all 30 of lim_again's are tracked.  In use 30 / 9000, allocated
+# 130 / 10000 + 9000 = 19000.
+# t_limits stacks: st_K does K x malloc(100 K), K = 1..10 in order.
+# --max-stacks 4: st_1..st_4's stacks are stored (first seen), the 5 + ... +
+# 10 = 45 allocations of st_5..st_10 have no room (stack_errors=45) and
+# are counted under "[lost stack]": 100 x (25 + 36 + 49 + 64 + 81 + 100) =
+# 35500 bytes; totals stay exact: 55 objects, 38500 bytes.
+scenario_limits() {
+	ht lim_live -v --max-allocs 40 -o "$TMP/lim_live.prof" -- "$TB/t_limits" live
+	check_rc lim_live 0 "limits: --max-allocs 40 run exits 0"
+	expect_events lim_live allocs=130 frees=40 live_map_full=60 unmatched_frees=60 missed_frees=0 \
+		stack_errors=0 site_map_full=0
+	pprof_header "$TMP/lim_live.prof" "limits: --max-allocs 40: pprof header" 30 9000 130 19000
+
+	# Without -v the events line comes because a loss counter is not 0.
+	ht lim_live_c --max-allocs 40 -f collapsed --value alloc_objects -- "$TB/t_limits" live
+	check_rc lim_live_c 0 "limits: --max-allocs 40 collapsed run exits 0"
+	expect_leaf lim_live_c lim_keep 100
+	expect_leaf lim_live_c lim_again 30
+	leafset lim_live_c lim_keep lim_again
+	expect_events lim_live_c live_map_full=60 unmatched_frees=60
+	ht lim_live_is --max-allocs 40 -f collapsed --value inuse_space -- "$TB/t_limits" live
+	expect_leaf lim_live_is lim_again 9000
+	leafset lim_live_is lim_again
+
+	ht lim_live_top --max-allocs 40 -f top -- "$TB/t_limits" live
+	check_rc lim_live_top 0 "limits: --max-allocs 40 -f top exits 0"
+	local l d=""
+	l=$(grep -m1 '^ *losses:' "$TMP/lim_live_top.out")
+	echo "$l" | grep -qw 'live_map_full=60' || d+="no live_map_full=60"$'\n'
+	echo "$l" | grep -qw 'unmatched_frees=60' || d+="no unmatched_frees=60"$'\n'
+	report "limits: -f top --max-allocs 40: losses: line shows live_map_full=60 unmatched_frees=60" \
+		"$d${d:+losses line: \"$l\"}"
+
+	ht lim_st -v --max-stacks 4 -o "$TMP/lim_st.prof" -- "$TB/t_limits" stacks
+	check_rc lim_st 0 "limits: --max-stacks 4 run exits 0"
+	expect_events lim_st allocs=55 frees=0 stack_errors=45 stack_collisions=0 site_map_full=0 live_map_full=0
+	pprof_header "$TMP/lim_st.prof" "limits: --max-stacks 4: pprof header counts every allocation" 55 38500 55 38500
+	ht lim_st_as --max-stacks 4 -f collapsed --value alloc_space -- "$TB/t_limits" stacks
+	expect_leaf lim_st_as st_1 100
+	expect_leaf lim_st_as st_2 400
+	expect_leaf lim_st_as st_3 900
+	expect_leaf lim_st_as st_4 1600
+	expect_leaf lim_st_as "[lost stack]" 35500
+	leafset lim_st_as st_1 st_2 st_3 st_4 "[lost stack]"
+	expect_events lim_st_as stack_errors=45
+	ht lim_st_ao --max-stacks 4 -f collapsed --value alloc_objects -- "$TB/t_limits" stacks
+	expect_leaf lim_st_ao "[lost stack]" 45
+	expect_leaf lim_st_ao st_4 4
+
+	ht lim_st_top --max-stacks 4 -f top -- "$TB/t_limits" stacks
+	check_rc lim_st_top 0 "limits: --max-stacks 4 -f top exits 0"
+	l=$(grep -m1 '^ *losses:' "$TMP/lim_st_top.out")
+	report "limits: -f top --max-stacks 4: losses: line shows stack_errors=45" \
+		"$(echo "$l" | grep -qw 'stack_errors=45' || echo "losses line: '$l'")"
+}
+
+# ---------------------------------------------------------------------------
+# Bad input: exactly one line on stderr, the right exit status, and nothing
+# traced.  A row is "ARGS|EXIT|WORDS": ARGS split at spaces (@TMP@, @TB@,
+# @NOPID@ and @MARKER@ replaced); EXIT a number or "nz" (an error: 1-123);
+# WORDS comma-separated, each to be on the line (case-insensitive, "A|B"
+# for either).  Every command is "touch @MARKER@": it must not have run.
+# Rows with "-o" must fail in under 2 s (before any tracing).
+scenario_badinput() {
+	local nopid t=/usr/bin/touch row args rc words key i=0 d w x t0 ms
+	local marker=$TMP/bi.marker
+	nopid=$(free_pid)
+	cp /bin/true "$TMP/bi.noexec" && chmod 644 "$TMP/bi.noexec"
+	echo keep >"$TMP/bi.victim"
+	ln -s "$TMP/bi.victim" "$TMP/bi.link"
+	ht bi.real -o "$TMP/bi.real.prof" -- "$TB/t_pprof"
+	check_rc bi.real 0 "badinput: a real profile to start from"
+	head -c 40 "$TMP/bi.real.prof" >"$TMP/bi.trunc.prof"
+	: >"$TMP/bi.empty.prof"
+	printf 'heap profile:    1:  99999999999999999999999 [    1:  99999999999999999999999] @ heapprofile\n' \
+		>"$TMP/bi.huge.prof"
+	printf '     1:  99999999999999999999999 [     1:  99999999999999999999999] @ 0x0000000000401000\n' \
+		>>"$TMP/bi.huge.prof"
+	printf 'heap profile:    1:  5 [    1:  5] @ heapprofile\n 99999999999999999999999: 5 [ 1: 5] @ 0x401000\n' \
+		>"$TMP/bi.hugerec.prof"
+	[ "$(cat /proc/2/comm 2>/dev/null)" = kthreadd ] ||
+		fail "badinput: PID 2 is kthreadd (a kernel thread)" "PID 2 is '$(cat /proc/2/comm 2>/dev/null)'"
+	local rows=(
+		"--bogus-option -- $t @MARKER@|2|unknown option,--bogus-option"
+		"-x -- $t @MARKER@|2|unknown option,-x"
+		"-p|2|-p,needs a value"
+		"-o|2|-o,needs a value"
+		"-f|2|-f,needs a value"
+		"-d|2|-d,needs a value"
+		"-i|2|-i,needs a value"
+		"--max-allocs|2|--max-allocs,needs a value"
+		"-d 0 -- $t @MARKER@|2|-d,0"
+		"-d -1 -- $t @MARKER@|2|-d,-1"
+		"-d abc -- $t @MARKER@|2|-d,abc"
+		"-i 0 -- $t @MARKER@|2|-i,0"
+		"--max-allocs 0 -- $t @MARKER@|2|--max-allocs,0"
+		"--max-depth 200 -- $t @MARKER@|2|--max-depth,200"
+		"--top x -- $t @MARKER@|2|--top,'x'"
+		"--http nonsense -- $t @MARKER@|2|--http,nonsense"
+		"-p @NOPID@|nz|@NOPID@"
+		"-p 2|nz|kernel thread"
+		"-p 0|2|-p,0"
+		"-p abc|2|-p,abc"
+		"-- heaptrace-no-such-command|127|heaptrace-no-such-command,not found"
+		"-- @TMP@/bi.noexec|126|bi.noexec,permission denied"
+		"--sym nosuchsym_xyz -- $t @MARKER@|2|nosuchsym_xyz"
+		"--sym malloc:size=arg1+ -- $t @MARKER@|2|malloc:size=arg1+,expression"
+		"--sym malloc:size=(arg1) -- $t @MARKER@|2|expression"
+		"-o /nonexistent/dir/x -- $t @MARKER@|nz|/nonexistent/dir"
+		"-i 1 -o /nonexistent/dir/x -- $t @MARKER@|nz|/nonexistent/dir"
+		"-o @TMP@/bi.link -- $t @MARKER@|nz|bi.link"
+		"diff @TMP@/bi.real.prof @TMP@/bi.trunc.prof|nz|bi.trunc.prof,heap profile"
+		"diff @TMP@/bi.trunc.prof @TMP@/bi.real.prof|nz|bi.trunc.prof,heap profile"
+		"diff @TMP@/bi.real.prof /bin/true|nz|/bin/true,heap profile"
+		"diff @TMP@/bi.real.prof @TMP@/bi.empty.prof|nz|bi.empty.prof,empty"
+		"diff @TMP@/bi.huge.prof @TMP@/bi.real.prof|nz|bi.huge.prof"
+		"diff @TMP@/bi.real.prof @TMP@/bi.hugerec.prof|nz|bi.hugerec.prof"
+		"diff @TMP@/bi.real.prof @TMP@/bi.missing.prof|nz|bi.missing.prof"
+		"diff @TMP@/bi.real.prof|2|usage"
+	)
+	for row in "${rows[@]}"; do
+		IFS='|' read -r args rc words <<<"$row"
+		i=$((i + 1))
+		key=bi.$i
+		args=${args//@TMP@/$TMP}
+		args=${args//@TB@/$TB}
+		args=${args//@NOPID@/$nopid}
+		args=${args//@MARKER@/$marker}
+		words=${words//@NOPID@/$nopid}
+		rm -f "$marker"
+		t0=$(date +%s%N)
+		# shellcheck disable=SC2086
+		ht $key $args
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		if [ "$rc" = nz ]; then
+			d=$(one_line_diag $key)
+			{ [ "$RC" -ge 1 ] && [ "$RC" -le 123 ]; } || d+="exit status $RC, want an error (1-123)"$'\n'
+			IFS=, read -r -a w <<<"$words"
+			for x in "${w[@]}"; do
+				local ok=0 alt y
+				IFS='|' read -r -a alt <<<"$x"
+				for y in "${alt[@]}"; do grep -qiF -- "$y" "$TMP/$key.err" && ok=1; done
+				[ "$ok" = 1 ] || d+="stderr does not mention '$x': $(head -1 "$TMP/$key.err")"$'\n'
+			done
+		else
+			IFS=, read -r -a w <<<"$words"
+			d=$(err_diag $key "$rc" "${w[@]}")
+		fi
+		[ -e "$marker" ] && d+=$'\n'"the command ran (it created its marker file)"
+		case " $args " in
+		*" -o "*) [ "$ms" -lt 2000 ] || d+=$'\n'"took $ms ms, want under 2000 (fail before tracing)" ;;
+		esac
+		case $args in
+		*bi.link*) [ "$(cat "$TMP/bi.victim")" = keep ] || d+=$'\n'"the symlink's target was written" ;;
+		esac
+		report "badinput: heaptrace $(rel "$args") -> exit $rc, one line with: $words" "$d"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# t_stress: 16 threads, 2,000,000 malloc/free pairs from stress_alloc, random
+# sizes and lifetimes; the target prints its own totals:
+#   stress: allocs N bytes N live N live_bytes N
+# heaptrace must agree exactly (stress_alloc has one stack: one record),
+# lose nothing with the default limits, and stay under 100000 KiB of RSS.
+# unmatched_frees is not 0: at thread exit glibc's tcache_thread_shutdown()
+# frees again every chunk in the thread's tcache (already freed once) and
+# the tcache itself (never allocated through malloc); a tcache holds at most
+# 7 chunks in each of 64 bins: at most 16 x (7 x 64 + 1) = 7184.
+scenario_stress() {
+	local key=stress d="" line allocs bytes live lbytes h io ao rss um
+	rl_ht 180 $key -v -o "$TMP/$key.prof" -- "$TB/t_stress"
+	check_rc $key 0 "stress: heaptrace -v -o FILE t_stress exits 0"
+	line=$(grep -m1 '^stress: ' "$TMP/$key.out")
+	read -r allocs bytes live lbytes <<<"$(echo "$line" |
+		sed -nE 's/^stress: allocs ([0-9]+) bytes ([0-9]+) live ([0-9]+) live_bytes ([0-9]+)$/\1 \2 \3 \4/p')"
+	if [ -z "$lbytes" ] || [ "$allocs" != 2000000 ]; then
+		fail "stress: the target reports 2000000 allocations" "target output: '$line'"$'\n'"$(ctx $key)"
+		return
+	fi
+	pass "stress: the target reports 2000000 allocations ($line)"
+	d=""
+	pprof_has_record "$TMP/$key.prof" "$live" "$lbytes" "$allocs" "$bytes" ||
+		d="no record $live: $lbytes [$allocs: $bytes]"$'\n'"$(sed -n '1,6p' "$TMP/$key.prof")"
+	report "stress: stress_alloc's record is exactly the target's own count: $live: $lbytes [$allocs: $bytes]" "$d"
+	expect_events $key live_map_full=0 stack_collisions=0 stack_errors=0 site_map_full=0 \
+		returns_without_entry=0 missed_returns=0 call_map_full=0 missed_frees=0 failed_allocs=0 arena_map_full=0
+	h=$(rl_header "$TMP/$key.prof")
+	io=$(echo "$h" | cut -d' ' -f1)
+	ao=$(echo "$h" | cut -d' ' -f3)
+	d=""
+	if [ -z "$h" ]; then
+		d="no pprof header"
+	else
+		[ "$(rl_events_num $key allocs)" = "$ao" ] || d+="allocs=$(rl_events_num $key allocs), profile: $ao allocated"$'\n'
+		[ "$(rl_events_num $key frees)" = "$((ao - io))" ] ||
+			d+="frees=$(rl_events_num $key frees), profile: $ao - $io = $((ao - io))"$'\n'
+	fi
+	um=$(rl_events_num $key unmatched_frees)
+	{ [ -n "$um" ] && [ "$um" -le 7184 ]; } || d+="unmatched_frees=${um:-<missing>}, want at most 7184 (glibc's tcache teardown)"$'\n'
+	report "stress: events agree with the profile (allocs = allocated, frees = allocated - in use); unmatched_frees=$um <= 7184" "$d"
+	rss=$(rl_peak_rss $key)
+	report "stress: heaptrace peak RSS ${rss:-?} KiB < 100000" \
+		"$([ -n "$rss" ] && [ "$rss" -lt 100000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
+
+	# The same run by function name (collapsed), in use and allocated.
+	local v want
+	for v in inuse_space alloc_objects; do
+		rl_ht 180 $key.$v -f collapsed --value $v -- "$TB/t_stress"
+		check_rc $key.$v 0 "stress: -f collapsed --value $v exits 0"
+		line=$(grep -m1 '^stress: ' "$TMP/$key.$v.err")
+		read -r allocs bytes live lbytes <<<"$(echo "$line" |
+			sed -nE 's/^stress: allocs ([0-9]+) bytes ([0-9]+) live ([0-9]+) live_bytes ([0-9]+)$/\1 \2 \3 \4/p')"
+		want=$lbytes
+		[ $v = alloc_objects ] && want=$allocs
+		expect_leaf $key.$v stress_alloc "${want:-target-did-not-report}"
+		expect_events $key.$v live_map_full=0 missed_returns=0 returns_without_entry=0
+	done
+}
+
+# ---------------------------------------------------------------------------
+# Soak: t_soak under heaptrace -i 1 -o $TMP/soak --http for at least 60 s
+# of churn phases.  At each quiescent point (the target blocked on its
+# FIFO, with its own live count printed) /debug/pprof/heap?debug=1 must
+# show exactly the target's in-use objects and bytes: no drift, ever.  At
+# the end: exit 0, snapshots numbered 0001.. without a gap (>= 55), the
+# last one (written after the exit) with the final live counts, no losses,
+# RSS bounded.
+scenario_soak() {
+	local key=soak d="" port p k=0 t0 line objs bytes hdr io ib mism=0 checks=0 n last ms0 ms maxms=0 slow=0
+	for p in $(shuf -i 20000-60000 -n 50); do
+		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { port=$p; break; }
+	done
+	mkfifo "$TMP/$key.fifo"
+	echo "heaptrace -v -i 1 -o \$TMP/soak --http 127.0.0.1:$port -- build/tests/t_soak \$TMP/soak.fifo" >"$TMP/$key.cmd"
+	timeout -k 5 240 "$HT" -v -i 1 -o "$TMP/soak" --http "127.0.0.1:$port" -- "$TB/t_soak" "$TMP/$key.fifo" \
+		>"$TMP/$key.tout" 2>"$TMP/$key.err" </dev/null &
+	HPID=$!
+	# The target's lines: on heaptrace's stdout, or its stderr if heaptrace
+	# sends the command's output there.
+	rl_soak_wait() {
+		local re=$1 n=$(($2 * 20))
+		while [ "$n" -gt 0 ]; do
+			grep -hE "$re" "$TMP/$key.tout" "$TMP/$key.err" 2>/dev/null | tail -1 | grep . && return 0
+			kill -0 "$HPID" 2>/dev/null || break
+			sleep 0.05
+			n=$((n - 1))
+		done
+		grep -hE "$re" "$TMP/$key.tout" "$TMP/$key.err" 2>/dev/null | tail -1 | grep .
+	}
+	if ! rl_soak_wait '^ready$' 30 >/dev/null ||
+		! wait_for "$TMP/$key.err" '^heaptrace: serving ' 30 "$HPID"; then
+		fail "soak: t_soak starts under heaptrace --http 127.0.0.1:$port" "$(ctx $key)"
+		kill_tree "$HPID"
+		return
+	fi
+	t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 70 ]; do
+		k=$((k + 1))
+		ms0=$(date +%s%N)
+		# shellcheck disable=SC2016
+		if ! timeout 10 bash -c 'echo "$2" >"$1"' _ "$TMP/$key.fifo" "churn $k"; then
+			d+="could not send phase $k to the target"$'\n'
+			break
+		fi
+		if ! line=$(rl_soak_wait "^live $k " 30); then
+			d+="no 'live $k' line from the target within 30 s"$'\n'
+			break
+		fi
+		read -r _ _ objs bytes <<<"$line"
+		hdr=$(curl -s --max-time 10 "http://127.0.0.1:$port/debug/pprof/heap?debug=1" | head -1)
+		io=$(echo "$hdr" | sed -nE 's/^heap profile: *([0-9]+): *([0-9]+) \[.*/\1/p')
+		ib=$(echo "$hdr" | sed -nE 's/^heap profile: *([0-9]+): *([0-9]+) \[.*/\2/p')
+		checks=$((checks + 1))
+		ms=$((($(date +%s%N) - ms0) / 1000000))
+		[ "$ms" -gt "$maxms" ] && maxms=$ms
+		[ "$ms" -gt 2000 ] && slow=$((slow + 1))
+		if [ "$io $ib" != "$objs $bytes" ]; then
+			mism=$((mism + 1))
+			[ "$mism" -le 5 ] && d+="phase $k at $((SECONDS - t0)) s: target $objs objects $bytes bytes, /debug/pprof/heap: '$hdr'"$'\n'
+		fi
+	done
+	local secs=$((SECONDS - t0))
+	# shellcheck disable=SC2016
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	[ "$secs" -ge 60 ] || d+="only $secs s of soak"$'\n'
+	[ "$mism" = 0 ] || d+="$mism of $checks quiescent points disagree"$'\n'
+	report "soak: $checks quiescent points over $secs s: /debug/pprof/heap in use = the target's own live objects and bytes, every time" "$d"
+	echo "# soak: slowest phase + fetch took $maxms ms; $slow took over 2 s"
+	d=""
+	if ! wait_exit "$HPID" 30; then
+		d+="heaptrace still running 30 s after quit"$'\n'
+		kill_tree "$HPID"
+	fi
+	d+=$(rl_rc $key 0)
+	rl_soak_wait '^bye$' 1 >/dev/null || d+=$'\n'"the target did not say bye"
+	report "soak: heaptrace exits 0 at the end" "$d${d:+$'\n'$(ctx $key)}"
+
+	# Snapshots: $TMP/soak.0001.heap, ... consecutive.
+	n=$(find "$TMP" -maxdepth 1 -name 'soak.[0-9]*.heap' | wc -l)
+	d=""
+	[ "$n" -ge 55 ] || d+="$n snapshots, want at least 55"$'\n'
+	for ((i = 1; i <= n; i++)); do
+		[ -e "$TMP/soak.$(printf %04d "$i").heap" ] || { d+="soak.$(printf %04d "$i").heap missing (of $n)"$'\n'; break; }
+	done
+	report "soak: $n snapshots soak.0001.heap .. soak.$(printf %04d "$n").heap, no gap, at least 55" "$d"
+	last=$TMP/soak.$(printf %04d "$n").heap
+	hdr=$(rl_header "$last")
+	report "soak: the last snapshot holds the final live counts: $objs objects, $bytes bytes" \
+		"$([ "${hdr% * *}" = "$objs $bytes" ] || echo "$(basename "$last"): $(head -1 "$last" 2>/dev/null)")"
+	expect_events $key live_map_full=0 stack_errors=0 stack_collisions=0 site_map_full=0 \
+		returns_without_entry=0 missed_returns=0 call_map_full=0 unmatched_frees=0 missed_frees=0 failed_allocs=0
+	local rss
+	rss=$(rl_peak_rss $key)
+	report "soak: heaptrace peak RSS ${rss:-?} KiB < 100000" \
+		"$([ -n "$rss" ] && [ "$rss" -lt 100000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
+}
+
+SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep signal errors attach pprof top valgrind faults limits badinput stress soak"
 
 main() {
 	local s

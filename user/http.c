@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,14 @@ struct http_server {
 	const struct tracer *tr;
 	struct target *t;
 	struct profile_opts opts;
+	/*
+	 * Profiles are built one at a time with one symbolizer kept across
+	 * requests (rebuilt when the memory map changes): concurrent scrapes
+	 * would each load the debug information again, ~30 MB a time.
+	 */
+	pthread_mutex_t lock;
+	struct symbolizer *sym;
+	char *sym_maps;
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
@@ -40,6 +49,7 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
 }
 
 /* A profile of the target as it is now, in a format, into a malloc'd buffer. */
+/* A profile of the target as it is now, in a format, into a malloc'd buffer. */
 static enum MHD_Result serve_profile(struct http_server *h, struct MHD_Connection *c, enum ht_format fmt,
 				     enum ht_value dflt)
 {
@@ -47,15 +57,25 @@ static enum MHD_Result serve_profile(struct http_server *h, struct MHD_Connectio
 	char *maps = target_maps_copy(h->t), *body = NULL;
 	size_t len = 0;
 	FILE *m;
+	int err = 1;
 
+	pthread_mutex_lock(&h->lock);
+	if (!h->sym || !maps || !h->sym_maps || strcmp(maps, h->sym_maps)) {
+		sym_close(h->sym);
+		free(h->sym_maps);
+		h->sym = sym_open(maps ? maps : "");
+		h->sym_maps = maps ? strdup(maps) : NULL;
+	}
 	if (profile_read(&p, h->tr, h->t->pid, maps, &h->opts)) {
+		pthread_mutex_unlock(&h->lock);
 		free(maps);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the profile\n");
 	}
-	m = open_memstream(&body, &len);
-	int err = !m || output_write(m, fmt, &p, dflt, 20);
-	if (m)
+	if (h->sym && (m = open_memstream(&body, &len))) {
+		err = output_write_sym(m, fmt, &p, dflt, 20, h->sym);
 		fclose(m);
+	}
+	pthread_mutex_unlock(&h->lock);
 	profile_free(&p);
 	free(maps);
 	if (err) {
@@ -145,26 +165,39 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	ht_info("http: %s", buf);
 }
 
-struct http_server *http_start(const char *addr_port, const struct tracer *tr, struct target *t,
-			       const struct profile_opts *opts)
+int http_parse_addr(const char *addr_port, struct sockaddr_in *out)
 {
 	const char *colon = strrchr(addr_port, ':');
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	char host[64];
-	char *end;
+	char host[64], *end;
 	unsigned long port;
 
-	if (!colon || (size_t)(colon - addr_port) >= sizeof(host) ||
-	    (port = strtoul(colon + 1, &end, 10), *end || !colon[1] || port > 65535)) {
+	if (!colon || (size_t)(colon - addr_port) >= sizeof(host) || !colon[1] ||
+	    (port = strtoul(colon + 1, &end, 10), *end) || port > 65535) {
 		ht_err("--http takes ADDR:PORT (e.g. 127.0.0.1:6060), not '%s'", addr_port);
-		return NULL;
+		return -1;
 	}
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr_port), addr_port);
 	if (inet_pton(AF_INET, *host ? host : "127.0.0.1", &sa.sin_addr) != 1) {
 		ht_err("--http %s: '%s' is not an IPv4 address", addr_port, host);
-		return NULL;
+		return -1;
 	}
 	sa.sin_port = htons(port);
+	if (out)
+		*out = sa;
+	return 0;
+}
+
+struct http_server *http_start(const char *addr_port, const struct tracer *tr, struct target *t,
+			       const struct profile_opts *opts)
+{
+	struct sockaddr_in sa;
+	char host[INET_ADDRSTRLEN];
+
+	if (http_parse_addr(addr_port, &sa))
+		return NULL;
+	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+	unsigned long port = ntohs(sa.sin_port);
 
 	struct http_server *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -172,18 +205,18 @@ struct http_server *http_start(const char *addr_port, const struct tracer *tr, s
 	h->tr = tr;
 	h->t = t;
 	h->opts = *opts;
+	pthread_mutex_init(&h->lock, NULL);
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 					MHD_USE_ERROR_LOG,
-				port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+				port, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
 	if (!h->d) {
 		ht_err("cannot serve HTTP on %s: %s", addr_port, strerror(errno ? errno : EADDRINUSE));
 		free(h);
 		return NULL;
 	}
-	ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on http://%s:%lu/",
-		*host ? host : "127.0.0.1", port);
+	ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on http://%s:%lu/", host, port);
 	return h;
 }
 
@@ -192,5 +225,8 @@ void http_stop(struct http_server *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->d);
+	sym_close(h->sym);
+	free(h->sym_maps);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

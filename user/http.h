@@ -10,6 +10,10 @@
 #include "tracer.h"
 
 struct http_server;
+struct sockaddr_in;
+
+/* Parse ADDR:PORT (ADDR empty: 127.0.0.1); sa may be NULL.  0, or -1 with the error printed. */
+int http_parse_addr(const char *addr_port, struct sockaddr_in *sa);
 
 /* Serve while tracing.  Returns NULL with the error printed. */
 struct http_server *http_start(const char *addr_port, const struct tracer *tr, struct target *t,

@@ -1,6 +1,7 @@
 /* heaptrace: options, and the wiring target -> probes -> BPF -> profile -> output. */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -179,7 +180,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			       .top = 20, .max_depth = HT_DEFAULT_MAX_DEPTH };
 	opterr = 0;
 	/* '+': options end at the command, whose own options are its business. */
-	while ((c = getopt_long(argc, argv, "+p:o:f:d:i:vh", longopts, NULL)) != -1) {
+	/* '+': options end at the command; ':': a missing value is told apart from an unknown option. */
+	while ((c = getopt_long(argc, argv, "+:p:o:f:d:i:vh", longopts, NULL)) != -1) {
 
 		switch (c) {
 		case 'p':
@@ -277,6 +279,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		}
 		case OPT_HTTP:
+			if (http_parse_addr(optarg, NULL))
+				return -1;
 			o->http = optarg;
 			break;
 		case OPT_MIN_AGE:
@@ -295,9 +299,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_VERSION:
 			printf("heaptrace %s\n", HEAPTRACE_VERSION);
 			exit(0);
+		case ':':
+			return bad("option %s needs a value", argv[optind - 1]);
 		default:
-			if (optopt && strchr("pofd", optopt))
-				return bad("option -%s needs a value", (char[]){ (char)optopt, 0 });
 			return bad("unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -493,6 +497,8 @@ int main(int argc, char **argv)
 	int rc = 1;
 	double t0 = now_ms(), t1;
 
+	/* HTTP request threads would each get a malloc arena that is never given back. */
+	mallopt(M_ARENA_MAX, 2);
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return run_diff(argc - 1, argv + 1);
 	if (parse_options(argc, argv, &o))
@@ -533,7 +539,9 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto done;
 	}
-	if (o.argv && (rc = target_launch(&t, o.argv, out == stdout)))
+	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
+	bool profile_on_stdout = !o.output && (!o.interval || (o.format == FMT_TOP && isatty(STDOUT_FILENO)));
+	if (o.argv && (rc = target_launch(&t, o.argv, profile_on_stdout)))
 		goto done;
 	rc = 1;
 
@@ -588,6 +596,9 @@ int main(int argc, char **argv)
 		goto done;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
 	report_counters(prof.counters);
+	if (prof.counters[HT_EXECS])
+		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
+		       "tracing went on in the new one", t.pid, prof.counters[HT_EXEC_DROPPED]);
 	t1 = now_ms();
 	if (o.interval) {
 		if (snapshot_write(&ss, &prof) || ss.failed)

@@ -65,7 +65,8 @@ static void trim_stacks(struct profile *p)
 				else
 					b = m;
 			}
-			if (a == nr || s->pcs[k] < r[a].lo) {
+			/* Frame 0 stays, outside code or not: it names the allocation (an exec'd-away image, say). */
+			if (k && (a == nr || s->pcs[k] < r[a].lo)) {
 				s->depth = k;
 				p->trimmed++;
 				break;

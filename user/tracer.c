@@ -89,6 +89,10 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	}
 	tr->skel = skel;
 	tr->multi = cfg->multi;
+	tr->exec_link = bpf_program__attach(skel->progs.process_exec);
+	if (!tr->exec_link)
+		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
+			strerror(errno));
 	return 0;
 }
 
@@ -153,6 +157,8 @@ void tracer_detach(struct tracer *tr)
 void tracer_close(struct tracer *tr)
 {
 	tracer_detach(tr);
+	bpf_link__destroy(tr->exec_link);
+	tr->exec_link = NULL;
 	if (tr->skel)
 		heaptrace__destroy(tr->skel);
 	tr->skel = NULL;
@@ -191,6 +197,8 @@ const char *tracer_counter_name(enum ht_counter c)
 		[HT_RESETS] = "arena_resets",
 		[HT_RESET_OBJECTS] = "reset_objects",
 		[HT_LOSS_ARENA_FULL] = "arena_map_full",
+		[HT_EXECS] = "execs",
+		[HT_EXEC_DROPPED] = "exec_dropped",
 	};
 	return c < HT_COUNTER_MAX ? names[c] : "?";
 }

@@ -26,6 +26,7 @@ struct tracer {
 	struct heaptrace *skel;
 	struct bpf_link **links;
 	int n_links;
+	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
 	int *multi_fds;                 /* uprobe_multi link fds */
 	int n_multi;
 	bool multi;

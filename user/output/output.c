@@ -21,10 +21,16 @@ int format_parse(const char *s, enum ht_format *f)
 
 int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top)
 {
-	struct symbolizer *sym = NULL;
+	return output_write_sym(f, fmt, p, v, top, NULL);
+}
+
+int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
+		     struct symbolizer *given)
+{
+	struct symbolizer *sym = given;
 	int err;
 
-	if (fmt != FMT_PPROF) {
+	if (fmt != FMT_PPROF && !sym) {
 		sym = sym_open(p->maps ? p->maps : "");
 		if (!sym) {
 			ht_err("cannot read the profile's memory map for symbols: %s", strerror(errno));
@@ -45,7 +51,7 @@ int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_v
 		err = output_top(f, p, sym, v, top);
 		break;
 	}
-	if (sym)
+	if (sym && sym != given)
 		sym_close(sym);
 	return fflush(f) || err ? -1 : 0;
 }

@@ -14,6 +14,10 @@ int format_parse(const char *s, enum ht_format *f);
 /* Write p in a format (symbolizing from p->maps where the format needs names). */
 int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top);
 
+/* The same with a symbolizer the caller keeps (NULL: one for this call). */
+int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
+		     struct symbolizer *sym);
+
 /*
  * A few lines on what grew: the total and the n stacks that grew most, by
  * their innermost named frames (--diff with -i).
