@@ -216,6 +216,10 @@ struct http_server *http_start(const char *addr_port, const struct tracer *tr, s
 		free(h);
 		return NULL;
 	}
+	/* Port 0 asks for any free port: say which one it got. */
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	if (info && info->port)
+		port = info->port;
 	ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on http://%s:%lu/", host, port);
 	return h;
 }

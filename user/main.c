@@ -361,12 +361,18 @@ static char *command_line(const struct options *o, const struct target *t)
 	} else {
 		snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
 		FILE *f = fopen(path, "re");
-		int c, prev = 0;
+		int c, pending = 0;
+		/* Arguments end in NUL: a space only between two of them. */
 		while (f && (c = fgetc(f)) != EOF) {
-			fputc(c ? c : ' ', m);
-			prev = c;
+			if (!c) {
+				pending = 1;
+				continue;
+			}
+			if (pending)
+				fputc(' ', m);
+			pending = 0;
+			fputc(c, m);
 		}
-		(void)prev;
 		if (f)
 			fclose(f);
 	}
@@ -493,6 +499,7 @@ int main(int argc, char **argv)
 	struct probe_plan plan = { 0 };
 	struct tracer tr = { 0 };
 	struct profile prof;
+	struct http_server *http = NULL;
 	FILE *out = stdout;
 	int rc = 1;
 	double t0 = now_ms(), t1;
@@ -560,10 +567,6 @@ int main(int argc, char **argv)
 			goto kill_child;
 	}
 	ht_info("tracing PID %d (%s), attached in %.1f ms", t.pid, t.exe, now_ms() - t0);
-	if (target_start(&t)) {
-		ht_err("cannot start %s", t.exe);
-		goto kill_child;
-	}
 
 	char prefix[4096], *command = command_line(&o, &t);
 	struct snapshots ss = { .fmt = o.format, .value = o.value, .top = o.top, .diff = o.diff,
@@ -578,9 +581,13 @@ int main(int argc, char **argv)
 		ss.live = o.format == FMT_TOP && !o.output && isatty(STDOUT_FILENO);
 	}
 
-	struct http_server *http = NULL;
+	/* Everything that can fail is set up before a launched command runs its first instruction. */
 	if (o.http && !(http = http_start(o.http, &tr, &t, &ss.opts)))
 		goto kill_child;
+	if (target_start(&t)) {
+		ht_err("cannot start %s", t.exe);
+		goto kill_child;
+	}
 
 	struct stop st = monitor_run(&t, o.duration, o.interval, snapshot_tick, &ss);
 	monitor_release_signals();
@@ -649,6 +656,7 @@ int main(int argc, char **argv)
 	goto done;
 
 kill_child:
+	http_stop(http);
 	if (t.launched && t.pid > 0 && !t.exited) {
 		kill(t.pid, SIGKILL);
 		target_reap(&t, true);
