@@ -133,7 +133,8 @@ check-asan: deps
 	$(MAKE) all test-targets
 	$(MAKE) BUILD=$(ASAN_BUILD) CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined" $(ASAN_BUILD)/heaptrace
-	HEAPTRACE=$(CURDIR)/$(ASAN_BUILD)/heaptrace ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	HEAPTRACE=$(CURDIR)/$(ASAN_BUILD)/heaptrace HEAPTRACE_PRELOAD_BIN=$(CURDIR)/$(BUILD)/heaptrace \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1 \
 		bash tests/run.sh $(filter-out valgrind,$(shell sed -n 's/^SCENARIOS="\(.*\)"/\1/p' tests/run.sh))
 

@@ -305,7 +305,7 @@ static __always_inline void site_inuse(struct ht_site *s, __s64 objects, __s64 b
 		if (step < (1 << 20))
 			step = 1 << 20;
 	}
-	if (now >= (__s64)(t->epoch_bytes + step)) {
+	if (now > (__s64)(t->epoch_bytes + step)) {
 		t->epoch_bytes = now;
 		t->epoch_ns = ns;
 		__sync_fetch_and_add(&t->epoch, 1);

@@ -84,9 +84,14 @@ ht() {
 		echo "$RC" >"$TMP/$key.rc"
 		return
 	fi
-	local limit t0=$SECONDS
+	local limit t0=$SECONDS bin=$HT
+	# An LD_PRELOAD meant for the target also loads into heaptrace, and an
+	# allocator preloaded ahead of ASan's runtime breaks an ASan build: under
+	# make check-asan these runs use the plain build (the plain make test
+	# covers them too).
+	[ -n "${LD_PRELOAD:-}" ] && [ -n "${HEAPTRACE_PRELOAD_BIN:-}" ] && bin=$HEAPTRACE_PRELOAD_BIN
 	limit=$(tmo)
-	timeout -k 5 "$limit" "$HT" "$@" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	timeout -k 5 "$limit" "$bin" "$@" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
 	RC=$?
 	echo "$RC" >"$TMP/$key.rc"
 	if [ $((SECONDS - t0)) -ge "$limit" ]; then
@@ -621,4 +626,115 @@ order_diag() {
 	if [ -z "$a" ] || [ -z "$b" ] || [ "$a" -ge "$b" ]; then
 		echo "$2 (line ${a:-none}) is not listed before $3 (line ${b:-none})"
 	fi
+}
+
+# ---------------------------------------------------------------------------
+# Heap over time (scenario_overtime).
+
+# ht_bg KEY ARG...: start heaptrace ARG... in the background, like ht: the
+# command line in KEY.cmd, stdout in KEY.tout (a launched command's output
+# when the profile goes to files), stderr in KEY.err.  Sets HPID (the
+# timeout wrapper, which leads the process group of heaptrace and its
+# command).  At least 30 s, even once the suite's time budget is used up.
+ht_bg() {
+	local key=$1 limit
+	shift
+	echo "heaptrace $(rel "$@")" >"$TMP/$key.cmd"
+	limit=$(tmo)
+	[ "$limit" -lt 30 ] && limit=30
+	timeout -k 5 "$limit" "$HT" "$@" >"$TMP/$key.tout" 2>"$TMP/$key.err" </dev/null &
+	HPID=$!
+}
+
+# ht_bg_wait KEY PID SECS: wait for the background heaptrace PID (of
+# ht_bg); its exit status goes to KEY.rc ("timeout" if it had to be killed).
+ht_bg_wait() {
+	if ! wait_exit "$2" "$3"; then
+		kill_tree "$2"
+		echo "still running after $3 s: killed" >>"$TMP/$1.err"
+	fi
+	echo "$WRC" >"$TMP/$1.rc"
+}
+
+# snap_count KEY: the number of "heaptrace: snapshot N: " lines (-v) in KEY.err.
+snap_count() {
+	grep -cE '^heaptrace: snapshot [0-9]+: ' "$TMP/$1.err" 2>/dev/null
+}
+
+# wait_snaps KEY N SECS PID: until KEY.err has N snapshot lines; gives up
+# after SECS seconds or once PID has exited.
+wait_snaps() {
+	local n=$(($3 * 10))
+	while [ "$n" -gt 0 ]; do
+		[ "$(snap_count "$1")" -ge "$2" ] && return 0
+		kill -0 "$4" 2>/dev/null || break
+		sleep 0.1
+		n=$((n - 1))
+	done
+	[ "$(snap_count "$1")" -ge "$2" ]
+}
+
+# snap_line KEY N: "K stacks, B bytes in use" of the -v line of snapshot N.
+snap_line() {
+	sed -nE "s/^heaptrace: snapshot $2: [^,]*, ([0-9]+ stacks, -?[0-9]+ bytes in use), [0-9]+ ms\$/\\1/p" \
+		"$TMP/$1.err" | head -1
+}
+
+# signed_leafval KEY FN: like leafval, for lines whose value may be negative
+# ("a;b;fn -15000", heaptrace diff -f collapsed).
+signed_leafval() {
+	awk -v fn="$2" '
+	match($0, / -?[0-9]+$/) {
+		v = substr($0, RSTART + 1) + 0
+		n = split(substr($0, 1, RSTART - 1), f, ";")
+		if (f[n] == fn) s += v
+	}
+	END { printf "%.0f\n", s }' "$TMP/$1.out" 2>/dev/null
+}
+
+# top_entry FILE FN: the ranked entry of a -f top report whose innermost
+# frame is FN: its "#N ..." line and, when it has one, its "freed ..." line,
+# one per output line.
+top_entry() {
+	awk -v fn="$2" '
+	/^#[0-9]+ / { head = $0; freed = ""; first = 1; next }
+	/^      freed / { freed = $0; next }
+	/^        / && first {
+		first = 0
+		name = $0
+		sub(/^ +/, "", name)
+		sub(/  .*$/, "", name)
+		if (name == fn) {
+			print head
+			if (freed != "") print freed
+			exit
+		}
+	}' "$1" 2>/dev/null
+}
+
+# lifetimes_sum LINE: the sum of the ">=BUCKET:COUNT" counts of a
+# "freed F, temporary (< 1 ms) T; lifetimes: ..." line.
+lifetimes_sum() {
+	echo "$1" | tr ' ' '\n' | sed -nE 's/^>=[0-9]+(us|ms|s):([0-9]+)$/\2/p' |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+
+# pprof_tool KEY TOOL ARG...: "go tool pprof ARG..." (TOOL go) or
+# "google-pprof ARG..." (TOOL perl), as KEY, never touching the network.
+pprof_tool() {
+	local key=$1 tool=$2 cmd
+	shift 2
+	if [ "$tool" = go ]; then cmd=(go tool pprof); else cmd=(google-pprof); fi
+	echo "${cmd[*]} $(rel "$@")" >"$TMP/$key.cmd"
+	if ! command -v "${cmd[0]}" >/dev/null; then
+		echo "${cmd[0]} not installed" >"$TMP/$key.err"
+		: >"$TMP/$key.out"
+		echo 127 >"$TMP/$key.rc"
+		return
+	fi
+	mkdir -p "$TMP/go/home" "$TMP/go/cache" "$TMP/go/path" "$TMP/pprof-tmp"
+	env HOME="$TMP/go/home" GOCACHE="$TMP/go/cache" GOPATH="$TMP/go/path" \
+		GOTOOLCHAIN=local GOPROXY=off GOFLAGS= PPROF_TMPDIR="$TMP/pprof-tmp" \
+		timeout -k 5 "$(tmo)" "${cmd[@]}" "$@" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	echo $? >"$TMP/$key.rc"
 }

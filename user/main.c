@@ -603,7 +603,8 @@ int main(int argc, char **argv)
 		goto done;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
 	report_counters(prof.counters);
-	if (prof.counters[HT_EXECS])
+	/* A launched command's own first execve is ours, not news. */
+	if (prof.counters[HT_EXECS] > (t.launched ? 1u : 0u))
 		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
 		       "tracing went on in the new one", t.pid, prof.counters[HT_EXEC_DROPPED]);
 	t1 = now_ms();

@@ -34,6 +34,7 @@ struct profile {
 	double min_age;                 /* >0: in-use counts only blocks live at least this long (s) */
 	bool is_diff;                   /* counters are changes between two profiles */
 	const char *command;            /* the target's command line, for the record */
+	bool snapshot;                  /* one of a series (-i), to be compared with the others */
 };
 
 struct profile_opts {

@@ -38,6 +38,7 @@ int snapshot_write(struct snapshots *ss, struct profile *p)
 	int err;
 
 	ss->seq++;
+	p->snapshot = true;
 	if (ss->live) {
 		/* A terminal: redraw in place, like top. */
 		fputs("\033[H\033[J", stdout);

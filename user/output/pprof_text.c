@@ -27,15 +27,32 @@ static void put_addr(FILE *f, uint64_t a)
 	fwrite_unlocked(buf, 1, sizeof(buf), f);
 }
 
+/*
+ * The header.  go tool pprof gives a legacy profile four sample types only
+ * when the header's allocated counts differ, as strings, from the in-use
+ * ones and from "0"; otherwise two, and `-base` then refuses to compare a
+ * snapshot taken before the first free with a later one.  In snapshots, a
+ * leading zero (the same number to every reader) keeps the four types.
+ */
+static void header(FILE *f, const struct ht_site *c, bool snapshot)
+{
+	char ao[32], ab[32];
+	bool pad_o = snapshot && (c->alloc_objects == (uint64_t)c->inuse_objects || !c->alloc_objects);
+	bool pad_b = snapshot && (c->alloc_bytes == (uint64_t)c->inuse_bytes || !c->alloc_bytes);
+
+	snprintf(ao, sizeof(ao), "%s%" PRIu64, pad_o ? "0" : "", (uint64_t)c->alloc_objects);
+	snprintf(ab, sizeof(ab), "%s%" PRIu64, pad_b ? "0" : "", (uint64_t)c->alloc_bytes);
+	fprintf(f, "heap profile: %6" PRId64 ": %8" PRId64 " [%6s: %8s] @ heapprofile\n", (int64_t)c->inuse_objects,
+		(int64_t)c->inuse_bytes, ao, ab);
+}
+
 int output_pprof_text(FILE *f, const struct profile *p)
 {
 	size_t *order = profile_order(p, V_INUSE_SPACE);
 
 	if (!order)
 		return -1;
-	fputs("heap profile: ", f);
-	counts(f, &p->total);
-	fputs(" heapprofile\n", f);
+	header(f, &p->total, p->snapshot);
 	for (size_t k = 0; k < p->n; k++) {
 		const struct prof_stack *s = &p->stacks[order[k]];
 
