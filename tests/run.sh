@@ -2560,7 +2560,33 @@ overtime_diff_errors() {
 	report "overtime: heaptrace diff errors name the file at fault" "$d"
 }
 
-SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep signal errors attach pprof top proto valgrind faults limits badinput stress soak overtime"
+# ---------------------------------------------------------------------------
+# -f top with -i on a terminal: a live view redrawn in place (like top), with
+# the growth since the previous redraw, instead of snapshot files.
+scenario_liveview() {
+	local d="" dir="$TMP/live" redraws
+	mkdir -p "$dir"
+	echo "script -qc 'heaptrace -f top -i 0.3 -- build/tests/t_overtime -'" >"$TMP/live.cmd"
+	(cd "$dir" && timeout -k 5 60 script -qec "$HT -f top -i 0.3 -- $TB/t_overtime -" "$TMP/live.out" \
+		</dev/null >/dev/null 2>&1)
+	RC=$?
+	echo "$RC" >"$TMP/live.rc"
+	[ "$RC" = 0 ] || d+="exit status $RC"$'\n'
+	redraws=$(grep -o $'\033\[H\033\[J' "$TMP/live.out" | wc -l)
+	# t_overtime runs 16 ticks of 100 ms: at least 4 redraws at 0.3 s, plus the final one.
+	[ "$redraws" -ge 5 ] || d+="$redraws redraws (clear-screen sequences), want at least 5"$'\n'
+	grep -q 'heaptrace: PID [0-9]*, stacks by inuse_space' "$TMP/live.out" || d+="no top header"$'\n'
+	grep -q 'leak_fn' "$TMP/live.out" || d+="leak_fn never shown"$'\n'
+	grep -q 'heaptrace: growth +1000 inuse_space since the last snapshot' "$TMP/live.out" ||
+		grep -q 'heaptrace: growth +[0-9]* inuse_space since the last snapshot' "$TMP/live.out" ||
+		d+="no growth line"$'\n'
+	# The final redraw holds the whole run: leak_fn's 16 x 1000 bytes.
+	tail -c 4000 "$TMP/live.out" | grep -q '16,000 bytes' || d+="the last redraw does not show leak_fn's 16,000 bytes"$'\n'
+	ls "$dir"/heaptrace.*.heap >/dev/null 2>&1 && d+="snapshot files were written: $(ls "$dir")"$'\n'
+	report "liveview: -f top -i on a terminal redraws in place, no snapshot files" "$d"
+}
+
+SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep signal errors attach pprof top proto valgrind faults limits badinput stress soak liveview overtime"
 
 main() {
 	local s
