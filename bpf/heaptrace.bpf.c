@@ -106,12 +106,17 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
-static __always_inline void count(__u32 which)
+static __always_inline void count_n(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &which);
 
 	if (v)
-		(*v)++;
+		*v += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+	count_n(which, 1);
 }
 
 /* Arguments 1-6 by number, slot 0 and 7 zero so any 3-bit index is valid. */
@@ -610,11 +615,7 @@ int reset_enter(struct pt_regs *ctx)
 	}
 	bpf_for_each_map_elem(&arena_sites, reset_site, &rc, 0);
 	count(HT_RESETS);
-
-	__u32 k = HT_RESET_OBJECTS;
-	__u64 *v = bpf_map_lookup_elem(&counters, &k);
-	if (v)
-		*v += rc.objects;
+	count_n(HT_RESET_OBJECTS, rc.objects);
 	return 0;
 }
 
@@ -641,10 +642,6 @@ int process_exec(void *ctx)
 		return 0;
 	bpf_for_each_map_elem(&live, drop_block, &dropped, 0);
 	count(HT_EXECS);
-
-	__u32 k = HT_EXEC_DROPPED;
-	__u64 *v = bpf_map_lookup_elem(&counters, &k);
-	if (v)
-		*v += dropped;
+	count_n(HT_EXEC_DROPPED, dropped);
 	return 0;
 }

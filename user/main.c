@@ -500,6 +500,7 @@ int main(int argc, char **argv)
 	struct tracer tr = { 0 };
 	struct profile prof;
 	struct http_server *http = NULL;
+	char *command = NULL;
 	FILE *out = stdout;
 	int rc = 1;
 	double t0 = now_ms(), t1;
@@ -568,7 +569,8 @@ int main(int argc, char **argv)
 	}
 	ht_info("tracing PID %d (%s), attached in %.1f ms", t.pid, t.exe, now_ms() - t0);
 
-	char prefix[4096], *command = command_line(&o, &t);
+	char prefix[4096];
+	command = command_line(&o, &t);
 	struct snapshots ss = { .fmt = o.format, .value = o.value, .top = o.top, .diff = o.diff,
 				.opts = { .min_age = o.min_age, .start_ns = monotonic_ns(), .command = command },
 				.tr = &tr, .t = &t };
@@ -639,7 +641,6 @@ int main(int argc, char **argv)
 			fclose(f);
 	}
 	snapshots_free(&ss);
-	free(command);
 	report_resources(&tr);
 	if (prof.trimmed)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory",
@@ -663,6 +664,7 @@ kill_child:
 		target_reap(&t, true);
 	}
 done:
+	free(command);
 	tracer_close(&tr);
 	probes_free(&plan);
 	for (int i = 0; i < o.n_syms; i++)
