@@ -42,7 +42,7 @@ $(BUILD)/heaptrace: $(USER_OBJS)
 $(BUILD):
 	mkdir -p $(BUILD)
 
-$(BUILD)/tests/%: tests/targets/%.c
+$(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@
 

@@ -44,41 +44,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sync.h"
+
 #define NOINLINE __attribute__((noinline))
 
-static void say(const char *s)
-{
-	size_t n = strlen(s);
-
-	while (n > 0) {
-		ssize_t w = write(1, s, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(2);
-		}
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
-static void wait_line(const char *fifo)
-{
-	int fd;
-	char c;
-
-	while ((fd = open(fifo, O_RDONLY)) < 0)
-		if (errno != EINTR)
-			_exit(2);
-	for (;;) {
-		ssize_t r = read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || c == '\n')
-			break;
-	}
-	close(fd);
-}
 
 /* ---- hold ---- */
 void *volatile hold_blocks[8];

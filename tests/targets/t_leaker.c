@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sync.h"
+
 #define NOINLINE __attribute__((noinline))
 
 #define LEAK_N 3
@@ -34,21 +36,6 @@
 void *volatile leaks[MAX_LEAKS];
 void *volatile churn_sink;
 static int nleaks;
-
-static void say(const char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0) {
-		ssize_t w = write(1, s, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(2);
-		}
-		s += w;
-		n -= (size_t)w;
-	}
-}
 
 /* "step N\n" without stdio (which could allocate). */
 static void say_step(int n)

@@ -13,43 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sync.h"
+
 #define NOINLINE __attribute__((noinline))
 
 void *volatile old_blocks[5];
 void *volatile young_blocks[7];
-
-static void say(const char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0) {
-		ssize_t w = write(1, s, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(2);
-		}
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
-static void wait_line(const char *fifo)
-{
-	int fd;
-	char c;
-
-	while ((fd = open(fifo, O_RDONLY)) < 0)
-		if (errno != EINTR)
-			_exit(2);
-	for (;;) {
-		ssize_t r = read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || c == '\n')
-			break;
-	}
-	close(fd);
-}
 
 NOINLINE void old_fn(void)
 {

@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sync.h"
+
 #define NOINLINE __attribute__((noinline))
 
 #define K1 6
@@ -46,40 +48,12 @@ void *volatile leaked[K1 + K2];
 void *volatile kept[KEEP_N];
 void *volatile churn_sink;
 
-static void say(const char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0) {
-		ssize_t w = write(1, s, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(2);
-		}
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
 /* Block until a writer opens FIFO, read up to a newline or end of file. */
-static void wait_line(const char *fifo)
+/* "-" runs the phases without waiting for the harness. */
+static void wait_step(const char *fifo)
 {
-	int fd;
-	char c;
-
-	if (!strcmp(fifo, "-"))
-		return;
-	while ((fd = open(fifo, O_RDONLY)) < 0)
-		if (errno != EINTR)
-			_exit(2);
-	for (;;) {
-		ssize_t r = read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || c == '\n')
-			break;
-	}
-	close(fd);
+	if (strcmp(fifo, "-"))
+		wait_line(fifo);
 }
 
 static void nap_100ms(void)
@@ -131,7 +105,7 @@ int main(int argc, char **argv)
 	}
 	/* One loop, so that each function has one stack in both phases. */
 	for (int phase = 1; phase <= 2; phase++) {
-		wait_line(argv[1]);
+		wait_step(argv[1]);
 		if (phase == 1)
 			keep_fn();
 		else

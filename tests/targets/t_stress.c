@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sync.h"
+
 #define NOINLINE __attribute__((noinline))
 #define MAX_THREADS 64
 #define RING_MAX 512
@@ -42,24 +44,6 @@ struct worker {
 
 static struct worker workers[MAX_THREADS];
 static pthread_barrier_t start;
-
-static void wait_line(const char *fifo)
-{
-	int fd;
-	char c;
-
-	while ((fd = open(fifo, O_RDONLY)) < 0)
-		if (errno != EINTR)
-			_exit(2);
-	for (;;) {
-		ssize_t r = read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || c == '\n')
-			break;
-	}
-	close(fd);
-}
 
 static uint64_t next(uint64_t *s)
 {
