@@ -206,27 +206,17 @@ static bool is_libc(const char *path)
 static void mapped_objects(const struct target *t, struct objlist *objs)
 {
 	struct objlist rest = { 0 };
+	struct map_entry e;
 	char root[64];
 
 	snprintf(root, sizeof(root), "/proc/%d/root", t->pid);
-	for (const char *line = t->maps; line && *line;) {
-		const char *nl = strchrnul(line, '\n');
-		char perms[8], path[4096], full[4200];
-		unsigned long lo, hi, off;
-		int n = 0;
+	for (const char *pos = t->maps; maps_next(&pos, &e);) {
+		char full[4300];
 
-		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &n) >= 4 && n &&
-		    perms[2] == 'x' && line[n] == '/') {
-			snprintf(path, sizeof(path), "%.*s", (int)(nl - line - n), line + n);
-			if (!strstr(path, " (deleted)")) {
-				snprintf(full, sizeof(full), "%s%s", root, path);
-				if (!strcmp(path, t->exe))
-					objlist_add(objs, full);
-				else
-					objlist_add(&rest, full);
-			}
-		}
-		line = *nl ? nl + 1 : nl;
+		if (e.perms[2] != 'x' || e.path[0] != '/' || strstr(e.path, " (deleted)"))
+			continue;
+		snprintf(full, sizeof(full), "%s%s", root, e.path);
+		objlist_add(!strcmp(e.path, t->exe) ? objs : &rest, full);
 	}
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < rest.n; i++)

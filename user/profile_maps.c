@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "profile.h"
+#include "target.h"
 #include "tracer.h"
 
 struct range {
@@ -18,25 +19,21 @@ struct range {
 static struct range *exec_ranges(const char *maps, size_t *n)
 {
 	struct range *r = NULL;
+	struct map_entry e;
 	size_t cap = 0;
 
 	*n = 0;
-	for (const char *line = maps; line && *line;) {
-		const char *nl = strchrnul(line, '\n');
-		unsigned long lo, hi;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[2] == 'x') {
-			if (*n == cap) {
-				cap = cap ? 2 * cap : 64;
-				struct range *g = realloc(r, cap * sizeof(*g));
-				if (!g)
-					break;
-				r = g;
-			}
-			r[(*n)++] = (struct range){ lo, hi };
+	while (maps_next(&maps, &e)) {
+		if (e.perms[2] != 'x')
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct range *g = realloc(r, cap * sizeof(*g));
+			if (!g)
+				break;
+			r = g;
 		}
-		line = *nl ? nl + 1 : nl;
+		r[(*n)++] = (struct range){ e.lo, e.hi };
 	}
 	return r;
 }

@@ -76,7 +76,6 @@ static bool field(struct pb *b, int *num, int *wt, uint64_t *v, struct pb *sub)
 /* A repeated integer field, packed or not. */
 static int repeated(uint64_t **arr, size_t *n, size_t *cap, int wt, uint64_t v, struct pb *sub)
 {
-	struct pb one = { 0 };
 	for (;;) {
 		uint64_t x;
 		if (wt == 0)
@@ -96,7 +95,6 @@ static int repeated(uint64_t **arr, size_t *n, size_t *cap, int wt, uint64_t v, 
 		if (wt == 0)
 			break;
 	}
-	(void)one;
 	return sub->bad ? -1 : 0;
 }
 

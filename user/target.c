@@ -62,6 +62,26 @@ char *target_maps_copy(struct target *t)
 	return m;
 }
 
+bool maps_next(const char **pos, struct map_entry *e)
+{
+	while (*pos && **pos) {
+		const char *line = *pos, *nl = strchrnul(line, '\n');
+		size_t len = nl - line < (long)sizeof(e->path) - 1 ? (size_t)(nl - line) : sizeof(e->path) - 1;
+		int n = 0;
+
+		*pos = *nl ? nl + 1 : nl;
+		/* A copy of the one line, so no conversion can run on into the next. */
+		memcpy(e->path, line, len);
+		e->path[len] = '\0';
+		if (sscanf(e->path, "%lx-%lx %7s %lx %*s %*s %n", &e->lo, &e->hi, e->perms, &e->offset, &n) < 4 ||
+		    !n)
+			continue;
+		memmove(e->path, e->path + n, len - n + 1);
+		return true;
+	}
+	return false;
+}
+
 void target_refresh_maps(struct target *t)
 {
 	char path[64];

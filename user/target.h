@@ -47,6 +47,16 @@ void target_reap(struct target *t, bool wait);
 /* heaptrace's exit code for a launched command's wait status, like time(1). */
 int target_exit_code(const struct target *t);
 
+/* One line of a /proc/PID/maps text. */
+struct map_entry {
+	unsigned long lo, hi, offset;
+	char perms[8];
+	char path[4200];        /* "" for anonymous memory */
+};
+
+/* The next parsable line of maps text at *pos, advancing it; false at the end. */
+bool maps_next(const char **pos, struct map_entry *e);
+
 /* Read a whole (proc) file; NULL on error. */
 char *read_text_file(const char *path);
 

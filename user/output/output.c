@@ -63,8 +63,9 @@ static const char *leaf_name(const struct prof_stack *s, struct symbolizer *sym,
 
 	if (!s->depth)
 		return "[lost stack]";
-	int n = sym_lookup(sym, s->pcs[0], true, &fr);
-	return sym_frame_name(&fr[n > 0 ? 0 : 0], s->pcs[0], buf, len);
+	/* sym_lookup always yields a frame; the first is the innermost. */
+	sym_lookup(sym, s->pcs[0], true, &fr);
+	return sym_frame_name(&fr[0], s->pcs[0], buf, len);
 }
 
 void output_growth(FILE *f, const struct profile *diff, struct symbolizer *sym, enum ht_value v, size_t n)

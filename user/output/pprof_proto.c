@@ -11,6 +11,7 @@
 
 #include "elfobj.h"
 #include "output.h"
+#include "target.h"
 #include "tracer.h"
 #include "version.h"
 
@@ -154,40 +155,34 @@ struct mapping {
 static struct mapping *read_mappings(const char *maps, size_t *n)
 {
 	struct mapping *m = NULL;
+	struct map_entry e;
 	size_t cap = 0;
 
 	*n = 0;
-	for (const char *line = maps; line && *line;) {
-		const char *nl = strchrnul(line, '\n');
-		unsigned long lo, hi, off;
-		char perms[8];
-		int pos = 0;
-
-		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &pos) >= 4 && pos &&
-		    perms[2] == 'x' && line[pos] == '/') {
-			if (*n == cap) {
-				cap = cap ? 2 * cap : 32;
-				struct mapping *g = realloc(m, cap * sizeof(*g));
-				if (!g)
-					break;
-				m = g;
-			}
-			struct mapping *x = &m[(*n)++];
-			memset(x, 0, sizeof(*x));
-			x->start = lo;
-			x->limit = hi;
-			x->offset = off;
-			x->path = strndup(line + pos, nl - line - pos);
-			struct elfobj o;
-			uint8_t id[64];
-			if (x->path && !elfobj_open(&o, x->path, false)) {
-				size_t len = elfobj_build_id(&o, id, sizeof(id));
-				for (size_t i = 0; i < len; i++)
-					snprintf(x->build_id + 2 * i, 3, "%02x", id[i]);
-				elfobj_close(&o);
-			}
+	for (const char *pos = maps; maps_next(&pos, &e);) {
+		if (e.perms[2] != 'x' || e.path[0] != '/')
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 32;
+			struct mapping *g = realloc(m, cap * sizeof(*g));
+			if (!g)
+				break;
+			m = g;
 		}
-		line = *nl ? nl + 1 : nl;
+		struct mapping *x = &m[(*n)++];
+		memset(x, 0, sizeof(*x));
+		x->start = e.lo;
+		x->limit = e.hi;
+		x->offset = e.offset;
+		x->path = strdup(e.path);
+		struct elfobj o;
+		uint8_t id[64];
+		if (x->path && !elfobj_open(&o, x->path, false)) {
+			size_t len = elfobj_build_id(&o, id, sizeof(id));
+			for (size_t i = 0; i < len; i++)
+				snprintf(x->build_id + 2 * i, 3, "%02x", id[i]);
+			elfobj_close(&o);
+		}
 	}
 	return m;
 }
