@@ -168,6 +168,52 @@ struct ht_totals {
 	__u64 epoch_ns;
 };
 
+/*
+ * --unwind dwarf: each executable object's .eh_frame / .debug_frame CFI,
+ * compiled in user space (user/unwind_table.c) into rows sorted by pc.  A
+ * row holds from its pc to the next row's.  x86-64 only: the return
+ * address is always at CFA - 8, so a row says how to find the CFA and the
+ * caller's rbp, and nothing else.
+ */
+enum ht_cfa_kind {
+	HT_CFA_RSP,             /* CFA = rsp + cfa_off */
+	HT_CFA_RBP,             /* CFA = rbp + cfa_off */
+	HT_CFA_PLT,             /* .plt's expression: rsp + 8, + 8 more when (pc & 15) >= 11 */
+	HT_CFA_END,             /* return address undefined: the outermost frame (_start, clone) */
+	HT_CFA_UNKNOWN,         /* no CFI here (a gap between functions) or an expression: use rbp as a frame pointer */
+};
+
+enum ht_rbp_kind {
+	HT_RBP_SAME,            /* rbp still holds the caller's value */
+	HT_RBP_CFA,             /* the caller's rbp is saved at CFA + rbp_off */
+	HT_RBP_UNKNOWN,         /* neither: the caller's rbp is lost (frames above can still unwind by CFI) */
+};
+
+struct ht_unwind_row {
+	__u32 pc;               /* ELF virtual address (objects are < 4 GiB) */
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 cfa;               /* enum ht_cfa_kind */
+	__u8 rbp;               /* enum ht_rbp_kind */
+};
+
+/* One executable mapping of a traced process, and the rows of its object. */
+struct ht_unwind_module {
+	__u64 start, end;       /* [start, end) in the process */
+	__u64 bias;             /* process address - ELF virtual address */
+	__u32 row_begin;        /* index in the unwind_rows map */
+	__u32 row_count;        /* 0: no table (frames here unwind by frame pointer) */
+};
+
+#define HT_UNWIND_MAX_MODULES 128
+
+/* A traced process's executable mappings, sorted by start. */
+struct ht_unwind_proc {
+	__u32 n;
+	__u32 pad;
+	struct ht_unwind_module mods[HT_UNWIND_MAX_MODULES];
+};
+
 /* Event and loss counters (all but allocs, frees and failed allocs are losses): a per-CPU array. */
 enum ht_counter {
 	HT_ALLOCS,              /* allocations counted */
