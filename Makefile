@@ -62,7 +62,7 @@ $(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c user/symbolize.c user/
 FUZZ_SECONDS ?= 60
 FUZZ_NAMES := symspec profile
 FUZZ_SRCS_symspec := user/symspec.c
-FUZZ_SRCS_profile := user/profile.c user/profile_text.c user/profile_proto.c user/log.c user/target.c
+FUZZ_SRCS_profile := user/profile.c user/profile_text.c user/profile_proto.c user/log.c user/target.c user/follow.c
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -fno-omit-frame-pointer
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard user/*.c user/*.h)

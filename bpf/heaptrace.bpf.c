@@ -26,6 +26,7 @@ const volatile __u32 max_depth = HT_DEFAULT_MAX_DEPTH;
 const volatile __u32 stack_mode = HT_STACK_WALK;
 const volatile __u64 min_frame_addr = 4096;    /* vm.mmap_min_addr, at least 1 */
 const volatile __u64 peak_step = 0;             /* bytes; 0: max(5% of the last at-peak state, 1 MiB) */
+const volatile bool follow_fork = false;
 const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
 
 /* Task storage: found from the task itself, no hashing, and freed when the thread exits. */
@@ -36,11 +37,19 @@ struct {
 	__type(value, struct ht_call);
 } calls SEC(".maps");
 
+/* --follow-fork: children, added by user space while the child is held at its fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HT_MAX_PROCS);
+	__type(key, __u32);             /* tgid */
+	__type(value, struct ht_proc);
+} procs SEC(".maps");
+
 /* Sizes are set by the loader before load (--max-allocs, --max-stacks). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, HT_DEFAULT_MAX_LIVE);
-	__type(key, __u64);             /* block address */
+	__type(key, __u64);             /* ht_live_key() */
 	__type(value, struct ht_block);
 } live SEC(".maps");
 
@@ -68,7 +77,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u64);
+	__type(key, struct ht_arena_key);
 	__type(value, __u32);
 } arenas SEC(".maps");
 
@@ -88,8 +97,8 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(max_entries, HT_MAX_PROCS);
+	__type(key, __u32);             /* process slot */
 	__type(value, struct ht_totals);
 } totals SEC(".maps");
 
@@ -155,9 +164,17 @@ static __always_inline __u64 eval(const volatile struct ht_expr *e, const __u64 
 	return sum;
 }
 
-static __always_inline bool traced(void)
+/* The current process's slot: 0 for the target, a child's with --follow-fork; -1: not traced. */
+static __always_inline int proc_slot(void)
 {
-	return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (tgid == target_tgid)
+		return 0;
+	if (!follow_fork)
+		return -1;
+	struct ht_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	return p ? (int)(p->slot & (HT_MAX_PROCS - 1)) : -1;
 }
 
 static __always_inline const volatile struct ht_alloc_spec *spec_of(__u32 i)
@@ -282,10 +299,9 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
  * process totals and the peak, and copies the site's at-peak values before
  * the first change after a new peak epoch.
  */
-static __always_inline void site_inuse(struct ht_site *s, __s64 objects, __s64 bytes)
+static __always_inline void site_inuse(struct ht_site *s, __u32 proc, __s64 objects, __s64 bytes)
 {
-	__u32 zero = 0;
-	struct ht_totals *t = bpf_map_lookup_elem(&totals, &zero);
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
 
 	if (!t)
 		return;
@@ -331,9 +347,9 @@ static __always_inline __u32 life_bucket(__u64 ns)
 	return b < HT_LIFE_BUCKETS ? b : HT_LIFE_BUCKETS - 1;
 }
 
-static __always_inline struct ht_site *site_of(__u64 stack)
+static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
 {
-	struct ht_site_key key = { .stack = stack };
+	struct ht_site_key key = { .stack = stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
 	if (s)
@@ -348,16 +364,17 @@ static __always_inline struct ht_site *site_of(__u64 stack)
 }
 
 /* The generation a block of this arena must carry to still be live. */
-static __always_inline __u32 arena_gen(__u64 arena)
+static __always_inline __u32 arena_gen(__u64 arena, __u32 proc)
 {
-	__u32 *g = arena ? bpf_map_lookup_elem(&arenas, &arena) : 0;
+	struct ht_arena_key key = { .arena = arena, .proc = proc };
+	__u32 *g = arena ? bpf_map_lookup_elem(&arenas, &key) : 0;
 
 	return g ? *g : 0;
 }
 
-static __always_inline void arena_add(const struct ht_block *b, __s64 sign)
+static __always_inline void arena_add(const struct ht_block *b, __u32 proc, __s64 sign)
 {
-	struct ht_arena_site_key key = { .arena = b->arena, .stack = b->stack };
+	struct ht_arena_site_key key = { .arena = b->arena, .stack = b->stack, .proc = proc };
 	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
 
 	if (!a) {
@@ -377,25 +394,25 @@ static __always_inline void arena_add(const struct ht_block *b, __s64 sign)
  * A live block leaves the in-use counters.  A block of an arena that was
  * reset since it was allocated left them at the reset already.
  */
-static __always_inline bool release(struct ht_block *b)
+static __always_inline bool release(struct ht_block *b, __u32 proc)
 {
-	if (b->arena && b->gen != arena_gen(b->arena))
+	if (b->arena && b->gen != arena_gen(b->arena, proc))
 		return false;
 
-	struct ht_site_key key = { .stack = b->stack };
+	struct ht_site_key key = { .stack = b->stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
 	if (s)
-		site_inuse(s, -(__s64)b->objects, -(__s64)b->size);
+		site_inuse(s, proc, -(__s64)b->objects, -(__s64)b->size);
 	if (b->arena)
-		arena_add(b, -1);
+		arena_add(b, proc, -1);
 	return true;
 }
 
 /* A block freed by the program (not a reset): its lifetime goes to its stack's histogram. */
-static __always_inline void record_lifetime(const struct ht_block *b)
+static __always_inline void record_lifetime(const struct ht_block *b, __u32 proc)
 {
-	struct ht_site_key key = { .stack = b->stack };
+	struct ht_site_key key = { .stack = b->stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 	__u64 life = bpf_ktime_get_ns() - b->time_ns;
 
@@ -406,30 +423,44 @@ static __always_inline void record_lifetime(const struct ht_block *b)
 		__sync_fetch_and_add(&s->temporary, 1);
 }
 
-static __always_inline void free_block(__u64 ptr)
+/* A followed child frees what it inherited: the block is live in its parent's slot. */
+static __always_inline bool inherited(__u64 ptr, __u32 proc)
 {
-	struct ht_block *live_b = bpf_map_lookup_elem(&live, &ptr);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct ht_proc *p = proc ? bpf_map_lookup_elem(&procs, &tgid) : 0;
+
+	if (!p)
+		return false;
+	__u64 key = ht_live_key(ptr, p->parent);
+	return bpf_map_lookup_elem(&live, &key);
+}
+
+static __always_inline void free_block(__u64 ptr, __u32 proc)
+{
+	__u64 key = ht_live_key(ptr, proc);
+	struct ht_block *live_b = bpf_map_lookup_elem(&live, &key);
 
 	if (!live_b) {
-		count(HT_UNMATCHED_FREES);
+		count(inherited(ptr, proc) ? HT_INHERITED_FREES : HT_UNMATCHED_FREES);
 		return;
 	}
 	struct ht_block b = *live_b;
 	/* Only the deleter accounts the free, so a racing double free counts once. */
-	if (bpf_map_delete_elem(&live, &ptr))
+	if (bpf_map_delete_elem(&live, &key))
 		return;
-	if (release(&b)) {
-		record_lifetime(&b);
+	if (release(&b, proc)) {
+		record_lifetime(&b, proc);
 		count(HT_FREES);
 	}
 }
 
-static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 size, __u64 objects,
-					 __u64 arena)
+static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u64 ptr, __u64 size,
+					 __u64 objects, __u64 arena)
 {
 	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx),
-			      .arena = arena, .objects = objects, .gen = arena_gen(arena) };
-	struct ht_site *s = site_of(b.stack);
+			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc) };
+	__u64 key = ht_live_key(ptr, proc);
+	struct ht_site *s = site_of(b.stack, proc);
 
 	if (!s)
 		return;
@@ -437,8 +468,8 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 s
 	__sync_fetch_and_add(&s->alloc_bytes, size);
 	count(HT_ALLOCS);
 
-	if (bpf_map_update_elem(&live, &ptr, &b, BPF_NOEXIST)) {
-		struct ht_block *old = bpf_map_lookup_elem(&live, &ptr);
+	if (bpf_map_update_elem(&live, &key, &b, BPF_NOEXIST)) {
+		struct ht_block *old = bpf_map_lookup_elem(&live, &key);
 
 		if (!old) {
 			count(HT_LOSS_LIVE_FULL);
@@ -446,22 +477,22 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u64 ptr, __u64 s
 		}
 		/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
 		struct ht_block stale = *old;
-		if (release(&stale))
+		if (release(&stale, proc))
 			count(HT_REUSED_BLOCKS);
-		if (bpf_map_update_elem(&live, &ptr, &b, BPF_EXIST)) {
+		if (bpf_map_update_elem(&live, &key, &b, BPF_EXIST)) {
 			count(HT_LOSS_LIVE_FULL);
 			return;
 		}
 	}
-	site_inuse(s, objects, size);
+	site_inuse(s, proc, objects, size);
 	if (arena)
-		arena_add(&b, 1);
+		arena_add(&b, proc, 1);
 }
 
 SEC("uprobe")
 int alloc_enter(struct pt_regs *ctx)
 {
-	if (!traced())
+	if (proc_slot() < 0)
 		return 0;
 
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
@@ -496,7 +527,9 @@ int alloc_enter(struct pt_regs *ctx)
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx)
 {
-	if (!traced())
+	int proc = proc_slot();
+
+	if (proc < 0)
 		return 0;
 
 	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
@@ -528,7 +561,7 @@ int alloc_return(struct pt_regs *ctx)
 	if (old_ptr) {
 		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
 		if (ptr || size == 0)
-			free_block(old_ptr);
+			free_block(old_ptr, proc);
 		if (!ptr) {
 			if (size)
 				count(HT_FAILED_ALLOCS);
@@ -539,7 +572,8 @@ int alloc_return(struct pt_regs *ctx)
 		count(HT_FAILED_ALLOCS);
 		return 0;
 	}
-	record_alloc(ctx, ptr, size, eval(&spec->objects, cur->args, ret), eval(&spec->arena, cur->args, ret));
+	record_alloc(ctx, proc, ptr, size, eval(&spec->objects, cur->args, ret),
+		     eval(&spec->arena, cur->args, ret));
 	return 0;
 }
 
@@ -554,7 +588,9 @@ static __always_inline bool inside_alloc_call(struct pt_regs *ctx)
 SEC("uprobe")
 int free_enter(struct pt_regs *ctx)
 {
-	if (!traced())
+	int proc = proc_slot();
+
+	if (proc < 0)
 		return 0;
 
 	__u64 args[8];
@@ -562,26 +598,27 @@ int free_enter(struct pt_regs *ctx)
 	__u64 ptr = eval(&spec_of(bpf_get_attach_cookie(ctx))->ptr, args, 0);
 	if (!ptr || inside_alloc_call(ctx))
 		return 0;
-	free_block(ptr);
+	free_block(ptr, proc);
 	return 0;
 }
 
 struct reset_ctx {
 	__u64 arena;
 	__u64 objects;
+	__u32 proc;
 };
 
 /* Release one (arena, stack) pair's in-use counts from its stack's counters. */
 static long reset_site(struct bpf_map *map, struct ht_arena_site_key *key, struct ht_arena_site *a,
 		       struct reset_ctx *rc)
 {
-	if (key->arena != rc->arena)
+	if (key->arena != rc->arena || key->proc != rc->proc)
 		return 0;
 
-	struct ht_site_key sk = { .stack = key->stack };
+	struct ht_site_key sk = { .stack = key->stack, .proc = rc->proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &sk);
 	if (s)
-		site_inuse(s, -a->inuse_objects, -a->inuse_bytes);
+		site_inuse(s, rc->proc, -a->inuse_objects, -a->inuse_bytes);
 	rc->objects += a->inuse_objects;
 	bpf_map_delete_elem(map, key);
 	return 0;
@@ -596,21 +633,25 @@ static long reset_site(struct bpf_map *map, struct ht_arena_site_key *key, struc
 SEC("uprobe")
 int reset_enter(struct pt_regs *ctx)
 {
-	if (!traced())
+	int proc = proc_slot();
+
+	if (proc < 0)
 		return 0;
 
 	__u64 args[8];
 	save_args(ctx, args);
-	struct reset_ctx rc = { .arena = eval(&spec_of(bpf_get_attach_cookie(ctx))->arena, args, 0) };
+	struct reset_ctx rc = { .arena = eval(&spec_of(bpf_get_attach_cookie(ctx))->arena, args, 0),
+				.proc = proc };
 	if (!rc.arena)
 		return 0;
 
-	__u32 *g = bpf_map_lookup_elem(&arenas, &rc.arena);
+	struct ht_arena_key ak = { .arena = rc.arena, .proc = proc };
+	__u32 *g = bpf_map_lookup_elem(&arenas, &ak);
 	if (g) {
 		__sync_fetch_and_add(g, 1);
 	} else {
 		__u32 one = 1;
-		if (bpf_map_update_elem(&arenas, &rc.arena, &one, BPF_NOEXIST))
+		if (bpf_map_update_elem(&arenas, &ak, &one, BPF_NOEXIST))
 			count(HT_LOSS_ARENA_FULL);
 	}
 	bpf_for_each_map_elem(&arena_sites, reset_site, &rc, 0);
@@ -619,12 +660,17 @@ int reset_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-static long drop_block(struct bpf_map *map, __u64 *ptr, struct ht_block *b, __u64 *dropped)
+struct exec_ctx {
+	__u64 dropped;
+	__u32 proc;
+};
+
+static long drop_block(struct bpf_map *map, __u64 *key, struct ht_block *b, struct exec_ctx *x)
 {
 	struct ht_block copy = *b;
 
-	if (!bpf_map_delete_elem(map, ptr) && release(&copy))
-		(*dropped)++;
+	if (ht_live_key_proc(*key) == x->proc && !bpf_map_delete_elem(map, key) && release(&copy, x->proc))
+		x->dropped++;
 	return 0;
 }
 
@@ -636,12 +682,18 @@ static long drop_block(struct bpf_map *map, __u64 *ptr, struct ht_block *b, __u6
 SEC("tracepoint/sched/sched_process_exec")
 int process_exec(void *ctx)
 {
-	__u64 dropped = 0;
+	int proc = proc_slot();
 
-	if (!traced())
+	if (proc < 0)
 		return 0;
-	bpf_for_each_map_elem(&live, drop_block, &dropped, 0);
+	struct exec_ctx x = { .proc = proc };
+	bpf_for_each_map_elem(&live, drop_block, &x, 0);
 	count(HT_EXECS);
-	count_n(HT_EXEC_DROPPED, dropped);
+	count_n(HT_EXEC_DROPPED, x.dropped);
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &x.proc);
+	if (t) {
+		__sync_fetch_and_add(&t->execs, 1);
+		__sync_fetch_and_add(&t->exec_dropped, x.dropped);
+	}
 	return 0;
 }

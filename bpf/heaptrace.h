@@ -19,6 +19,19 @@
 #define HT_DEFAULT_MAX_STACKS 65536
 
 /*
+ * Processes traced at once: the target (slot 0) and, with --follow-fork,
+ * the processes it forks.  Counters of each are kept apart by slot, since
+ * a parent and its child hand out the same addresses.
+ */
+#define HT_MAX_PROCS 256
+
+/* A followed child (procs map, keyed by tgid). */
+struct ht_proc {
+	__u32 slot;
+	__u32 parent;           /* the parent's slot: blocks the child inherited are live there */
+};
+
+/*
  * The frame-pointer walk copies this much of the stack above the stack
  * pointer in one read and walks frames inside the copy; frames beyond it
  * cost one read each.  Power of two.
@@ -108,7 +121,32 @@ struct ht_call {
 struct ht_arena_site_key {
 	__u64 arena;
 	__u64 stack;
+	__u32 proc;
+	__u32 pad;
 };
+
+/* An arena of one process (arenas map: its generation). */
+struct ht_arena_key {
+	__u64 arena;
+	__u32 proc;
+	__u32 pad;
+};
+
+/*
+ * A live block's key: its address in one process, the process slot in the
+ * top byte (user addresses leave it zero; XOR keeps any 64-bit --sym
+ * pointer value distinct).  Eight bytes, not sixteen: the live map is
+ * heaptrace's largest memory cost.
+ */
+static inline __u64 ht_live_key(__u64 addr, __u32 proc)
+{
+	return addr ^ ((__u64)proc << 56);
+}
+
+static inline __u32 ht_live_key_proc(__u64 key)
+{
+	return key >> 56;
+}
 
 struct ht_arena_site {
 	__s64 inuse_objects;
@@ -125,9 +163,11 @@ struct ht_block {
 	__u32 gen;          /* the arena's generation at allocation: older ones were reset */
 };
 
-/* Per-stack counters and frames, both keyed by the stack hash. */
+/* Per-stack counters, keyed by the stack hash and the process's slot; frames by the hash alone. */
 struct ht_site_key {
 	__u64 stack;
+	__u32 proc;
+	__u32 pad;
 };
 
 /* Lifetimes of freed blocks, log2 buckets of microseconds: [2^i, 2^(i+1)) us, the first from 0. */
@@ -153,7 +193,7 @@ struct ht_site {
 };
 
 /*
- * Process-wide totals (one array element).  The peak of in-use bytes is
+ * Process-wide totals (an array element per process slot).  The peak of in-use bytes is
  * exact; the at-peak profile is the state when in-use last rose more than
  * the peak step above the previous at-peak state (each such rise starts a
  * new epoch).
@@ -166,6 +206,8 @@ struct ht_totals {
 	__u64 epoch;
 	__u64 epoch_bytes;              /* in-use bytes when the current epoch started */
 	__u64 epoch_ns;
+	__u64 execs;                    /* this process's execve()s (HT_EXECS counts all) */
+	__u64 exec_dropped;
 };
 
 /*
@@ -233,6 +275,7 @@ enum ht_counter {
 	HT_LOSS_ARENA_FULL,     /* arena bookkeeping map full: a reset cannot release these */
 	HT_EXECS,               /* the process executed a new program */
 	HT_EXEC_DROPPED,        /* live blocks of the old program, gone with it */
+	HT_INHERITED_FREES,     /* a followed child freed a block its parent allocated before the fork */
 	HT_COUNTER_MAX,
 };
 

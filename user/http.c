@@ -66,7 +66,7 @@ static enum MHD_Result serve_profile(struct http_server *h, struct MHD_Connectio
 		h->sym = sym_open(maps ? maps : "");
 		h->sym_maps = maps ? strdup(maps) : NULL;
 	}
-	if (profile_read(&p, h->tr, h->t->pid, maps, &h->opts)) {
+	if (profile_read(&p, h->tr, 0, h->t->pid, maps, &h->opts)) {
 		pthread_mutex_unlock(&h->lock);
 		free(maps);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the profile\n");
@@ -96,7 +96,7 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 
 	if (!m)
 		return MHD_NO;
-	tracer_totals(h->tr, &tot);
+	tracer_totals(h->tr, 0, &tot);
 	tracer_counters(h->tr, counters);
 	fprintf(m, "# HELP heaptrace_inuse_bytes Bytes in live heap blocks of the traced process.\n"
 		   "# TYPE heaptrace_inuse_bytes gauge\nheaptrace_inuse_bytes %" PRId64 "\n"

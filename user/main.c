@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "allocator.h"
+#include "follow.h"
 #include "http.h"
 #include "log.h"
 #include "monitor.h"
@@ -51,6 +52,7 @@ struct options {
 	uint64_t peak_step;
 	double min_age;
 	const char *http;                       /* --http ADDR:PORT */
+	bool follow_fork;
 };
 
 static void usage(FILE *f)
@@ -97,6 +99,8 @@ static void usage(FILE *f)
 	      "      --lib PATH        the object whose malloc family to trace (default: found)\n"
 	      "      --stack-capture M walk (default): heaptrace's frame-pointer walk over one copy\n"
 	      "                        of the stack; kernel: bpf_get_stack(), for comparison\n"
+	      "      --follow-fork     trace the processes the target forks too, each into its\n"
+	      "                        own profile: FILE.PID (-o FILE) or heaptrace.PID.EXT\n"
 	      "  -v, --verbose         say what was attached where, and the event counters\n"
 	      "  -h, --help            this text\n"
 	      "      --version         print the version\n"
@@ -142,7 +146,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
 	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE, OPT_SYM, OPT_FREE_SYM,
 	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB, OPT_DIFF, OPT_AT_PEAK, OPT_PEAK_STEP, OPT_MIN_AGE,
-	       OPT_HTTP };
+	       OPT_HTTP, OPT_FOLLOW_FORK };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -168,6 +172,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "peak-step", required_argument, NULL, OPT_PEAK_STEP },
 		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "http", required_argument, NULL, OPT_HTTP },
+		{ "follow-fork", no_argument, NULL, OPT_FOLLOW_FORK },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -290,6 +295,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_LIST_PROBES:
 			o->list_probes = true;
 			break;
+		case OPT_FOLLOW_FORK:
+			o->follow_fork = true;
+			break;
 		case 'v':
 			ht_verbose = true;
 			break;
@@ -386,6 +394,80 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* --follow-fork: what a forked child needs to be traced like its parent. */
+struct fork_ctx {
+	const struct probe_plan *plan;
+	struct tracer *tr;
+	uint32_t next_slot;
+	bool stopped;           /* tracing is over: later children run untraced */
+};
+
+static uint32_t trace_child(void *arg, pid_t child, uint32_t parent_slot)
+{
+	struct fork_ctx *fc = arg;
+
+	if (fc->stopped)
+		return 0;
+	if (fc->next_slot >= HT_MAX_PROCS) {
+		ht_err("--follow-fork: %d processes traced already; PID %d is not", HT_MAX_PROCS, child);
+		return 0;
+	}
+	uint32_t slot = fc->next_slot;
+	if (tracer_add_proc(fc->tr, child, slot, parent_slot) || probes_attach(fc->plan, fc->tr, child)) {
+		ht_err("--follow-fork: cannot trace child PID %d", child);
+		return 0;
+	}
+	fc->next_slot++;
+	ht_info("following child PID %d", child);
+	return slot;
+}
+
+static const char *format_ext(enum ht_format f)
+{
+	return f == FMT_PROTO ? "pb.gz" : f == FMT_COLLAPSED ? "collapsed" : f == FMT_TOP ? "top" : "heap";
+}
+
+/* Each followed child's profile, beside the target's: FILE.PID, or heaptrace.PID.EXT. */
+static int write_children(const struct options *o, struct follow *fl, const struct tracer *tr,
+			  const struct profile_opts *opts)
+{
+	int rc = 0;
+
+	follow_refresh_maps(fl);
+	for (size_t i = 0; i < fl->n_kids; i++) {
+		const struct follow_child *k = &fl->kids[i];
+		struct profile p;
+		char path[4200];
+
+		if (k->slot == UINT32_MAX || k->slot == 0)
+			continue;
+		if (o->output)
+			snprintf(path, sizeof(path), "%s.%d", o->output, k->pid);
+		else
+			snprintf(path, sizeof(path), "heaptrace.%d.%s", k->pid, format_ext(o->format));
+		if (profile_read(&p, tr, k->slot, k->pid, k->maps, opts)) {
+			rc = 1;
+			continue;
+		}
+		if (p.totals.execs)
+			ht_err("child PID %d executed a new program: %" PRIu64 " live blocks of the old one were "
+			       "dropped; tracing went on in the new one", k->pid, (uint64_t)p.totals.exec_dropped);
+		FILE *f = create_output(path);
+		if (!f || output_write(f, o->format, &p, o->value, o->top)) {
+			ht_err("cannot write the profile of child PID %d to %s: %s", k->pid, path, strerror(errno));
+			rc = 1;
+		} else {
+			ht_err("child PID %d (of PID %d): profile in %s", k->pid, k->parent, path);
+		}
+		if (f)
+			fclose(f);
+		profile_free(&p);
+	}
+	if (fl->not_followed)
+		ht_err("--follow-fork: %zu child processes were not traced", fl->not_followed);
+	return rc;
 }
 
 static void report_resources(const struct tracer *tr)
@@ -500,6 +582,8 @@ int main(int argc, char **argv)
 	struct tracer tr = { 0 };
 	struct profile prof;
 	struct http_server *http = NULL;
+	struct fork_ctx fc = { .plan = &plan, .tr = &tr, .next_slot = 1 };
+	struct follow fl = { .on_fork = trace_child, .arg = &fc };
 	char *command = NULL;
 	FILE *out = stdout;
 	int rc = 1;
@@ -547,6 +631,8 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto done;
 	}
+	if (o.follow_fork)
+		t.follow = &fl;
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
 	bool profile_on_stdout = !o.output && (!o.interval || (o.format == FMT_TOP && isatty(STDOUT_FILENO)));
 	if (o.argv && (rc = target_launch(&t, o.argv, profile_on_stdout)))
@@ -556,9 +642,14 @@ int main(int argc, char **argv)
 	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
 				     .specs = plan.specs, .n_specs = plan.n, .multi = true,
 				     .max_depth = o.max_depth, .stack_mode = o.stack_mode,
-				     .peak_step = o.peak_step };
+				     .peak_step = o.peak_step, .follow_fork = o.follow_fork };
 	int attached;
-	if (tracer_load(&tr, &cfg) || (attached = probes_attach(&plan, &tr, t.pid)) < 0)
+	if (tracer_load(&tr, &cfg))
+		goto kill_child;
+	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
+	if (o.follow_fork && !t.launched && follow_seize(&t))
+		goto kill_child;
+	if ((attached = probes_attach(&plan, &tr, t.pid)) < 0)
 		goto kill_child;
 	if (attached == 1) {
 		ht_info("no uprobe_multi in this kernel: one perf event per probe");
@@ -592,6 +683,7 @@ int main(int argc, char **argv)
 	}
 
 	struct stop st = monitor_run(&t, o.duration, o.interval, snapshot_tick, &ss);
+	fc.stopped = true;
 	monitor_release_signals();
 	http_stop(http);
 	if (!t.exited)
@@ -601,14 +693,14 @@ int main(int argc, char **argv)
 		ht_info("stopped after %g s", o.duration);
 
 	t1 = now_ms();
-	if (profile_read(&prof, &tr, t.pid, t.maps, &ss.opts))
+	if (profile_read(&prof, &tr, 0, t.pid, t.maps, &ss.opts))
 		goto done;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
 	report_counters(prof.counters);
 	/* A launched command's own first execve is ours, not news. */
-	if (prof.counters[HT_EXECS] > (t.launched ? 1u : 0u))
+	if (prof.totals.execs > (t.launched ? 1u : 0u))
 		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
-		       "tracing went on in the new one", t.pid, prof.counters[HT_EXEC_DROPPED]);
+		       "tracing went on in the new one", t.pid, (uint64_t)prof.totals.exec_dropped);
 	t1 = now_ms();
 	if (o.interval) {
 		if (snapshot_write(&ss, &prof) || ss.failed)
@@ -640,6 +732,8 @@ int main(int argc, char **argv)
 		if (f)
 			fclose(f);
 	}
+	if (o.follow_fork && write_children(&o, &fl, &tr, &ss.opts))
+		rc = 1;
 	snapshots_free(&ss);
 	report_resources(&tr);
 	if (prof.trimmed)
@@ -670,6 +764,7 @@ done:
 	for (int i = 0; i < o.n_syms; i++)
 		symspec_free(&o.syms[i]);
 	target_free(&t);
+	follow_free(&fl);
 	if (out != stdout)
 		fclose(out);
 	return rc;

@@ -249,6 +249,7 @@ static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t p
 
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
+	bool first = !tr->n_links && !tr->n_multi;      /* followed children repeat the same plan */
 	int err = tr->multi ? attach_multi(plan, tr, pid) : attach_each(plan, tr, pid);
 
 	if (err == -EOPNOTSUPP)
@@ -258,12 +259,13 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 			ht_err("cannot attach uprobes: %s", strerror(-err));
 		return -1;
 	}
-	for (int k = 0; k < plan->n; k++) {
+	for (int k = 0; first && k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
 		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s%s", p->func, p->path, p->offset, p->func,
 			p->delta, p->where.insn, p->where.why, p->kind == HT_SPEC_ALLOC ? " (and its return)" : "");
 	}
-	ht_info("attached with %s", tr->multi ? "uprobe_multi links" : "one perf event per probe");
+	if (first)
+		ht_info("attached with %s", tr->multi ? "uprobe_multi links" : "one perf event per probe");
 	return 0;
 }
 

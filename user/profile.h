@@ -43,8 +43,12 @@ struct profile_opts {
 	const char *command;
 };
 
-/* Read every stack's counters; stacks with identical frames are merged. */
-int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps,
+/*
+ * Read every stack's counters of one process slot (0: the target, others:
+ * children followed with --follow-fork); stacks with identical frames are
+ * merged.
+ */
+int profile_read(struct profile *p, const struct tracer *tr, uint32_t proc, pid_t pid, const char *maps,
 		 const struct profile_opts *opts);
 
 /* Sort stacks by frames, merge identical ones, recount the totals. */

@@ -165,6 +165,7 @@ struct join {
 	struct frames *frames;
 	size_t cap;
 	bool aged;              /* in-use comes from the live blocks old enough (--min-age) */
+	uint32_t proc;
 };
 
 /* --min-age: in-use per stack recounted from the live blocks at least that old. */
@@ -172,6 +173,7 @@ struct aged {
 	struct profile *p;
 	uint64_t born_before;
 	int arenas_fd;
+	uint32_t proc;
 };
 
 static int cmp_hash(const void *a, const void *b)
@@ -185,13 +187,13 @@ static int add_aged_block(const void *key, const void *value, void *arg)
 	const struct ht_block *b = value;
 	struct aged *a = arg;
 	struct prof_stack sk = { .hash = b->stack };
-	(void)key;
 
-	if (b->time_ns > a->born_before)
+	if (ht_live_key_proc(*(const uint64_t *)key) != a->proc || b->time_ns > a->born_before)
 		return 0;
 	if (b->arena) {
 		uint32_t gen = 0;
-		bpf_map_lookup_elem(a->arenas_fd, &b->arena, &gen);
+		struct ht_arena_key ak = { .arena = b->arena, .proc = a->proc };
+		bpf_map_lookup_elem(a->arenas_fd, &ak, &gen);
 		if (gen != b->gen)
 			return 0;       /* its arena was reset */
 	}
@@ -211,7 +213,7 @@ static int add_site(const void *key, const void *value, void *arg)
 	const struct ht_site *c = value;
 	struct profile *p = j->p;
 
-	if (!c->alloc_objects)
+	if (!c->alloc_objects || ((const struct ht_site_key *)key)->proc != j->proc)
 		return 0;
 	if (p->n == j->cap) {
 		j->cap = j->cap ? 2 * j->cap : 256;
@@ -241,7 +243,7 @@ static int add_site(const void *key, const void *value, void *arg)
 	return 0;
 }
 
-int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const char *maps,
+int profile_read(struct profile *p, const struct tracer *tr, uint32_t proc, pid_t pid, const char *maps,
 		 const struct profile_opts *opts)
 {
 	struct frames t = { 0 };
@@ -255,7 +257,7 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	p->min_age = opts ? opts->min_age : 0;
 	p->command = opts ? opts->command : NULL;
 	tracer_counters(tr, p->counters);
-	tracer_totals(tr, &p->totals);
+	tracer_totals(tr, proc, &p->totals);
 	p->now_ns = monotonic_ns();
 
 	while (slots < 2 * (size_t)tracer_max_stacks(tr))
@@ -264,7 +266,7 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	t.st = calloc(slots, sizeof(*t.st));
 	t.mask = slots - 1;
 	t.max_depth = (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t);
-	struct join j = { .p = p, .frames = &t, .aged = p->min_age > 0 };
+	struct join j = { .p = p, .frames = &t, .aged = p->min_age > 0, .proc = proc };
 	err = !t.hash || !t.st ? -ENOMEM :
 	      read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), add_frames, &t);
 	if (!err)
@@ -275,7 +277,7 @@ int profile_read(struct profile *p, const struct tracer *tr, pid_t pid, const ch
 	free(t.st);
 	if (!err && j.aged) {
 		struct aged a = { .p = p, .born_before = p->now_ns - (uint64_t)(p->min_age * 1e9),
-				  .arenas_fd = tracer_arenas_fd(tr) };
+				  .arenas_fd = tracer_arenas_fd(tr), .proc = proc };
 		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
 		err = read_map(tracer_live_fd(tr), sizeof(uint64_t), sizeof(struct ht_block), add_aged_block, &a);
 	}

@@ -73,7 +73,7 @@ void snapshot_tick(void *arg)
 	struct profile p;
 
 	target_refresh_maps(ss->t);
-	if (profile_read(&p, ss->tr, ss->t->pid, ss->t->maps, &ss->opts)) {
+	if (profile_read(&p, ss->tr, 0, ss->t->pid, ss->t->maps, &ss->opts)) {
 		ht_err("snapshot %d lost: cannot read the maps", ss->seq + 1);
 		ss->seq++;
 		ss->failed++;

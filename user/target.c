@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "follow.h"
 #include "log.h"
 #include "target.h"
 
@@ -191,9 +192,18 @@ int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
 	close(pipefd[0]);
 	t->go_fd = pipefd[1];
 	t->pidfd = open_pidfd(t->pid);
-	if (ptrace(PTRACE_SEIZE, t->pid, 0, PTRACE_O_TRACEEXIT))
+	if (ptrace(PTRACE_SEIZE, t->pid, 0, t->follow ? follow_ptrace_options() : PTRACE_O_TRACEEXIT)) {
+		if (t->follow) {
+			ht_err("--follow-fork: cannot ptrace the command: %s", strerror(errno));
+			return 1;
+		}
 		ht_info("cannot ptrace the command (%s): its memory map is read before exit instead",
 			strerror(errno));
+	} else {
+		t->seized = true;
+		if (t->follow)
+			follow_track(t->follow, t->pid);
+	}
 	return 0;
 }
 
@@ -259,6 +269,10 @@ void target_reap(struct target *t, bool wait)
 {
 	int st;
 
+	if (t->follow && t->seized) {
+		follow_reap(t, wait);
+		return;
+	}
 	while (t->launched && !t->exited) {
 		pid_t r = waitpid(t->pid, &st, __WALL | (wait ? 0 : WNOHANG));
 		if (r < 0 && errno == EINTR)

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+struct follow;
+
 struct target {
 	pid_t pid;
 	bool launched;      /* our child, held before execve until target_start() */
@@ -14,6 +16,8 @@ struct target {
 	char *maps;         /* /proc/PID/maps as last captured while the process lived */
 	bool exited;        /* we reaped it (launched) or saw it go (-p) */
 	int status;         /* launched: wait status once exited */
+	struct follow *follow;  /* --follow-fork (set before target_launch / follow_seize) */
+	bool seized;        /* we are its ptrace tracer */
 };
 
 /*

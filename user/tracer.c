@@ -60,6 +60,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		return -1;
 	}
 	skel->rodata->target_tgid = cfg->tgid;
+	skel->rodata->follow_fork = cfg->follow_fork;
 	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
 	memcpy(skel->rodata->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
 
@@ -199,6 +200,7 @@ const char *tracer_counter_name(enum ht_counter c)
 		[HT_LOSS_ARENA_FULL] = "arena_map_full",
 		[HT_EXECS] = "execs",
 		[HT_EXEC_DROPPED] = "exec_dropped",
+		[HT_INHERITED_FREES] = "inherited_frees",
 	};
 	return c < HT_COUNTER_MAX ? names[c] : "?";
 }
@@ -266,10 +268,20 @@ int tracer_arenas_fd(const struct tracer *tr)
 	return bpf_map__fd(tr->skel->maps.arenas);
 }
 
-void tracer_totals(const struct tracer *tr, struct ht_totals *t)
+int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent)
 {
-	uint32_t zero = 0;
+	struct ht_proc p = { .slot = slot, .parent = parent };
+	uint32_t tgid = pid;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &zero, t))
+	if (bpf_map_update_elem(bpf_map__fd(tr->skel->maps.procs), &tgid, &p, BPF_ANY)) {
+		ht_err("cannot add PID %d to the traced processes: %s", pid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &proc, t))
 		memset(t, 0, sizeof(*t));
 }

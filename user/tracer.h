@@ -20,6 +20,7 @@ struct tracer_config {
 	const struct ht_alloc_spec *specs;
 	int n_specs;
 	bool multi;             /* attach with uprobe_multi links (kernel 6.6+) */
+	bool follow_fork;       /* children added with tracer_add_proc are traced too */
 };
 
 struct tracer {
@@ -65,8 +66,11 @@ int tracer_stacks_fd(const struct tracer *tr);
 int tracer_live_fd(const struct tracer *tr);
 int tracer_arenas_fd(const struct tracer *tr);
 
-/* The process totals and peak the BPF side keeps. */
-void tracer_totals(const struct tracer *tr, struct ht_totals *t);
+/* The totals and peak the BPF side keeps for a process slot (0: the target). */
+void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t);
+
+/* --follow-fork: trace a child in a slot (1 .. HT_MAX_PROCS-1) whose parent is in another. */
+int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent);
 uint32_t tracer_max_stacks(const struct tracer *tr);
 
 /* Bytes of a stored stack of max_depth frames (a prefix of struct ht_stack). */
