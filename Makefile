@@ -10,7 +10,7 @@ BUILD := build
 CFLAGS ?= -O2 -g
 HT_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUILD)
 LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++
-BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
+BPF_CFLAGS := -target bpf -mcpu=v3 -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
 USER_SRCS := $(wildcard user/*.c user/output/*.c)
 USER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(USER_SRCS))

@@ -7,6 +7,7 @@
  * reads the maps when it writes a profile.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "heaptrace.h"
@@ -115,6 +116,30 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
+/* --unwind dwarf: every object's CFI rows, one array (sized and filled by user space, mmapped). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ht_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct ht_unwind_object_key);
+	__type(value, struct ht_unwind_object);
+} unwind_objects SEC(".maps");
+
+/* Per process slot: the code mappings its stacks have met. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct ht_unwind_proc);
+} unwind_procs SEC(".maps");
+
 static __always_inline void count_n(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &which);
@@ -182,6 +207,19 @@ static __always_inline const volatile struct ht_alloc_spec *spec_of(__u32 i)
 	return &specs[i & (HT_MAX_SPECS - 1)];
 }
 
+/* One bulk copy of the stack above sp, as much as is mapped: sc->copy holds the bytes read. */
+static __always_inline __u64 copy_stack(struct scratch *sc, __u64 sp)
+{
+	if (!bpf_probe_read_user(sc->copy, HT_STACK_COPY_BYTES, (void *)sp))
+		return HT_STACK_COPY_BYTES;
+	/* The copy ran past the top of the stack: the rest of sp's page is always there. */
+	__u64 copied = 4096 - (sp & 4095);
+	if (copied > HT_STACK_COPY_BYTES ||
+	    bpf_probe_read_user(sc->copy, copied & (HT_STACK_COPY_BYTES - 1), (void *)sp))
+		return 0;
+	return copied;
+}
+
 /*
  * The user stack at a return probe, innermost first: frame 0 is the return
  * address in the allocator's caller, then a frame-pointer walk.  The walk
@@ -194,17 +232,10 @@ static __always_inline const volatile struct ht_alloc_spec *spec_of(__u32 i)
 static __always_inline __u32 walk_stack(struct pt_regs *ctx, struct scratch *sc)
 {
 	__u64 sp = PT_REGS_SP(ctx), fp = PT_REGS_FP(ctx);
-	__u64 copied = HT_STACK_COPY_BYTES;
+	__u64 copied = copy_stack(sc, sp);
 	__u32 n = 1;
 
 	sc->st.pcs[0] = PT_REGS_IP(ctx);
-	if (bpf_probe_read_user(sc->copy, HT_STACK_COPY_BYTES, (void *)sp)) {
-		/* The copy ran past the top of the stack: the rest of sp's page is always there. */
-		copied = 4096 - (sp & 4095);
-		if (copied > HT_STACK_COPY_BYTES ||
-		    bpf_probe_read_user(sc->copy, copied & (HT_STACK_COPY_BYTES - 1), (void *)sp))
-			copied = 0;
-	}
 	for (int i = 1; i < HT_MAX_STACK_DEPTH; i++) {
 		__u64 frame[2];
 		__u64 off = fp - sp;
@@ -215,8 +246,12 @@ static __always_inline __u32 walk_stack(struct pt_regs *ctx, struct scratch *sc)
 		 * costs ~1 us.  The outermost frame of glibc's main thread
 		 * (fp = 1) and of its threads (fp = 0) end here.
 		 */
-		if (i >= max_depth || fp < min_frame_addr)
+		if (fp < min_frame_addr)
 			break;
+		if (i >= max_depth) {
+			sc->st.flags = HT_STACK_MAX_DEPTH;
+			break;
+		}
 		if (fp >= sp && off + 16 <= copied && !(off & 7)) {
 			__u32 k = (off >> 3) & (HT_STACK_COPY_BYTES / 8 - 2);
 			frame[0] = sc->copy[k];
@@ -231,6 +266,224 @@ static __always_inline __u32 walk_stack(struct pt_regs *ctx, struct scratch *sc)
 		n = i + 1;
 	}
 	return n;
+}
+
+/* The state of a CFI walk between frames (bpf_loop's context). */
+struct unwind {
+	__u64 pc, sp, fp;
+	__u64 sp0, copied;      /* the bulk copy of the stack: [sp0, sp0 + copied) */
+	__u32 proc;
+	__u32 n;
+	__u32 flags;
+	__u32 last;             /* the module of the previous frame: stacks stay in few objects */
+};
+
+static __always_inline int read_stack(const struct scratch *sc, const struct unwind *u, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - u->sp0;
+
+	if (addr >= u->sp0 && off + 8 <= u->copied && !(off & 7)) {
+		*out = sc->copy[(off >> 3) & (HT_STACK_COPY_BYTES / 8 - 1)];
+		return 0;
+	}
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
+
+struct vma_info {
+	__u64 start, end, pgoff;
+	struct ht_unwind_object_key key;
+	bool file;
+};
+
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, struct vma_info *v)
+{
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	v->start = BPF_CORE_READ(vma, vm_start);
+	v->end = BPF_CORE_READ(vma, vm_end);
+	v->pgoff = BPF_CORE_READ(vma, vm_pgoff);
+	if (f) {
+		v->file = true;
+		v->key.ino = BPF_CORE_READ(f, f_inode, i_ino);
+		v->key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	}
+	return 0;
+}
+
+/* A code address the process's cache does not know: find its mapping and object, and cache them. */
+static __always_inline struct ht_unwind_module *add_module(struct ht_unwind_proc *up, __u64 pc)
+{
+	struct vma_info v = {};
+
+	/* -EBUSY when the mmap lock is contended: this frame falls back to rbp, nothing is cached. */
+	if (bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &v, 0) || !v.file)
+		return 0;
+
+	struct ht_unwind_object *o = bpf_map_lookup_elem(&unwind_objects, &v.key);
+	__u32 i = __sync_fetch_and_add(&up->n, 1) & (HT_UNWIND_MAX_MODULES - 1);
+	struct ht_unwind_module *m = &up->mods[i];
+
+	m->ready = 0;
+	m->start = v.start;
+	m->end = v.end;
+	m->bias = o ? v.start - v.pgoff * page_size - o->delta : 0;
+	m->row_begin = o ? o->row_begin : 0;
+	m->row_count = o ? o->row_count : 0;
+	m->ready = 1;
+	return m;
+}
+
+/*
+ * The searches run as bpf_loop callbacks: verified once, where unrolled
+ * loops nested in the frame loop would exceed the verifier's budget.
+ */
+struct module_search {
+	struct ht_unwind_proc *up;
+	__u64 pc;
+	__u32 n;
+	int found;
+};
+
+static long module_step(__u32 k, struct module_search *s)
+{
+	if (k >= s->n || !s->up)
+		return 1;
+	struct ht_unwind_module *m = &s->up->mods[k & (HT_UNWIND_MAX_MODULES - 1)];
+	if (m->ready && s->pc >= m->start && s->pc < m->end) {
+		s->found = k & (HT_UNWIND_MAX_MODULES - 1);
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline struct ht_unwind_module *find_module(struct ht_unwind_proc *up, struct unwind *u,
+							    __u64 pc)
+{
+	struct ht_unwind_module *m = &up->mods[u->last & (HT_UNWIND_MAX_MODULES - 1)];
+
+	if (m->ready && pc >= m->start && pc < m->end)
+		return m;
+	struct module_search s = { .up = up, .pc = pc, .found = -1,
+				   .n = up->n < HT_UNWIND_MAX_MODULES ? up->n : HT_UNWIND_MAX_MODULES };
+	bpf_loop(HT_UNWIND_MAX_MODULES, module_step, &s, 0);
+	if (s.found >= 0) {
+		u->last = s.found;
+		return &up->mods[s.found & (HT_UNWIND_MAX_MODULES - 1)];
+	}
+	return add_module(up, pc);
+}
+
+struct row_search {
+	__u64 rel;
+	__u32 begin, lo, hi;
+};
+
+static long row_step(__u32 i, struct row_search *s)
+{
+	if (s->lo >= s->hi)
+		return 1;
+	__u32 mid = s->lo + (s->hi - s->lo) / 2, idx = s->begin + mid;
+	struct ht_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!r)
+		return 1;
+	if (r->pc <= s->rel)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* The row in force at pc: the last whose start is <= pc. */
+static __always_inline struct ht_unwind_row *find_row(const struct ht_unwind_module *m, __u64 pc)
+{
+	struct row_search s = { .rel = pc - m->bias, .begin = m->row_begin, .hi = m->row_count };
+
+	if (s.rel >> 32)
+		return 0;
+	bpf_loop(32, row_step, &s, 0);
+	if (!s.lo)
+		return 0;
+	__u32 idx = m->row_begin + s.lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+/*
+ * One frame: record pc, then find the caller's pc, sp and rbp from the CFI
+ * row in force at pc (looked up at pc - 1: a return address may be the
+ * first byte of the next function), or by frame pointer where there is
+ * none.  Returns 1 to stop.
+ */
+static long unwind_step(__u32 i, struct unwind *u)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct ht_unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &u->proc);
+	__u64 ra, cfa;
+
+	if (!sc || !up)
+		return 1;
+	__u32 n = u->n;
+	if (i >= max_depth || n >= HT_MAX_STACK_DEPTH) {
+		u->flags |= HT_STACK_MAX_DEPTH;
+		return 1;
+	}
+	sc->st.pcs[n] = u->pc;
+	u->n = n + 1;
+
+	struct ht_unwind_module *m = find_module(up, u, u->pc - 1);
+	if (!m) {
+		/* Code of no file (or the mapping is gone): nothing to unwind it with. */
+		u->flags |= HT_STACK_TRUNCATED;
+		return 1;
+	}
+	struct ht_unwind_row *r = m->row_count ? find_row(m, u->pc - 1) : 0;
+	if (r && r->cfa == HT_CFA_END)
+		return 1;
+	if (!r || r->cfa == HT_CFA_UNKNOWN) {
+		__u64 frame[2];
+
+		count(HT_UNWIND_FP_FRAMES);
+		if (u->fp < min_frame_addr)
+			return 1;
+		if (read_stack(sc, u, u->fp, &frame[0]) || read_stack(sc, u, u->fp + 8, &frame[1])) {
+			u->flags |= HT_STACK_TRUNCATED;
+			return 1;
+		}
+		u->sp = u->fp + 16;
+		u->fp = frame[0];
+		ra = frame[1];
+	} else {
+		if (r->cfa == HT_CFA_PLT)
+			cfa = u->sp + 8 + ((u->pc & 15) >= 11 ? 8 : 0);
+		else
+			cfa = (r->cfa == HT_CFA_RBP ? u->fp : u->sp) + (__s64)r->cfa_off;
+		if (read_stack(sc, u, cfa - 8, &ra)) {
+			u->flags |= HT_STACK_TRUNCATED;
+			return 1;
+		}
+		if (r->rbp == HT_RBP_CFA) {
+			if (read_stack(sc, u, cfa + (__s64)r->rbp_off, &u->fp))
+				u->fp = 0;
+		} else if (r->rbp == HT_RBP_UNKNOWN) {
+			u->fp = 0;
+		}
+		u->sp = cfa;
+	}
+	if (!ra)
+		return 1;
+	u->pc = ra;
+	return 0;
+}
+
+static __always_inline __u32 dwarf_stack(struct pt_regs *ctx, struct scratch *sc, __u32 proc)
+{
+	struct unwind u = { .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .fp = PT_REGS_FP(ctx), .proc = proc };
+
+	u.sp0 = u.sp;
+	u.copied = copy_stack(sc, u.sp);
+	bpf_loop(HT_MAX_STACK_DEPTH + 1, unwind_step, &u, 0);
+	sc->st.flags = u.flags;
+	return u.n;
 }
 
 static __always_inline __u32 kernel_stack(struct pt_regs *ctx, struct scratch *sc)
@@ -263,18 +516,25 @@ static __always_inline __u64 hash_stack(const struct ht_stack *st)
 }
 
 /* Capture, hash and store (once) the current stack; its hash, or HT_STACK_LOST. */
-static __always_inline __u64 capture_stack(struct pt_regs *ctx)
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc)
 {
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
 
 	if (!sc)
 		return HT_STACK_LOST;
-	sc->st.depth = stack_mode == HT_STACK_KERNEL ? kernel_stack(ctx, sc) : walk_stack(ctx, sc);
+	sc->st.flags = 0;
+	sc->st.depth = stack_mode == HT_STACK_KERNEL ? kernel_stack(ctx, sc) :
+		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(ctx, sc, proc) :
+						       walk_stack(ctx, sc);
 	if (!sc->st.depth) {
 		count(HT_LOSS_STACK_ERROR);
 		return HT_STACK_LOST;
 	}
+	if (sc->st.flags & HT_STACK_TRUNCATED)
+		count(HT_STACKS_TRUNCATED);
+	if (sc->st.flags & HT_STACK_MAX_DEPTH)
+		count(HT_STACKS_MAX_DEPTH);
 
 	__u64 h = hash_stack(&sc->st);
 	struct ht_stack *known = bpf_map_lookup_elem(&stacks, &h);
@@ -457,7 +717,7 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u64 ptr, __u64 size,
 					 __u64 objects, __u64 arena)
 {
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx),
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx, proc),
 			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc) };
 	__u64 key = ht_live_key(ptr, proc);
 	struct ht_site *s = site_of(b.stack, proc);

@@ -50,11 +50,16 @@ struct ht_proc {
 enum ht_stack_mode {
 	HT_STACK_WALK,          /* our frame-pointer walk over one bulk copy of the stack */
 	HT_STACK_KERNEL,        /* bpf_get_stack(), the kernel's own walk: for comparison */
+	HT_STACK_DWARF,         /* CFI tables (--unwind dwarf), frame pointers where a pc has none */
 };
+
+/* ht_stack.flags */
+#define HT_STACK_TRUNCATED 1    /* the walk failed before the outermost frame: unreadable frame, code of no file */
+#define HT_STACK_MAX_DEPTH 2    /* more frames than --max-depth: the outermost are cut */
 
 struct ht_stack {
 	__u32 depth;
-	__u32 pad;
+	__u32 flags;
 	__u64 pcs[HT_MAX_STACK_DEPTH];  /* return addresses, innermost first */
 };
 
@@ -239,20 +244,39 @@ struct ht_unwind_row {
 	__u8 rbp;               /* enum ht_rbp_kind */
 };
 
-/* One executable mapping of a traced process, and the rows of its object. */
+/*
+ * An object's table, found from a code address's mapping (bpf_find_vma):
+ * keyed by the mapped file's device and inode, so the BPF side needs no
+ * per-process list from user space and unwinds a launched command's first
+ * allocation, a forked child's, and a dlopen()ed library's once its table
+ * is loaded.
+ */
+struct ht_unwind_object_key {
+	__u64 dev;              /* kernel dev_t: major << 20 | minor */
+	__u64 ino;
+};
+
+struct ht_unwind_object {
+	__u64 delta;            /* p_vaddr - p_offset of the executable segment */
+	__u32 row_begin;        /* index in the unwind_rows map */
+	__u32 row_count;
+};
+
+/* A mapping of code, cached per process by the BPF side as its stacks meet it. */
 struct ht_unwind_module {
 	__u64 start, end;       /* [start, end) in the process */
 	__u64 bias;             /* process address - ELF virtual address */
-	__u32 row_begin;        /* index in the unwind_rows map */
+	__u32 row_begin;
 	__u32 row_count;        /* 0: no table (frames here unwind by frame pointer) */
+	__u32 ready;            /* written last: the entry is complete */
+	__u32 pad;
 };
 
-#define HT_UNWIND_MAX_MODULES 128
+#define HT_UNWIND_MAX_MODULES 32        /* per process; more evict round-robin */
 
-/* A traced process's executable mappings, sorted by start. */
 struct ht_unwind_proc {
-	__u32 n;
-	__u32 pad;
+	__u32 n;                /* entries ever added; mods[i % HT_UNWIND_MAX_MODULES] */
+	__u32 pad;              /* user space flushes a cache by zeroing it (dlclose, new tables) */
 	struct ht_unwind_module mods[HT_UNWIND_MAX_MODULES];
 };
 
@@ -276,6 +300,9 @@ enum ht_counter {
 	HT_EXECS,               /* the process executed a new program */
 	HT_EXEC_DROPPED,        /* live blocks of the old program, gone with it */
 	HT_INHERITED_FREES,     /* a followed child freed a block its parent allocated before the fork */
+	HT_STACKS_TRUNCATED,    /* allocations whose stack walk failed early (HT_STACK_TRUNCATED) */
+	HT_STACKS_MAX_DEPTH,    /* allocations whose stack was cut at --max-depth (not a loss: asked for) */
+	HT_UNWIND_FP_FRAMES,    /* --unwind dwarf: frames unwound by frame pointer, for want of CFI */
 	HT_COUNTER_MAX,
 };
 

@@ -1356,17 +1356,19 @@ scenario_placement() {
 }
 
 # ---------------------------------------------------------------------------
-# heaptrace's own stack walk (one bulk copy of the stack, frames walked in
-# BPF) must give exactly the stacks of the kernel's walk (bpf_get_stack).
-# ASLR is off for both runs (setarch -R) so addresses compare directly.
+# heaptrace's own frame-pointer walk (--unwind fp: one bulk copy of the
+# stack, frames walked in BPF) must give exactly the stacks of the kernel's
+# walk (bpf_get_stack).  ASLR is off for both runs (setarch -R) so
+# addresses compare directly.  (The CFI walk, which goes further than
+# frame pointers can, is checked by scenario_unwind.)
 scenario_stacks() {
 	local t depth m d
 	for t in t_deep t_threads t_entrypoints t_ctor; do
 		for depth in 127 64 5; do
 			for m in walk kernel; do
-				echo "setarch -R heaptrace --stack-capture $m --max-depth $depth -o \$TMP/st.$t.$depth.$m build/tests/$t" \
+				echo "setarch -R heaptrace --unwind fp --stack-capture $m --max-depth $depth -o \$TMP/st.$t.$depth.$m build/tests/$t" \
 					>"$TMP/st.$t.$depth.$m.cmd"
-				timeout -k 5 "$(tmo)" setarch x86_64 -R "$HT" --stack-capture $m --max-depth $depth \
+				timeout -k 5 "$(tmo)" setarch x86_64 -R "$HT" --unwind fp --stack-capture $m --max-depth $depth \
 					-o "$TMP/st.$t.$depth.$m.out" -- "$TB/$t" >/dev/null 2>"$TMP/st.$t.$depth.$m.err" </dev/null
 				echo $? >"$TMP/st.$t.$depth.$m.rc"
 			done

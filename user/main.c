@@ -25,6 +25,7 @@
 #include "symspec.h"
 #include "target.h"
 #include "tracer.h"
+#include "unwind.h"
 #include "version.h"
 
 
@@ -41,6 +42,7 @@ struct options {
 	bool list_probes;
 	uint32_t max_depth;
 	enum ht_stack_mode stack_mode;
+	enum { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF } unwind;
 	struct sym_spec syms[HT_MAX_SPECS];     /* --sym, --free-sym, --reset-sym in order */
 	const char *sym_option[HT_MAX_SPECS];
 	int n_syms;
@@ -97,8 +99,11 @@ static void usage(FILE *f)
 	      "      --reset-sym SPEC  a function that frees a whole arena: NAME[@OBJECT][:arena=EXPR]\n"
 	      "      --no-libc         trace only the --sym functions, not the malloc family\n"
 	      "      --lib PATH        the object whose malloc family to trace (default: found)\n"
-	      "      --stack-capture M walk (default): heaptrace's frame-pointer walk over one copy\n"
-	      "                        of the stack; kernel: bpf_get_stack(), for comparison\n"
+	      "      --unwind HOW      auto (default): CFI (.eh_frame) where objects have it, frame\n"
+	      "                        pointers elsewhere; dwarf: the same, required; fp: frame\n"
+	      "                        pointers only\n"
+	      "      --stack-capture M walk (default): heaptrace's own walk (see --unwind); kernel:\n"
+	      "                        bpf_get_stack(), frame pointers, for comparison\n"
 	      "      --follow-fork     trace the processes the target forks too, each into its\n"
 	      "                        own profile: FILE.PID (-o FILE) or heaptrace.PID.EXT\n"
 	      "  -v, --verbose         say what was attached where, and the event counters\n"
@@ -146,7 +151,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
 	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE, OPT_SYM, OPT_FREE_SYM,
 	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB, OPT_DIFF, OPT_AT_PEAK, OPT_PEAK_STEP, OPT_MIN_AGE,
-	       OPT_HTTP, OPT_FOLLOW_FORK };
+	       OPT_HTTP, OPT_FOLLOW_FORK, OPT_UNWIND };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -173,6 +178,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "follow-fork", no_argument, NULL, OPT_FOLLOW_FORK },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -242,6 +248,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 				o->stack_mode = HT_STACK_KERNEL;
 			else
 				return bad("--stack-capture takes walk or kernel, not '%s'", optarg);
+			break;
+		case OPT_UNWIND:
+			if (!strcmp(optarg, "auto"))
+				o->unwind = UNWIND_AUTO;
+			else if (!strcmp(optarg, "fp"))
+				o->unwind = UNWIND_FP;
+			else if (!strcmp(optarg, "dwarf"))
+				o->unwind = UNWIND_DWARF;
+			else
+				return bad("--unwind takes fp, dwarf or auto, not '%s'", optarg);
 			break;
 		case OPT_SYM:
 		case OPT_FREE_SYM:
@@ -470,6 +486,37 @@ static int write_children(const struct options *o, struct follow *fl, const stru
 	return rc;
 }
 
+/*
+ * --unwind: CFI tables for the target's objects, compiled (or taken from
+ * the cache) before the BPF object is loaded.  The stack mode to use.
+ */
+static enum ht_stack_mode plan_unwind(const struct options *o, struct target *t, struct unwind *uw)
+{
+	struct objlist objs;
+
+	if (o->stack_mode == HT_STACK_KERNEL || o->unwind == UNWIND_FP)
+		return o->stack_mode;
+	if (!target_objects(t, &objs)) {
+		unwind_add_objects(uw, objs.p, objs.n);
+		objlist_free(&objs);
+	}
+	if (!uw->rows) {
+		if (o->unwind == UNWIND_DWARF)
+			ht_err("--unwind dwarf: none of the target's objects has CFI (.eh_frame): frame pointers only");
+		return HT_STACK_WALK;
+	}
+	t->maps_changed = (void (*)(void *, const char *, const char *))unwind_maps_changed;
+	t->maps_changed_arg = uw;
+	return HT_STACK_DWARF;
+}
+
+static int load_tracer(struct tracer *tr, const struct tracer_config *cfg, struct unwind *uw)
+{
+	if (tracer_load(tr, cfg))
+		return -1;
+	return cfg->stack_mode == HT_STACK_DWARF ? unwind_load(uw, tr) : 0;
+}
+
 static void report_resources(const struct tracer *tr)
 {
 	uint64_t live_bytes;
@@ -583,6 +630,7 @@ int main(int argc, char **argv)
 	struct profile prof;
 	struct http_server *http = NULL;
 	struct fork_ctx fc = { .plan = &plan, .tr = &tr, .next_slot = 1 };
+	struct unwind uw = { 0 };
 	struct follow fl = { .on_fork = trace_child, .arg = &fc };
 	char *command = NULL;
 	FILE *out = stdout;
@@ -641,10 +689,11 @@ int main(int argc, char **argv)
 
 	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
 				     .specs = plan.specs, .n_specs = plan.n, .multi = true,
-				     .max_depth = o.max_depth, .stack_mode = o.stack_mode,
+				     .max_depth = o.max_depth, .stack_mode = plan_unwind(&o, &t, &uw),
 				     .peak_step = o.peak_step, .follow_fork = o.follow_fork };
+	cfg.unwind_rows = cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&uw) : 0;
 	int attached;
-	if (tracer_load(&tr, &cfg))
+	if (load_tracer(&tr, &cfg, &uw))
 		goto kill_child;
 	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
 	if (o.follow_fork && !t.launched && follow_seize(&t))
@@ -655,7 +704,7 @@ int main(int argc, char **argv)
 		ht_info("no uprobe_multi in this kernel: one perf event per probe");
 		tracer_close(&tr);
 		cfg.multi = false;
-		if (tracer_load(&tr, &cfg) || probes_attach(&plan, &tr, t.pid))
+		if (load_tracer(&tr, &cfg, &uw) || probes_attach(&plan, &tr, t.pid))
 			goto kill_child;
 	}
 	ht_info("tracing PID %d (%s), attached in %.1f ms", t.pid, t.exe, now_ms() - t0);
@@ -765,6 +814,7 @@ done:
 		symspec_free(&o.syms[i]);
 	target_free(&t);
 	follow_free(&fl);
+	unwind_free(&uw);
 	if (out != stdout)
 		fclose(out);
 	return rc;

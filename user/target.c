@@ -95,10 +95,17 @@ void target_refresh_maps(struct target *t)
 		free(m);
 		return;
 	}
+	bool changed = !t->maps || strcmp(t->maps, m);
 	pthread_mutex_lock(&maps_lock);
 	free(t->maps);
 	t->maps = m;
 	pthread_mutex_unlock(&maps_lock);
+	if (changed && t->maps_changed) {
+		char root[32] = "";
+		if (!t->launched)
+			snprintf(root, sizeof(root), "/proc/%d/root", t->pid);
+		t->maps_changed(t->maps_changed_arg, m, root);
+	}
 }
 
 /* PATH search the way execvp does it, but done here so the child never mallocs. */

@@ -18,6 +18,9 @@ struct target {
 	int status;         /* launched: wait status once exited */
 	struct follow *follow;  /* --follow-fork (set before target_launch / follow_seize) */
 	bool seized;        /* we are its ptrace tracer */
+	/* Called when a refresh finds a changed memory map (dlopen): --unwind dwarf's new tables. */
+	void (*maps_changed)(void *arg, const char *maps, const char *root);
+	void *maps_changed_arg;
 };
 
 /*

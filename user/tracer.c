@@ -69,6 +69,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	skel->rodata->min_frame_addr = mmap_min_addr();
 	skel->rodata->stack_mode = cfg->stack_mode;
 	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
+	bpf_map__set_max_entries(skel->maps.unwind_rows, cfg->unwind_rows ? cfg->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
 	/* A stack holds at most max_depth frames: smaller values, less kernel memory per stack. */
 	bpf_map__set_value_size(skel->maps.stacks, tracer_stack_size(cfg->max_depth));
@@ -201,6 +202,9 @@ const char *tracer_counter_name(enum ht_counter c)
 		[HT_EXECS] = "execs",
 		[HT_EXEC_DROPPED] = "exec_dropped",
 		[HT_INHERITED_FREES] = "inherited_frees",
+		[HT_STACKS_TRUNCATED] = "stacks_truncated",
+		[HT_STACKS_MAX_DEPTH] = "stacks_at_max_depth",
+		[HT_UNWIND_FP_FRAMES] = "unwind_fp_frames",
 	};
 	return c < HT_COUNTER_MAX ? names[c] : "?";
 }
@@ -266,6 +270,29 @@ int tracer_live_fd(const struct tracer *tr)
 int tracer_arenas_fd(const struct tracer *tr)
 {
 	return bpf_map__fd(tr->skel->maps.arenas);
+}
+
+uint32_t tracer_unwind_capacity(const struct tracer *tr)
+{
+	return bpf_map__max_entries(tr->skel->maps.unwind_rows);
+}
+
+int tracer_unwind_rows_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.unwind_rows);
+}
+
+int tracer_unwind_objects_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.unwind_objects);
+}
+
+void tracer_unwind_flush(const struct tracer *tr)
+{
+	static const struct ht_unwind_proc empty;
+
+	for (uint32_t slot = 0; slot < HT_MAX_PROCS; slot++)
+		bpf_map_update_elem(bpf_map__fd(tr->skel->maps.unwind_procs), &slot, &empty, BPF_ANY);
 }
 
 int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent)

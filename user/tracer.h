@@ -21,6 +21,7 @@ struct tracer_config {
 	int n_specs;
 	bool multi;             /* attach with uprobe_multi links (kernel 6.6+) */
 	bool follow_fork;       /* children added with tracer_add_proc are traced too */
+	uint32_t unwind_rows;   /* HT_STACK_DWARF: CFI rows the array holds */
 };
 
 struct tracer {
@@ -59,6 +60,12 @@ const char *tracer_counter_name(enum ht_counter c);
 
 /* Kernel memory charged to the maps (fdinfo memlock), in bytes; per map for the live map. */
 uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32_t *live_entries);
+
+/* --unwind dwarf: the CFI row array (mmappable), the objects map, and flushing the per-process caches. */
+uint32_t tracer_unwind_capacity(const struct tracer *tr);
+int tracer_unwind_rows_fd(const struct tracer *tr);
+int tracer_unwind_objects_fd(const struct tracer *tr);
+void tracer_unwind_flush(const struct tracer *tr);
 
 /* Map file descriptors, for reading the profile. */
 int tracer_sites_fd(const struct tracer *tr);

@@ -1,0 +1,221 @@
+#include <errno.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <bpf/bpf.h>
+
+#include "elfobj.h"
+#include "log.h"
+#include "target.h"
+#include "tracer.h"
+#include "unwind.h"
+#include "unwind_table.h"
+
+/* Libraries a process may dlopen later: room for this many rows beyond the initial tables. */
+#define HEADROOM_ROWS (512 * 1024)
+
+/* Array map elements are 8-byte aligned: a row takes 16 bytes in the mmapped array. */
+struct map_row {
+	struct ht_unwind_row r;
+	uint32_t pad;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * p_vaddr - p_offset of the first executable segment (file offsets to ELF
+ * addresses), and the program interpreter: ld.so's frames are in every
+ * stack of a constructor or a dlopen().
+ */
+static int exec_delta(const char *path, uint64_t *delta, char *interp, size_t len)
+{
+	struct elfobj o;
+	size_t n;
+	int rc = -1;
+
+	*interp = '\0';
+	if (elfobj_open(&o, path, false))
+		return -1;
+	if (!elf_getphdrnum(o.elf, &n)) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(o.elf, i, &ph))
+				continue;
+			if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && rc) {
+				*delta = ph.p_vaddr - ph.p_offset;
+				rc = 0;
+			}
+			if (ph.p_type == PT_INTERP && ph.p_filesz < len && !elfobj_read(&o, ph.p_vaddr, interp, ph.p_filesz))
+				interp[ph.p_filesz] = '\0';
+		}
+	}
+	elfobj_close(&o);
+	return rc;
+}
+
+static struct unwind_object *find(struct unwind *u, const char *path, const struct ht_unwind_object_key *key)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (!strcmp(u->objs[i].path, path) ||
+		    (key && u->objs[i].key.dev == key->dev && u->objs[i].key.ino == key->ino))
+			return &u->objs[i];
+	return NULL;
+}
+
+/* The object's rows into the mapped array, and its entry into the objects map. */
+static int publish(struct unwind *u, struct unwind_object *o)
+{
+	if (!o->rows)
+		return 0;
+	if (o->obj.row_begin + (size_t)o->obj.row_count > u->capacity) {
+		u->no_room++;
+		ht_info("no room for the unwind table of %s: its frames unwind by frame pointer", o->path);
+	} else {
+		struct map_row *m = (struct map_row *)u->map + o->obj.row_begin;
+		for (uint32_t i = 0; i < o->obj.row_count; i++)
+			m[i].r = o->rows[i];
+		if (bpf_map_update_elem(tracer_unwind_objects_fd(u->tr), &o->key, &o->obj, BPF_ANY)) {
+			ht_err("cannot load the unwind table of %s: %s", o->path, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void add_one(struct unwind *u, const char *path)
+{
+	struct stat st;
+	struct ht_unwind_object_key key;
+	struct unwind_table t;
+	uint64_t delta;
+	char interp[4096];
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	/* The kernel's dev_t, as the BPF side reads it from the inode's superblock. */
+	key = (struct ht_unwind_object_key){ .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
+					     .ino = st.st_ino };
+	if (find(u, path, &key))
+		return;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 32;
+		struct unwind_object *g = realloc(u->objs, cap * sizeof(*g));
+		if (!g)
+			return;
+		u->objs = g;
+		u->cap = cap;
+	}
+	struct unwind_object *o = &u->objs[u->n];
+	memset(o, 0, sizeof(*o));
+	if (!(o->path = strdup(path)))
+		return;
+	o->key = key;
+	u->n++;
+	/* Objects without CFI stay listed (row_count 0) so they are not compiled again. */
+	if (exec_delta(path, &delta, interp, sizeof(interp)))
+		return;
+	if (*interp) {
+		size_t at = o - u->objs;
+		add_one(u, interp);
+		o = &u->objs[at];       /* the list may have moved */
+	}
+	if (unwind_table_get(path, &t))
+		return;
+	if (!t.n) {
+		unwind_table_free(&t);
+		return;
+	}
+	if (t.from_cache)
+		u->from_cache++;
+	o->rows = t.rows;
+	o->cached = t.from_cache;
+	o->obj = (struct ht_unwind_object){ .delta = delta, .row_begin = u->rows, .row_count = t.n };
+	u->rows += t.n;
+	if (u->map)
+		publish(u, o);
+}
+
+void unwind_add_objects(struct unwind *u, char *const *paths, int n)
+{
+	double t0 = now_ms();
+
+	for (int i = 0; i < n; i++)
+		add_one(u, paths[i]);
+	u->build_ms += now_ms() - t0;
+}
+
+size_t unwind_capacity(const struct unwind *u)
+{
+	return u->rows + HEADROOM_ROWS;
+}
+
+int unwind_load(struct unwind *u, struct tracer *tr)
+{
+	if (u->map)
+		munmap(u->map, u->capacity * sizeof(struct map_row));
+	u->tr = tr;
+	u->capacity = tracer_unwind_capacity(tr);
+	u->map = mmap(NULL, u->capacity * sizeof(struct map_row), PROT_READ | PROT_WRITE, MAP_SHARED,
+		      tracer_unwind_rows_fd(tr), 0);
+	if (u->map == MAP_FAILED) {
+		u->map = NULL;
+		ht_err("cannot map the unwind table array: %s", strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < u->n; i++)
+		if (publish(u, &u->objs[i]))
+			return -1;
+	size_t with = 0;
+	for (size_t i = 0; i < u->n; i++)
+		with += u->objs[i].obj.row_count > 0;
+	ht_info("unwind tables: %zu of %zu objects, %zu rows (%zu from the cache), built in %.1f ms", with, u->n,
+		u->rows, u->from_cache, u->build_ms);
+	return 0;
+}
+
+void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
+{
+	struct map_entry e;
+	size_t before = u->n, rows = u->rows;
+	double t0 = now_ms();
+
+	if (!u->map || !maps)
+		return;
+	while (maps_next(&maps, &e)) {
+		char path[4400];
+
+		if (e.perms[2] != 'x' || e.path[0] != '/' || strstr(e.path, " (deleted)"))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", root, e.path);
+		if (!find(u, path, NULL))
+			add_one(u, path);
+	}
+	if (u->rows == rows)
+		return;
+	u->build_ms += now_ms() - t0;
+	ht_info("unwind tables for %zu objects mapped since the start (%zu rows)", u->n - before, u->rows - rows);
+	/* Stacks may have met these objects already and cached them as tableless: start the caches afresh. */
+	tracer_unwind_flush(u->tr);
+}
+
+void unwind_free(struct unwind *u)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		free(u->objs[i].path);
+		free(u->objs[i].rows);
+	}
+	free(u->objs);
+	if (u->map)
+		munmap(u->map, u->capacity * sizeof(struct map_row));
+	memset(u, 0, sizeof(*u));
+}

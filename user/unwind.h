@@ -1,0 +1,58 @@
+/*
+ * --unwind dwarf: the CFI tables of the target's objects, in the BPF maps.
+ * Tables are compiled (or taken from the cache) before the BPF object is
+ * loaded, so the row array can be sized; objects mapped later (dlopen) get
+ * theirs at the next memory-map refresh, into the headroom.
+ */
+#ifndef HT_UNWIND_H
+#define HT_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heaptrace.h"
+
+struct tracer;
+
+struct unwind_object {
+	char *path;
+	struct ht_unwind_object_key key;
+	struct ht_unwind_object obj;
+	struct ht_unwind_row *rows;     /* kept: a reloaded tracer needs them again */
+	bool cached;
+};
+
+struct unwind {
+	struct unwind_object *objs;
+	size_t n, cap;
+	size_t rows;                    /* rows of all tables */
+	size_t capacity;                /* rows the BPF array holds */
+	struct ht_unwind_row *map;      /* the mmapped array, once loaded */
+	struct tracer *tr;
+	size_t no_room;                 /* objects whose table did not fit */
+	double build_ms;
+	size_t from_cache;
+};
+
+/*
+ * Compile the tables of these objects (paths as seen from heaptrace).
+ * Objects without CFI are skipped silently; errors are counted, not fatal.
+ */
+void unwind_add_objects(struct unwind *u, char *const *paths, int n);
+
+/* Rows the BPF array must hold: those built, and room for libraries loaded later. */
+size_t unwind_capacity(const struct unwind *u);
+
+/* Copy the tables into the loaded tracer's maps (again, for a reloaded one).  0 or -1 (printed). */
+int unwind_load(struct unwind *u, struct tracer *tr);
+
+/*
+ * A new memory map of a traced process: tables for code objects not seen
+ * before (root: "/proc/PID/root" or "" to reach its paths).
+ */
+void unwind_maps_changed(struct unwind *u, const char *maps, const char *root);
+
+void unwind_free(struct unwind *u);
+
+#endif
