@@ -486,6 +486,11 @@ static int write_children(const struct options *o, struct follow *fl, const stru
 	return rc;
 }
 
+static void maps_changed(void *uw, const char *maps, const char *root)
+{
+	unwind_maps_changed(uw, maps, root);
+}
+
 /*
  * --unwind: CFI tables for the target's objects, compiled (or taken from
  * the cache) before the BPF object is loaded.  The stack mode to use.
@@ -505,7 +510,7 @@ static enum ht_stack_mode plan_unwind(const struct options *o, struct target *t,
 			ht_err("--unwind dwarf: none of the target's objects has CFI (.eh_frame): frame pointers only");
 		return HT_STACK_WALK;
 	}
-	t->maps_changed = (void (*)(void *, const char *, const char *))unwind_maps_changed;
+	t->maps_changed = maps_changed;
 	t->maps_changed_arg = uw;
 	return HT_STACK_DWARF;
 }

@@ -86,6 +86,7 @@ void profile_normalize(struct profile *p)
 		if (out && !cmp_frames(&p->stacks[out - 1], &p->stacks[i])) {
 			site_add(&p->stacks[out - 1].c, &p->stacks[i].c);
 			p->stacks[out - 1].hash = 0;
+			p->stacks[out - 1].flags |= p->stacks[i].flags;
 			free(p->stacks[i].pcs);
 			continue;
 		}

@@ -17,6 +17,7 @@ struct prof_stack {
 	uint64_t hash;          /* the BPF side's stack key (0 once merged or diffed) */
 	uint64_t *pcs;          /* return addresses, innermost (the allocation site) first */
 	uint32_t depth;         /* 0 for the pseudo stack of allocations whose stack was lost */
+	uint32_t flags;         /* HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
 	struct ht_site c;       /* peak_objects/peak_bytes hold the at-peak in-use, resolved */
 };
 

@@ -145,6 +145,7 @@ static int add_frames(const void *key, const void *value, void *arg)
 		i = (i + 1) & t->mask;
 	t->hash[i] = h;
 	t->st[i].depth = depth;
+	t->st[i].flags = st->flags;
 	t->st[i].pcs = malloc((depth ? depth : 1) * sizeof(uint64_t));
 	if (!t->st[i].pcs)
 		return -ENOMEM;
@@ -238,6 +239,7 @@ static int add_site(const void *key, const void *value, void *arg)
 	if (f && f->pcs) {
 		s->pcs = f->pcs;
 		s->depth = f->depth;
+		s->flags = f->flags;
 		f->pcs = NULL;
 	}
 	return 0;

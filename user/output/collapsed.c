@@ -40,6 +40,9 @@ static char *stack_text(const struct prof_stack *s, struct symbolizer *sym)
 
 	if (!s->depth)
 		append(&buf, &len, &cap, "[lost stack]");
+	/* Like perf's [unknown]: the walk failed above this frame, the stack is not complete. */
+	if (s->flags & HT_STACK_TRUNCATED)
+		append(&buf, &len, &cap, "[truncated]");
 	for (uint32_t i = s->depth; i-- > 0;) {
 		const struct sym_frame *fr;
 		int n = sym_lookup(sym, s->pcs[i], true, &fr);

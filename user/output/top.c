@@ -79,6 +79,10 @@ static void print_frames(FILE *f, const struct prof_stack *s, struct symbolizer 
 			fputc('\n', f);
 		}
 	}
+	if (s->flags & (HT_STACK_TRUNCATED | HT_STACK_MAX_DEPTH)) {
+		fputs(s->flags & HT_STACK_TRUNCATED ? "        [truncated: the walk failed here]\n" :
+						      "        [more frames: --max-depth reached]\n", f);
+	}
 }
 
 int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v,
