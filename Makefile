@@ -46,6 +46,38 @@ $(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
+# Targets for --unwind (tests/run.sh, scenario unwind): the same sources
+# built the way distributions build code, -O2 without frame pointers, so
+# that only a CFI (DWARF) unwinder gets their stacks right.  Chosen: the
+# targets whose per-function numbers the core scenarios check exactly.
+# -O2 keeps every test function a frame of its own (they are NOINLINE and
+# store their block to a volatile), except that t_entrypoints' realloc(NULL,
+# 333) becomes malloc(333): the same numbers, at the same function.
+NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra
+NOFP_NAMES := t_entrypoints t_deep t_threads
+# t_threads' thr_* are "return malloc(n);", which -O2 turns into a sibling
+# call (jmp malloc): the function would leave the stack before malloc runs,
+# in gdb's backtrace too, and its numbers go to worker.
+NOFP_EXTRA_t_threads := -fno-optimize-sibling-calls
+NOFP_BINS := $(patsubst %,$(BUILD)/tests/nofp/%,$(NOFP_NAMES)) $(BUILD)/tests/nofp/t_shop
+
+$(BUILD)/tests/nofp/%: tests/targets/%.c tests/targets/sync.h
+	@mkdir -p $(dir $@)
+	$(CC) $(NOFP_CFLAGS) $(NOFP_EXTRA_$*) $< -o $@
+
+# C++ through Debian's libstdc++ (no frame pointers in operator new), built
+# without frame pointers (nofp/) and with them: a frame-pointer walk loses
+# the frame above operator new even in the second.
+SHOP_CXXFLAGS := -O2 -g -Wall -Wextra
+
+$(BUILD)/tests/nofp/t_shop: tests/targets/t_shop.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(SHOP_CXXFLAGS) -fomit-frame-pointer $< -o $@
+
+$(BUILD)/tests/t_shop: tests/targets/t_shop.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(SHOP_CXXFLAGS) -fno-omit-frame-pointer $< -o $@
+
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
@@ -85,7 +117,7 @@ fuzz: deps
 			|| { echo "fuzz: $$t crashed; the input is in tests/fuzz/regressions/$$t/"; exit 1; }; \
 	done
 
-test-targets: $(TEST_BINS) $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
+test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
 
 $(BUILD)/demo: tests/demo/demo.c | $(BUILD)
 	$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@

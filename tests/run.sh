@@ -57,32 +57,45 @@ scenario_entrypoints() {
 	pprof_header "$TMP/entrypoints.prof" "entrypoints: pprof header totals" 17 425501 27 635637
 }
 
-# expect_entrypoints4 KEY: every function of t_entrypoints in the four runs
-# of profile4 KEY.
+# expect_entrypoints4 KEY [CALLERS]: every function of t_entrypoints in the
+# four runs of profile4 KEY; with CALLERS, the sums of the whole stacks
+# "CALLERS;FUNCTION" (expect_stack4) instead of the innermost frames.
 expect_entrypoints4() {
-	local key=$1
-	#                                    alloc   alloc    inuse   inuse
-	#                                    objects space    objects space
-	expect4 "$key" ep_malloc              4    4000     3    3000  # 4 x malloc(1000), ep_free frees 1
-	expect4 "$key" ep_calloc              2     600     1     300  # 2 x calloc(10, 30), 1 freed
-	expect4 "$key" ep_grow_seed           1      50     0       0  # malloc(50), then realloc'ed
-	expect4 "$key" ep_realloc_grow        1    5000     1    5000  # realloc(p, 5000)
-	expect4 "$key" ep_shrink_seed         1    2000     0       0  # malloc(2000), then realloc'ed
-	expect4 "$key" ep_realloc_shrink      1     200     1     200  # realloc(p, 200), in place
-	expect4 "$key" ep_realloc_null        1     333     1     333  # realloc(NULL, 333) = malloc
-	expect4 "$key" ep_zero_seed           1     444     0       0  # malloc(444), freed by realloc(p, 0)
-	expect4 "$key" ep_big_seed            1  200000     0       0  # mmapped malloc(200000)
-	expect4 "$key" ep_realloc_big         1  400000     1  400000  # realloc(p, 400000): mremap
-	expect4 "$key" ep_reallocarray_null   1     400     1     400  # reallocarray(NULL, 16, 25)
-	expect4 "$key" ep_ra_seed             1      60     0       0  # malloc(60), then reallocarray'ed
-	expect4 "$key" ep_reallocarray_grow   1     600     1     600  # reallocarray(p, 30, 20)
-	expect4 "$key" ep_posix_memalign      2    2468     1    1234  # 2 x posix_memalign(64, 1234), 1 freed
-	expect4 "$key" ep_posix_memalign_small 1    321     1     321  # posix_memalign(16, 321): malloc inside
-	expect4 "$key" ep_aligned_alloc       2    4096     1    2048  # 2 x aligned_alloc(256, 2048), 1 freed
-	expect4 "$key" ep_aligned_alloc_small 1      96     1      96  # aligned_alloc(16, 96): malloc inside
-	expect4 "$key" ep_memalign            1     777     1     777  # memalign(128, 777)
-	expect4 "$key" ep_valloc              2    6000     1    3000  # 2 x valloc(3000), 1 freed
-	expect4 "$key" ep_pvalloc             1    8192     1    8192  # pvalloc(5000) -> 2 pages
+	local key=$1 callers=${2:-}
+	#                                               alloc   alloc    inuse   inuse
+	#                                               objects space    objects space
+	ep_check "$key" "$callers" ep_malloc              4    4000     3    3000  # 4 x malloc(1000), ep_free frees 1
+	ep_check "$key" "$callers" ep_calloc              2     600     1     300  # 2 x calloc(10, 30), 1 freed
+	ep_check "$key" "$callers" ep_grow_seed           1      50     0       0  # malloc(50), then realloc'ed
+	ep_check "$key" "$callers" ep_realloc_grow        1    5000     1    5000  # realloc(p, 5000)
+	ep_check "$key" "$callers" ep_shrink_seed         1    2000     0       0  # malloc(2000), then realloc'ed
+	ep_check "$key" "$callers" ep_realloc_shrink      1     200     1     200  # realloc(p, 200), in place
+	ep_check "$key" "$callers" ep_realloc_null        1     333     1     333  # realloc(NULL, 333) = malloc
+	ep_check "$key" "$callers" ep_zero_seed           1     444     0       0  # malloc(444), freed by realloc(p, 0)
+	ep_check "$key" "$callers" ep_big_seed            1  200000     0       0  # mmapped malloc(200000)
+	ep_check "$key" "$callers" ep_realloc_big         1  400000     1  400000  # realloc(p, 400000): mremap
+	ep_check "$key" "$callers" ep_reallocarray_null   1     400     1     400  # reallocarray(NULL, 16, 25)
+	ep_check "$key" "$callers" ep_ra_seed             1      60     0       0  # malloc(60), then reallocarray'ed
+	ep_check "$key" "$callers" ep_reallocarray_grow   1     600     1     600  # reallocarray(p, 30, 20)
+	ep_check "$key" "$callers" ep_posix_memalign      2    2468     1    1234  # 2 x posix_memalign(64, 1234), 1 freed
+	ep_check "$key" "$callers" ep_posix_memalign_small 1    321     1     321  # posix_memalign(16, 321): malloc inside
+	ep_check "$key" "$callers" ep_aligned_alloc       2    4096     1    2048  # 2 x aligned_alloc(256, 2048), 1 freed
+	ep_check "$key" "$callers" ep_aligned_alloc_small 1      96     1      96  # aligned_alloc(16, 96): malloc inside
+	ep_check "$key" "$callers" ep_memalign            1     777     1     777  # memalign(128, 777)
+	ep_check "$key" "$callers" ep_valloc              2    6000     1    3000  # 2 x valloc(3000), 1 freed
+	ep_check "$key" "$callers" ep_pvalloc             1    8192     1    8192  # pvalloc(5000) -> 2 pages
+}
+
+# ep_check KEY CALLERS FUNCTION AO AS IO IS: expect4 KEY FUNCTION ..., or with
+# CALLERS, expect_stack4 KEY "CALLERS;FUNCTION" ...
+ep_check() {
+	local key=$1 callers=$2 fn=$3
+	shift 3
+	if [ -n "$callers" ]; then
+		expect_stack4 "$key" "$callers;$fn" "$@"
+	else
+		expect4 "$key" "$fn" "$@"
+	fi
 }
 
 # ---------------------------------------------------------------------------
@@ -1389,6 +1402,299 @@ scenario_stacks() {
 }
 
 # ---------------------------------------------------------------------------
+# --unwind fp|dwarf|auto (default auto: CFI from .eh_frame / .debug_frame
+# where an object has it, frame pointers elsewhere): stacks through code
+# built without frame pointers.  build/tests/nofp/ holds t_entrypoints,
+# t_deep and t_threads built -O2 -fomit-frame-pointer, and t_shop (C++,
+# through Debian's libstdc++, whose operator new keeps no frame pointer
+# either); build/tests/t_shop is t_shop with frame pointers in the program
+# only (see the Makefile).  A frame-pointer walk gets the innermost frame
+# (the allocator's caller) right and loses or garbles the frames above it:
+# the per-function sums pass with it, the whole-stack checks need a CFI
+# unwinder.  Whole stacks are checked up to main (stackval: stacks ending
+# with "main;..."): what is above main is libc's, and gdb's bt stops there
+# too.  The default mode (auto) runs the main checks; unwind_modes and the
+# badinput rows need the --unwind option itself.
+scenario_unwind() {
+	local t d=""
+	for t in "$TB/nofp/t_entrypoints" "$TB/nofp/t_deep" "$TB/nofp/t_threads" "$TB/nofp/t_shop" "$TB/t_shop"; do
+		[ -x "$t" ] || d+="$(rel "$t") not built (make test-targets)"$'\n'
+	done
+	command -v gdb >/dev/null || d+="gdb is not installed: the gdb comparisons cannot run"$'\n'
+	report "unwind: nofp targets and t_shop built, gdb installed" "$d"
+	unwind_c
+	unwind_shop
+	unwind_modes
+	unwind_gdb
+}
+
+# The C targets without frame pointers: the exact numbers of
+# scenario_entrypoints, scenario_deep and scenario_threads, by innermost
+# frame and by whole stack, and line for line the profiles of their
+# frame-pointer builds.
+unwind_c() {
+	local nb=$TB/nofp
+	profile4 uw.ep 0 "$nb/t_entrypoints"
+	expect_entrypoints4 uw.ep
+	expect_entrypoints4 uw.ep main
+	absent4 uw.ep ep_realloc_zero ep_free_null ep_free
+	leafset4 uw.ep
+	# -O2 calls malloc(333) for realloc(NULL, 333): the same events.
+	expect_events uw.ep.alloc_objects allocs=27 frees=10 unmatched_frees=0
+	profile4 uw.epfp 0 "$TB/t_entrypoints"
+	uw_same4 uw.ep uw.epfp "unwind: nofp/t_entrypoints and t_entrypoints (frame pointers): the same profiles, line for line"
+
+	# deep_leaf's malloc(4242) is under 301 recurse frames; the default
+	# --max-depth 64 keeps the innermost 64: deep_leaf and 63 recurse.
+	ht uw.deep -f collapsed --value alloc_space -- "$nb/t_deep"
+	check_rc uw.deep 0 "unwind: nofp/t_deep run exits 0"
+	expect_leaf uw.deep deep_leaf 4242
+	expect_leaf uw.deep shallow_leaf 1717
+	leafset uw.deep deep_leaf shallow_leaf
+	uw_expect_stack uw.deep "main;shallow_leaf" 1717
+	uw_expect_line uw.deep "$(printf 'recurse;%.0s' {1..63})deep_leaf 4242"
+	ht uw.deepfp -f collapsed --value alloc_space -- "$TB/t_deep"
+	uw_same uw.deep uw.deepfp "unwind: nofp/t_deep and t_deep (frame pointers): the same profiles, line for line"
+
+	# t_threads: the numbers of scenario_threads; each thr_* under worker
+	# (what is above worker is libc's thread start).
+	profile4 uw.thr 0 "$nb/t_threads"
+	#                                                    alloc   alloc  inuse inuse
+	#                                                    objects space  objects space
+	expect4 uw.thr thr_churn                             20000 960000   0     0
+	expect4 uw.thr thr_rseed                              2000  64000   0     0
+	expect4 uw.thr thr_realloc                            2000 192000   0     0
+	expect4 uw.thr thr_keep                                200  12800 200 12800
+	expect4 uw.thr thr_handoff                             100  20000   0     0
+	expect_stack4 uw.thr "worker;thr_churn"              20000 960000   0     0
+	expect_stack4 uw.thr "worker;thr_rseed"               2000  64000   0     0
+	expect_stack4 uw.thr "worker;thr_realloc"             2000 192000   0     0
+	expect_stack4 uw.thr "worker;thr_keep"                 200  12800 200 12800
+	expect_stack4 uw.thr "worker;thr_handoff"              100  20000   0     0
+	absent_leaf4 uw.thr worker main_free_handoff main
+	expect_events uw.thr.alloc_objects allocs=24304 frees=24100
+	profile4 uw.thrfp 0 "$TB/t_threads"
+	uw_same4 uw.thr uw.thrfp "unwind: nofp/t_threads and t_threads (frame pointers): the same profiles, line for line"
+}
+
+# t_shop (see its source), without frame pointers anywhere (nofp/t_shop)
+# and with them in the program but not in libstdc++ (t_shop), where a
+# frame-pointer walk loses the frame that called operator new.
+unwind_shop() {
+	profile4 uw.shop 0 "$TB/nofp/t_shop"
+	shop_expect4 uw.shop
+	profile4 uw.shopfp 0 "$TB/t_shop"
+	shop_expect4 uw.shopfp
+	uw_same4 uw.shop uw.shopfp "unwind: nofp/t_shop and t_shop (frame pointers): the same profiles, line for line"
+}
+
+# shop_expect4 KEY: t_shop's stacks in the four runs of profile4 KEY.
+# Frames are named as heaptrace's symbolizer names them: demangled, without
+# parameters ("operator new", both for operator new(unsigned long) and for
+# the nothrow operator new(unsigned long, std::nothrow_t const&) that calls
+# it); operator new[] is a jump to operator new in libstdc++, not a frame.
+# libstdc++'s emergency exception pool (a malloc in a libstdc++ constructor,
+# before main; 72704 bytes on Debian 12) is not under main and not checked.
+shop_expect4() {
+	local key=$1 vec="std::vector<long, std::allocator<long> >"
+	#                                                                            alloc   alloc  inuse   inuse
+	#                                                                            objects space  objects space
+	expect_stack4 "$key" "main;shop::Widget::make;operator new"                   1000  88000   750  66000  # new Widget (88 bytes); 250 deleted
+	expect_stack4 "$key" "main;shop::make_label;operator new"                       20  60000    12  36000  # new char[3000]; 8 deleted
+	expect_stack4 "$key" "main;shop::Order::place;operator new;operator new"       100   5600   100   5600  # new (std::nothrow) Order (56 bytes)
+	expect_stack4 "$key" "main;operator new"                                         1     24     1     24  # new Ledger (24 bytes)
+	# push_back of 1000 longs: buffers of 8 x 1, 2, 4, ... 1024 bytes, the
+	# last kept.  The frames between the out-of-line _M_realloc_insert (g++
+	# 12; _M_realloc_append in g++ 14) and operator new are inlined allocator
+	# calls, one frame each (compared exactly with gdb in unwind_gdb).
+	uw_expect_re4 "$key" "(^|;)main;shop::Ledger::fill;$vec::push_back;$vec::_M_realloc_[a-z]+<[^;]*>;([^;]+;)*operator new\$" \
+		11 16376 1 8192
+	# All of the program's blocks, innermost frame operator new: the five
+	# stacks above hold them all (1000 + 20 + 100 + 1 + 11 objects; 88000 +
+	# 60000 + 5600 + 24 + 16376 bytes; in use 750 + 12 + 100 + 1 + 1,
+	# 66000 + 36000 + 5600 + 24 + 8192).
+	expect4 "$key" "operator new"                                                 1132 170000   864 115816
+}
+
+# --unwind itself: dwarf is auto's result here, fp is today's walk.
+unwind_modes() {
+	local nb=$TB/nofp
+	profile4x uw.shopdw 0 --unwind dwarf -- "$nb/t_shop"
+	shop_expect4 uw.shopdw
+	ht uw.shopauto --unwind auto -f collapsed --value alloc_space -- "$nb/t_shop"
+	check_rc uw.shopauto 0 "unwind: --unwind auto run on nofp/t_shop exits 0"
+	uw_same uw.shopauto uw.shop.alloc_space "unwind: --unwind auto = the default (nofp/t_shop), line for line"
+	ht uw.epdw --unwind dwarf -f collapsed --value alloc_space -- "$nb/t_entrypoints"
+	check_rc uw.epdw 0 "unwind: --unwind dwarf run on nofp/t_entrypoints exits 0"
+	uw_same uw.epdw uw.ep.alloc_space "unwind: --unwind dwarf = the default (nofp/t_entrypoints), line for line"
+
+	# fp keeps the frame-pointer walk: complete stacks where every frame
+	# has a frame pointer (t_entrypoints, -O0 -fno-omit-frame-pointer)...
+	profile4x uw.epfpw 0 --unwind fp -- "$TB/t_entrypoints"
+	expect_entrypoints4 uw.epfpw main
+	# ...and, EXPECTED DIFFERENCE (documents what the mode changes), not
+	# through code without them: on nofp/t_shop the innermost frame is
+	# still right, the frames above operator new are not.
+	ht uw.shopfpw --unwind fp -f collapsed --value alloc_space -- "$nb/t_shop"
+	check_rc uw.shopfpw 0 "unwind: --unwind fp run on nofp/t_shop exits 0"
+	expect_leaf uw.shopfpw "operator new" 170000
+	uw_expect_stack uw.shopfpw "main;shop::Widget::make;operator new" 0 \
+		"unwind: EXPECTED DIFFERENCE: --unwind fp on nofp/t_shop cannot give main;shop::Widget::make;operator new (= 0)"
+}
+
+# gdb's backtrace at one known allocation (a breakpoint on malloc when its
+# size argument is SIZE), from malloc's caller up to main, against
+# heaptrace's stack of the one line whose alloc_space value is that site's
+# total: the site is found by its bytes, not by its frames.
+unwind_gdb() {
+	local nb=$TB/nofp
+	uw_gdb_vs uw.gdb.widget "$nb/t_shop" 88 uw.shop.alloc_space 88000
+	uw_gdb_vs uw.gdb.label "$nb/t_shop" 3000 uw.shop.alloc_space 60000
+	uw_gdb_vs uw.gdb.order "$nb/t_shop" 56 uw.shop.alloc_space 5600
+	uw_gdb_vs uw.gdb.vector "$nb/t_shop" 64 uw.shop.alloc_space 16376
+	uw_gdb_vs uw.gdb.widgetfp "$TB/t_shop" 88 uw.shopfp.alloc_space 88000
+	uw_gdb_vs uw.gdb.ep "$nb/t_entrypoints" 1000 uw.ep.alloc_space 4000
+	uw_gdb_vs uw.gdb.deep "$nb/t_deep" 4242 uw.deep 4242
+}
+
+# uw_gdb KEY BINARY SIZE: BINARY under gdb -batch: run to main, break at
+# malloc's entry when $rdi (the size) is SIZE, bt.  Output in KEY.out and
+# KEY.err; the function names of the backtrace, frame 1 (malloc's caller)
+# to main, innermost first, one a line, in KEY.frames; frame 0's in
+# KEY.frame0.  gdb prints "#N  0xADDR in FUNC (ARGS) at FILE:LINE", or for
+# an inlined frame or one at a line's start "#N  FUNC (ARGS) ...", and for
+# code without debug information "FUNC(PARAMETER TYPES) () from LIB":
+# ARGS and PARAMETER TYPES go.
+uw_gdb() {
+	local key=$1 bin=$2 size=$3
+	echo "gdb -batch $(rel "$bin"): break main, run, break *malloc if \$rdi == $size, continue, bt" >"$TMP/$key.cmd"
+	: >"$TMP/$key.frames"
+	: >"$TMP/$key.frame0"
+	if ! command -v gdb >/dev/null; then
+		: >"$TMP/$key.out"
+		echo "gdb not installed" >"$TMP/$key.err"
+		echo 127 >"$TMP/$key.rc"
+		return
+	fi
+	timeout -k 5 "$(tmo)" gdb -nx -batch \
+		-ex 'set debuginfod enabled off' -ex 'set pagination off' -ex 'set confirm off' \
+		-ex 'set width unlimited' -ex 'set startup-with-shell off' -ex 'set print frame-arguments none' \
+		-ex 'break main' -ex run -ex "break *malloc if \$rdi == $size" -ex continue -ex bt -ex kill \
+		"$bin" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	echo $? >"$TMP/$key.rc"
+	awk -v f0="$TMP/$key.frame0" '
+	/^#[0-9]+ / {
+		n = substr($1, 2) + 0
+		s = $0
+		sub(/^#[0-9]+ +/, "", s)
+		sub(/^0x[0-9a-fA-F]+ in /, "", s)
+		# The name ends at " (" (its arguments); from the second character
+		# on, for "(anonymous namespace)::f".
+		i = index(substr(s, 2), " (")
+		if (i) s = substr(s, 1, i)
+		# "operator new(unsigned long)": drop a trailing parameter list.
+		if (s ~ /\)$/ && s !~ /operator\(\)$/) {
+			d = 0
+			for (j = length(s); j > 0; j--) {
+				c = substr(s, j, 1)
+				if (c == ")") d++
+				else if (c == "(" && --d == 0) break
+			}
+			if (j > 1) s = substr(s, 1, j - 1)
+		}
+		if (n == 0) { print s > f0; next }
+		print s
+		if (s == "main") exit
+	}' "$TMP/$key.out" >"$TMP/$key.frames"
+}
+
+# uw_gdb_vs KEY BINARY SIZE HTKEY VALUE: uw_gdb KEY BINARY SIZE, and the
+# frames must be those of the line of $TMP/HTKEY.out with value VALUE (the
+# only one), innermost first up to main.  gdb frames past heaptrace's
+# default --max-depth (64) are not compared.
+uw_gdb_vs() {
+	local key=$1 bin=$2 size=$3 hkey=$4 value=$5 d n g h
+	uw_gdb "$key" "$bin" "$size"
+	d=$(rc_diag "$key" 0)
+	grep -q 'malloc' "$TMP/$key.frame0" ||
+		d+="gdb did not stop in malloc(${size}): frame 0 '$(cat "$TMP/$key.frame0")'"$'\n'"$(grep -v '^$' "$TMP/$key.out" | tail -4)"$'\n'
+	g=$(head -64 "$TMP/$key.frames")
+	[ -n "$g" ] || d+="no frames from gdb's bt"$'\n'
+	n=$(awk -v v="$value" 'match($0, / [0-9]+$/) && substr($0, RSTART + 1) == v' "$TMP/$hkey.out" 2>/dev/null | wc -l)
+	if [ "$n" != 1 ]; then
+		d+="$n lines with value $value in $hkey, want 1:"$'\n'"$(sed -n '1,8p' "$TMP/$hkey.out" 2>/dev/null)"
+	else
+		h=$(awk -v v="$value" 'match($0, / [0-9]+$/) && substr($0, RSTART + 1) == v {
+			n = split(substr($0, 1, RSTART - 1), f, ";")
+			for (i = n; i >= 1; i--) { print f[i]; if (f[i] == "main") break }
+		}' "$TMP/$hkey.out")
+		[ "$h" = "$g" ] || d+="gdb:       $(echo "$g" | paste -sd'|')"$'\n'"heaptrace: $(echo "$h" | paste -sd'|')"$'\n'
+	fi
+	report "unwind: gdb bt at malloc($size) in $(rel "$bin") = heaptrace's stack of its $value-byte line, caller to main" "$d"
+}
+
+# uw_expect_stack KEY FRAMES N [NAME]: the lines of $TMP/KEY.out whose
+# stack ends with FRAMES (stackval) add up to N, in a non-empty profile.
+uw_expect_stack() {
+	local g d=""
+	g=$(stackval "$1" "$2")
+	[ -s "$TMP/$1.out" ] || d+="empty profile"$'\n'"$(ctx "$1")"$'\n'
+	[ "$g" = "$3" ] || d+="got $g"$'\n'"$(sed -n '1,8p' "$TMP/$1.out")"
+	report "${4:-$1: stacks ending $2 = $3}" "$d"
+}
+
+# uw_expect_line KEY LINE: LINE is a whole line of $TMP/KEY.out.
+uw_expect_line() {
+	local d=""
+	grep -qxF -- "$2" "$TMP/$1.out" 2>/dev/null ||
+		d="no such line; lines:"$'\n'"$(cut -c1-200 "$TMP/$1.out" 2>/dev/null | sed -n '1,8p')"
+	report "$1: the line '$(echo "$2" | cut -c1-40)...$(echo "$2" | rev | cut -c1-40 | rev)' ($(echo "$2" | tr -cd ';' | wc -c) + 1 frames)" "$d"
+}
+
+# uw_expect_re4 KEY ERE AO AS IO IS: the lines whose stack (the line without
+# its value) matches ERE add up to AO, AS, IO, IS in the four runs of profile4.
+uw_expect_re4() {
+	local key=$1 re=$2 v g want got="" wants="" bad=0 i=3
+	for v in $VALUES; do
+		want=${!i}
+		i=$((i + 1))
+		g=$(awk -v re="$re" 'match($0, / [0-9]+$/) {
+			if (substr($0, 1, RSTART - 1) ~ re) s += substr($0, RSTART + 1)
+		} END { printf "%.0f\n", s }' "$TMP/$key.$v.out" 2>/dev/null)
+		got+=" $v=${g:-none}"
+		wants+=" $v=$want"
+		[ "$g" = "$want" ] || bad=1
+	done
+	if [ "$bad" = 0 ]; then
+		pass "$key: stacks matching /$re/$wants"
+	else
+		fail "$key: stacks matching /$re/$wants" "got$got"$'\n'"$(sed -n '1,8p' "$TMP/$key.inuse_space.out" | sed 's/^/inuse_space: /')"
+	fi
+}
+
+# uw_same KEY1 KEY2 NAME: $TMP/KEY1.out and $TMP/KEY2.out hold the same
+# lines (in any order), and are not empty.
+uw_same_diag() {
+	[ -s "$TMP/$1.out" ] || echo "$1: empty profile"
+	if ! diff <(sort "$TMP/$1.out" 2>/dev/null) <(sort "$TMP/$2.out" 2>/dev/null) >"$TMP/$1.same.diff"; then
+		echo "profiles differ (< $1, > $2):"
+		cut -c1-160 "$TMP/$1.same.diff" | head -12
+	fi
+	return 0
+}
+
+uw_same() { report "$3" "$(uw_same_diag "$1" "$2")"; }
+
+# uw_same4 KEY1 KEY2 NAME: uw_same for the four runs of profile4.
+uw_same4() {
+	local v d=""
+	for v in $VALUES; do
+		d+=$(uw_same_diag "$1.$v" "$2.$v" | sed "s/^/$v: /")
+	done
+	report "$3" "$d"
+}
+
+# ---------------------------------------------------------------------------
 # Reliability and safety (faults, limits, badinput, stress, soak).  Helpers
 # are prefixed rl_.
 
@@ -1907,12 +2213,14 @@ scenario_badinput() {
 		"-d|2|-d,needs a value"
 		"-i|2|-i,needs a value"
 		"--max-allocs|2|--max-allocs,needs a value"
+		"--unwind|2|--unwind,needs a value"
 		"-d 0 -- $t @MARKER@|2|-d,0"
 		"-d -1 -- $t @MARKER@|2|-d,-1"
 		"-d abc -- $t @MARKER@|2|-d,abc"
 		"-i 0 -- $t @MARKER@|2|-i,0"
 		"--max-allocs 0 -- $t @MARKER@|2|--max-allocs,0"
 		"--max-depth 200 -- $t @MARKER@|2|--max-depth,200"
+		"--unwind bogus -- $t @MARKER@|2|--unwind,bogus"
 		"--top x -- $t @MARKER@|2|--top,'x'"
 		"--http nonsense -- $t @MARKER@|2|--http,nonsense"
 		"-p @NOPID@|nz|@NOPID@"
@@ -2743,7 +3051,7 @@ scenario_fork() {
 	fi
 }
 
-SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep signal errors attach pprof top proto valgrind faults limits badinput stress soak liveview overtime fork"
+SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep unwind signal errors attach pprof top proto valgrind faults limits badinput stress soak liveview overtime fork"
 
 main() {
 	local s
