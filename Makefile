@@ -155,7 +155,7 @@ $(BENCH)/floor: bench/floor.c user/uprobe_multi.c user/uprobe_multi.h $(BENCH)/f
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/uprobe_multi.c -o $@ -lbpf -lelf -lz
 
 bench: deps
-	$(MAKE) all $(BENCH)/churn $(BENCH)/floor
+	$(MAKE) all $(BENCH)/churn $(BENCH)/floor $(BUILD)/tests/nofp/t_shop
 	bash bench/run.sh
 
 # The whole test suite against a heaptrace built with ASan and UBSan (all but

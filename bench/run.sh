@@ -39,6 +39,7 @@ HT=$PWD/build/heaptrace
 CHURN=$PWD/build/bench/churn
 FLOOR=$PWD/build/bench/floor
 CHURN_ARGS=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth "$DEPTH" --threads "$THREADS" --size "$SIZE")
+CHURN_ARGS16=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth 16 --threads "$THREADS" --size "$SIZE")
 RUN_TIMEOUT=300   # seconds: a wedged tool must not hang the bench
 
 TRACEFS=/sys/kernel/tracing
@@ -176,6 +177,12 @@ run_config() {
 		timeout $RUN_TIMEOUT "$HT" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_entry)
 		timeout $RUN_TIMEOUT "$HT" --probe-at=entry -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_fp)
+		timeout $RUN_TIMEOUT "$HT" --unwind fp -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	dwarf16|fp16)
+		# The CFI walk against the frame-pointer walk at depth 16 (churn keeps frame pointers, so both are complete).
+		timeout $RUN_TIMEOUT "$HT" --unwind "${name%16}" -o /dev/null -- "$CHURN" "${CHURN_ARGS16[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
 	bpftrace)
 		timeout $RUN_TIMEOUT bpftrace -o "$TMP/bpftrace.maps" -e "$BT_SCRIPT" \
 			-c "$CHURN ${CHURN_ARGS[*]}" > "$out" 2> "$err" || rc=$? ;;
@@ -207,7 +214,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry heaptrace heaptrace_entry)
+CONFIGS=(bare trap stack entry heaptrace heaptrace_fp heaptrace_entry fp16 dwarf16)
 if [ "$PEERS" != 0 ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
@@ -217,7 +224,10 @@ declare -A LABEL=(
 	[trap]="trap floor (tracefs uprobes)"
 	[stack]="trap+stack floor (BPF stackid)"
 	[entry]="entry floor (tracefs at entries)"
-	[heaptrace]="heaptrace"
+	[heaptrace]="heaptrace (--unwind auto: CFI)"
+	[heaptrace_fp]="heaptrace --unwind fp"
+	[fp16]="heaptrace --unwind fp, depth 16"
+	[dwarf16]="heaptrace --unwind dwarf, depth 16"
 	[heaptrace_entry]="heaptrace --probe-at=entry"
 	[bpftrace]="bpftrace memleak-style"
 	[heaptrack]="heaptrack (LD_PRELOAD)"
@@ -289,6 +299,7 @@ echo "targets (depth $DEPTH):"
 target "heaptrace / trap+stack floor" "$(ratio "${MED[heaptrace]:-}" "${MED[stack]:-}")" "<=" 1.15
 target "heaptrace / trap floor" "$(ratio "${MED[heaptrace]:-}" "${MED[trap]:-}")" "<=" 1.4
 target "entry floor / heaptrace" "$(ratio "${MED[entry]:-}" "${MED[heaptrace]:-}")" ">=" 5
+target "CFI / frame-pointer unwinding, depth 16" "$(ratio "${MED[dwarf16]:-}" "${MED[fp16]:-}")" "<=" 1.5
 printf '  %-44s %8s ns\n' "heaptrace above the trap+stack floor, per pair" \
 	"$(diff_ns "${MED[heaptrace]:-}" "${MED[stack]:-}")"
 printf '  %-44s %8s ns\n' "heaptrace above the trap floor, per pair" \
@@ -330,6 +341,26 @@ stop_bg() {
 	for p in "${BG_PIDS[@]}"; do [ "$p" != "$pid" ] && keep+=("$p"); done
 	BG_PIDS=("${keep[@]}")
 }
+
+# CFI table building for libc + libstdc++ (and t_shop's other objects: libm,
+# libgcc_s, ld.so): cold with an empty cache, then from the cache.
+if [ -x build/tests/nofp/t_shop ]; then
+	note "unwind tables, cold and cached, $RUNS runs"
+	: > "$TMP/results.cold"; : > "$TMP/results.cached"
+	for ((r = 1; r <= RUNS; r++)); do
+		rm -rf "$TMP/xdg"
+		for k in cold cached; do
+			XDG_CACHE_HOME=$TMP/xdg "$HT" -v --unwind dwarf -o /dev/null -- build/tests/nofp/t_shop \
+				> /dev/null 2> "$TMP/tables.err"
+			sed -n 's/.*unwind tables: .* built in \([0-9.]*\) ms.*/\1/p' "$TMP/tables.err" >> "$TMP/results.$k"
+		done
+	done
+	TABLES=$(sed -n 's/^heaptrace: unwind tables: //p' "$TMP/tables.err")
+	COLD=$( [ -s "$TMP/results.cold" ] && median < "$TMP/results.cold")
+	CACHED=$( [ -s "$TMP/results.cached" ] && median < "$TMP/results.cached")
+else
+	note "build/tests/nofp/t_shop missing (make test-targets): unwind table timings skipped"
+fi
 
 # Attach time: heaptrace -p against a churn that is busy allocating.
 note "attach time, $RUNS runs"
@@ -381,3 +412,6 @@ else
 fi
 [ -n "$EVENTS" ] && printf '  %-44s %s\n' "events of that run" "$EVENTS"
 target "attach to a running churn, ms (median)" "${ATTACH:--}" "<" 300
+printf '  %-44s %s\n' "unwind tables of t_shop (cached run)" "${TABLES:-n/a}"
+target "CFI tables, libc+libstdc++ & co, cold, ms" "${COLD:--}" "<" 200
+target "CFI tables, the same from the cache, ms" "${CACHED:--}" "<" 10

@@ -104,9 +104,23 @@ struct {
 } totals SEC(".maps");
 
 /* Too big for the 512-byte BPF stack: per-CPU scratch for one stack capture. */
+/*
+ * Rows found for recent pcs, per CPU: a program's allocation stacks repeat,
+ * and a hit saves a binary search of ~17 steps.  Tables are append-only, so
+ * an (object, pc) pair always finds the same row: entries never go stale.
+ */
+#define ROW_CACHE 512
+
+struct row_cache {
+	__u32 rel;              /* pc as an ELF address */
+	__u32 row_begin;        /* the object: its rows start there */
+	struct ht_unwind_row row;
+};
+
 struct scratch {
 	struct ht_stack st;
 	__u64 copy[HT_STACK_COPY_BYTES / 8];
+	struct row_cache rows[ROW_CACHE];
 };
 
 struct {
@@ -393,18 +407,32 @@ static long row_step(__u32 i, struct row_search *s)
 	return 0;
 }
 
-/* The row in force at pc: the last whose start is <= pc. */
-static __always_inline struct ht_unwind_row *find_row(const struct ht_unwind_module *m, __u64 pc)
+/* The row in force at pc: the last whose start is <= pc.  Copied into *row; false when none. */
+static __always_inline bool find_row(struct scratch *sc, const struct ht_unwind_module *m, __u64 pc,
+				     struct ht_unwind_row *row)
 {
 	struct row_search s = { .rel = pc - m->bias, .begin = m->row_begin, .hi = m->row_count };
 
 	if (s.rel >> 32)
-		return 0;
+		return false;
+	struct row_cache *c = &sc->rows[(s.rel ^ (s.rel >> 9) ^ m->row_begin) & (ROW_CACHE - 1)];
+	/* An empty entry (0, 0) matches no lookup: ELF address 0 is the ELF header, not code. */
+	if (c->rel == (__u32)s.rel && c->row_begin == m->row_begin) {
+		*row = c->row;
+		return true;
+	}
 	bpf_loop(32, row_step, &s, 0);
 	if (!s.lo)
-		return 0;
+		return false;
 	__u32 idx = m->row_begin + s.lo - 1;
-	return bpf_map_lookup_elem(&unwind_rows, &idx);
+	struct ht_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!r)
+		return false;
+	*row = *r;
+	c->rel = s.rel;
+	c->row_begin = m->row_begin;
+	c->row = *r;
+	return true;
 }
 
 /*
@@ -436,7 +464,8 @@ static long unwind_step(__u32 i, struct unwind *u)
 		u->flags |= HT_STACK_TRUNCATED;
 		return 1;
 	}
-	struct ht_unwind_row *r = m->row_count ? find_row(m, u->pc - 1) : 0;
+	struct ht_unwind_row row;
+	struct ht_unwind_row *r = m->row_count && find_row(sc, m, u->pc - 1, &row) ? &row : 0;
 	if (r && r->cfa == HT_CFA_END)
 		return 1;
 	if (!r || r->cfa == HT_CFA_UNKNOWN) {
