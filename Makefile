@@ -78,7 +78,7 @@ $(BUILD)/tests/t_shop: tests/targets/t_shop.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(SHOP_CXXFLAGS) -fno-omit-frame-pointer $< -o $@
 
-UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 # Unit tests link the one module they test.
@@ -86,6 +86,28 @@ $(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c user/symbolize.c user/
 	@mkdir -p $(dir $@)
 	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
 		tests/unit/test_symbolize.c user/symbolize.c -o $@ -ldw -lelf -ldl -lstdc++
+
+# unwind_table reads ELF files through elfobj.  Its fixtures are shared
+# objects with known CFI (tests/unit/unwind_fixture.c), outside build/unit/
+# where every executable is run as a test.
+FIXTURES := $(BUILD)/fixtures
+UNWIND_FIXTURES := $(patsubst %,$(FIXTURES)/unwind_fixture_%.so,o2 o0 dbg dbgz nocfi)
+FIXTURE_CFLAGS := -fPIC -shared -nostdlib -Wall -Wextra -Werror
+FIXTURE_CFLAGS_o2 := -O2 -fomit-frame-pointer
+FIXTURE_CFLAGS_o0 := -O0 -fno-omit-frame-pointer
+FIXTURE_CFLAGS_dbg := -O2 -g -fno-asynchronous-unwind-tables -Wl,--build-id=none
+FIXTURE_CFLAGS_dbgz := $(FIXTURE_CFLAGS_dbg) -gz
+FIXTURE_CFLAGS_nocfi := -O2 -DFIXTURE_NO_CFI -fno-asynchronous-unwind-tables -fno-unwind-tables
+
+$(FIXTURES)/unwind_fixture_%.so: tests/unit/unwind_fixture.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FIXTURE_CFLAGS) $(FIXTURE_CFLAGS_$*) $< -o $@
+
+$(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c user/unwind_table.c user/unwind_table.h \
+		user/elfobj.c user/elfobj.h user/log.c user/log.h bpf/heaptrace.h $(UNWIND_FIXTURES)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
+		tests/unit/test_unwind_table.c user/unwind_table.c user/elfobj.c user/log.c -o $@ -ldw -lelf -lz -ldl
 
 # Fuzzing: libFuzzer targets for the --sym parser and the profile readers of
 # `heaptrace diff`.  `make fuzz` runs each for FUZZ_SECONDS and keeps what

@@ -33,8 +33,9 @@ static bool same_rule(const struct ht_unwind_row *a, const struct ht_unwind_row 
 
 /*
  * Append the rule that holds from pc on.  Rows arrive in pc order; one at
- * the pc of the last replaces it (that row held for no address), and one
- * that repeats the last rule only extends it.
+ * the pc of the last replaces it (that row held for no address: the later
+ * rule wins, deterministically), and one that repeats the last rule only
+ * extends it.  Rows beyond 4 GiB cannot be stored and are left out.
  */
 static int rows_push(struct rowbuf *b, uint64_t pc, struct ht_unwind_row r)
 {
@@ -151,6 +152,7 @@ static bool saved_at_cfa(const Dwarf_Op *ops, size_t n, int64_t *off)
 enum ra_kind { RA_AT_CFA_MINUS_8, RA_UNDEFINED, RA_OTHER };
 
 /*
+ * Where the CIE's return address column (rip's, 16, in practice) is saved.
  * libdw: *nops 0 with *ops pointing at ops_mem is "undefined", with *ops
  * NULL "same value".
  */
@@ -160,7 +162,7 @@ static enum ra_kind ra_rule(Dwarf_Frame *f, int ra_reg)
 	size_t n;
 	int64_t off;
 
-	if (ra_reg != REG_RIP || dwarf_frame_register(f, ra_reg, mem, &ops, &n) != 0)
+	if (ra_reg < 0 || dwarf_frame_register(f, ra_reg, mem, &ops, &n) != 0)
 		return RA_OTHER;
 	if (n == 0)
 		return ops ? RA_UNDEFINED : RA_OTHER;
@@ -256,73 +258,65 @@ struct cie_enc {
 	int enc;                /* the FDE pointer encoding, -1: unusable */
 };
 
-/* A DW_EH_PE_* encoded value; pcrel counts from field_addr. */
-static bool read_encoded(const uint8_t **pp, const uint8_t *end, uint8_t enc, uint64_t field_addr,
-			 bool apply, uint64_t *val)
+static bool read_leb128(const uint8_t **pp, const uint8_t *end, bool is_signed, uint64_t *val)
 {
 	const uint8_t *p = *pp;
+	unsigned shift = 0;
 	uint64_t v = 0;
-	size_t len;
+	uint8_t byte;
 
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		len = 8;
-		break;
-	case DW_EH_PE_udata4:
-	case DW_EH_PE_sdata4:
-		len = 4;
-		break;
-	case DW_EH_PE_udata2:
-	case DW_EH_PE_sdata2:
-		len = 2;
-		break;
-	case DW_EH_PE_uleb128:
-	case DW_EH_PE_sleb128: {
-		unsigned shift = 0;
-		uint8_t byte;
-
-		do {
-			if (p >= end || shift > 63)
-				return false;
-			byte = *p++;
-			v |= (uint64_t)(byte & 0x7f) << shift;
-			shift += 7;
-		} while (byte & 0x80);
-		if ((enc & 0x0f) == DW_EH_PE_sleb128 && shift < 64 && (byte & 0x40))
-			v |= ~0ull << shift;
-		len = 0;
-		break;
-	}
-	default:
-		return false;
-	}
-	if (len) {
-		if ((size_t)(end - p) < len)
+	do {
+		if (p >= end || shift > 63)
 			return false;
-		memcpy(&v, p, len);     /* little-endian: checked with the machine */
-		if ((enc & DW_EH_PE_signed) && len < 8 && (v >> (8 * len - 1)) & 1)
-			v |= ~0ull << (8 * len);
-		p += len;
-	}
+		byte = *p++;
+		v |= (uint64_t)(byte & 0x7f) << shift;
+		shift += 7;
+	} while (byte & 0x80);
+	if (is_signed && shift < 64 && (byte & 0x40))
+		v |= ~0ull << shift;
 	*pp = p;
 	*val = v;
-	if (!apply)
-		return true;
-	if (enc & DW_EH_PE_indirect)
+	return true;
+}
+
+/* The value's format (the low 4 bits of a DW_EH_PE_* encoding), as stored. */
+static bool read_raw(const uint8_t **pp, const uint8_t *end, uint8_t enc, uint64_t *val)
+{
+	static const uint8_t size[16] = {
+		[DW_EH_PE_absptr] = 8, [DW_EH_PE_udata2] = 2, [DW_EH_PE_udata4] = 4,
+		[DW_EH_PE_udata8] = 8, [DW_EH_PE_sdata2] = 2, [DW_EH_PE_sdata4] = 4,
+		[DW_EH_PE_sdata8] = 8,
+	};
+	size_t len = size[enc & 0x0f];
+	uint64_t v = 0;
+
+	if ((enc & 0x0f) == DW_EH_PE_uleb128 || (enc & 0x0f) == DW_EH_PE_sleb128)
+		return read_leb128(pp, end, enc & DW_EH_PE_signed, val);
+	if (!len || (size_t)(end - *pp) < len)
+		return false;
+	memcpy(&v, *pp, len);   /* little-endian: checked with the machine */
+	if ((enc & DW_EH_PE_signed) && len < 8 && (v >> (8 * len - 1)) & 1)
+		v |= ~0ull << (8 * len);
+	*pp += len;
+	*val = v;
+	return true;
+}
+
+/* A DW_EH_PE_* encoded address; pcrel counts from field_addr, the value's own address. */
+static bool read_encoded(const uint8_t **pp, const uint8_t *end, uint8_t enc, uint64_t field_addr,
+			 uint64_t *val)
+{
+	if ((enc & DW_EH_PE_indirect) || !read_raw(pp, end, enc, val))
 		return false;
 	switch (enc & 0x70) {
 	case DW_EH_PE_absptr:
-		break;
+		return true;
 	case DW_EH_PE_pcrel:
-		v += field_addr;
-		break;
+		*val += field_addr;
+		return true;
 	default:
-		return false;
+		return false;   /* relative to bases an FDE's start never uses */
 	}
-	*val = v;
-	return true;
 }
 
 /*
@@ -354,7 +348,7 @@ static int cie_fde_encoding(const Dwarf_CIE *cie)
 			if (p >= end)
 				return -1;
 			p++;
-			if (!read_encoded(&p, end, p[-1], 0, false, &ignored))
+			if (!read_raw(&p, end, p[-1], &ignored))
 				return -1;
 			break;
 		case 'S':
@@ -416,8 +410,8 @@ static int collect_fdes(const struct cfi_section *sec, struct fde_range **out, s
 		off = next;
 		if (dwarf_cfi_cie_p(&e) || (enc = cie_lookup(sec, &cies, &ncies, e.fde.CIE_pointer)) < 0)
 			continue;
-		if (!read_encoded(&p, e.fde.end, enc, sec->addr + (p - base), true, &start) ||
-		    !read_encoded(&p, e.fde.end, enc, 0, false, &len) || !len || start + len < start)
+		if (!read_encoded(&p, e.fde.end, enc, sec->addr + (p - base), &start) ||
+		    !read_raw(&p, e.fde.end, enc, &len) || !len || start + len < start)
 			continue;
 		if (n == cap) {
 			struct fde_range *nv = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v));
@@ -437,7 +431,8 @@ static int collect_fdes(const struct cfi_section *sec, struct fde_range **out, s
 		free(v);
 		return r;
 	}
-	qsort(v, n, sizeof(*v), fde_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), fde_cmp);
 	*out = v;
 	*nout = n;
 	return 0;
@@ -550,9 +545,14 @@ out:
 #define CACHE_VERSION 1
 #define CACHE_MAX_ROWS (1u << 26)
 
+/*
+ * Files are keyed by object, not by heaptrace version: CACHE_VERSION must
+ * change with the file format and with anything that changes the rows
+ * built for an object, so that older files are rebuilt.
+ */
 struct cache_hdr {
 	char magic[8];
-	uint32_t version;       /* of this format and of the translation: a new one rebuilds */
+	uint32_t version;       /* CACHE_VERSION */
 	uint32_t row_size;
 	uint64_t n;
 	uint32_t crc;           /* crc32 of the rows */

@@ -18,12 +18,13 @@
 struct unwind_table {
 	/*
 	 * Sorted by strictly increasing pc.  A row holds up to the next
-	 * row's pc; the last row always ends the last function's CFI (it is
-	 * HT_CFA_UNKNOWN), and so does a row at the end of every function
-	 * that the next one does not start right after, so that code without
-	 * CFI never borrows a neighbour's rule.  Consecutive rows never hold
-	 * the same rule.  HT_CFA_UNKNOWN and HT_CFA_END rows carry no
-	 * offsets (all 0, rbp HT_RBP_UNKNOWN), so equal rules compare equal.
+	 * row's pc.  Where a function's CFI ends and the next function's
+	 * does not start, an HT_CFA_UNKNOWN row follows (the last row is
+	 * one), so that code without CFI never borrows a neighbour's rule.
+	 * Consecutive rows never hold the same rule.  HT_CFA_UNKNOWN and
+	 * HT_CFA_END rows carry no offsets (0, rbp HT_RBP_UNKNOWN) so that
+	 * equal rules compare equal; HT_CFA_PLT rows carry cfa_off 8, the
+	 * expression's base.
 	 */
 	struct ht_unwind_row *rows;
 	size_t n;
