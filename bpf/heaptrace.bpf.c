@@ -325,13 +325,13 @@ static long vma_found(struct task_struct *task, struct vm_area_struct *vma, stru
 }
 
 /* A code address the process's cache does not know: find its mapping and object, and cache them. */
-static __always_inline struct ht_unwind_module *add_module(struct ht_unwind_proc *up, __u64 pc)
+static __always_inline int add_module(struct ht_unwind_proc *up, __u64 pc)
 {
 	struct vma_info v = {};
 
 	/* -EBUSY when the mmap lock is contended: this frame falls back to rbp, nothing is cached. */
 	if (bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &v, 0) || !v.file)
-		return 0;
+		return -1;
 
 	struct ht_unwind_object *o = bpf_map_lookup_elem(&unwind_objects, &v.key);
 	__u32 i = __sync_fetch_and_add(&up->n, 1) & (HT_UNWIND_MAX_MODULES - 1);
@@ -344,7 +344,7 @@ static __always_inline struct ht_unwind_module *add_module(struct ht_unwind_proc
 	m->row_begin = o ? o->row_begin : 0;
 	m->row_count = o ? o->row_count : 0;
 	m->ready = 1;
-	return m;
+	return i;
 }
 
 /*
@@ -370,6 +370,25 @@ static long module_step(__u32 k, struct module_search *s)
 	return 0;
 }
 
+/*
+ * The searches are global functions: the verifier checks each once, on its
+ * own, instead of inside every path of the frame loop (a third of the load
+ * time otherwise).  Their arguments are plain numbers for that reason.
+ */
+
+/* The index of pc's module in the process's cache, added if new; -1: none. */
+__noinline int module_index(__u32 proc, __u64 pc)
+{
+	struct ht_unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &proc);
+
+	if (!up)
+		return -1;
+	struct module_search s = { .up = up, .pc = pc, .found = -1,
+				   .n = up->n < HT_UNWIND_MAX_MODULES ? up->n : HT_UNWIND_MAX_MODULES };
+	bpf_loop(HT_UNWIND_MAX_MODULES, module_step, &s, 0);
+	return s.found >= 0 ? s.found : add_module(up, pc);
+}
+
 static __always_inline struct ht_unwind_module *find_module(struct ht_unwind_proc *up, struct unwind *u,
 							    __u64 pc)
 {
@@ -377,14 +396,11 @@ static __always_inline struct ht_unwind_module *find_module(struct ht_unwind_pro
 
 	if (m->ready && pc >= m->start && pc < m->end)
 		return m;
-	struct module_search s = { .up = up, .pc = pc, .found = -1,
-				   .n = up->n < HT_UNWIND_MAX_MODULES ? up->n : HT_UNWIND_MAX_MODULES };
-	bpf_loop(HT_UNWIND_MAX_MODULES, module_step, &s, 0);
-	if (s.found >= 0) {
-		u->last = s.found;
-		return &up->mods[s.found & (HT_UNWIND_MAX_MODULES - 1)];
-	}
-	return add_module(up, pc);
+	int k = module_index(u->proc, pc);
+	if (k < 0)
+		return 0;
+	u->last = k;
+	return &up->mods[k & (HT_UNWIND_MAX_MODULES - 1)];
 }
 
 struct row_search {
@@ -407,6 +423,15 @@ static long row_step(__u32 i, struct row_search *s)
 	return 0;
 }
 
+/* The index of the last row of [begin, begin + count) whose pc is <= rel; -1: none. */
+__noinline int row_index(__u32 begin, __u32 count, __u32 rel)
+{
+	struct row_search s = { .rel = rel, .begin = begin, .hi = count };
+
+	bpf_loop(32, row_step, &s, 0);
+	return s.lo ? (int)(begin + s.lo - 1) : -1;
+}
+
 /* The row in force at pc: the last whose start is <= pc.  Copied into *row; false when none. */
 static __always_inline bool find_row(struct scratch *sc, const struct ht_unwind_module *m, __u64 pc,
 				     struct ht_unwind_row *row)
@@ -421,10 +446,10 @@ static __always_inline bool find_row(struct scratch *sc, const struct ht_unwind_
 		*row = c->row;
 		return true;
 	}
-	bpf_loop(32, row_step, &s, 0);
-	if (!s.lo)
+	int k = row_index(m->row_begin, m->row_count, s.rel);
+	if (k < 0)
 		return false;
-	__u32 idx = m->row_begin + s.lo - 1;
+	__u32 idx = k;
 	struct ht_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!r)
 		return false;
