@@ -82,7 +82,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 # Unit tests link the one module they test.
-$(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c user/symbolize.c user/symbolize.h
+$(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c tests/unit/check.h user/symbolize.c user/symbolize.h
 	@mkdir -p $(dir $@)
 	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
 		tests/unit/test_symbolize.c user/symbolize.c -o $@ -ldw -lelf -ldl -lstdc++
@@ -103,7 +103,7 @@ $(FIXTURES)/unwind_fixture_%.so: tests/unit/unwind_fixture.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FIXTURE_CFLAGS) $(FIXTURE_CFLAGS_$*) $< -o $@
 
-$(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c user/unwind_table.c user/unwind_table.h \
+$(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check.h user/unwind_table.c user/unwind_table.h \
 		user/elfobj.c user/elfobj.h user/log.c user/log.h bpf/heaptrace.h $(UNWIND_FIXTURES)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \

@@ -41,20 +41,30 @@ static struct follow_tid *find_tid(struct follow *f, pid_t tid)
 	return NULL;
 }
 
+/* Room for one more element in *arr (n used of *cap); false when out of memory. */
+static bool reserve(void *arr, size_t n, size_t *cap, size_t size)
+{
+	void **p = arr;
+
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? 2 * *cap : 16;
+	void *g = realloc(*p, c * size);
+	if (!g)
+		return false;
+	*p = g;
+	*cap = c;
+	return true;
+}
+
 static struct follow_tid *add_tid(struct follow *f, pid_t tid)
 {
 	struct follow_tid *t = find_tid(f, tid);
 
 	if (t)
 		return t;
-	if (f->n_tids == f->cap_tids) {
-		size_t cap = f->cap_tids ? 2 * f->cap_tids : 64;
-		struct follow_tid *n = realloc(f->tids, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		f->tids = n;
-		f->cap_tids = cap;
-	}
+	if (!reserve(&f->tids, f->n_tids, &f->cap_tids, sizeof(*f->tids)))
+		return NULL;
 	f->tids[f->n_tids] = (struct follow_tid){ .tid = tid };
 	return &f->tids[f->n_tids++];
 }
@@ -77,14 +87,8 @@ static struct follow_child *find_kid(struct follow *f, pid_t pid)
 
 static struct follow_child *add_kid(struct follow *f, pid_t pid, pid_t parent)
 {
-	if (f->n_kids == f->cap_kids) {
-		size_t cap = f->cap_kids ? 2 * f->cap_kids : 16;
-		struct follow_child *n = realloc(f->kids, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		f->kids = n;
-		f->cap_kids = cap;
-	}
+	if (!reserve(&f->kids, f->n_kids, &f->cap_kids, sizeof(*f->kids)))
+		return NULL;
 	f->kids[f->n_kids] = (struct follow_child){ .pid = pid, .parent = parent, .slot = NO_SLOT };
 	return &f->kids[f->n_kids++];
 }

@@ -27,23 +27,36 @@ static inline void say(const char *s)
 	}
 }
 
-/* Block until a writer opens fifo, read up to a newline or end of file. */
+/*
+ * Block until a line comes through fifo.  An end of file without one is
+ * not a line: it is the previous writer closing late (the open succeeds
+ * while it still holds the FIFO), and taking it for the next release would
+ * run a phase early.  Reopen and wait for a real writer instead.
+ */
 static inline void wait_line(const char *fifo)
 {
-	int fd;
-	char c;
-
-	while ((fd = open(fifo, O_RDONLY)) < 0)
-		if (errno != EINTR)
-			_exit(2);
 	for (;;) {
-		ssize_t r = read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || c == '\n')
-			break;
+		int fd;
+		char c;
+
+		while ((fd = open(fifo, O_RDONLY)) < 0)
+			if (errno != EINTR)
+				_exit(2);
+		for (;;) {
+			ssize_t r = read(fd, &c, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				_exit(2);
+			if (r == 0)
+				break;
+			if (c == '\n') {
+				close(fd);
+				return;
+			}
+		}
+		close(fd);
 	}
-	close(fd);
 }
 
 #endif

@@ -24,23 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-static bool check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (ok)
-		passed++;
-	else
-		failed++;
-	return ok;
-}
+#include "check.h"
 
 static bool str_eq(const char *a, const char *b)
 {
@@ -445,6 +429,5 @@ int main(void)
 	sym_close(s);
 	if (libstdcxx)
 		dlclose(libstdcxx);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }

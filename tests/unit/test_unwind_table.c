@@ -31,23 +31,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static int passed, failed;
-
-static bool check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (ok)
-		passed++;
-	else
-		failed++;
-	return ok;
-}
+#include "check.h"
 
 static const char *const cfa_names[] = { "rsp", "rbp", "plt", "end", "unknown" };
 static const char *const rbp_names[] = { "same", "cfa", "unknown" };
@@ -942,6 +926,5 @@ int main(int argc, char **argv)
 		timings(libc, libstdcxx);
 	}
 	nftw(tmp_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_summary();
 }
