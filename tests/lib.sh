@@ -269,19 +269,25 @@ stackval() {
 # expect_stack4 KEY FRAMES AO AS IO IS: the sums of the stacks ending with
 # FRAMES (see stackval) in the four runs of profile4.
 expect_stack4() {
-	local key=$1 frames=$2 v g want got="" wants="" bad=0 i=3
+	expect4_with "$1" "stacks ending $2" stackval "$2" "${@:3}"
+}
+
+# expect4_with KEY LABEL GETTER ARG AO AS IO IS: "GETTER KEY.V ARG" prints
+# the value of each of the four runs of profile4, which must be AO ... IS.
+expect4_with() {
+	local key=$1 label=$2 get=$3 arg=$4 v g want got="" wants="" bad=0 i=5
 	for v in $VALUES; do
 		want=${!i}
 		i=$((i + 1))
-		g=$(stackval "$key.$v" "$frames")
-		got+=" $v=$g"
+		g=$("$get" "$key.$v" "$arg")
+		got+=" $v=${g:-none}"
 		wants+=" $v=$want"
 		[ "$g" = "$want" ] || bad=1
 	done
 	if [ "$bad" = 0 ]; then
-		pass "$key: stacks ending $frames$wants"
+		pass "$key: $label$wants"
 	else
-		fail "$key: stacks ending $frames$wants" "got$got"$'\n'"$(sed -n '1,8p' "$TMP/$key.inuse_space.out" | sed 's/^/inuse_space: /')"
+		fail "$key: $label$wants" "got$got"$'\n'"$(sed -n '1,8p' "$TMP/$key.inuse_space.out" | sed 's/^/inuse_space: /')"
 	fi
 }
 

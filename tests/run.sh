@@ -1654,22 +1654,14 @@ uw_expect_line() {
 # uw_expect_re4 KEY ERE AO AS IO IS: the lines whose stack (the line without
 # its value) matches ERE add up to AO, AS, IO, IS in the four runs of profile4.
 uw_expect_re4() {
-	local key=$1 re=$2 v g want got="" wants="" bad=0 i=3
-	for v in $VALUES; do
-		want=${!i}
-		i=$((i + 1))
-		g=$(awk -v re="$re" 'match($0, / [0-9]+$/) {
-			if (substr($0, 1, RSTART - 1) ~ re) s += substr($0, RSTART + 1)
-		} END { printf "%.0f\n", s }' "$TMP/$key.$v.out" 2>/dev/null)
-		got+=" $v=${g:-none}"
-		wants+=" $v=$want"
-		[ "$g" = "$want" ] || bad=1
-	done
-	if [ "$bad" = 0 ]; then
-		pass "$key: stacks matching /$re/$wants"
-	else
-		fail "$key: stacks matching /$re/$wants" "got$got"$'\n'"$(sed -n '1,8p' "$TMP/$key.inuse_space.out" | sed 's/^/inuse_space: /')"
-	fi
+	expect4_with "$1" "stacks matching /$2/" uw_re_sum "$2" "${@:3}"
+}
+
+# uw_re_sum KEY RE: the values of $TMP/KEY.out's lines whose stack matches RE, added up.
+uw_re_sum() {
+	awk -v re="$2" 'match($0, / [0-9]+$/) {
+		if (substr($0, 1, RSTART - 1) ~ re) s += substr($0, RSTART + 1)
+	} END { printf "%.0f\n", s }' "$TMP/$1.out" 2>/dev/null
 }
 
 # uw_same KEY1 KEY2 NAME: $TMP/KEY1.out and $TMP/KEY2.out hold the same
@@ -1796,6 +1788,21 @@ rl_bpf_left() {
 	done
 	echo "$left"
 	bpftool link show 2>/dev/null | head -20
+}
+
+# rl_target_finishes KEY: release the target ($TPID); FIN says what is wrong
+# unless it then runs to its end ("bye") and exits 0 within 10 s.  (Not in
+# a command substitution: only this shell can wait for the target.)
+rl_target_finishes() {
+	FIN=""
+	release "$1" || FIN+="could not release the target"$'\n'
+	if wait_exit "$TPID" 10; then
+		[ "$WRC" = 0 ] || FIN+="target exit status $WRC, want 0"$'\n'
+		grep -q '^bye$' "$TMP/$1.tout" || FIN+="target did not finish: $(cat "$TMP/$1.tout")"$'\n'
+	else
+		FIN+="target (or its children) still running 10 s after release"$'\n'
+		kill_tree "$TPID"
+	fi
 }
 
 # rl_uprobe_events: lines of the kprobe/uprobe tracefs list naming heaptrace.
@@ -1965,14 +1972,8 @@ faults_tracer_killed() {
 	disown "$HPID" 2>/dev/null
 	kill -KILL "$ht"
 	rl_wait_exit "$HPID" 15 || kill_tree "$HPID"
-	release $key || d+="could not release the target"$'\n'
-	if wait_exit "$TPID" 10; then
-		[ "$WRC" = 0 ] || d+="target exit status $WRC, want 0"$'\n'
-		grep -q '^bye$' "$TMP/$key.tout" || d+="target did not finish: $(cat "$TMP/$key.tout")"$'\n'
-	else
-		d+="target still running 10 s after release"$'\n'
-		kill_tree "$TPID"
-	fi
+	rl_target_finishes $key
+	d+=$FIN
 	report "faults: heaptrace -p SIGKILLed: the target runs on, finishes and exits 0" "$d"
 	d=$(rl_bpf_left "$TMP/$key.ids")
 	d+=$(rl_uprobe_events)
@@ -2923,6 +2924,17 @@ fork_expect() {
 		fail "$key: $who's $value profile: $want" "got '${got% }' from ${f:-no file}"$'\n'"$(ctx "$key")"
 }
 
+# fork_start KEY: t_fork waiting on KEY's FIFO (TPID), for heaptrace -p.
+fork_start() {
+	mkfifo "$TMP/$1.fifo"
+	"$TB/t_fork" plain "$TMP/$1.fifo" >"$TMP/$1.tout" 2>&1 &
+	TPID=$!
+	wait_for "$TMP/$1.tout" '^ready$' 10 "$TPID" && return 0
+	fail "$1: t_fork starts" "$(cat "$TMP/$1.tout")"
+	kill_tree "$TPID"
+	return 1
+}
+
 scenario_fork() {
 	local key v d want_p want_c want_g
 	for v in alloc_space inuse_space; do
@@ -2988,10 +3000,7 @@ scenario_fork() {
 
 	# -p: attach to a waiting t_fork, then let it fork.
 	key=fork_p
-	mkfifo "$TMP/$key.fifo"
-	"$TB/t_fork" plain "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
-	TPID=$!
-	if wait_for "$TMP/$key.tout" '^ready$' 10 "$TPID"; then
+	if fork_start $key; then
 		echo "heaptrace -v --follow-fork -f collapsed --value alloc_space -p PID" >"$TMP/$key.cmd"
 		timeout -k 5 "$(tmo)" "$HT" -v --follow-fork -f collapsed --value alloc_space -o "$TMP/$key.prof" \
 			-p "$TPID" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
@@ -3010,33 +3019,20 @@ scenario_fork() {
 			fail "$key: heaptrace -p --follow-fork attaches" "$(ctx $key)"
 			kill_tree "$HPID" "$TPID"
 		fi
-	else
-		fail "$key: t_fork starts" "$(cat "$TMP/$key.tout")"
-		kill_tree "$TPID"
 	fi
 
 	# heaptrace SIGKILLed while it is the tree's tracer: the kernel lets
 	# the target go (its forks are not held), and no probe stays behind.
 	key=fork_kill
-	mkfifo "$TMP/$key.fifo"
-	"$TB/t_fork" plain "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
-	TPID=$!
-	if wait_for "$TMP/$key.tout" '^ready$' 10 "$TPID"; then
+	if fork_start $key; then
 		"$HT" -v --follow-fork -o "$TMP/$key.prof" -p "$TPID" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
 		HPID=$!
 		if wait_for "$TMP/$key.err" "^heaptrace: tracing PID $TPID" 30 "$HPID"; then
 			rl_bpf_ids "$HPID" >"$TMP/$key.ids"
 			kill -KILL "$HPID"
 			wait "$HPID" 2>/dev/null
-			release $key
-			d=""
-			if wait_exit "$TPID" 10; then
-				[ "$WRC" = 0 ] || d+="target exit status $WRC, want 0"$'\n'
-				grep -q '^bye$' "$TMP/$key.tout" || d+="target did not finish: $(cat "$TMP/$key.tout")"$'\n'
-			else
-				d+="target (or its children) still running 10 s after release"$'\n'
-				kill_tree "$TPID"
-			fi
+			rl_target_finishes $key
+			d=$FIN
 			report "$key: heaptrace --follow-fork SIGKILLed: the target forks, runs on and exits 0" "$d"
 			d=$(rl_bpf_left "$TMP/$key.ids")
 			d+=$(rl_uprobe_events)
@@ -3045,9 +3041,6 @@ scenario_fork() {
 			fail "$key: heaptrace -p --follow-fork attaches" "$(ctx $key)"
 			kill_tree "$HPID" "$TPID"
 		fi
-	else
-		fail "$key: t_fork starts" "$(cat "$TMP/$key.tout")"
-		kill_tree "$TPID"
 	fi
 }
 

@@ -54,37 +54,6 @@ static void say_step(int n)
 	say(buf + i - 4);
 }
 
-/* One line from FIFO (reopened at end of file) into buf, without '\n'. */
-static void read_line(const char *fifo, char *buf, size_t size)
-{
-	static int fd = -1;
-	size_t len = 0;
-	char c;
-
-	for (;;) {
-		if (fd < 0) {
-			while ((fd = open(fifo, O_RDONLY)) < 0)
-				if (errno != EINTR)
-					_exit(2);
-		}
-		ssize_t r = read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			close(fd);
-			fd = -1;
-			if (len > 0)
-				break;
-			continue;
-		}
-		if (c == '\n')
-			break;
-		if (len + 1 < size)
-			buf[len++] = c;
-	}
-	buf[len] = '\0';
-}
-
 NOINLINE void leak_fn(void)
 {
 	for (int i = 0; i < LEAK_N && nleaks < MAX_LEAKS; i++) {
@@ -122,7 +91,7 @@ int main(int argc, char **argv)
 	}
 	say("ready\n");
 	for (;;) {
-		read_line(argv[1], cmd, sizeof(cmd));
+		read_fifo_line(argv[1], cmd, sizeof(cmd));
 		if (strcmp(cmd, "quit") == 0)
 			break;
 		if (strcmp(cmd, "leak") == 0) {

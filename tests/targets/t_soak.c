@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sync.h"
+
 #define NOINLINE __attribute__((noinline))
 #define SLOTS 4096
 #define OPS 20000
@@ -30,43 +32,6 @@
 static void *slot[SLOTS];
 static size_t size[SLOTS];
 static uint64_t live, live_bytes;
-
-static void say(const char *s, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(1, s, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(2);
-		}
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
-/* One line from a fresh open of FIFO (blocks until a writer comes). */
-static void read_line(const char *fifo, char *buf, size_t len)
-{
-	size_t n = 0;
-	int fd;
-	char c;
-
-	while ((fd = open(fifo, O_RDONLY)) < 0)
-		if (errno != EINTR)
-			_exit(2);
-	for (;;) {
-		ssize_t r = read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || c == '\n')
-			break;
-		if (n + 1 < len)
-			buf[n++] = c;
-	}
-	buf[n] = '\0';
-	close(fd);
-}
 
 static uint64_t next(uint64_t *s)
 {
@@ -138,21 +103,22 @@ int main(int argc, char **argv)
 	char cmd[128], line[128];
 
 	if (argc != 2) {
-		say("usage: t_soak FIFO\n", 19);
+		say("usage: t_soak FIFO\n");
 		return 2;
 	}
-	say("ready\n", 6);
+	say("ready\n");
 	for (;;) {
-		read_line(argv[1], cmd, sizeof(cmd));
+		read_fifo_line(argv[1], cmd, sizeof(cmd));
 		if (strncmp(cmd, "churn ", 6) == 0) {
 			unsigned long k = strtoul(cmd + 6, NULL, 10);
 
 			soak_churn(k);
 			int n = snprintf(line, sizeof(line), "live %lu %llu %llu\n", k, (unsigned long long)live,
 					 (unsigned long long)live_bytes);
-			say(line, (size_t)n);
+			if (n > 0 && (size_t)n < sizeof(line))
+				say(line);
 		} else if (strcmp(cmd, "quit") == 0) {
-			say("bye\n", 4);
+			say("bye\n");
 			return 0;
 		}
 	}
