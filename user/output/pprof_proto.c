@@ -87,9 +87,12 @@ static void pb_packed(struct pbuf *b, int field, const uint64_t *v, size_t n)
 	free(p.d);
 }
 
-/* The string table: index 0 is "", every string once. */
+/*
+ * The string table: index 0 is "", every string once, each a copy: names
+ * are built in reused buffers (an unsymbolized frame's "0x..." name).
+ */
 struct strtab {
-	const char **s;
+	char **s;
 	size_t n, cap;
 	size_t *slot;
 	size_t mask;
@@ -109,9 +112,12 @@ static int64_t str_index(struct strtab *t, const char *s)
 		return 0;
 	if (!t->n) {
 		t->cap = 1024;
-		if (!(t->s = malloc(t->cap * sizeof(*t->s))))
+		if (!(t->s = malloc(t->cap * sizeof(*t->s))) || !(t->s[0] = strdup(""))) {
+			free(t->s);
+			t->s = NULL;
 			return 0;
-		t->s[t->n++] = "";
+		}
+		t->n = 1;
 	}
 	if (2 * (t->n + 1) > t->mask + 1) {
 		size_t cap = t->mask ? 2 * (t->mask + 1) : 1024;
@@ -134,13 +140,14 @@ static int64_t str_index(struct strtab *t, const char *s)
 			return t->slot[k];
 	if (t->n == t->cap) {
 		t->cap = t->cap ? 2 * t->cap : 1024;
-		const char **n = realloc(t->s, t->cap * sizeof(*n));
+		char **n = realloc(t->s, t->cap * sizeof(*n));
 		if (!n)
 			return 0;
 		t->s = n;
 	}
+	if (!(t->s[t->n] = strdup(s)))
+		return 0;
 	t->slot[k] = t->n;
-	t->s[t->n] = s;
 	return t->n++;
 }
 
@@ -402,6 +409,8 @@ done:
 	free(sub.d);
 	free(locs.d);
 	free(funcs.d);
+	for (size_t i = 0; i < st.n; i++)
+		free(st.s[i]);
 	free(st.s);
 	free(st.slot);
 	ids_free(&loc_ids);
