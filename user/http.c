@@ -54,7 +54,7 @@ static enum MHD_Result serve_profile(struct http_server *h, struct MHD_Connectio
 				     enum ht_value dflt)
 {
 	struct profile p;
-	char *maps = target_maps_copy(h->t), *body = NULL;
+	char *maps = target_maps_now(h->t), *body = NULL;
 	size_t len = 0;
 	FILE *m;
 	int err = 1;
