@@ -26,13 +26,13 @@ TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 .PHONY: all clean install deps demo test bench test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h bpf/sample.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
-$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/output/*.h) bpf/heaptrace.h
+$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/output/*.h) bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -c $< -o $@
 
@@ -54,6 +54,10 @@ $(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c user/symbolize.c user/
 	@mkdir -p $(dir $@)
 	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
 		tests/unit/test_symbolize.c user/symbolize.c -o $@ -ldw -lelf -ldl -lstdc++
+
+$(BUILD)/unit/test_sample: tests/unit/test_sample.c bpf/sample.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ibpf $< -o $@ -lm
 
 # Fuzzing: libFuzzer targets for the --sym parser and the profile readers of
 # `heaptrace diff`.  `make fuzz` runs each for FUZZ_SECONDS and keeps what
