@@ -9,7 +9,7 @@ BUILD := build
 # CFLAGS is the caller's to set (optimisation, sanitizers); HT_CFLAGS is not optional.
 CFLAGS ?= -O2 -g
 HT_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUILD)
-LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++
+LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++ -lm
 BPF_CFLAGS := -target bpf -mcpu=v3 -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
 USER_SRCS := $(wildcard user/*.c user/output/*.c)
@@ -71,13 +71,13 @@ FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -fno-omit-frame-point
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard user/*.c user/*.h)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread
+	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread -lm
 
 $(BUILD)/unit/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard user/*.c user/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(FUZZ_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-DREPLAY_CORPUS='"tests/fuzz/corpus/$*"' -DREPLAY_REGRESSIONS='"tests/fuzz/regressions/$*"' \
-		tests/fuzz/replay.c $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread
+		tests/fuzz/replay.c $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread -lm
 
 fuzz: deps
 	$(MAKE) $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
