@@ -33,6 +33,13 @@ const volatile bool follow_fork = false;
 const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every allocation */
 const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
 
+/*
+ * Set by user space when tracing stops, before the links are closed: each
+ * close waits for a grace period, while the target goes on allocating and
+ * freeing, and the profile is to be the heap as it was at the stop.
+ */
+volatile __u32 tracing_stopped = 0;
+
 /* Kernel 6.10+ (uprobe sessions 6.13+); weak: the object still loads without it, alloc_session does not. */
 extern bool bpf_session_is_return(void) __ksym __weak;
 
@@ -200,6 +207,8 @@ static __always_inline int proc_slot(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	if (tracing_stopped)
+		return -1;
 	if (tgid == target_tgid)
 		return 0;
 	if (!follow_fork)

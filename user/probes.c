@@ -222,12 +222,20 @@ static bool prog_of_kind(enum tracer_prog prog, enum ht_spec_kind k)
 	return prog == PROG_ALLOC_RETURN || prog == PROG_ALLOC_SESSION ? k == HT_SPEC_ALLOC : entry_prog(k) == prog;
 }
 
-/* One uprobe_multi link per object and program; the session first: its failure says the kernel has none. */
+/*
+ * One uprobe_multi link per object and program.  In a running process (-p)
+ * the order matters: frees first, so that every block recorded has its
+ * free seen; allocation entries last, since an entry whose return probe was
+ * not attached yet would leave its thread "inside a call" for good, and
+ * every later call from that depth would pass for a nested one.  A return
+ * or a free seen without its entry or allocation is merely counted.
+ * tracer_detach() goes in the reverse order.
+ */
 static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	static const enum tracer_prog plain[] = { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER,
-						  PROG_RESET_ENTER };
-	static const enum tracer_prog session[] = { PROG_ALLOC_SESSION, PROG_FREE_ENTER, PROG_RESET_ENTER };
+	static const enum tracer_prog plain[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_RETURN,
+						  PROG_ALLOC_ENTER };
+	static const enum tracer_prog session[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_SESSION };
 	const enum tracer_prog *progs = tr->session ? session : plain;
 	size_t nprogs = tr->session ? sizeof(session) / sizeof(session[0]) : sizeof(plain) / sizeof(plain[0]);
 	uint64_t offsets[HT_MAX_SPECS], cookies[HT_MAX_SPECS];
@@ -252,16 +260,25 @@ static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t 
 	return 0;
 }
 
+/* The program a probe gets in each pass: frees, then returns, then entries, as in attach_multi; -1: none. */
+static int pass_prog(int pass, enum ht_spec_kind kind)
+{
+	if (kind != HT_SPEC_ALLOC)
+		return pass == 0 ? (int)entry_prog(kind) : -1;
+	return pass == 1 ? PROG_ALLOC_RETURN : pass == 2 ? PROG_ALLOC_ENTER : -1;
+}
+
 static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	for (int k = 0; k < plan->n; k++) {
-		const struct probe *p = &plan->probes[k];
-		int err = tracer_attach(tr, entry_prog(p->kind), p->path, p->offset, p->spec, pid);
-		if (!err && p->kind == HT_SPEC_ALLOC)
-			err = tracer_attach(tr, PROG_ALLOC_RETURN, p->path, p->offset, p->spec, pid);
-		if (err) {
-			ht_err("cannot attach a uprobe to %s in %s: %s", p->func, p->path, strerror(-err));
-			return err;
+	for (int pass = 0; pass < 3; pass++) {
+		for (int k = 0; k < plan->n; k++) {
+			const struct probe *p = &plan->probes[k];
+			int prog = pass_prog(pass, p->kind);
+			int err = prog < 0 ? 0 : tracer_attach(tr, prog, p->path, p->offset, p->spec, pid);
+			if (err) {
+				ht_err("cannot attach a uprobe to %s in %s: %s", p->func, p->path, strerror(-err));
+				return err;
+			}
 		}
 	}
 	return 0;

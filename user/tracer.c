@@ -140,11 +140,16 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
 	int fd = prog == PROG_ALLOC_SESSION ? uprobe_session_attach(prog_fd, path, offsets, cookies, n, pid) :
 		 uprobe_multi_attach(prog_fd, path, offsets, cookies, n, prog == PROG_ALLOC_RETURN, pid);
 
-	/* The first link tells whether the kernel knows the link type at all. */
-	if (fd < 0 && !tr->n_multi && (fd == -EINVAL || fd == -EOPNOTSUPP))
-		return prog == PROG_ALLOC_SESSION ? -EPROTONOSUPPORT : -EOPNOTSUPP;
+	/* The first link of a type tells whether the kernel knows the type at all. */
+	if (fd == -EINVAL || fd == -EOPNOTSUPP) {
+		if (prog == PROG_ALLOC_SESSION && !tr->n_session)
+			return -EPROTONOSUPPORT;
+		if (!tr->n_multi)
+			return -EOPNOTSUPP;
+	}
 	if (fd < 0)
 		return fd;
+	tr->n_session += prog == PROG_ALLOC_SESSION;
 	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
 	if (!g) {
 		close(fd);
@@ -175,12 +180,20 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 
 void tracer_detach(struct tracer *tr)
 {
-	for (int i = 0; i < tr->n_multi; i++)
+	/*
+	 * The programs ignore every event from now on: closing the links
+	 * takes a grace period each, while the target runs on.  They close
+	 * in the reverse order of attaching (user/probes.c) all the same.
+	 */
+	if (tr->skel && tr->skel->bss)
+		tr->skel->bss->tracing_stopped = 1;
+	for (int i = tr->n_multi; i-- > 0;)
 		close(tr->multi_fds[i]);
 	free(tr->multi_fds);
 	tr->multi_fds = NULL;
 	tr->n_multi = 0;
-	for (int i = 0; i < tr->n_links; i++)
+	tr->n_session = 0;
+	for (int i = tr->n_links; i-- > 0;)
 		bpf_link__destroy(tr->links[i]);
 	free(tr->links);
 	tr->links = NULL;

@@ -36,6 +36,7 @@ struct tracer {
 	int n_multi;
 	bool multi;
 	bool session;                   /* loaded for uprobe sessions: attach PROG_ALLOC_SESSION */
+	int n_session;                  /* session links made */
 	uint64_t sample_rate;
 };
 
