@@ -9,7 +9,7 @@ BUILD := build
 # CFLAGS is the caller's to set (optimisation, sanitizers); HT_CFLAGS is not optional.
 CFLAGS ?= -O2 -g
 HT_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUILD)
-LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++
+LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++ -lm
 BPF_CFLAGS := -target bpf -mcpu=v3 -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
 USER_SRCS := $(wildcard user/*.c user/output/*.c)
@@ -26,13 +26,13 @@ TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 .PHONY: all clean install deps demo test bench test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h bpf/sample.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
-$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/output/*.h) bpf/heaptrace.h
+$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/output/*.h) bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -c $< -o $@
 
@@ -109,6 +109,10 @@ $(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
 		tests/unit/test_unwind_table.c user/unwind_table.c user/elfobj.c user/log.c -o $@ -ldw -lelf -lz -ldl
 
+$(BUILD)/unit/test_sample: tests/unit/test_sample.c bpf/sample.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ibpf $< -o $@ -lm
+
 # Fuzzing: libFuzzer targets for the --sym parser and the profile readers of
 # `heaptrace diff`.  `make fuzz` runs each for FUZZ_SECONDS and keeps what
 # crashes in tests/fuzz/regressions/; the replays (ASan+UBSan, no libFuzzer)
@@ -121,13 +125,13 @@ FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -fno-omit-frame-point
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard user/*.c user/*.h)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread
+	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread -lm
 
 $(BUILD)/unit/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard user/*.c user/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(FUZZ_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-DREPLAY_CORPUS='"tests/fuzz/corpus/$*"' -DREPLAY_REGRESSIONS='"tests/fuzz/regressions/$*"' \
-		tests/fuzz/replay.c $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread
+		tests/fuzz/replay.c $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread -lm
 
 fuzz: deps
 	$(MAKE) $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))

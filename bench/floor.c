@@ -2,18 +2,22 @@
  * floor: run a command under the trap+stack floor (floor.bpf.c) attached at
  * the sites heaptrace chooses, to measure what heaptrace adds over it.
  *
- *   floor PROBES_FILE COMMAND [ARG...]
+ *   floor [--entry-only] PROBES_FILE COMMAND [ARG...]
  *
  * PROBES_FILE is the output of `heaptrace --list-probes COMMAND`: one line per
  * function, `FUNC PATH 0xOFFSET +DELTA alloc|free ...`.  An alloc site gets an
  * entry and a return probe, a free site an entry probe, exactly as heaptrace
  * does, and through the same uprobe_multi links (user/uprobe_multi.c), limited
- * to the command's PID.  The command is held before execve until every probe
- * is in place; floor exits with its status (128+signal if it was killed).
+ * to the command's PID.  --entry-only leaves out the return probes: the floor
+ * of a tool that decides everything at the entry, which heaptrace
+ * --sample-rate approaches when unsampled calls skip their returns.  The
+ * command is held before execve until every probe is in place; floor exits
+ * with its status (128+signal if it was killed).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +63,8 @@ static int read_sites(const char *file, struct site *sites, int max)
  * One link per program and file, like heaptrace's attach_multi: the cost of
  * dispatching among several consumers of one uprobe is part of what we copy.
  */
-static int attach(struct floor *skel, const struct site *sites, int n, pid_t pid, int *fds, int *nfds)
+static int attach(struct floor *skel, const struct site *sites, int n, pid_t pid, bool entry_only, int *fds,
+		  int *nfds)
 {
 	for (int first = 0; first < n; first++) {
 		int seen = 0;
@@ -73,6 +78,8 @@ static int attach(struct floor *skel, const struct site *sites, int n, pid_t pid
 		for (int k = 0; k < 3; k++) {
 			uint64_t offsets[MAX_SITES];
 			uint32_t cnt = 0;
+			if (k == 1 && entry_only)
+				continue;
 			for (int j = first; j < n; j++)
 				if (!strcmp(sites[j].path, sites[first].path) && sites[j].is_free == (k == 2))
 					offsets[cnt++] = sites[j].offset;
@@ -96,10 +103,13 @@ int main(int argc, char **argv)
 	static struct site sites[MAX_SITES];
 	int go[2], fds[3 * MAX_SITES], nfds = 0, status;
 	struct floor *skel = NULL;
+	bool entry_only = argc > 1 && !strcmp(argv[1], "--entry-only");
 	pid_t pid;
 
+	argc -= entry_only;
+	argv += entry_only;
 	if (argc < 3) {
-		fprintf(stderr, "usage: floor PROBES_FILE COMMAND [ARG...]\n");
+		fprintf(stderr, "usage: floor [--entry-only] PROBES_FILE COMMAND [ARG...]\n");
 		return 2;
 	}
 	int n = read_sites(argv[1], sites, MAX_SITES);
@@ -133,7 +143,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "floor: cannot load the BPF programs (root needed)\n");
 		goto fail;
 	}
-	if (attach(skel, sites, n, pid, fds, &nfds))
+	if (attach(skel, sites, n, pid, entry_only, fds, &nfds))
 		goto fail;
 	if (write(go[1], "g", 1) != 1)
 		goto fail;

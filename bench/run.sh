@@ -13,6 +13,11 @@
 #   trap+stack floor  BPF that only walks the user stack at the return probe
 #   entry floor       plain tracefs uprobes at function entries, where
 #                     memleak-style tools probe (some entries are single-stepped)
+#   entry-only floor  BPF that does nothing, at heaptrace's entry sites only,
+#                     no return probes: what a tool that decides everything at
+#                     the entry pays at least; heaptrace --sample-rate's
+#                     unsampled calls skip their returns (uprobe sessions) and
+#                     come close to it
 #
 # Environment: BENCH_PAIRS (200000), BENCH_RUNS (5), BENCH_DEPTH (8),
 # BENCH_THREADS (1), BENCH_LIVE_SET (1024), BENCH_SIZE (64),
@@ -173,6 +178,8 @@ run_config() {
 		fi ;;
 	stack)
 		timeout $RUN_TIMEOUT "$FLOOR" "$TMP/probes.auto" "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	entryonly)
+		timeout $RUN_TIMEOUT "$FLOOR" --entry-only "$TMP/probes.auto" "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace)
 		timeout $RUN_TIMEOUT "$HT" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_entry)
@@ -182,6 +189,13 @@ run_config() {
 	dwarf16|fp16)
 		# The CFI walk against the frame-pointer walk at depth 16 (churn keeps frame pointers, so both are complete).
 		timeout $RUN_TIMEOUT "$HT" --unwind "${name%16}" -o /dev/null -- "$CHURN" "${CHURN_ARGS16[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
+	heaptrace_s512k | heaptrace_s64k)
+		timeout $RUN_TIMEOUT "$HT" --sample-rate "${name#heaptrace_s}" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
+	heaptrace_s512k_ret)
+		# --follow-fork takes sessions away: every call keeps its return probe.
+		timeout $RUN_TIMEOUT "$HT" --sample-rate 512k --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
 	bpftrace)
 		timeout $RUN_TIMEOUT bpftrace -o "$TMP/bpftrace.maps" -e "$BT_SCRIPT" \
@@ -210,11 +224,13 @@ echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/c
 echo "churn: $PAIRS malloc+free pairs, live set $LIVE_SET, depth $DEPTH, $THREADS thread(s), $SIZE bytes; median of $RUNS runs, round-robin"
 echo "probes (auto):  $(awk '{ printf "%s%s ", $1, $4 }' "$TMP/probes.auto")"
 echo "probes (entry): $(awk '{ printf "%s%s ", $1, $4 }' "$TMP/probes.entry")"
+"$HT" -v --sample-rate 512K -o /dev/null -- "$CHURN" --pairs 1000 > /dev/null 2> "$TMP/sampling.err"
+echo "--sample-rate: $(sed -n 's/^heaptrace: sampling one allocation per [0-9]* bytes on average; //p' "$TMP/sampling.err")"
 echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry heaptrace heaptrace_fp heaptrace_entry fp16 dwarf16)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s64k heaptrace_s512k_ret)
 if [ "$PEERS" != 0 ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
@@ -228,6 +244,10 @@ declare -A LABEL=(
 	[heaptrace_fp]="heaptrace --unwind fp"
 	[fp16]="heaptrace --unwind fp, depth 16"
 	[dwarf16]="heaptrace --unwind dwarf, depth 16"
+	[entryonly]="entry-only floor (BPF, no returns)"
+	[heaptrace_s512k]="heaptrace --sample-rate 512K"
+	[heaptrace_s64k]="heaptrace --sample-rate 64K"
+	[heaptrace_s512k_ret]="  same, return probes (no sessions)"
 	[heaptrace_entry]="heaptrace --probe-at=entry"
 	[bpftrace]="bpftrace memleak-style"
 	[heaptrack]="heaptrack (LD_PRELOAD)"
@@ -304,6 +324,16 @@ printf '  %-44s %8s ns\n' "heaptrace above the trap+stack floor, per pair" \
 	"$(diff_ns "${MED[heaptrace]:-}" "${MED[stack]:-}")"
 printf '  %-44s %8s ns\n' "heaptrace above the trap floor, per pair" \
 	"$(diff_ns "${MED[heaptrace]:-}" "${MED[trap]:-}")"
+echo
+echo "sampling (--sample-rate, unsampled calls skip their return probe):"
+target "--sample-rate 512K / heaptrace (exact)" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace]:-}")" "<=" 0.6
+target "--sample-rate 64K / heaptrace (exact)" "$(ratio "${MED[heaptrace_s64k]:-}" "${MED[heaptrace]:-}")" "<=" 0.6
+target "--sample-rate 512K / entry-only floor" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[entryonly]:-}")" "<=" 1.25
+printf '  %-44s %8s\n' "--sample-rate 64K / entry-only floor" "$(ratio "${MED[heaptrace_s64k]:-}" "${MED[entryonly]:-}")"
+printf '  %-44s %8s\n' "512K with return probes / with sessions" \
+	"$(ratio "${MED[heaptrace_s512k_ret]:-}" "${MED[heaptrace_s512k]:-}")"
+printf '  %-44s %8s ns\n' "--sample-rate 512K above the entry-only floor" \
+	"$(diff_ns "${MED[heaptrace_s512k]:-}" "${MED[entryonly]:-}")"
 for c in "${!FAILS[@]}"; do
 	echo "  note: $c failed ${FAILS[$c]} of $RUNS runs; last error: $(grep -v '^$' "$TMP/lastfail.$c" | tail -3 | tr '\n' ' ')"
 done

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Three programs, one per event kind, shared by every allocator entry point:
- * alloc_enter (uprobe), alloc_return (uretprobe) and free_enter (uprobe).
- * The attach cookie selects an ht_alloc_spec saying where the request's
+ * One program per event kind, shared by every allocator entry point:
+ * alloc_enter (uprobe), alloc_return (uretprobe), free_enter and
+ * reset_enter (uprobes); alloc_session is alloc_enter and alloc_return in
+ * one uprobe session, for --sample-rate on kernels that have them.  The
+ * attach cookie selects an ht_alloc_spec saying where the request's
  * arguments are.  Everything is aggregated here, per stack; user space only
  * reads the maps when it writes a profile.
  */
@@ -28,7 +30,18 @@ const volatile __u32 stack_mode = HT_STACK_WALK;
 const volatile __u64 min_frame_addr = 4096;    /* vm.mmap_min_addr, at least 1 */
 const volatile __u64 peak_step = 0;             /* bytes; 0: max(5% of the last at-peak state, 1 MiB) */
 const volatile bool follow_fork = false;
+const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every allocation */
 const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
+
+/*
+ * Set by user space when tracing stops, before the links are closed: each
+ * close waits for a grace period, while the target goes on allocating and
+ * freeing, and the profile is to be the heap as it was at the stop.
+ */
+volatile __u32 tracing_stopped = 0;
+
+/* Kernel 6.10+ (uprobe sessions 6.13+); weak: the object still loads without it, alloc_session does not. */
+extern bool bpf_session_is_return(void) __ksym __weak;
 
 /* Task storage: found from the task itself, no hashing, and freed when the thread exits. */
 struct {
@@ -208,6 +221,8 @@ static __always_inline int proc_slot(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	if (tracing_stopped)
+		return -1;
 	if (tgid == target_tgid)
 		return 0;
 	if (!follow_fork)
@@ -608,25 +623,46 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc)
 	return h;
 }
 
+/* A change of in-use counters: raw counts and estimates (see struct ht_site). */
+struct inuse_delta {
+	__s64 objects, bytes;
+	__s64 est_objects, est_bytes;   /* Q16, bytes */
+};
+
+/* What one block adds to (sign 1) or takes off (-1) the in-use counters. */
+static __always_inline struct inuse_delta block_delta(const struct ht_block *b, __s64 sign)
+{
+	struct inuse_delta d = {
+		.objects = sign * b->objects,
+		.bytes = sign * (__s64)b->size,
+		.est_objects = sign * (__s64)(b->weight * b->objects),
+		.est_bytes = sign * (__s64)ht_weighted_bytes(b->size, b->weight),
+	};
+	return d;
+}
+
 /*
  * Every change of a site's in-use counters goes through here: it keeps the
  * process totals and the peak, and copies the site's at-peak values before
  * the first change after a new peak epoch.
  */
-static __always_inline void site_inuse(struct ht_site *s, __u32 proc, __s64 objects, __s64 bytes)
+static __always_inline void site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
 {
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
+	__s64 bytes = d->est_bytes;
 
 	if (!t)
 		return;
 	if (s->epoch != t->epoch) {
-		s->peak_objects = s->inuse_objects;
-		s->peak_bytes = s->inuse_bytes;
+		s->peak_objects = s->est_inuse_objects;
+		s->peak_bytes = s->est_inuse_bytes;
 		s->epoch = t->epoch;
 	}
-	__sync_fetch_and_add(&s->inuse_objects, objects);
-	__sync_fetch_and_add(&s->inuse_bytes, bytes);
-	__sync_fetch_and_add(&t->inuse_objects, objects);
+	__sync_fetch_and_add(&s->inuse_objects, d->objects);
+	__sync_fetch_and_add(&s->inuse_bytes, d->bytes);
+	__sync_fetch_and_add(&s->est_inuse_objects, d->est_objects);
+	__sync_fetch_and_add(&s->est_inuse_bytes, d->est_bytes);
+	__sync_fetch_and_add(&t->inuse_objects, d->est_objects);
 	__s64 now = __sync_fetch_and_add(&t->inuse_bytes, bytes) + bytes;
 	if (bytes <= 0 || now <= (__s64)t->peak_bytes)
 		return;
@@ -700,8 +736,11 @@ static __always_inline void arena_add(const struct ht_block *b, __u32 proc, __s6
 			return;
 		}
 	}
-	__sync_fetch_and_add(&a->inuse_objects, sign * b->objects);
-	__sync_fetch_and_add(&a->inuse_bytes, sign * (__s64)b->size);
+	struct inuse_delta d = block_delta(b, sign);
+	__sync_fetch_and_add(&a->inuse_objects, d.objects);
+	__sync_fetch_and_add(&a->inuse_bytes, d.bytes);
+	__sync_fetch_and_add(&a->est_inuse_objects, d.est_objects);
+	__sync_fetch_and_add(&a->est_inuse_bytes, d.est_bytes);
 }
 
 /*
@@ -716,8 +755,10 @@ static __always_inline bool release(struct ht_block *b, __u32 proc)
 	struct ht_site_key key = { .stack = b->stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
-	if (s)
-		site_inuse(s, proc, -(__s64)b->objects, -(__s64)b->size);
+	if (s) {
+		struct inuse_delta d = block_delta(b, -1);
+		site_inuse(s, proc, &d);
+	}
 	if (b->arena)
 		arena_add(b, proc, -1);
 	return true;
@@ -755,7 +796,11 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 	struct ht_block *live_b = bpf_map_lookup_elem(&live, &key);
 
 	if (!live_b) {
-		count(inherited(ptr, proc) ? HT_INHERITED_FREES : HT_UNMATCHED_FREES);
+		/* Sampling: most blocks were never recorded, and their frees are no news. */
+		if (inherited(ptr, proc))
+			count(HT_INHERITED_FREES);
+		else if (!sample_rate)
+			count(HT_UNMATCHED_FREES);
 		return;
 	}
 	struct ht_block b = *live_b;
@@ -772,7 +817,8 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u64 
 					 __u64 objects, __u64 arena)
 {
 	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx, proc),
-			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc) };
+			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc),
+			      .weight = ht_weight_q16(size, sample_rate) };
 	__u64 key = ht_live_key(ptr, proc);
 	struct ht_site *s = site_of(b.stack, proc);
 
@@ -780,6 +826,8 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u64 
 		return;
 	__sync_fetch_and_add(&s->alloc_objects, objects);
 	__sync_fetch_and_add(&s->alloc_bytes, size);
+	__sync_fetch_and_add(&s->est_alloc_objects, b.weight * b.objects);
+	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, b.weight));
 	count(HT_ALLOCS);
 
 	if (bpf_map_update_elem(&live, &key, &b, BPF_NOEXIST)) {
@@ -798,24 +846,115 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u64 
 			return;
 		}
 	}
-	site_inuse(s, proc, objects, size);
+	struct inuse_delta d = block_delta(&b, 1);
+	site_inuse(s, proc, &d);
 	if (arena)
 		arena_add(&b, proc, 1);
 }
 
-SEC("uprobe")
-int alloc_enter(struct pt_regs *ctx)
+/* The request's size in bytes, as the allocator rounds it (pvalloc). */
+static __always_inline __u64 request_size(const volatile struct ht_alloc_spec *spec, const __u64 *args, __u64 ret)
 {
-	if (proc_slot() < 0)
-		return 0;
+	__u64 size = eval(&spec->size, args, ret);
+
+	return spec->page_round ? (size + page_size - 1) & ~(page_size - 1) : size;
+}
+
+/*
+ * --sample-rate: does the thread's countdown cover an allocation of size
+ * bytes?  If not, the allocation is sampled and the next countdown drawn
+ * (bpf/sample.h says why this samples s bytes with probability
+ * 1 - exp(-s/R)).  A countdown is per thread: no atomics, and the draws of
+ * different threads are independent.
+ */
+static __always_inline bool sample(struct ht_call *c, __u64 size)
+{
+	if (!c->sampler_ready) {
+		c->until_sample = ht_sample_interval(sample_rate, bpf_get_prandom_u32());
+		c->sampler_ready = 1;
+	}
+	if (!ht_countdown(&c->until_sample, size))
+		return false;
+	c->until_sample = ht_sample_interval(sample_rate, bpf_get_prandom_u32());
+	return true;
+}
+
+static __always_inline bool is_live(__u64 ptr, __u32 proc)
+{
+	__u64 key = ht_live_key(ptr, proc);
+
+	return bpf_map_lookup_elem(&live, &key);
+}
+
+/*
+ * What the return of an outermost allocator call (arguments in c->args)
+ * will have to do.  With --sample-rate the size is known here, so an
+ * unsampled call needs nothing at its return, unless it is a realloc of a
+ * block that was sampled: that block is gone if the call succeeds.
+ */
+static __always_inline __u8 entry_decision(struct ht_call *c, __u32 proc, const volatile struct ht_alloc_spec *spec)
+{
+	if (!sample_rate)
+		return HT_CALL_RECORD;
+	if (spec->size_at_return)
+		return HT_CALL_DECIDE;
+	if (sample(c, request_size(spec, c->args, 0)))
+		return HT_CALL_RECORD;
+
+	__u64 old = spec->old_ptr_arg ? c->args[spec->old_ptr_arg & 7] : 0;
+	return old && is_live(old, proc) ? HT_CALL_FREE_OLD : HT_CALL_SKIP;
+}
+
+/* The uretprobe trampoline of the current process, cached per thread (0: none mapped yet). */
+static __always_inline __u64 uretprobe_trampoline(struct ht_call *c)
+{
+	if (!c->trampoline) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		c->trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	}
+	return c->trampoline;
+}
+
+/*
+ * Uprobe sessions: a skipped return cannot tell when its call ended.  A
+ * later entry is nested in it (glibc's realloc(NULL, n) jumps to malloc,
+ * its small posix_memalign calls malloc, an arena allocator mallocs its
+ * chunks) when it is below the call's stack pointer, or at it in another
+ * function (a tail jump), and the call's return address is still in its
+ * slot: once the call has returned, the caller's next call writes its own
+ * return address there.  The same function entered at the same stack
+ * pointer is the caller calling again.  The slot may hold the uretprobe
+ * trampoline instead when another tracer's return probe took the call's
+ * return address.  A stale slot that happens to hold the same address can
+ * hide a call from the sampler; nested calls are never counted twice.
+ */
+static __always_inline bool nested_in_skipped(struct ht_call *c, __u64 sp, __u32 spec)
+{
+	__u64 ra;
+
+	if (!c->skip_sp || sp > c->skip_sp || (sp == c->skip_sp && spec == c->skip_spec))
+		return false;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)c->skip_sp))
+		return false;
+	return ra == c->skip_ra || ra == uretprobe_trampoline(c);
+}
+
+/* An allocator's entry.  Returns whether its return probe is needed. */
+static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
+{
+	int proc = proc_slot();
+
+	if (proc < 0)
+		return false;
 
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
 						 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c) {
 		count(HT_LOSS_CALLS_FULL);
-		return 0;
+		return false;
 	}
 	__u64 sp = PT_REGS_SP(ctx);
+	__u32 spec = bpf_get_attach_cookie(ctx);
 	if (c->depth) {
 		/*
 		 * An allocator entry point called from inside another: deeper
@@ -823,47 +962,63 @@ int alloc_enter(struct pt_regs *ctx)
 		 * for a chunk) or at the same stack pointer when tail-called
 		 * (glibc's realloc(NULL, n) jumps to malloc; both return probes
 		 * then fire at the one return).  Only the outermost call is the
-		 * program's request.
+		 * program's request.  In a session the inner return is not
+		 * needed at all.
 		 */
 		if (sp <= c->sp) {
+			if (session)
+				return false;
 			c->depth++;
-			return 0;
+			return true;
 		}
 		count(HT_LOSS_STALE_ENTRY);
 	}
+	if (session && nested_in_skipped(c, sp, spec))
+		return false;
 	save_args(ctx, c->args);
 	c->sp = sp;
-	c->spec = bpf_get_attach_cookie(ctx);
+	c->spec = spec;
 	c->depth = 1;
-	return 0;
+	c->skip_sp = 0;
+	c->state = entry_decision(c, proc, spec_of(spec));
+	if (session && c->state == HT_CALL_SKIP) {
+		c->depth = 0;
+		if (!bpf_probe_read_user(&c->skip_ra, sizeof(c->skip_ra), (void *)sp)) {
+			c->skip_sp = sp;
+			c->skip_spec = spec;
+		}
+		return false;
+	}
+	return true;
 }
 
-SEC("uretprobe")
-int alloc_return(struct pt_regs *ctx)
+/* An allocator's return: the outermost call's allocation is recorded, or not sampled. */
+static __always_inline void alloc_exit(struct pt_regs *ctx)
 {
 	int proc = proc_slot();
 
 	if (proc < 0)
-		return 0;
+		return;
 
 	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 	if (!cur || !cur->depth) {
 		count(HT_LOSS_NO_ENTRY);
-		return 0;
+		return;
 	}
 	if (cur->depth > 1) {
 		cur->depth--;
-		return 0;
+		return;
 	}
 	cur->depth = 0;
+	if (cur->state == HT_CALL_SKIP)
+		return;
 
 	const volatile struct ht_alloc_spec *spec = spec_of(cur->spec);
 	__u64 ret = PT_REGS_RC(ctx);
-	__u64 size = eval(&spec->size, cur->args, ret);
+	__u64 size = request_size(spec, cur->args, ret);
 	__u64 ptr = eval(&spec->ptr, cur->args, ret);
+	bool record = cur->state == HT_CALL_RECORD || (cur->state == HT_CALL_DECIDE && sample(cur, size));
 
-	if (spec->page_round)
-		size = (size + page_size - 1) & ~(page_size - 1);
 	if (spec->out_ptr_arg) {
 		/* posix_memalign returns an error number; the block comes back through *memptr. */
 		if ((int)ret != 0 ||
@@ -877,18 +1032,50 @@ int alloc_return(struct pt_regs *ctx)
 		if (ptr || size == 0)
 			free_block(old_ptr, proc);
 		if (!ptr) {
-			if (size)
+			if (size && record)
 				count(HT_FAILED_ALLOCS);
-			return 0;
+			return;
 		}
 	}
+	/* With --sample-rate, failed calls are counted among the sampled ones only. */
 	if (!ptr) {
-		count(HT_FAILED_ALLOCS);
+		if (record)
+			count(HT_FAILED_ALLOCS);
+		return;
+	}
+	if (record)
+		record_alloc(ctx, proc, ptr, size, eval(&spec->objects, cur->args, ret),
+			     eval(&spec->arena, cur->args, ret));
+}
+
+SEC("uprobe")
+int alloc_enter(struct pt_regs *ctx)
+{
+	alloc_entry(ctx, false);
+	return 0;
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx)
+{
+	alloc_exit(ctx);
+	return 0;
+}
+
+/*
+ * alloc_enter and alloc_return as one uprobe session (kernel 6.13+),
+ * loaded as BPF_TRACE_UPROBE_SESSION by user/tracer.c: an entry that
+ * returns non-zero skips the return probe, so an unsampled call costs one
+ * trap instead of two.
+ */
+SEC("uprobe")
+int alloc_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return()) {
+		alloc_exit(ctx);
 		return 0;
 	}
-	record_alloc(ctx, proc, ptr, size, eval(&spec->objects, cur->args, ret),
-		     eval(&spec->arena, cur->args, ret));
-	return 0;
+	return alloc_entry(ctx, true) ? 0 : 1;
 }
 
 /* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
@@ -931,8 +1118,9 @@ static long reset_site(struct bpf_map *map, struct ht_arena_site_key *key, struc
 
 	struct ht_site_key sk = { .stack = key->stack, .proc = rc->proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &sk);
+	struct inuse_delta d = { -a->inuse_objects, -a->inuse_bytes, -a->est_inuse_objects, -a->est_inuse_bytes };
 	if (s)
-		site_inuse(s, rc->proc, -a->inuse_objects, -a->inuse_bytes);
+		site_inuse(s, rc->proc, &d);
 	rc->objects += a->inuse_objects;
 	bpf_map_delete_elem(map, key);
 	return 0;
@@ -1001,6 +1189,13 @@ int process_exec(void *ctx)
 	if (proc < 0)
 		return 0;
 	struct exec_ctx x = { .proc = proc };
+	/* No call of the old program returns; its stack and trampoline are gone. */
+	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (c) {
+		c->depth = 0;
+		c->skip_sp = 0;
+		c->trampoline = 0;
+	}
 	bpf_for_each_map_elem(&live, drop_block, &x, 0);
 	count(HT_EXECS);
 	count_n(HT_EXEC_DROPPED, x.dropped);

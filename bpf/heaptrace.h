@@ -12,6 +12,8 @@
 #include <linux/types.h>
 #endif
 
+#include "sample.h"
+
 #define HT_MAX_SPECS 32         /* allocator descriptors, indexed by attach cookie */
 #define HT_MAX_STACK_DEPTH 127  /* PERF_MAX_STACK_DEPTH: the most --max-depth allows */
 #define HT_DEFAULT_MAX_DEPTH 64
@@ -97,7 +99,9 @@ enum ht_spec_kind { HT_SPEC_ALLOC, HT_SPEC_FREE, HT_SPEC_RESET };
  * An allocator entry point: how its arguments and return value describe
  * the request.  Indexed by attach cookie.  Allocations evaluate their
  * expressions at the return (arguments are saved at the entry), frees and
- * resets at the entry.
+ * resets at the entry.  With --sample-rate an allocation's size is
+ * evaluated at the entry, to decide there whether its return is needed at
+ * all, unless the size expression reads ret (size_at_return).
  */
 struct ht_alloc_spec {
 	struct ht_expr size;        /* bytes */
@@ -108,7 +112,15 @@ struct ht_alloc_spec {
 	__u8 old_ptr_arg;           /* block being resized (realloc): freed when the call succeeds */
 	__u8 out_ptr_arg;           /* pointer is returned through *argN (posix_memalign) */
 	__u8 page_round;            /* size rounds up to a whole page (pvalloc) */
-	__u8 pad;
+	__u8 size_at_return;        /* the size expression reads ret: sampling is decided at the return */
+};
+
+/* What an allocator's entry left for its return (ht_call.state). */
+enum ht_call_state {
+	HT_CALL_RECORD,         /* record the allocation: exact mode, or sampled */
+	HT_CALL_DECIDE,         /* sample at the return: the size expression reads ret */
+	HT_CALL_FREE_OLD,       /* not sampled, but the block realloc resizes was: free it if the call succeeds */
+	HT_CALL_SKIP,           /* not sampled: the return only ends the call (no uprobe sessions) */
 };
 
 /* Per-thread (task storage) state between an allocator's entry and its return probe. */
@@ -117,6 +129,20 @@ struct ht_call {
 	__u64 sp;           /* stack pointer at the outermost entry */
 	__u32 spec;
 	__u32 depth;        /* 0: not in a call; >1: calls nested inside it (realloc -> malloc) */
+	/* --sample-rate */
+	__u64 until_sample; /* bytes the thread allocates before its next sampled allocation */
+	/*
+	 * Uprobe sessions: the last outermost call whose return was skipped.
+	 * An entry below its stack pointer is nested in it (realloc -> malloc)
+	 * while its return address is still in place: see nested_in_skipped().
+	 */
+	__u64 skip_sp;      /* 0: none */
+	__u64 skip_ra;
+	__u64 trampoline;   /* the process's uretprobe trampoline, 0: not known yet */
+	__u32 skip_spec;
+	__u8 state;         /* enum ht_call_state */
+	__u8 sampler_ready; /* until_sample has been drawn */
+	__u16 pad;
 };
 
 /*
@@ -156,19 +182,27 @@ static inline __u32 ht_live_key_proc(__u64 key)
 struct ht_arena_site {
 	__s64 inuse_objects;
 	__s64 inuse_bytes;
+	__s64 est_inuse_objects;        /* estimates, as in struct ht_site */
+	__s64 est_inuse_bytes;
 };
 
-/* A live block, keyed by its address. */
+/*
+ * A live block, keyed by its address.  With --sample-rate only sampled
+ * blocks are live.  Their weight is computed once, at the allocation, and
+ * kept, so that a free, a reset or an exec takes off the estimates exactly
+ * what the allocation added: the counters cannot drift.
+ */
 struct ht_block {
 	__u64 size;
 	__u64 time_ns;      /* bpf_ktime_get_ns() at allocation */
 	__u64 stack;        /* stack hash */
 	__u64 arena;        /* arena identity, 0: none */
+	__u64 weight;       /* ht_weight_q16(size, --sample-rate); HT_WEIGHT_ONE in exact mode */
 	__u32 objects;
 	__u32 gen;          /* the arena's generation at allocation: older ones were reset */
 };
 
-/* Per-stack counters, keyed by the stack hash and the process's slot; frames by the hash alone. */
+/* Per-stack counters are keyed by the stack hash and the process's slot; frames by the hash alone. */
 struct ht_site_key {
 	__u64 stack;
 	__u32 proc;
@@ -179,18 +213,32 @@ struct ht_site_key {
 #define HT_LIFE_BUCKETS 32
 #define HT_TEMPORARY_NS 1000000ull     /* a block freed within 1 ms is temporary */
 
+/*
+ * Per-stack counters.  inuse_* and alloc_* count the allocations recorded:
+ * all of them in exact mode, the sampled ones with --sample-rate (the raw
+ * counts a heap_v2 profile holds).  est_* are the estimates: each recorded
+ * allocation adds its weight (HT_WEIGHT_ONE in exact mode, so est_* then
+ * equal the raw counts).  Weights are computed in BPF at the allocation
+ * rather than in user space from the sizes, because in-use needs the
+ * weights of the blocks still live, and a stack's blocks have many sizes.
+ * Objects estimates are Q16 (HT_WEIGHT_SHIFT); bytes estimates are bytes.
+ */
 struct ht_site {
 	__s64 inuse_objects;
 	__s64 inuse_bytes;
 	__u64 alloc_objects;
 	__u64 alloc_bytes;
+	__s64 est_inuse_objects;        /* Q16 */
+	__s64 est_inuse_bytes;
+	__u64 est_alloc_objects;        /* Q16 */
+	__u64 est_alloc_bytes;
 	/*
-	 * In use at the last peak (see struct ht_totals): copied lazily, by
-	 * the first change after the peak epoch moved on.  Valid when epoch
-	 * equals the global epoch; otherwise the site has not changed since
-	 * the peak and inuse_* are its values at the peak.
+	 * The in-use estimates at the last peak (see struct ht_totals): copied
+	 * lazily, by the first change after the peak epoch moved on.  Valid
+	 * when epoch equals the global epoch; otherwise the site has not
+	 * changed since the peak and est_inuse_* are its values at the peak.
 	 */
-	__s64 peak_objects;
+	__s64 peak_objects;             /* Q16 */
 	__s64 peak_bytes;
 	__u64 epoch;
 	__u64 temporary;                /* blocks freed within HT_TEMPORARY_NS */
@@ -198,10 +246,11 @@ struct ht_site {
 };
 
 /*
- * Process-wide totals (an array element per process slot).  The peak of in-use bytes is
- * exact; the at-peak profile is the state when in-use last rose more than
- * the peak step above the previous at-peak state (each such rise starts a
- * new epoch).
+ * Process-wide totals (an array element per process slot) of the in-use
+ * estimates (exact counts in exact mode; inuse_objects is Q16).  The peak
+ * of in-use bytes is exact in exact mode; the at-peak profile is the state
+ * when in-use last rose more than the peak step above the previous at-peak
+ * state (each such rise starts a new epoch).
  */
 struct ht_totals {
 	__s64 inuse_bytes;

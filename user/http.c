@@ -54,7 +54,7 @@ static enum MHD_Result serve_profile(struct http_server *h, struct MHD_Connectio
 				     enum ht_value dflt)
 {
 	struct profile p;
-	char *maps = target_maps_copy(h->t), *body = NULL;
+	char *maps = target_maps_now(h->t), *body = NULL;
 	size_t len = 0;
 	FILE *m;
 	int err = 1;
@@ -104,7 +104,7 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 		   "# TYPE heaptrace_inuse_objects gauge\nheaptrace_inuse_objects %" PRId64 "\n"
 		   "# HELP heaptrace_peak_inuse_bytes Highest in-use bytes seen.\n"
 		   "# TYPE heaptrace_peak_inuse_bytes gauge\nheaptrace_peak_inuse_bytes %" PRIu64 "\n",
-		(int64_t)tot.inuse_bytes, (int64_t)tot.inuse_objects, (uint64_t)tot.peak_bytes);
+		(int64_t)tot.inuse_bytes, (int64_t)ht_q16_round(tot.inuse_objects), (uint64_t)tot.peak_bytes);
 	fprintf(m, "# HELP heaptrace_events_total Allocator events and losses, by kind.\n"
 		   "# TYPE heaptrace_events_total counter\n");
 	for (int i = 0; i < HT_COUNTER_MAX; i++)

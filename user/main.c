@@ -55,6 +55,7 @@ struct options {
 	double min_age;
 	const char *http;                       /* --http ADDR:PORT */
 	bool follow_fork;
+	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
 };
 
 static void usage(FILE *f)
@@ -106,6 +107,10 @@ static void usage(FILE *f)
 	      "                        bpf_get_stack(), frame pointers, for comparison\n"
 	      "      --follow-fork     trace the processes the target forks too, each into its\n"
 	      "                        own profile: FILE.PID (-o FILE) or heaptrace.PID.EXT\n"
+	      "      --sample-rate R   record one allocation per R bytes on average (suffixes K,\n"
+	      "                        M, G; at most 1G), picked by a Poisson process over bytes,\n"
+	      "                        and scale the counts up into unbiased estimates; far\n"
+	      "                        cheaper for always-on use.  0 (default): every allocation\n"
 	      "  -v, --verbose         say what was attached where, and the event counters\n"
 	      "  -h, --help            this text\n"
 	      "      --version         print the version\n"
@@ -137,6 +142,29 @@ static int parse_u32(const char *s, uint32_t *out, uint32_t min)
 	return 0;
 }
 
+/* BYTES[K|M|G], binary multiples: "512K" is 524288. */
+static int parse_bytes(const char *s, uint64_t *out, uint64_t max)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+
+	if (errno || end == s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	if (*end && !end[1]) {
+		const char *units = "kKmMgG", *u = strchr(units, *end);
+		if (!u)
+			return -1;
+		shift = 10 * (1 + (u - units) / 2);
+		end++;
+	}
+	if (*end || v > max >> shift)
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static int parse_seconds(const char *s, double *out)
 {
 	char *end;
@@ -151,7 +179,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	enum { OPT_COLLAPSED = 256, OPT_VALUE, OPT_VERSION, OPT_MAX_ALLOCS, OPT_MAX_STACKS, OPT_TOP,
 	       OPT_PROBE_AT, OPT_LIST_PROBES, OPT_MAX_DEPTH, OPT_STACK_CAPTURE, OPT_SYM, OPT_FREE_SYM,
 	       OPT_RESET_SYM, OPT_NO_LIBC, OPT_LIB, OPT_DIFF, OPT_AT_PEAK, OPT_PEAK_STEP, OPT_MIN_AGE,
-	       OPT_HTTP, OPT_FOLLOW_FORK, OPT_UNWIND };
+	       OPT_HTTP, OPT_FOLLOW_FORK, OPT_UNWIND, OPT_SAMPLE_RATE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -179,6 +207,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "http", required_argument, NULL, OPT_HTTP },
 		{ "follow-fork", no_argument, NULL, OPT_FOLLOW_FORK },
 		{ "unwind", required_argument, NULL, OPT_UNWIND },
+		{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -313,6 +342,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_FOLLOW_FORK:
 			o->follow_fork = true;
+			break;
+		case OPT_SAMPLE_RATE:
+			if (parse_bytes(optarg, &o->sample_rate, HT_MAX_SAMPLE_RATE))
+				return bad("--sample-rate takes bytes, 0 to 1G (suffixes K, M, G), not '%s'", optarg);
 			break;
 		case 'v':
 			ht_verbose = true;
@@ -692,26 +725,40 @@ int main(int argc, char **argv)
 		goto done;
 	rc = 1;
 
+	/*
+	 * Sampling skips the return probes of unsampled calls with uprobe
+	 * sessions.  Not with --follow-fork: every process's link runs on the
+	 * shared probe, and another process's link asks for the return.
+	 */
 	struct tracer_config cfg = { .tgid = t.pid, .max_live = o.max_live, .max_stacks = o.max_stacks,
 				     .specs = plan.specs, .n_specs = plan.n, .multi = true,
+				     .session = o.sample_rate && !o.follow_fork, .sample_rate = o.sample_rate,
 				     .max_depth = o.max_depth, .stack_mode = plan_unwind(&o, &t, &uw),
 				     .peak_step = o.peak_step, .follow_fork = o.follow_fork };
 	cfg.unwind_rows = cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&uw) : 0;
-	int attached;
 	if (load_tracer(&tr, &cfg, &uw))
 		goto kill_child;
 	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
 	if (o.follow_fork && !t.launched && follow_seize(&t))
 		goto kill_child;
-	if ((attached = probes_attach(&plan, &tr, t.pid)) < 0)
-		goto kill_child;
-	if (attached == 1) {
-		ht_info("no uprobe_multi in this kernel: one perf event per probe");
+	for (int attached; (attached = probes_attach(&plan, &tr, t.pid));) {
+		if (attached < 0)
+			goto kill_child;
+		if (attached == 1) {
+			ht_info("no uprobe_multi in this kernel: one perf event per probe");
+			cfg.multi = false;
+		} else {
+			ht_info("no uprobe sessions in this kernel: unsampled calls take their return probe too");
+		}
+		cfg.session = false;
 		tracer_close(&tr);
-		cfg.multi = false;
-		if (load_tracer(&tr, &cfg, &uw) || probes_attach(&plan, &tr, t.pid))
+		if (load_tracer(&tr, &cfg, &uw))
 			goto kill_child;
 	}
+	if (o.sample_rate)
+		ht_info("sampling one allocation per %" PRIu64 " bytes on average; %s", o.sample_rate,
+			tr.session ? "unsampled calls skip their return probe (uprobe sessions)" :
+				     "unsampled calls still take their return probe");
 	ht_info("tracing PID %d (%s), attached in %.1f ms", t.pid, t.exe, now_ms() - t0);
 
 	char prefix[4096];

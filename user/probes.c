@@ -64,12 +64,25 @@ static const char *plan_path(struct probe_plan *plan, const char *path)
 	return plan->paths[plan->n_paths++] = strdup(path);
 }
 
+static bool expr_reads_ret(const struct ht_expr *e)
+{
+	for (unsigned i = 0; i < e->n && i < HT_EXPR_TERMS; i++)
+		for (unsigned j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++)
+			if (e->t[i].f[j].kind == HT_FACTOR_RET)
+				return true;
+	return false;
+}
+
 /* Place and record one probe; aliases (one address, two names) are probed once. */
 static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *pl, const char *func,
-		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *spec)
+		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given)
 {
+	struct ht_alloc_spec copy = *given, *spec = &copy;
 	struct placement where;
 	int64_t off;
+
+	/* A size that only the return value tells is sampled at the return (--sample-rate). */
+	copy.size_at_return = expr_reads_ret(&copy.size);
 
 	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
 	    (off = elfobj_file_offset(o, where.vaddr)) < 0) {
@@ -203,21 +216,36 @@ static enum tracer_prog entry_prog(enum ht_spec_kind k)
 	return k == HT_SPEC_ALLOC ? PROG_ALLOC_ENTER : k == HT_SPEC_FREE ? PROG_FREE_ENTER : PROG_RESET_ENTER;
 }
 
-/* One uprobe_multi link per object and program. */
+/* Does prog go on the probes of this kind of spec? */
+static bool prog_of_kind(enum tracer_prog prog, enum ht_spec_kind k)
+{
+	return prog == PROG_ALLOC_RETURN || prog == PROG_ALLOC_SESSION ? k == HT_SPEC_ALLOC : entry_prog(k) == prog;
+}
+
+/*
+ * One uprobe_multi link per object and program.  In a running process (-p)
+ * the order matters: frees first, so that every block recorded has its
+ * free seen; allocation entries last, since an entry whose return probe was
+ * not attached yet would leave its thread "inside a call" for good, and
+ * every later call from that depth would pass for a nested one.  A return
+ * or a free seen without its entry or allocation is merely counted.
+ * tracer_detach() goes in the reverse order.
+ */
 static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	static const enum tracer_prog progs[] = { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER,
-						  PROG_RESET_ENTER };
+	static const enum tracer_prog plain[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_RETURN,
+						  PROG_ALLOC_ENTER };
+	static const enum tracer_prog session[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_SESSION };
+	const enum tracer_prog *progs = tr->session ? session : plain;
+	size_t nprogs = tr->session ? sizeof(session) / sizeof(session[0]) : sizeof(plain) / sizeof(plain[0]);
 	uint64_t offsets[HT_MAX_SPECS], cookies[HT_MAX_SPECS];
 
-	for (int o = 0; o < plan->n_paths; o++) {
-		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++) {
+	for (size_t k = 0; k < nprogs; k++) {
+		for (int o = 0; o < plan->n_paths; o++) {
 			uint32_t n = 0;
 			for (int i = 0; i < plan->n; i++) {
 				const struct probe *p = &plan->probes[i];
-				bool here = progs[k] == PROG_ALLOC_RETURN ? p->kind == HT_SPEC_ALLOC :
-									    entry_prog(p->kind) == progs[k];
-				if (p->path != plan->paths[o] || !here)
+				if (p->path != plan->paths[o] || !prog_of_kind(progs[k], p->kind))
 					continue;
 				offsets[n] = p->offset;
 				cookies[n++] = p->spec;
@@ -232,16 +260,25 @@ static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t 
 	return 0;
 }
 
+/* The program a probe gets in each pass: frees, then returns, then entries, as in attach_multi; -1: none. */
+static int pass_prog(int pass, enum ht_spec_kind kind)
+{
+	if (kind != HT_SPEC_ALLOC)
+		return pass == 0 ? (int)entry_prog(kind) : -1;
+	return pass == 1 ? PROG_ALLOC_RETURN : pass == 2 ? PROG_ALLOC_ENTER : -1;
+}
+
 static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	for (int k = 0; k < plan->n; k++) {
-		const struct probe *p = &plan->probes[k];
-		int err = tracer_attach(tr, entry_prog(p->kind), p->path, p->offset, p->spec, pid);
-		if (!err && p->kind == HT_SPEC_ALLOC)
-			err = tracer_attach(tr, PROG_ALLOC_RETURN, p->path, p->offset, p->spec, pid);
-		if (err) {
-			ht_err("cannot attach a uprobe to %s in %s: %s", p->func, p->path, strerror(-err));
-			return err;
+	for (int pass = 0; pass < 3; pass++) {
+		for (int k = 0; k < plan->n; k++) {
+			const struct probe *p = &plan->probes[k];
+			int prog = pass_prog(pass, p->kind);
+			int err = prog < 0 ? 0 : tracer_attach(tr, prog, p->path, p->offset, p->spec, pid);
+			if (err) {
+				ht_err("cannot attach a uprobe to %s in %s: %s", p->func, p->path, strerror(-err));
+				return err;
+			}
 		}
 	}
 	return 0;
@@ -254,6 +291,8 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 
 	if (err == -EOPNOTSUPP)
 		return 1;
+	if (err == -EPROTONOSUPPORT)
+		return 2;
 	if (err) {
 		if (tr->multi)
 			ht_err("cannot attach uprobes: %s", strerror(-err));
@@ -262,10 +301,12 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 	for (int k = 0; first && k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
 		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s%s", p->func, p->path, p->offset, p->func,
-			p->delta, p->where.insn, p->where.why, p->kind == HT_SPEC_ALLOC ? " (and its return)" : "");
+			p->delta, p->where.insn, p->where.why,
+			p->kind != HT_SPEC_ALLOC ? "" : tr->session ? " (a session: entry and return)" : " (and its return)");
 	}
 	if (first)
-		ht_info("attached with %s", tr->multi ? "uprobe_multi links" : "one perf event per probe");
+		ht_info("attached with %s", tr->session ? "uprobe_multi links, allocators as uprobe sessions" :
+					    tr->multi ? "uprobe_multi links" : "one perf event per probe");
 	return 0;
 }
 

@@ -45,8 +45,9 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 
 /*
  * Attach every probe of the plan for one process.  Returns 0, -1 (printed),
- * or 1 when the tracer was loaded for uprobe_multi and the kernel has none:
- * reload it without and call again.
+ * 1 when the tracer was loaded for uprobe_multi and the kernel has none, or
+ * 2 when it was loaded for uprobe sessions and the kernel has none: reload
+ * it without and call again.
  */
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
 

@@ -74,6 +74,14 @@ int cmp_frames(const void *a, const void *b)
 	return x->depth ? memcmp(x->pcs, y->pcs, x->depth * sizeof(uint64_t)) : 0;
 }
 
+static void sampled_add(struct prof_sampled *to, const struct prof_sampled *c)
+{
+	ADD(to->inuse_objects, c->inuse_objects);
+	ADD(to->inuse_bytes, c->inuse_bytes);
+	ADD(to->alloc_objects, c->alloc_objects);
+	ADD(to->alloc_bytes, c->alloc_bytes);
+}
+
 void profile_normalize(struct profile *p)
 {
 	size_t out = 0;
@@ -85,6 +93,7 @@ void profile_normalize(struct profile *p)
 		site_add(&p->total, &p->stacks[i].c);
 		if (out && !cmp_frames(&p->stacks[out - 1], &p->stacks[i])) {
 			site_add(&p->stacks[out - 1].c, &p->stacks[i].c);
+			sampled_add(&p->stacks[out - 1].sampled, &p->stacks[i].sampled);
 			p->stacks[out - 1].hash = 0;
 			p->stacks[out - 1].flags |= p->stacks[i].flags;
 			free(p->stacks[i].pcs);
@@ -97,6 +106,8 @@ void profile_normalize(struct profile *p)
 
 void profile_at_peak(struct profile *p)
 {
+	/* Sampled: the at-peak estimates have no raw counts behind them. */
+	p->sample_rate = 0;
 	p->total.inuse_objects = p->total.inuse_bytes = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		struct ht_site *c = &p->stacks[i].c;
@@ -122,6 +133,7 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 
 	*d = *new;
 	d->is_diff = true;
+	d->sample_rate = 0;     /* changes of estimates */
 	d->stacks = calloc(old->n + new->n + 1, sizeof(*d->stacks));
 	d->n = 0;
 	memset(&d->total, 0, sizeof(d->total));

@@ -13,12 +13,25 @@ struct tracer;
 
 enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS };
 
+/* The raw counts of the allocations recorded by --sample-rate, as a heap_v2 profile holds them. */
+struct prof_sampled {
+	int64_t inuse_objects, inuse_bytes;
+	uint64_t alloc_objects, alloc_bytes;
+};
+
 struct prof_stack {
 	uint64_t hash;          /* the BPF side's stack key (0 once merged or diffed) */
 	uint64_t *pcs;          /* return addresses, innermost (the allocation site) first */
 	uint32_t depth;         /* 0 for the pseudo stack of allocations whose stack was lost */
 	uint32_t flags;         /* HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
-	struct ht_site c;       /* peak_objects/peak_bytes hold the at-peak in-use, resolved */
+	/*
+	 * The counters every output reports: exact counts, or with
+	 * --sample-rate the estimates (the BPF side's est_*, in whole
+	 * objects); peak_objects/peak_bytes hold the at-peak in-use, resolved.
+	 * The est_* fields are not used past profile_read.
+	 */
+	struct ht_site c;
+	struct prof_sampled sampled;    /* profile.sample_rate: the raw counts behind c */
 };
 
 struct profile {
@@ -36,6 +49,13 @@ struct profile {
 	bool is_diff;                   /* counters are changes between two profiles */
 	const char *command;            /* the target's command line, for the record */
 	bool snapshot;                  /* one of a series (-i), to be compared with the others */
+	/*
+	 * --sample-rate: the counters are estimates from allocations sampled
+	 * one per sample_rate bytes, whose raw counts are in stacks[].sampled.
+	 * 0: exact counts, or estimates that have no raw counts behind them
+	 * (diffs, at-peak profiles, profiles read back).
+	 */
+	uint64_t sample_rate;
 };
 
 struct profile_opts {

@@ -201,8 +201,11 @@ static int add_aged_block(const void *key, const void *value, void *arg)
 	/* p->stacks is sorted by stack hash here (see profile_read). */
 	struct prof_stack *s = bsearch(&sk, a->p->stacks, a->p->n, sizeof(*s), cmp_hash);
 	if (s) {
+		/* The same arithmetic as the BPF side's in-use counters. */
 		s->c.inuse_objects += b->objects;
 		s->c.inuse_bytes += b->size;
+		s->c.est_inuse_objects += b->weight * b->objects;
+		s->c.est_inuse_bytes += ht_weighted_bytes(b->size, b->weight);
 	}
 	return 0;
 }
@@ -229,11 +232,12 @@ static int add_site(const void *key, const void *value, void *arg)
 	s->hash = ((const struct ht_site_key *)key)->stack;
 	/* A site unchanged since the current peak epoch began still holds its at-peak values. */
 	if (c->epoch != p->totals.epoch) {
-		s->c.peak_objects = c->inuse_objects;
-		s->c.peak_bytes = c->inuse_bytes;
+		s->c.peak_objects = c->est_inuse_objects;
+		s->c.peak_bytes = c->est_inuse_bytes;
 	}
 	if (j->aged) {
 		s->c.inuse_objects = s->c.inuse_bytes = 0;
+		s->c.est_inuse_objects = s->c.est_inuse_bytes = 0;
 	}
 	f = find_frames(j->frames, ((const struct ht_site_key *)key)->stack);
 	if (f && f->pcs) {
@@ -243,6 +247,24 @@ static int add_site(const void *key, const void *value, void *arg)
 		f->pcs = NULL;
 	}
 	return 0;
+}
+
+/*
+ * The counters outputs report are the estimates (in exact mode the same
+ * numbers: every weight is 1); the raw counts stay beside them for heap_v2.
+ */
+static void to_estimates(struct prof_stack *s)
+{
+	struct ht_site *c = &s->c;
+
+	s->sampled = (struct prof_sampled){ c->inuse_objects, c->inuse_bytes, c->alloc_objects, c->alloc_bytes };
+	c->inuse_objects = ht_q16_round(c->est_inuse_objects);
+	c->inuse_bytes = c->est_inuse_bytes;
+	c->alloc_objects = ht_q16_round(c->est_alloc_objects);
+	c->alloc_bytes = c->est_alloc_bytes;
+	c->peak_objects = ht_q16_round(c->peak_objects);
+	c->est_inuse_objects = c->est_inuse_bytes = 0;
+	c->est_alloc_objects = c->est_alloc_bytes = 0;
 }
 
 int profile_read(struct profile *p, const struct tracer *tr, uint32_t proc, pid_t pid, const char *maps,
@@ -258,6 +280,7 @@ int profile_read(struct profile *p, const struct tracer *tr, uint32_t proc, pid_
 	p->start_ns = opts ? opts->start_ns : 0;
 	p->min_age = opts ? opts->min_age : 0;
 	p->command = opts ? opts->command : NULL;
+	p->sample_rate = tr->sample_rate;
 	tracer_counters(tr, p->counters);
 	tracer_totals(tr, proc, &p->totals);
 	p->now_ns = monotonic_ns();
@@ -289,6 +312,8 @@ int profile_read(struct profile *p, const struct tracer *tr, uint32_t proc, pid_
 		return -1;
 	}
 
+	for (size_t i = 0; i < p->n; i++)
+		to_estimates(&p->stacks[i]);
 	trim_stacks(p);
 	profile_normalize(p);
 	return 0;

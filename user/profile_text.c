@@ -1,6 +1,7 @@
 /* Reading the legacy heap profile text back, for `heaptrace diff`. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,40 @@ static bool parse_stack(char *line, struct prof_stack *s)
 	return s->pcs != NULL;
 }
 
+/* "... @ heap_v2/R": a sampled profile (heaptrace --sample-rate, tcmalloc); R, or 0. */
+static uint64_t header_rate(const char *line)
+{
+	const char *at = strchr(line, '@');
+	unsigned long long r;
+
+	return at && sscanf(at + 1, " heap_v2/%llu", &r) == 1 ? r : 0;
+}
+
+/*
+ * A heap_v2 record's raw counts to estimates, as go tool pprof's
+ * scaleHeapSample does: count and bytes times 1 / (1 - exp(-a/R)), a the
+ * record's average size, truncated.
+ */
+static void unsample(int64_t *count, int64_t *bytes, uint64_t rate)
+{
+	if (*count <= 0 || *bytes <= 0) {
+		*count = *bytes = 0;
+		return;
+	}
+	if (rate <= 1)
+		return;
+	double scale = 1 / (1 - exp(-((double)*bytes / *count) / rate));
+	double c = *count * scale, b = *bytes * scale;
+	*count = c < 9e18 ? (int64_t)c : INT64_MAX;
+	*bytes = b < 9e18 ? (int64_t)b : INT64_MAX;
+}
+
 int profile_read_text(const char *path, struct profile *p, char **maps)
 {
 	char *text = read_text_file(path), *save = NULL;
 	size_t cap = 0;
 	int lineno = 0;
+	uint64_t rate = 0;
 
 	memset(p, 0, sizeof(*p));
 	*maps = NULL;
@@ -79,6 +109,7 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 
 		if (++lineno == 1) {
 			struct prof_stack hdr;
+			rate = header_rate(line);
 			if (strncmp(line, "heap profile:", 13) || !parse_stack(line + 13, &hdr)) {
 				ht_err("%s is not a heap profile (no 'heap profile: N: N [N: N] @' header)", path);
 				goto bad;
@@ -89,6 +120,16 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 		if (!parse_stack(line, &s)) {
 			ht_err("%s:%d: not a heap profile record", path, lineno);
 			goto bad;
+		}
+		if (rate) {
+			/* The counters become estimates, like every reader's of heap_v2. */
+			int64_t io = s.c.inuse_objects, ib = s.c.inuse_bytes, ao = s.c.alloc_objects, ab = s.c.alloc_bytes;
+			unsample(&io, &ib, rate);
+			unsample(&ao, &ab, rate);
+			s.c.inuse_objects = io;
+			s.c.inuse_bytes = ib;
+			s.c.alloc_objects = ao;
+			s.c.alloc_bytes = ab;
 		}
 		if (p->n == cap) {
 			cap = cap ? 2 * cap : 256;

@@ -63,6 +63,19 @@ char *target_maps_copy(struct target *t)
 	return m;
 }
 
+char *target_maps_now(struct target *t)
+{
+	char path[64];
+	char *m;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	m = read_text_file(path);
+	if (m && *m)
+		return m;
+	free(m);
+	return target_maps_copy(t);
+}
+
 bool maps_next(const char **pos, struct map_entry *e)
 {
 	while (*pos && **pos) {

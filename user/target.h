@@ -45,6 +45,14 @@ void target_refresh_maps(struct target *t);
 char *target_maps_copy(struct target *t);
 
 /*
+ * The memory map as it is now, read afresh without touching t->maps (safe
+ * from another thread): a profile served over --http names the libraries
+ * mapped when it was read, not at the last refresh, which can predate a
+ * launched command's exec.  The last copy if the process is gone.
+ */
+char *target_maps_now(struct target *t);
+
+/*
  * Handle what waitpid reports for a launched child without blocking (or
  * blocking, when wait is set) : ptrace exit stops (capture the maps, let it
  * go), signal stops (deliver the signal), and its end (sets exited/status).

@@ -47,17 +47,14 @@ static uint64_t mmap_min_addr(void)
 	return v ? v : 1;
 }
 
-int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
+/* Open, configure and load the object; NULL with -errno in *err. */
+static struct heaptrace *load(const struct tracer_config *cfg, bool session, int *err)
 {
-	struct heaptrace *skel;
-	int err;
+	struct heaptrace *skel = heaptrace__open();
 
-	memset(tr, 0, sizeof(*tr));
-	libbpf_set_print(libbpf_log);
-	skel = heaptrace__open();
 	if (!skel) {
-		explain_load_error(-errno);
-		return -1;
+		*err = -errno;
+		return NULL;
 	}
 	skel->rodata->target_tgid = cfg->tgid;
 	skel->rodata->follow_fork = cfg->follow_fork;
@@ -68,6 +65,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	skel->rodata->peak_step = cfg->peak_step;
 	skel->rodata->min_frame_addr = mmap_min_addr();
 	skel->rodata->stack_mode = cfg->stack_mode;
+	skel->rodata->sample_rate = cfg->sample_rate;
 	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
 	bpf_map__set_max_entries(skel->maps.unwind_rows, cfg->unwind_rows ? cfg->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
@@ -76,21 +74,49 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
 	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
 	if (cfg->multi) {
-		/* libbpf 1.1 has no uprobe.multi section: set the attach type by hand. */
+		/* libbpf 1.1 has no uprobe.multi nor uprobe.session section: set the attach type by hand. */
 		bpf_program__set_expected_attach_type(skel->progs.alloc_enter, HT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.alloc_return, HT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.free_enter, HT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.reset_enter, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.alloc_session, HT_BPF_TRACE_UPROBE_SESSION);
 	}
+	/* Only the allocator programs that will be attached are verified. */
+	bpf_program__set_autoload(skel->progs.alloc_session, session);
+	bpf_program__set_autoload(skel->progs.alloc_enter, !session);
+	bpf_program__set_autoload(skel->progs.alloc_return, !session);
 
-	err = heaptrace__load(skel);
-	if (err) {
-		explain_load_error(err);
+	*err = heaptrace__load(skel);
+	if (*err) {
 		heaptrace__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
+{
+	bool session = cfg->session && cfg->multi;
+	struct heaptrace *skel;
+	int err;
+
+	memset(tr, 0, sizeof(*tr));
+	libbpf_set_print(libbpf_log);
+	skel = load(cfg, session, &err);
+	if (!skel && session) {
+		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
+		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
+		session = false;
+		skel = load(cfg, session, &err);
+	}
+	if (!skel) {
+		explain_load_error(err);
 		return -1;
 	}
 	tr->skel = skel;
 	tr->multi = cfg->multi;
+	tr->session = session;
+	tr->sample_rate = cfg->sample_rate;
 	tr->exec_link = bpf_program__attach(skel->progs.process_exec);
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
@@ -102,6 +128,7 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 {
 	return prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
 	       prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
+	       prog == PROG_ALLOC_SESSION ? tr->skel->progs.alloc_session :
 	       prog == PROG_FREE_ENTER ? tr->skel->progs.free_enter :
 					 tr->skel->progs.reset_enter;
 }
@@ -109,11 +136,20 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
 {
-	int fd = uprobe_multi_attach(bpf_program__fd(program(tr, prog)), path, offsets, cookies, n,
-				     prog == PROG_ALLOC_RETURN, pid);
+	int prog_fd = bpf_program__fd(program(tr, prog));
+	int fd = prog == PROG_ALLOC_SESSION ? uprobe_session_attach(prog_fd, path, offsets, cookies, n, pid) :
+		 uprobe_multi_attach(prog_fd, path, offsets, cookies, n, prog == PROG_ALLOC_RETURN, pid);
 
+	/* The first link of a type tells whether the kernel knows the type at all. */
+	if (fd == -EINVAL || fd == -EOPNOTSUPP) {
+		if (prog == PROG_ALLOC_SESSION && !tr->n_session)
+			return -EPROTONOSUPPORT;
+		if (!tr->n_multi)
+			return -EOPNOTSUPP;
+	}
 	if (fd < 0)
-		return fd == -EINVAL && !tr->n_multi ? -EOPNOTSUPP : fd;
+		return fd;
+	tr->n_session += prog == PROG_ALLOC_SESSION;
 	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
 	if (!g) {
 		close(fd);
@@ -144,12 +180,20 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 
 void tracer_detach(struct tracer *tr)
 {
-	for (int i = 0; i < tr->n_multi; i++)
+	/*
+	 * The programs ignore every event from now on: closing the links
+	 * takes a grace period each, while the target runs on.  They close
+	 * in the reverse order of attaching (user/probes.c) all the same.
+	 */
+	if (tr->skel && tr->skel->bss)
+		tr->skel->bss->tracing_stopped = 1;
+	for (int i = tr->n_multi; i-- > 0;)
 		close(tr->multi_fds[i]);
 	free(tr->multi_fds);
 	tr->multi_fds = NULL;
 	tr->n_multi = 0;
-	for (int i = 0; i < tr->n_links; i++)
+	tr->n_session = 0;
+	for (int i = tr->n_links; i-- > 0;)
 		bpf_link__destroy(tr->links[i]);
 	free(tr->links);
 	tr->links = NULL;

@@ -8,7 +8,8 @@
 
 #include "heaptrace.h"
 
-enum tracer_prog { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER, PROG_RESET_ENTER };
+enum tracer_prog { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER, PROG_RESET_ENTER,
+		  PROG_ALLOC_SESSION /* entry and return in one uprobe session */ };
 
 struct tracer_config {
 	pid_t tgid;
@@ -20,6 +21,8 @@ struct tracer_config {
 	const struct ht_alloc_spec *specs;
 	int n_specs;
 	bool multi;             /* attach with uprobe_multi links (kernel 6.6+) */
+	bool session;           /* allocators as uprobe sessions (kernel 6.13+); needs multi */
+	uint64_t sample_rate;   /* --sample-rate bytes, 0: every allocation */
 	bool follow_fork;       /* children added with tracer_add_proc are traced too */
 	uint32_t unwind_rows;   /* HT_STACK_DWARF: CFI rows the array holds */
 };
@@ -32,9 +35,16 @@ struct tracer {
 	int *multi_fds;                 /* uprobe_multi link fds */
 	int n_multi;
 	bool multi;
+	bool session;                   /* loaded for uprobe sessions: attach PROG_ALLOC_SESSION */
+	int n_session;                  /* session links made */
+	uint64_t sample_rate;
 };
 
-/* Open, size and load the BPF object.  Returns 0 or -1 with the error printed. */
+/*
+ * Open, size and load the BPF object.  Returns 0 or -1 with the error
+ * printed.  A kernel that cannot load the session program gets the plain
+ * ones instead (tr->session says which).
+ */
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg);
 
 /* Attach a program at a file offset of an object, for one process, with a cookie. */
@@ -45,7 +55,9 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
  * Attach one program at many offsets of an object with one uprobe_multi
  * link: one registration, and one RCU grace period at detach instead of one
  * per probe (seconds for a dozen probes).  Needs tracer_config.multi.
- * Returns 0 or -errno; -EOPNOTSUPP when the kernel has no uprobe_multi.
+ * PROG_ALLOC_SESSION makes a uprobe session link.  Returns 0 or -errno;
+ * -EOPNOTSUPP when the kernel has no uprobe_multi, -EPROTONOSUPPORT when it
+ * has no uprobe sessions.
  */
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);

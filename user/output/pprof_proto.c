@@ -87,9 +87,12 @@ static void pb_packed(struct pbuf *b, int field, const uint64_t *v, size_t n)
 	free(p.d);
 }
 
-/* The string table: index 0 is "", every string once. */
+/*
+ * The string table: index 0 is "", every string once, each a copy: names
+ * are built in reused buffers (an unsymbolized frame's "0x..." name).
+ */
 struct strtab {
-	const char **s;
+	char **s;
 	size_t n, cap;
 	size_t *slot;
 	size_t mask;
@@ -109,9 +112,12 @@ static int64_t str_index(struct strtab *t, const char *s)
 		return 0;
 	if (!t->n) {
 		t->cap = 1024;
-		if (!(t->s = malloc(t->cap * sizeof(*t->s))))
+		if (!(t->s = malloc(t->cap * sizeof(*t->s))) || !(t->s[0] = strdup(""))) {
+			free(t->s);
+			t->s = NULL;
 			return 0;
-		t->s[t->n++] = "";
+		}
+		t->n = 1;
 	}
 	if (2 * (t->n + 1) > t->mask + 1) {
 		size_t cap = t->mask ? 2 * (t->mask + 1) : 1024;
@@ -134,13 +140,14 @@ static int64_t str_index(struct strtab *t, const char *s)
 			return t->slot[k];
 	if (t->n == t->cap) {
 		t->cap = t->cap ? 2 * t->cap : 1024;
-		const char **n = realloc(t->s, t->cap * sizeof(*n));
+		char **n = realloc(t->s, t->cap * sizeof(*n));
 		if (!n)
 			return 0;
 		t->s = n;
 	}
+	if (!(t->s[t->n] = strdup(s)))
+		return 0;
 	t->slot[k] = t->n;
-	t->s[t->n] = s;
 	return t->n++;
 }
 
@@ -254,7 +261,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	struct mapping *maps = read_mappings(p->maps, &nmap);
 	static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
 	static const char *const units[] = { "count", "bytes", "count", "bytes" };
-	char *comments[3] = { 0 };
+	char *comments[4] = { 0 };
 	int err = 0;
 
 	for (int i = 0; i < 4; i++) {
@@ -340,15 +347,19 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 
 	/* Comments: who wrote this, for what, and what was lost. */
 	char losses[1024];
-	int64_t cidx[3];
+	int64_t cidx[4];
+	int ncomments = p->sample_rate ? 4 : 3;
 	output_losses(losses, sizeof(losses), p->counters, true);
 	if (asprintf(&comments[0], "heaptrace %s", HEAPTRACE_VERSION) < 0 ||
 	    asprintf(&comments[1], "command: %s", p->command ? p->command : "?") < 0 ||
-	    asprintf(&comments[2], "events: %s", losses) < 0) {
+	    asprintf(&comments[2], "events: %s", losses) < 0 ||
+	    (p->sample_rate &&
+	     asprintf(&comments[3], "sampled: one allocation per %" PRIu64 " bytes on average; values are estimates",
+		      p->sample_rate) < 0)) {
 		err = -1;
 		goto done;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < ncomments; i++)
 		cidx[i] = str_index(&st, comments[i]);
 
 	struct timespec now;
@@ -359,7 +370,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	pb_int(&sub, 2, str_index(&st, "bytes"));
 	pb_msg(&out, 11, &sub);
 	pb_int(&out, 12, 1);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < ncomments; i++)
 		pb_int(&out, 13, cidx[i]);
 	pb_int(&out, 14, str_index(&st, dflt == V_ALLOC_SPACE ? "alloc_space" :
 					dflt == V_ALLOC_OBJECTS ? "alloc_objects" :
@@ -392,7 +403,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	if (zr != Z_STREAM_END)
 		err = -1;
 done:
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(comments[i]);
 	for (size_t i = 0; i < nmap; i++)
 		free(maps[i].path);
@@ -402,6 +413,8 @@ done:
 	free(sub.d);
 	free(locs.d);
 	free(funcs.d);
+	for (size_t i = 0; i < st.n; i++)
+		free(st.s[i]);
 	free(st.s);
 	free(st.slot);
 	ids_free(&loc_ids);

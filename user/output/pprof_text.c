@@ -9,11 +9,26 @@
  * space after each colon.  Addresses are return addresses, innermost first;
  * readers subtract one themselves to land on the call.
  */
-static void counts(FILE *f, const struct ht_site *c)
+static void counts(FILE *f, const struct prof_sampled *c)
 {
-	fprintf(f, "%6" PRId64 ": %8" PRId64 " [%6" PRIu64 ": %8" PRIu64 "] @",
-		(int64_t)c->inuse_objects, (int64_t)c->inuse_bytes, (uint64_t)c->alloc_objects,
-		(uint64_t)c->alloc_bytes);
+	fprintf(f, "%6" PRId64 ": %8" PRId64 " [%6" PRIu64 ": %8" PRIu64 "] @", c->inuse_objects, c->inuse_bytes,
+		c->alloc_objects, c->alloc_bytes);
+}
+
+/*
+ * The counts a record holds: exact ones, or with --sample-rate the raw
+ * counts of the sampled allocations.  Readers of a heap_v2/R profile
+ * unsample each record themselves (go tool pprof's scaleHeapSample,
+ * google-pprof's AdjustSamples): count and bytes times 1/(1 - exp(-a/R)),
+ * a the record's average size.  That is exact for a stack whose blocks
+ * have one size; heaptrace's own outputs weigh every block by its own
+ * size, so they differ where a stack's sizes are mixed.
+ */
+static struct prof_sampled record_counts(const struct profile *p, const struct prof_stack *s)
+{
+	if (p->sample_rate)
+		return s->sampled;
+	return (struct prof_sampled){ s->c.inuse_objects, s->c.inuse_bytes, s->c.alloc_objects, s->c.alloc_bytes };
 }
 
 /* " 0x%016lx" without printf's parsing: a profile can hold millions of addresses. */
@@ -34,7 +49,7 @@ static void put_addr(FILE *f, uint64_t a)
  * snapshot taken before the first free with a later one.  In snapshots, a
  * leading zero (the same number to every reader) keeps the four types.
  */
-static void header(FILE *f, const struct ht_site *c, bool snapshot)
+static void header(FILE *f, const struct prof_sampled *c, bool snapshot, uint64_t sample_rate)
 {
 	char ao[32], ab[32];
 	bool pad_o = snapshot && (c->alloc_objects == (uint64_t)c->inuse_objects || !c->alloc_objects);
@@ -42,8 +57,11 @@ static void header(FILE *f, const struct ht_site *c, bool snapshot)
 
 	snprintf(ao, sizeof(ao), "%s%" PRIu64, pad_o ? "0" : "", (uint64_t)c->alloc_objects);
 	snprintf(ab, sizeof(ab), "%s%" PRIu64, pad_b ? "0" : "", (uint64_t)c->alloc_bytes);
-	fprintf(f, "heap profile: %6" PRId64 ": %8" PRId64 " [%6s: %8s] @ heapprofile\n", (int64_t)c->inuse_objects,
-		(int64_t)c->inuse_bytes, ao, ab);
+	fprintf(f, "heap profile: %6" PRId64 ": %8" PRId64 " [%6s: %8s] @ ", c->inuse_objects, c->inuse_bytes, ao, ab);
+	if (sample_rate)
+		fprintf(f, "heap_v2/%" PRIu64 "\n", sample_rate);
+	else
+		fputs("heapprofile\n", f);
 }
 
 int output_pprof_text(FILE *f, const struct profile *p)
@@ -52,11 +70,22 @@ int output_pprof_text(FILE *f, const struct profile *p)
 
 	if (!order)
 		return -1;
-	header(f, &p->total, p->snapshot);
+	/* Sums wrap rather than overflow: a profile read back may hold anything. */
+	uint64_t t[4] = { 0 };
+	for (size_t k = 0; k < p->n; k++) {
+		struct prof_sampled c = record_counts(p, &p->stacks[k]);
+		t[0] += (uint64_t)c.inuse_objects;
+		t[1] += (uint64_t)c.inuse_bytes;
+		t[2] += c.alloc_objects;
+		t[3] += c.alloc_bytes;
+	}
+	struct prof_sampled total = { (int64_t)t[0], (int64_t)t[1], t[2], t[3] };
+	header(f, &total, p->snapshot, p->sample_rate);
 	for (size_t k = 0; k < p->n; k++) {
 		const struct prof_stack *s = &p->stacks[order[k]];
+		struct prof_sampled c = record_counts(p, s);
 
-		counts(f, &s->c);
+		counts(f, &c);
 		for (uint32_t i = 0; i < s->depth; i++)
 			put_addr(f, s->pcs[i]);
 		fputc('\n', f);

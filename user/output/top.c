@@ -118,6 +118,9 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 		p->min_age > 0 ? " (blocks at least --min-age old)" : "");
 	output_losses(losses, sizeof(losses), p->counters, false);
 	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
+	if (p->sample_rate)
+		fprintf(f, "  sampled:   one allocation per %s bytes on average: counts are estimates,\n"
+			   "             lifetimes those of the sampled blocks\n", grouped(p->sample_rate, a, sizeof(a)));
 stacks:
 	fputc('\n', f);
 
