@@ -109,7 +109,7 @@ $(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
 		tests/unit/test_unwind_table.c user/unwind_table.c user/elfobj.c user/log.c -o $@ -ldw -lelf -lz -ldl
 
-$(BUILD)/unit/test_sample: tests/unit/test_sample.c bpf/sample.h
+$(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ibpf $< -o $@ -lm
 

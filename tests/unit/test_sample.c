@@ -8,30 +8,13 @@
  * cc -O2 -Ibpf tests/unit/test_sample.c -o build/unit/test_sample -lm
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "sample.h"
 
-static int passed, failed;
-
-static bool check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (ok)
-		passed++;
-	else
-		failed++;
-	return ok;
-}
+#include "check.h"
 
 static double neg_ln(uint32_t u)
 {
@@ -211,6 +194,5 @@ int main(void)
 	test_probability(524288, 3 * 524288, 200000);
 	test_probability(4096, 1, 4000000);
 	test_estimates();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }
