@@ -203,9 +203,10 @@ void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
 	if (u->rows == rows)
 		return;
 	u->build_ms += now_ms() - t0;
-	ht_info("unwind tables for %zu objects mapped since the start (%zu rows)", u->n - before, u->rows - rows);
 	/* Stacks may have met these objects already and cached them as tableless: start the caches afresh. */
 	tracer_unwind_flush(u->tr);
+	/* Only now: whoever reads this line may rely on the tables being in force. */
+	ht_info("unwind tables for %zu objects mapped since the start (%zu rows)", u->n - before, u->rows - rows);
 }
 
 void unwind_free(struct unwind *u)
