@@ -66,10 +66,11 @@ $(BUILD)/tests/nofp/%: tests/targets/%.c tests/targets/sync.h
 	@mkdir -p $(dir $@)
 	$(CC) $(NOFP_CFLAGS) $(NOFP_EXTRA_$*) $< -o $@
 
-# scenario dlopen: t_dlopen dlopen()s libt_plugin.so, both built like the
-# targets above; the plugin's functions call on without tail calls, so each
-# is a frame of its own (in gdb's backtrace too).
-DLOPEN_BINS := $(BUILD)/tests/nofp/t_dlopen $(BUILD)/tests/nofp/libt_plugin.so
+# scenario dlopen: t_dlopen dlopen()s libt_plugin.so (and libt_plugin_b.so,
+# its variant), all built like the targets above; the plugin's functions
+# call on without tail calls, so each is a frame of its own (in gdb's
+# backtrace too).
+DLOPEN_BINS := $(BUILD)/tests/nofp/t_dlopen $(BUILD)/tests/nofp/libt_plugin.so $(BUILD)/tests/nofp/libt_plugin_b.so
 NOFP_BINS += $(DLOPEN_BINS)
 
 $(BUILD)/tests/nofp/t_dlopen: tests/targets/t_dlopen.c tests/targets/sync.h
@@ -79,6 +80,10 @@ $(BUILD)/tests/nofp/t_dlopen: tests/targets/t_dlopen.c tests/targets/sync.h
 $(BUILD)/tests/nofp/libt_plugin.so: tests/targets/libt_plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) $(NOFP_CFLAGS) -fno-optimize-sibling-calls -fPIC -shared $< -o $@
+
+$(BUILD)/tests/nofp/libt_plugin_b.so: tests/targets/libt_plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) $(NOFP_CFLAGS) -fno-optimize-sibling-calls -fPIC -shared -DPLUGIN_B $< -o $@
 
 # C++ through Debian's libstdc++ (no frame pointers in operator new), built
 # without frame pointers (nofp/) and with them: a frame-pointer walk loses

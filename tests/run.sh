@@ -1762,6 +1762,62 @@ scenario_dlopen() {
 	expect_leaf dlfp plugin_alloc 3885
 	uw_expect_stack dlfp "$DL_STACK" 0 \
 		"dlopen: EXPECTED DIFFERENCE: --unwind fp cannot give $DL_STACK (= 0)"
+
+	dlopen_again
+}
+
+# Libraries that replace each other at the same addresses (t_dlopen LIB
+# FIFO OTHER): libt_plugin.so (its stack as above), dlclose(), then
+# libt_plugin_b.so where it was (its own table: a second "unwind tables"
+# line; its 4 x 555 bytes are not checked: at the end, its addresses are
+# libt_plugin.so's again, and so are the names), dlclose(), then
+# libt_plugin.so again, where libt_plugin_b.so was ("reopened here"), known
+# to heaptrace: no new table.  The BPF side caches code mappings per
+# process by address; the harness gives heaptrace 3 s (maps are re-read
+# every second) before the last plugin_entry, whose stack must be the one
+# of the first: 2 x 3885 bytes under the same frames.
+dlopen_again() {
+	local key=dlre b=$TB/nofp/libt_plugin_b.so hp d=""
+	if [ ! -f "$b" ]; then
+		fail "dlopen: nofp/libt_plugin_b.so built" "not built (make test-targets)"
+		return
+	fi
+	mkfifo "$TMP/$key.fifo"
+	ht_bg "$key" -v -f collapsed --value alloc_space -o "$TMP/$key.out" -- \
+		"$TB/nofp/t_dlopen" "$TB/nofp/libt_plugin.so" "$TMP/$key.fifo" "$b"
+	hp=$HPID
+	if ! wait_for "$TMP/$key.tout" '^opened$' 30 "$hp" || ! wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
+		d+="no table for libt_plugin.so"$'\n'
+	elif ! release "$key" || ! wait_for "$TMP/$key.tout" '^other$' 15 "$hp"; then
+		d+="the target did not open libt_plugin_b.so"$'\n'
+	else
+		local i=150
+		while [ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -lt 2 ] && [ $i -gt 0 ] && kill -0 "$hp" 2>/dev/null; do
+			sleep 0.1
+			i=$((i - 1))
+		done
+		[ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -ge 2 ] || d+="no table for libt_plugin_b.so"$'\n'
+		if ! release "$key" || ! wait_for "$TMP/$key.tout" '^reopened ' 15 "$hp"; then
+			d+="the target did not open libt_plugin.so again"$'\n'
+		else
+			grep -q '^reopened here$' "$TMP/$key.tout" ||
+				d+="libt_plugin.so did not come back where libt_plugin_b.so was: the check cannot run"$'\n'
+			sleep 3
+		fi
+	fi
+	kill -0 "$hp" 2>/dev/null && release "$key"
+	ht_bg_wait "$key" "$hp" 30
+	d+=$(rc_diag "$key" 0)
+	grep -q '^done$' "$TMP/$key.tout" || d+="the target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+	report "dlopen: libt_plugin.so, libt_plugin_b.so in its place, libt_plugin.so again in the other's place: exits 0" "$d"
+	uw_expect_stack "$key" "$DL_STACK" 7770 \
+		"dlopen: libt_plugin.so dlopen()ed again where libt_plugin_b.so was: stacks ending $DL_STACK = 7770 (twice 5 x 777)"
+	d=$(awk 'match($0, / [0-9]+$/) && /^\[truncated\];/ {
+		n = split(substr($0, 1, RSTART - 1), f, ";")
+		if (f[n] != "plugin_early") print
+	}' "$TMP/$key.out" 2>/dev/null | cut -c1-200)
+	[ -s "$TMP/$key.out" ] || d+="empty profile"
+	report "dlopen: libt_plugin.so again: no stack is [truncated] but plugin_early's" "$d"
 }
 
 # dl_run KEY tables|fp [HEAPTRACE-OPTION...]: heaptrace -v OPTIONS -f

@@ -14,6 +14,13 @@
  *                  (it is the caller's value, or one of plugin_mid's
  *                  variables): a frame-pointer walk skips them.
  *
+ * Built with -DPLUGIN_B into libt_plugin_b.so: the same functions, each
+ * 0x300 bytes further into the library (plugin_b_pad, first, is that many
+ * bytes of nops), allocating 4 x 555 bytes in plugin_alloc, and as many
+ * pages: dlopen()ed after libt_plugin.so's dlclose(), it takes its place,
+ * and libt_plugin.so, opened again after its dlclose(), takes its own, at
+ * addresses where libt_plugin_b.so had other code (and other CFI).
+ *
  * plugin_mid and plugin_alloc are hidden (plain calls, no PLT) and noclone
  * (no plugin_mid.constprop.0); volatile counts keep their loops and
  * arguments opaque.  No stdio.  tests/run.sh (scenario dlopen) holds the
@@ -26,8 +33,18 @@
 
 void *volatile plugin_blocks[5];
 void *volatile plugin_early_blocks[3];
+#ifdef PLUGIN_B
+volatile int plugin_count = 4;
+volatile size_t plugin_size = 555;
+
+HIDDEN NOINLINE void plugin_b_pad(void)
+{
+	__asm__ volatile(".skip 0x300, 0x90");
+}
+#else
 volatile int plugin_count = 5;
 volatile size_t plugin_size = 777;
+#endif
 
 HIDDEN NOINLINE void plugin_alloc(int i)
 {
@@ -45,7 +62,7 @@ HIDDEN NOINLINE int plugin_mid(int n)
 
 NOINLINE int plugin_entry(void)
 {
-	return plugin_mid(plugin_count) == 5 ? 0 : 1;
+	return plugin_mid(plugin_count) == plugin_count ? 0 : 1;
 }
 
 NOINLINE void plugin_early(void)
