@@ -17,7 +17,8 @@ USER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(USER_SRCS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-TEST_SRCS := $(wildcard tests/targets/*.c)
+# t_dlopen and its plugin are built without frame pointers only (below).
+TEST_SRCS := $(filter-out tests/targets/t_dlopen.c tests/targets/lib%.c,$(wildcard tests/targets/*.c))
 TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Test targets keep frame pointers and no inlining so that the function that
 # called the allocator is the innermost frame of every stack.
@@ -64,6 +65,25 @@ NOFP_BINS := $(patsubst %,$(BUILD)/tests/nofp/%,$(NOFP_NAMES)) $(BUILD)/tests/no
 $(BUILD)/tests/nofp/%: tests/targets/%.c tests/targets/sync.h
 	@mkdir -p $(dir $@)
 	$(CC) $(NOFP_CFLAGS) $(NOFP_EXTRA_$*) $< -o $@
+
+# scenario dlopen: t_dlopen dlopen()s libt_plugin.so (and libt_plugin_b.so,
+# its variant), all built like the targets above; the plugin's functions
+# call on without tail calls, so each is a frame of its own (in gdb's
+# backtrace too).
+DLOPEN_BINS := $(BUILD)/tests/nofp/t_dlopen $(BUILD)/tests/nofp/libt_plugin.so $(BUILD)/tests/nofp/libt_plugin_b.so
+NOFP_BINS += $(DLOPEN_BINS)
+
+$(BUILD)/tests/nofp/t_dlopen: tests/targets/t_dlopen.c tests/targets/sync.h
+	@mkdir -p $(dir $@)
+	$(CC) $(NOFP_CFLAGS) $< -o $@ -ldl
+
+$(BUILD)/tests/nofp/libt_plugin.so: tests/targets/libt_plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) $(NOFP_CFLAGS) -fno-optimize-sibling-calls -fPIC -shared $< -o $@
+
+$(BUILD)/tests/nofp/libt_plugin_b.so: tests/targets/libt_plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) $(NOFP_CFLAGS) -fno-optimize-sibling-calls -fPIC -shared -DPLUGIN_B $< -o $@
 
 # C++ through Debian's libstdc++ (no frame pointers in operator new), built
 # without frame pointers (nofp/) and with them: a frame-pointer walk loses

@@ -1887,6 +1887,154 @@ uw_same4() {
 }
 
 # ---------------------------------------------------------------------------
+# dlopen(): a library mapped after the start gets its unwind table at the
+# next memory-map refresh (user/unwind.c, unwind_maps_changed), and until
+# then its frames unwind by frame pointer (counted: unwind_fp_frames).
+# nofp/t_dlopen dlopen()s nofp/libt_plugin.so (sources: tests/targets/),
+# both -O2 -fomit-frame-pointer:
+#   plugin_early   3 x 333 =  999 bytes, right after dlopen(): no table yet
+#   plugin_entry -> plugin_mid -> plugin_alloc
+#                  5 x 777 = 3885 bytes, once heaptrace -v has printed
+#                  "unwind tables for N objects mapped since the start"
+# The target waits on a FIFO in between; the harness releases it after that
+# line (or, with --unwind fp, which builds no tables, at once).  dlopen()'s
+# own allocations (in ld.so, under main) are not checked.  Whole stacks are
+# matched from main (what is above it is libc's), as in scenario_unwind.
+DL_STACK="main;plugin_entry;plugin_mid;plugin_alloc"
+DL_TABLES='^heaptrace: unwind tables for ([0-9]+) objects mapped since the start'
+
+scenario_dlopen() {
+	local t=$TB/nofp/t_dlopen lib=$TB/nofp/libt_plugin.so d="" n fp
+	if [ ! -x "$t" ] || [ ! -f "$lib" ]; then
+		fail "dlopen: nofp/t_dlopen and nofp/libt_plugin.so built" "not built (make test-targets)"
+		return
+	fi
+
+	# The default unwinder (auto): CFI, the plugin's table once loaded.
+	dl_run dl tables
+	d=$(rc_diag dl 0)
+	grep -q '^done$' "$TMP/dl.tout" || d+="the target did not finish: $(cat "$TMP/dl.tout")"$'\n'
+	report "dlopen: heaptrace -v over nofp/t_dlopen exits 0, the target ran to its end" "$d"
+	# The line came while the target was held after dlopen(), and names at
+	# least the plugin.
+	d=""
+	[ "$DL_WAITED" = 1 ] || d+="no such line while the target waited (15 s)"$'\n'
+	n=$(sed -nE "s/$DL_TABLES.*/\\1/p" "$TMP/dl.err" | head -1)
+	[ "${n:-0}" -ge 1 ] || d+="objects: '${n}', want >= 1"$'\n'$(grep '^heaptrace: unwind' "$TMP/dl.err")$'\n'
+	report "dlopen: -v prints 'unwind tables for N objects mapped since the start' (N = ${n:-none} >= 1) after dlopen()" "$d"
+	# Complete: every byte plugin_alloc allocated is under the whole stack
+	# from main, and no line of it is marked [truncated].
+	uw_expect_stack dl "$DL_STACK" 3885 "dlopen: stacks ending $DL_STACK = 3885 (5 x 777, the plugin's table loaded)"
+	expect_leaf dl plugin_alloc 3885
+	# A walk that fails is [truncated] (stacks_truncated): only
+	# plugin_early's stack, unwound before the table, may be.
+	d=$(awk 'match($0, / [0-9]+$/) && /^\[truncated\];/ {
+		n = split(substr($0, 1, RSTART - 1), f, ";")
+		if (f[n] != "plugin_early") print
+	}' "$TMP/dl.out" 2>/dev/null | cut -c1-200)
+	[ -s "$TMP/dl.out" ] || d+="empty profile"
+	report "dlopen: no stack is [truncated] (stacks_truncated) but plugin_early's, none of plugin_alloc's" "$d"
+	# Before the table: frame 0 (the return address in plugin_early) is
+	# exact, the frames above it came by frame pointer, and say so.
+	expect_leaf dl plugin_early 999
+	fp=$(grep -m1 '^heaptrace: events:' "$TMP/dl.err" | tr ' ' '\n' | sed -n 's/^unwind_fp_frames=//p')
+	d=""
+	[[ $fp =~ ^[0-9]+$ ]] && [ "$fp" -gt 0 ] ||
+		d="unwind_fp_frames=${fp:-<missing>}: $(grep -m1 '^heaptrace: events:' "$TMP/dl.err")"
+	report "dlopen: events line: unwind_fp_frames=${fp:-none} > 0 (plugin_early's frames, before the table)" "$d"
+
+	# --unwind fp: EXPECTED DIFFERENCE (documents what the tables change):
+	# the innermost frame is still right, the frames above it are not (rbp
+	# holds none of the plugin's frames).
+	dl_run dlfp fp --unwind fp
+	d=$(rc_diag dlfp 0)
+	grep -q '^done$' "$TMP/dlfp.tout" || d+="the target did not finish: $(cat "$TMP/dlfp.tout")"$'\n'
+	grep -qE "$DL_TABLES" "$TMP/dlfp.err" && d+="an 'unwind tables' line with --unwind fp"$'\n'
+	report "dlopen: heaptrace --unwind fp over nofp/t_dlopen exits 0, no unwind tables" "$d"
+	expect_leaf dlfp plugin_alloc 3885
+	uw_expect_stack dlfp "$DL_STACK" 0 \
+		"dlopen: EXPECTED DIFFERENCE: --unwind fp cannot give $DL_STACK (= 0)"
+
+	dlopen_again
+}
+
+# Libraries that replace each other at the same addresses (t_dlopen LIB
+# FIFO OTHER): libt_plugin.so (its stack as above), dlclose(), then
+# libt_plugin_b.so where it was (its own table: a second "unwind tables"
+# line; its 4 x 555 bytes are not checked: at the end, its addresses are
+# libt_plugin.so's again, and so are the names), dlclose(), then
+# libt_plugin.so again, where libt_plugin_b.so was ("reopened here"), known
+# to heaptrace: no new table.  The BPF side caches code mappings per
+# process by address; the harness gives heaptrace 3 s (maps are re-read
+# every second) before the last plugin_entry, whose stack must be the one
+# of the first: 2 x 3885 bytes under the same frames.
+dlopen_again() {
+	local key=dlre b=$TB/nofp/libt_plugin_b.so hp d=""
+	if [ ! -f "$b" ]; then
+		fail "dlopen: nofp/libt_plugin_b.so built" "not built (make test-targets)"
+		return
+	fi
+	mkfifo "$TMP/$key.fifo"
+	ht_bg "$key" -v -f collapsed --value alloc_space -o "$TMP/$key.out" -- \
+		"$TB/nofp/t_dlopen" "$TB/nofp/libt_plugin.so" "$TMP/$key.fifo" "$b"
+	hp=$HPID
+	if ! wait_for "$TMP/$key.tout" '^opened$' 30 "$hp" || ! wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
+		d+="no table for libt_plugin.so"$'\n'
+	elif ! release "$key" || ! wait_for "$TMP/$key.tout" '^other$' 15 "$hp"; then
+		d+="the target did not open libt_plugin_b.so"$'\n'
+	else
+		local i=150
+		while [ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -lt 2 ] && [ $i -gt 0 ] && kill -0 "$hp" 2>/dev/null; do
+			sleep 0.1
+			i=$((i - 1))
+		done
+		[ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -ge 2 ] || d+="no table for libt_plugin_b.so"$'\n'
+		if ! release "$key" || ! wait_for "$TMP/$key.tout" '^reopened ' 15 "$hp"; then
+			d+="the target did not open libt_plugin.so again"$'\n'
+		else
+			grep -q '^reopened here$' "$TMP/$key.tout" ||
+				d+="libt_plugin.so did not come back where libt_plugin_b.so was: the check cannot run"$'\n'
+			sleep 3
+		fi
+	fi
+	kill -0 "$hp" 2>/dev/null && release "$key"
+	ht_bg_wait "$key" "$hp" 30
+	d+=$(rc_diag "$key" 0)
+	grep -q '^done$' "$TMP/$key.tout" || d+="the target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+	report "dlopen: libt_plugin.so, libt_plugin_b.so in its place, libt_plugin.so again in the other's place: exits 0" "$d"
+	uw_expect_stack "$key" "$DL_STACK" 7770 \
+		"dlopen: libt_plugin.so dlopen()ed again where libt_plugin_b.so was: stacks ending $DL_STACK = 7770 (twice 5 x 777)"
+	d=$(awk 'match($0, / [0-9]+$/) && /^\[truncated\];/ {
+		n = split(substr($0, 1, RSTART - 1), f, ";")
+		if (f[n] != "plugin_early") print
+	}' "$TMP/$key.out" 2>/dev/null | cut -c1-200)
+	[ -s "$TMP/$key.out" ] || d+="empty profile"
+	report "dlopen: libt_plugin.so again: no stack is [truncated] but plugin_early's" "$d"
+}
+
+# dl_run KEY tables|fp [HEAPTRACE-OPTION...]: heaptrace -v OPTIONS -f
+# collapsed --value alloc_space over nofp/t_dlopen (profile in KEY.out, the
+# target's output in KEY.tout); once the target has printed "opened", with
+# "tables" wait for the -v line of the plugin's table (DL_WAITED=1 if it
+# came), then release the target and wait for the end.
+dl_run() {
+	local key=$1 mode=$2 hp
+	shift 2
+	DL_WAITED=0
+	mkfifo "$TMP/$key.fifo"
+	ht_bg "$key" -v "$@" -f collapsed --value alloc_space -o "$TMP/$key.out" -- \
+		"$TB/nofp/t_dlopen" "$TB/nofp/libt_plugin.so" "$TMP/$key.fifo"
+	hp=$HPID
+	if wait_for "$TMP/$key.tout" '^opened$' 30 "$hp"; then
+		if [ "$mode" = tables ] && wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
+			DL_WAITED=1
+		fi
+		release "$key"
+	fi
+	ht_bg_wait "$key" "$hp" 30
+}
+
+# ---------------------------------------------------------------------------
 # Reliability and safety (faults, limits, badinput, stress, soak).  Helpers
 # are prefixed rl_.
 
@@ -3252,7 +3400,7 @@ scenario_fork() {
 	fi
 }
 
-SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep unwind signal errors attach pprof top proto valgrind faults limits badinput stress soak liveview overtime fork sample"
+SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep unwind dlopen signal errors attach pprof top proto valgrind faults limits badinput stress soak liveview overtime fork sample"
 
 main() {
 	local s

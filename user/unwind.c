@@ -183,10 +183,19 @@ int unwind_load(struct unwind *u, struct tracer *tr)
 	return 0;
 }
 
+/* FNV-1a, continued from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (const unsigned char *c = p; n--; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
+	return h;
+}
+
 void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
 {
 	struct map_entry e;
 	size_t before = u->n, rows = u->rows;
+	uint64_t code = 0xcbf29ce484222325ull;
 	double t0 = now_ms();
 
 	if (!u->map || !maps)
@@ -194,18 +203,35 @@ void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
 	while (maps_next(&maps, &e)) {
 		char path[4400];
 
-		if (e.perms[2] != 'x' || e.path[0] != '/' || strstr(e.path, " (deleted)"))
+		if (e.perms[2] != 'x' || e.path[0] != '/')
+			continue;
+		/* Which file's code is where: what the BPF side caches per process. */
+		code = fnv(code, &e.lo, sizeof(e.lo));
+		code = fnv(code, &e.hi, sizeof(e.hi));
+		code = fnv(code, &e.offset, sizeof(e.offset));
+		code = fnv(code, e.path, strlen(e.path) + 1);
+		if (strstr(e.path, " (deleted)"))
 			continue;
 		snprintf(path, sizeof(path), "%s%s", root, e.path);
 		if (!find(u, path, NULL))
 			add_one(u, path);
 	}
+	bool moved = code != u->code_maps;
+	u->code_maps = code;
+	if (u->rows == rows && !moved)
+		return;
+	if (u->rows != rows)
+		u->build_ms += now_ms() - t0;
+	/*
+	 * Stacks may have met new objects already and cached them as
+	 * tableless, and a known object (no new table) may now be where the
+	 * caches hold another one (dlclose, dlopen): start them afresh.
+	 */
+	tracer_unwind_flush(u->tr);
 	if (u->rows == rows)
 		return;
-	u->build_ms += now_ms() - t0;
+	/* Only now: whoever reads this line may rely on the tables being in force. */
 	ht_info("unwind tables for %zu objects mapped since the start (%zu rows)", u->n - before, u->rows - rows);
-	/* Stacks may have met these objects already and cached them as tableless: start the caches afresh. */
-	tracer_unwind_flush(u->tr);
 }
 
 void unwind_free(struct unwind *u)

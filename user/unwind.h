@@ -33,6 +33,7 @@ struct unwind {
 	size_t no_room;                 /* objects whose table did not fit */
 	double build_ms;
 	size_t from_cache;
+	uint64_t code_maps;             /* a hash of the code mappings last seen: cached by the BPF side */
 };
 
 /*
@@ -49,7 +50,8 @@ int unwind_load(struct unwind *u, struct tracer *tr);
 
 /*
  * A new memory map of a traced process: tables for code objects not seen
- * before (root: "/proc/PID/root" or "" to reach its paths).
+ * before (root: "/proc/PID/root" or "" to reach its paths), and the BPF
+ * side's caches of code mappings started afresh when code moved.
  */
 void unwind_maps_changed(struct unwind *u, const char *maps, const char *root);
 
