@@ -30,6 +30,7 @@ const volatile __u32 stack_mode = HT_STACK_WALK;
 const volatile __u64 min_frame_addr = 4096;    /* vm.mmap_min_addr, at least 1 */
 const volatile __u64 peak_step = 0;             /* bytes; 0: max(5% of the last at-peak state, 1 MiB) */
 const volatile bool follow_fork = false;
+const volatile bool multi_links = false;        /* attached by uprobe_multi or session links: bpf_get_func_ip works */
 const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every allocation */
 const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
 
@@ -300,6 +301,8 @@ static __always_inline __u32 walk_stack(struct pt_regs *ctx, struct scratch *sc)
 /* The state of a CFI walk between frames (bpf_loop's context). */
 struct unwind {
 	__u64 pc, sp, fp;
+	__u64 func_ip;          /* the probed function's address (uprobe_multi), 0: unknown */
+	__u32 spec;
 	__u64 sp0, copied;      /* the bulk copy of the stack: [sp0, sp0 + copied) */
 	__u32 proc;
 	__u32 n;
@@ -340,6 +343,56 @@ static long vma_found(struct task_struct *task, struct vm_area_struct *vma, stru
 }
 
 /* A code address the process's cache does not know: find its mapping and object, and cache them. */
+static __always_inline int insert_module(struct ht_unwind_proc *up, __u64 start, __u64 end, __u64 bias,
+					 const struct ht_unwind_object *o)
+{
+	__u32 i = __sync_fetch_and_add(&up->n, 1) & (HT_UNWIND_MAX_MODULES - 1);
+	struct ht_unwind_module *m = &up->mods[i];
+
+	m->ready = 0;
+	m->start = start;
+	m->end = end;
+	m->bias = o ? bias : 0;
+	m->row_begin = o ? o->row_begin : 0;
+	m->row_count = o ? o->row_count : 0;
+	m->ready = 1;
+	return i;
+}
+
+/*
+ * Code whose place needs no lookup of the mappings: the executable (the
+ * kernel keeps its code range in the mm) and the object of the probe that
+ * fired (its address in the process gives the object's load bias).  These
+ * hold most frames of most stacks, and bpf_find_vma cannot be relied on:
+ * it only try-locks the mmap lock, and fails (-EBUSY) for as long as other
+ * threads map memory, as a threaded program starting up does all the time.
+ */
+static __always_inline int known_module(struct ht_unwind_proc *up, __u64 pc, __u64 func_ip, __u32 spec)
+{
+	struct mm_struct *mm = BPF_CORE_READ(bpf_get_current_task_btf(), mm);
+	__u64 start = BPF_CORE_READ(mm, start_code), end = BPF_CORE_READ(mm, end_code);
+	struct ht_unwind_object *o;
+
+	if (pc >= start && pc < end) {
+		struct ht_unwind_object_key k = { .dev = BPF_CORE_READ(mm, exe_file, f_inode, i_sb, s_dev),
+						  .ino = BPF_CORE_READ(mm, exe_file, f_inode, i_ino) };
+		o = bpf_map_lookup_elem(&unwind_objects, &k);
+		if (o)
+			return insert_module(up, start, end, start - o->text_lo, o);
+	}
+	const volatile struct ht_alloc_spec *s = spec_of(spec);
+	if (!func_ip || !s->obj_ino)
+		return -1;
+	struct ht_unwind_object_key k = { .dev = s->obj_dev, .ino = s->obj_ino };
+	o = bpf_map_lookup_elem(&unwind_objects, &k);
+	if (!o)
+		return -1;
+	__u64 bias = func_ip - s->probe_vaddr;
+	if (pc < bias + o->text_lo || pc >= bias + o->text_hi)
+		return -1;
+	return insert_module(up, bias + o->text_lo, bias + o->text_hi, bias, o);
+}
+
 static __always_inline int add_module(struct ht_unwind_proc *up, __u64 pc)
 {
 	struct vma_info v = {};
@@ -349,17 +402,7 @@ static __always_inline int add_module(struct ht_unwind_proc *up, __u64 pc)
 		return -1;
 
 	struct ht_unwind_object *o = bpf_map_lookup_elem(&unwind_objects, &v.key);
-	__u32 i = __sync_fetch_and_add(&up->n, 1) & (HT_UNWIND_MAX_MODULES - 1);
-	struct ht_unwind_module *m = &up->mods[i];
-
-	m->ready = 0;
-	m->start = v.start;
-	m->end = v.end;
-	m->bias = o ? v.start - v.pgoff * page_size - o->delta : 0;
-	m->row_begin = o ? o->row_begin : 0;
-	m->row_count = o ? o->row_count : 0;
-	m->ready = 1;
-	return i;
+	return insert_module(up, v.start, v.end, o ? v.start - v.pgoff * page_size - o->delta : 0, o);
 }
 
 /*
@@ -392,7 +435,7 @@ static long module_step(__u32 k, struct module_search *s)
  */
 
 /* The index of pc's module in the process's cache, added if new; -1: none. */
-__noinline int module_index(__u32 proc, __u64 pc)
+__noinline int module_index(__u32 proc, __u64 pc, __u64 func_ip, __u32 spec)
 {
 	struct ht_unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &proc);
 
@@ -401,7 +444,10 @@ __noinline int module_index(__u32 proc, __u64 pc)
 	struct module_search s = { .up = up, .pc = pc, .found = -1,
 				   .n = up->n < HT_UNWIND_MAX_MODULES ? up->n : HT_UNWIND_MAX_MODULES };
 	bpf_loop(HT_UNWIND_MAX_MODULES, module_step, &s, 0);
-	return s.found >= 0 ? s.found : add_module(up, pc);
+	if (s.found >= 0)
+		return s.found;
+	int k = known_module(up, pc, func_ip, spec);
+	return k >= 0 ? k : add_module(up, pc);
 }
 
 static __always_inline struct ht_unwind_module *find_module(struct ht_unwind_proc *up, struct unwind *u,
@@ -411,7 +457,7 @@ static __always_inline struct ht_unwind_module *find_module(struct ht_unwind_pro
 
 	if (m->ready && pc >= m->start && pc < m->end)
 		return m;
-	int k = module_index(u->proc, pc);
+	int k = module_index(u->proc, pc, u->func_ip, u->spec);
 	if (k < 0)
 		return 0;
 	u->last = k;
@@ -498,22 +544,26 @@ static long unwind_step(__u32 i, struct unwind *u)
 	sc->st.pcs[n] = u->pc;
 	u->n = n + 1;
 
+	/*
+	 * No module: code of no file (JIT), or bpf_find_vma could not take
+	 * the mmap lock (-EBUSY: another thread of the process is mapping
+	 * memory, as malloc does growing an arena).  Either way this frame
+	 * falls back to rbp; only a walk that cannot go on is truncated.
+	 */
 	struct ht_unwind_module *m = find_module(up, u, u->pc - 1);
-	if (!m) {
-		/* Code of no file (or the mapping is gone): nothing to unwind it with. */
-		u->flags |= HT_STACK_TRUNCATED;
-		return 1;
-	}
 	struct ht_unwind_row row;
-	struct ht_unwind_row *r = m->row_count && find_row(sc, m, u->pc - 1, &row) ? &row : 0;
+	struct ht_unwind_row *r = m && m->row_count && find_row(sc, m, u->pc - 1, &row) ? &row : 0;
 	if (r && r->cfa == HT_CFA_END)
 		return 1;
 	if (!r || r->cfa == HT_CFA_UNKNOWN) {
 		__u64 frame[2];
 
 		count(HT_UNWIND_FP_FRAMES);
-		if (u->fp < min_frame_addr)
+		if (u->fp < min_frame_addr) {
+			if (!m)
+				u->flags |= HT_STACK_TRUNCATED;
 			return 1;
+		}
 		if (read_stack(sc, u, u->fp, &frame[0]) || read_stack(sc, u, u->fp + 8, &frame[1])) {
 			u->flags |= HT_STACK_TRUNCATED;
 			return 1;
@@ -544,9 +594,10 @@ static long unwind_step(__u32 i, struct unwind *u)
 	return 0;
 }
 
-static __always_inline __u32 dwarf_stack(struct pt_regs *ctx, struct scratch *sc, __u32 proc)
+static __always_inline __u32 dwarf_stack(struct pt_regs *ctx, struct scratch *sc, __u32 proc, __u32 spec)
 {
-	struct unwind u = { .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .fp = PT_REGS_FP(ctx), .proc = proc };
+	struct unwind u = { .pc = PT_REGS_IP(ctx), .sp = PT_REGS_SP(ctx), .fp = PT_REGS_FP(ctx), .proc = proc,
+			    .func_ip = multi_links ? bpf_get_func_ip(ctx) : 0, .spec = spec };
 
 	u.sp0 = u.sp;
 	u.copied = copy_stack(sc, u.sp);
@@ -585,7 +636,7 @@ static __always_inline __u64 hash_stack(const struct ht_stack *st)
 }
 
 /* Capture, hash and store (once) the current stack; its hash, or HT_STACK_LOST. */
-static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc)
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc, __u32 spec)
 {
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
@@ -594,7 +645,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc)
 		return HT_STACK_LOST;
 	sc->st.flags = 0;
 	sc->st.depth = stack_mode == HT_STACK_KERNEL ? kernel_stack(ctx, sc) :
-		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(ctx, sc, proc) :
+		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(ctx, sc, proc, spec) :
 						       walk_stack(ctx, sc);
 	if (!sc->st.depth) {
 		count(HT_LOSS_STACK_ERROR);
@@ -813,10 +864,10 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 	}
 }
 
-static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u64 ptr, __u64 size,
+static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u32 spec, __u64 ptr, __u64 size,
 					 __u64 objects, __u64 arena)
 {
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx, proc),
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx, proc, spec),
 			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc),
 			      .weight = ht_weight_q16(size, sample_rate) };
 	__u64 key = ht_live_key(ptr, proc);
@@ -1044,7 +1095,7 @@ static __always_inline void alloc_exit(struct pt_regs *ctx)
 		return;
 	}
 	if (record)
-		record_alloc(ctx, proc, ptr, size, eval(&spec->objects, cur->args, ret),
+		record_alloc(ctx, proc, cur->spec, ptr, size, eval(&spec->objects, cur->args, ret),
 			     eval(&spec->arena, cur->args, ret));
 }
 

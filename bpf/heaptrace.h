@@ -113,6 +113,13 @@ struct ht_alloc_spec {
 	__u8 out_ptr_arg;           /* pointer is returned through *argN (posix_memalign) */
 	__u8 page_round;            /* size rounds up to a whole page (pvalloc) */
 	__u8 size_at_return;        /* the size expression reads ret: sampling is decided at the return */
+	/*
+	 * --unwind dwarf: where the probe is in its object (ELF address) and
+	 * the object (struct ht_unwind_object_key): the probe's address in the
+	 * process gives the object's load bias without bpf_find_vma.
+	 */
+	__u64 probe_vaddr;
+	__u64 obj_dev, obj_ino;
 };
 
 /* What an allocator's entry left for its return (ht_call.state). */
@@ -307,6 +314,7 @@ struct ht_unwind_object_key {
 
 struct ht_unwind_object {
 	__u64 delta;            /* p_vaddr - p_offset of the executable segment */
+	__u64 text_lo, text_hi; /* ELF addresses of its code: the executable segments' span */
 	__u32 row_begin;        /* index in the unwind_rows map */
 	__u32 row_count;
 };

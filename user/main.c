@@ -548,11 +548,18 @@ static enum ht_stack_mode plan_unwind(const struct options *o, struct target *t,
 	return HT_STACK_DWARF;
 }
 
-static int load_tracer(struct tracer *tr, const struct tracer_config *cfg, struct unwind *uw)
+static int load_tracer(struct tracer *tr, const struct tracer_config *cfg, struct unwind *uw, struct target *t)
 {
 	if (tracer_load(tr, cfg))
 		return -1;
-	return cfg->stack_mode == HT_STACK_DWARF ? unwind_load(uw, tr) : 0;
+	if (cfg->stack_mode != HT_STACK_DWARF)
+		return 0;
+	if (unwind_load(uw, tr))
+		return -1;
+	/* -p: the process's code mappings are known now; a launched command's come with its first refresh. */
+	if (t->maps && t->maps_changed)
+		t->maps_changed(t->maps_changed_arg, t->maps, t->root);
+	return 0;
 }
 
 static void report_resources(const struct tracer *tr)
@@ -736,7 +743,7 @@ int main(int argc, char **argv)
 				     .max_depth = o.max_depth, .stack_mode = plan_unwind(&o, &t, &uw),
 				     .peak_step = o.peak_step, .follow_fork = o.follow_fork };
 	cfg.unwind_rows = cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&uw) : 0;
-	if (load_tracer(&tr, &cfg, &uw))
+	if (load_tracer(&tr, &cfg, &uw, &t))
 		goto kill_child;
 	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
 	if (o.follow_fork && !t.launched && follow_seize(&t))
@@ -752,7 +759,7 @@ int main(int argc, char **argv)
 		}
 		cfg.session = false;
 		tracer_close(&tr);
-		if (load_tracer(&tr, &cfg, &uw))
+		if (load_tracer(&tr, &cfg, &uw, &t))
 			goto kill_child;
 	}
 	if (o.sample_rate)

@@ -44,7 +44,14 @@ static double now_s(void)
 
 struct stop monitor_run(struct target *t, double duration, double interval, void (*tick)(void *), void *arg)
 {
-	double start = now_s(), last_maps = start, next_tick = start + interval;
+	/*
+	 * The memory map is re-read every second, and sooner at first: a
+	 * launched command maps its libraries and starts its threads in its
+	 * first milliseconds, and --unwind's per-process code cache is filled
+	 * from the map (bpf_find_vma, its fallback, fails while threads map
+	 * memory).
+	 */
+	double start = now_s(), maps_gap = 0.01, next_maps = start + maps_gap, next_tick = start + interval;
 	struct stop st = { 0 };
 
 	for (;;) {
@@ -55,7 +62,9 @@ struct stop monitor_run(struct target *t, double duration, double interval, void
 		}
 
 		double now = now_s();
-		int timeout = MAPS_REFRESH_MS;
+		int timeout = (int)((next_maps - now) * 1000) + 1;
+		if (timeout < 0)
+			timeout = 0;
 		if (interval > 0) {
 			if (now >= next_tick) {
 				tick(arg);
@@ -101,10 +110,12 @@ struct stop monitor_run(struct target *t, double duration, double interval, void
 				return st;
 			}
 		}
-		if (now_s() - last_maps >= MAPS_REFRESH_MS / 1000.0) {
+		if (now_s() >= next_maps) {
 			/* dlopen()ed libraries must be in MAPPED_LIBRARIES even if the process dies unseen. */
 			target_refresh_maps(t);
-			last_maps = now_s();
+			if ((maps_gap *= 2) > MAPS_REFRESH_MS / 1000.0)
+				maps_gap = MAPS_REFRESH_MS / 1000.0;
+			next_maps = now_s() + maps_gap;
 		}
 	}
 }

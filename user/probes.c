@@ -6,6 +6,7 @@
 #include "elfobj.h"
 #include "log.h"
 #include "probes.h"
+#include "unwind.h"
 
 /* The C allocator API as glibc, jemalloc and tcmalloc export it. */
 static const struct {
@@ -83,11 +84,18 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 
 	/* A size that only the return value tells is sampled at the return (--sample-rate). */
 	copy.size_at_return = expr_reads_ret(&copy.size);
+	struct ht_unwind_object_key key;
 
 	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
 	    (off = elfobj_file_offset(o, where.vaddr)) < 0) {
 		ht_err("%s: cannot read the code of %s at 0x%lx", o->path, func, vaddr);
 		return -1;
+	}
+	/* --unwind: the probe's address in a process places its object's code there (no mapping lookup). */
+	copy.probe_vaddr = where.vaddr;
+	if (!unwind_object_key(o->path, &key)) {
+		copy.obj_dev = key.dev;
+		copy.obj_ino = key.ino;
 	}
 	for (int k = 0; k < plan->n; k++) {
 		struct probe *p = &plan->probes[k];

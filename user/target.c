@@ -113,12 +113,8 @@ void target_refresh_maps(struct target *t)
 	free(t->maps);
 	t->maps = m;
 	pthread_mutex_unlock(&maps_lock);
-	if (changed && t->maps_changed) {
-		char root[32] = "";
-		if (!t->launched)
-			snprintf(root, sizeof(root), "/proc/%d/root", t->pid);
-		t->maps_changed(t->maps_changed_arg, m, root);
-	}
+	if (changed && t->maps_changed)
+		t->maps_changed(t->maps_changed_arg, m, t->root);
 }
 
 /* PATH search the way execvp does it, but done here so the child never mallocs. */
@@ -267,6 +263,7 @@ int target_attach(struct target *t, pid_t pid)
 		return 1;
 	}
 	t->pidfd = open_pidfd(pid);
+	snprintf(t->root, sizeof(t->root), "/proc/%d/root", pid);
 	target_refresh_maps(t);
 	if (!t->maps) {
 		ht_err("cannot read /proc/%d/maps", pid);

@@ -21,6 +21,7 @@ struct target {
 	/* Called when a refresh finds a changed memory map (dlopen): --unwind dwarf's new tables. */
 	void (*maps_changed)(void *arg, const char *maps, const char *root);
 	void *maps_changed_arg;
+	char root[32];      /* prefix that reaches its files: "/proc/PID/root" (-p), "" (launched) */
 };
 
 /*

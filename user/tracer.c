@@ -58,6 +58,7 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 	}
 	skel->rodata->target_tgid = cfg->tgid;
 	skel->rodata->follow_fork = cfg->follow_fork;
+	skel->rodata->multi_links = cfg->multi;
 	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
 	memcpy(skel->rodata->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
 
@@ -331,12 +332,17 @@ int tracer_unwind_objects_fd(const struct tracer *tr)
 	return bpf_map__fd(tr->skel->maps.unwind_objects);
 }
 
-void tracer_unwind_flush(const struct tracer *tr)
+void tracer_unwind_flush(const struct tracer *tr, uint32_t from_slot)
 {
 	static const struct ht_unwind_proc empty;
 
-	for (uint32_t slot = 0; slot < HT_MAX_PROCS; slot++)
+	for (uint32_t slot = from_slot; slot < HT_MAX_PROCS; slot++)
 		bpf_map_update_elem(bpf_map__fd(tr->skel->maps.unwind_procs), &slot, &empty, BPF_ANY);
+}
+
+void tracer_unwind_set(const struct tracer *tr, uint32_t slot, const struct ht_unwind_proc *p)
+{
+	bpf_map_update_elem(bpf_map__fd(tr->skel->maps.unwind_procs), &slot, p, BPF_ANY);
 }
 
 int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent)

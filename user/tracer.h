@@ -77,7 +77,9 @@ uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32
 uint32_t tracer_unwind_capacity(const struct tracer *tr);
 int tracer_unwind_rows_fd(const struct tracer *tr);
 int tracer_unwind_objects_fd(const struct tracer *tr);
-void tracer_unwind_flush(const struct tracer *tr);
+/* Empty the per-process code caches of slots from_slot and up. */
+void tracer_unwind_flush(const struct tracer *tr, uint32_t from_slot);
+void tracer_unwind_set(const struct tracer *tr, uint32_t slot, const struct ht_unwind_proc *p);
 
 /* Map file descriptors, for reading the profile. */
 int tracer_sites_fd(const struct tracer *tr);

@@ -37,7 +37,7 @@ static double now_ms(void)
  * addresses), and the program interpreter: ld.so's frames are in every
  * stack of a constructor or a dlopen().
  */
-static int exec_delta(const char *path, uint64_t *delta, char *interp, size_t len)
+static int exec_delta(const char *path, struct ht_unwind_object *obj, char *interp, size_t len)
 {
 	struct elfobj o;
 	size_t n;
@@ -51,8 +51,14 @@ static int exec_delta(const char *path, uint64_t *delta, char *interp, size_t le
 			GElf_Phdr ph;
 			if (!gelf_getphdr(o.elf, i, &ph))
 				continue;
-			if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && rc) {
-				*delta = ph.p_vaddr - ph.p_offset;
+			if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+				/* As the kernel's mm->start_code and end_code are, for the executable. */
+				if (rc || ph.p_vaddr < obj->text_lo)
+					obj->text_lo = ph.p_vaddr;
+				if (rc || ph.p_vaddr + ph.p_filesz > obj->text_hi)
+					obj->text_hi = ph.p_vaddr + ph.p_filesz;
+				if (rc)
+					obj->delta = ph.p_vaddr - ph.p_offset;
 				rc = 0;
 			}
 			if (ph.p_type == PT_INTERP && ph.p_filesz < len && !elfobj_read(&o, ph.p_vaddr, interp, ph.p_filesz))
@@ -61,6 +67,18 @@ static int exec_delta(const char *path, uint64_t *delta, char *interp, size_t le
 	}
 	elfobj_close(&o);
 	return rc;
+}
+
+int unwind_object_key(const char *path, struct ht_unwind_object_key *key)
+{
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return -1;
+	/* The kernel's dev_t, as the BPF side reads it from the inode's superblock. */
+	*key = (struct ht_unwind_object_key){ .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
+					      .ino = st.st_ino };
+	return 0;
 }
 
 static struct unwind_object *find(struct unwind *u, const char *path, const struct ht_unwind_object_key *key)
@@ -84,6 +102,7 @@ static int publish(struct unwind *u, struct unwind_object *o)
 		struct map_row *m = (struct map_row *)u->map + o->obj.row_begin;
 		for (uint32_t i = 0; i < o->obj.row_count; i++)
 			m[i].r = o->rows[i];
+		o->loaded = true;
 		if (bpf_map_update_elem(tracer_unwind_objects_fd(u->tr), &o->key, &o->obj, BPF_ANY)) {
 			ht_err("cannot load the unwind table of %s: %s", o->path, strerror(errno));
 			return -1;
@@ -94,17 +113,13 @@ static int publish(struct unwind *u, struct unwind_object *o)
 
 static void add_one(struct unwind *u, const char *path)
 {
-	struct stat st;
 	struct ht_unwind_object_key key;
 	struct unwind_table t;
-	uint64_t delta;
+	struct ht_unwind_object obj = { 0 };
 	char interp[4096];
 
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
+	if (unwind_object_key(path, &key))
 		return;
-	/* The kernel's dev_t, as the BPF side reads it from the inode's superblock. */
-	key = (struct ht_unwind_object_key){ .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
-					     .ino = st.st_ino };
 	if (find(u, path, &key))
 		return;
 	if (u->n == u->cap) {
@@ -122,7 +137,7 @@ static void add_one(struct unwind *u, const char *path)
 	o->key = key;
 	u->n++;
 	/* Objects without CFI stay listed (row_count 0) so they are not compiled again. */
-	if (exec_delta(path, &delta, interp, sizeof(interp)))
+	if (exec_delta(path, &obj, interp, sizeof(interp)))
 		return;
 	if (*interp) {
 		size_t at = o - u->objs;
@@ -139,7 +154,9 @@ static void add_one(struct unwind *u, const char *path)
 		u->from_cache++;
 	o->rows = t.rows;
 	o->cached = t.from_cache;
-	o->obj = (struct ht_unwind_object){ .delta = delta, .row_begin = u->rows, .row_count = t.n };
+	obj.row_begin = u->rows;
+	obj.row_count = t.n;
+	o->obj = obj;
 	u->rows += t.n;
 	if (u->map)
 		publish(u, o);
@@ -164,6 +181,7 @@ int unwind_load(struct unwind *u, struct tracer *tr)
 	if (u->map)
 		munmap(u->map, u->capacity * sizeof(struct map_row));
 	u->tr = tr;
+	u->code_maps = 0;       /* a reloaded tracer's caches are empty: fill them again */
 	u->capacity = tracer_unwind_capacity(tr);
 	u->map = mmap(NULL, u->capacity * sizeof(struct map_row), PROT_READ | PROT_WRITE, MAP_SHARED,
 		      tracer_unwind_rows_fd(tr), 0);
@@ -191,12 +209,47 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/*
+ * The target's code mappings straight into its BPF cache (slot 0): its
+ * stacks then need no bpf_find_vma, which fails (-EBUSY) while another
+ * thread holds the mmap lock, as malloc's arena growth does all the time
+ * in a busy threaded program.  Mappings met later still go through it.
+ */
+static void populate(struct unwind *u, const char *maps, const char *root)
+{
+	static struct ht_unwind_proc p;
+	struct map_entry e;
+
+	memset(&p, 0, sizeof(p));
+	while (maps_next(&maps, &e) && p.n < HT_UNWIND_MAX_MODULES) {
+		char path[4400];
+
+		if (e.perms[2] != 'x' || e.path[0] != '/' || strstr(e.path, " (deleted)"))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", root, e.path);
+		const struct unwind_object *o = find(u, path, NULL);
+		if (!o)
+			continue;
+		struct ht_unwind_module *m = &p.mods[p.n++];
+		m->start = e.lo;
+		m->end = e.hi;
+		if (o->loaded) {
+			m->bias = e.lo - e.offset - o->obj.delta;
+			m->row_begin = o->obj.row_begin;
+			m->row_count = o->obj.row_count;
+		}
+		m->ready = 1;
+	}
+	tracer_unwind_set(u->tr, 0, &p);
+}
+
 void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
 {
 	struct map_entry e;
 	size_t before = u->n, rows = u->rows;
 	uint64_t code = 0xcbf29ce484222325ull;
 	double t0 = now_ms();
+	const char *maps_start = maps;
 
 	if (!u->map || !maps)
 		return;
@@ -227,7 +280,12 @@ void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
 	 * tableless, and a known object (no new table) may now be where the
 	 * caches hold another one (dlclose, dlopen): start them afresh.
 	 */
-	tracer_unwind_flush(u->tr);
+	/*
+	 * The target's cache is replaced by the map's view in one update, not
+	 * emptied first: an empty cache sends every stack to bpf_find_vma.
+	 */
+	populate(u, maps_start, root);
+	tracer_unwind_flush(u->tr, 1);
 	if (u->rows == rows)
 		return;
 	/* Only now: whoever reads this line may rely on the tables being in force. */

@@ -21,6 +21,7 @@ struct unwind_object {
 	struct ht_unwind_object obj;
 	struct ht_unwind_row *rows;     /* kept: a reloaded tracer needs them again */
 	bool cached;
+	bool loaded;                    /* its rows are in the BPF array */
 };
 
 struct unwind {
@@ -56,5 +57,8 @@ int unwind_load(struct unwind *u, struct tracer *tr);
 void unwind_maps_changed(struct unwind *u, const char *maps, const char *root);
 
 void unwind_free(struct unwind *u);
+
+/* The BPF side's key of an object file (its device and inode); 0, or -1 when it is no regular file. */
+int unwind_object_key(const char *path, struct ht_unwind_object_key *key);
 
 #endif
