@@ -603,15 +603,23 @@ pfinish() {
 	# The target must outlive heaptrace and still work after the detach.
 	d=""
 	kill -0 "$TPID" 2>/dev/null || d+="target died with heaptrace: $(cat "$TMP/$key.tout")"$'\n'
-	release "$key" || d+="could not release the target"$'\n'
+	target_finishes "$key"
+	report "$key: target survives heaptrace and exits 0 after the detach" "$d$FIN"
+}
+
+# target_finishes KEY: release the target ($TPID); FIN says what is wrong
+# unless it then runs to its end ("bye") and exits 0 within 10 s.  (Not in
+# a command substitution: only this shell can wait for the target.)
+target_finishes() {
+	FIN=""
+	release "$1" || FIN+="could not release the target"$'\n'
 	if wait_exit "$TPID" 10; then
-		[ "$WRC" = 0 ] || d+="target exit status $WRC, want 0"$'\n'
-		grep -q '^bye$' "$TMP/$key.tout" || d+="target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+		[ "$WRC" = 0 ] || FIN+="target exit status $WRC, want 0"$'\n'
+		grep -q '^bye$' "$TMP/$1.tout" || FIN+="target did not finish: $(cat "$TMP/$1.tout")"$'\n'
 	else
-		d+="target still running after release"$'\n'
+		FIN+="target (or its children) still running 10 s after release"$'\n'
 		kill_tree "$TPID"
 	fi
-	report "$key: target survives heaptrace and exits 0 after the detach" "$d"
 }
 
 prerequisites() {

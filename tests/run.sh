@@ -2138,21 +2138,6 @@ rl_bpf_left() {
 	bpftool link show 2>/dev/null | head -20
 }
 
-# rl_target_finishes KEY: release the target ($TPID); FIN says what is wrong
-# unless it then runs to its end ("bye") and exits 0 within 10 s.  (Not in
-# a command substitution: only this shell can wait for the target.)
-rl_target_finishes() {
-	FIN=""
-	release "$1" || FIN+="could not release the target"$'\n'
-	if wait_exit "$TPID" 10; then
-		[ "$WRC" = 0 ] || FIN+="target exit status $WRC, want 0"$'\n'
-		grep -q '^bye$' "$TMP/$1.tout" || FIN+="target did not finish: $(cat "$TMP/$1.tout")"$'\n'
-	else
-		FIN+="target (or its children) still running 10 s after release"$'\n'
-		kill_tree "$TPID"
-	fi
-}
-
 # rl_uprobe_events: lines of the kprobe/uprobe tracefs list naming heaptrace.
 rl_uprobe_events() {
 	local tr=/sys/kernel/tracing
@@ -2320,7 +2305,7 @@ faults_tracer_killed() {
 	disown "$HPID" 2>/dev/null
 	kill -KILL "$ht"
 	rl_wait_exit "$HPID" 15 || kill_tree "$HPID"
-	rl_target_finishes $key
+	target_finishes $key
 	d+=$FIN
 	report "faults: heaptrace -p SIGKILLed: the target runs on, finishes and exits 0" "$d"
 	d=$(rl_bpf_left "$TMP/$key.ids")
@@ -3387,7 +3372,7 @@ scenario_fork() {
 			rl_bpf_ids "$HPID" >"$TMP/$key.ids"
 			kill -KILL "$HPID"
 			wait "$HPID" 2>/dev/null
-			rl_target_finishes $key
+			target_finishes $key
 			d=$FIN
 			report "$key: heaptrace --follow-fork SIGKILLed: the target forks, runs on and exits 0" "$d"
 			d=$(rl_bpf_left "$TMP/$key.ids")
