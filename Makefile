@@ -12,7 +12,7 @@ HT_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUI
 LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++ -lm
 BPF_CFLAGS := -target bpf -mcpu=v3 -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
-USER_SRCS := $(wildcard user/*.c user/output/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(USER_SRCS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
@@ -33,7 +33,7 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h bpf/sample.h | $(BUILD)
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
-$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/output/*.h) bpf/heaptrace.h bpf/sample.h
+$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*/*.h) bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -c $< -o $@
 
@@ -102,10 +102,10 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 # Unit tests link the one module they test.
-$(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c tests/unit/check.h user/symbolize.c user/symbolize.h
+$(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c tests/unit/check.h user/symbolize/symbolize.c user/symbolize/symbolize.h
 	@mkdir -p $(dir $@)
 	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
-		tests/unit/test_symbolize.c user/symbolize.c -o $@ -ldw -lelf -ldl -lstdc++
+		tests/unit/test_symbolize.c user/symbolize/symbolize.c -o $@ -ldw -lelf -ldl -lstdc++
 
 # unwind_table reads ELF files through elfobj.  Its fixtures are shared
 # objects with known CFI (tests/unit/unwind_fixture.c), outside build/unit/
@@ -123,11 +123,17 @@ $(FIXTURES)/unwind_fixture_%.so: tests/unit/unwind_fixture.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FIXTURE_CFLAGS) $(FIXTURE_CFLAGS_$*) $< -o $@
 
-$(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check.h user/unwind_table.c user/unwind_table.h \
-		user/elfobj.c user/elfobj.h user/log.c user/log.h bpf/heaptrace.h $(UNWIND_FIXTURES)
+$(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check.h user/unwind/table.c user/unwind/table.h \
+		user/util/elfobj.c user/util/elfobj.h user/util/log.c user/util/log.h bpf/heaptrace.h $(UNWIND_FIXTURES)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
-		tests/unit/test_unwind_table.c user/unwind_table.c user/elfobj.c user/log.c -o $@ -ldw -lelf -lz -ldl
+		tests/unit/test_unwind_table.c user/unwind/table.c user/util/elfobj.c user/util/log.c -o $@ -ldw -lelf -lz -ldl
+
+$(BUILD)/unit/test_symspec: tests/unit/test_symspec.c tests/unit/check.h user/probe/malloc_family.c user/probe/symspec.c \
+		user/probe/symspec.h user/util/log.c bpf/heaptrace.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
+		tests/unit/test_symspec.c user/probe/malloc_family.c user/probe/symspec.c user/util/log.c -o $@
 
 $(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sample.h
 	@mkdir -p $(dir $@)
@@ -139,15 +145,15 @@ $(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sampl
 # run the seeds and regressions in `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_NAMES := symspec profile
-FUZZ_SRCS_symspec := user/symspec.c
-FUZZ_SRCS_profile := user/profile.c user/profile_text.c user/profile_proto.c user/log.c user/target.c user/follow.c
+FUZZ_SRCS_symspec := user/probe/symspec.c
+FUZZ_SRCS_profile := user/profile/model.c user/profile/read_text.c user/profile/read_proto.c user/util/log.c user/util/procfs.c
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -fno-omit-frame-pointer
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard user/*.c user/*.h)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard user/*/*.c user/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $< $(FUZZ_SRCS_$*) -o $@ -lz -lpthread -lm
 
-$(BUILD)/unit/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard user/*.c user/*.h)
+$(BUILD)/unit/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard user/*/*.c user/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(FUZZ_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-DREPLAY_CORPUS='"tests/fuzz/corpus/$*"' -DREPLAY_REGRESSIONS='"tests/fuzz/regressions/$*"' \
@@ -197,8 +203,8 @@ $(BENCH)/floor.bpf.o: bench/floor.bpf.c
 $(BENCH)/floor.skel.h: $(BENCH)/floor.bpf.o
 	$(BPFTOOL) gen skeleton $< name floor > $@
 
-$(BENCH)/floor: bench/floor.c user/uprobe_multi.c user/uprobe_multi.h $(BENCH)/floor.skel.h
-	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/uprobe_multi.c -o $@ -lbpf -lelf -lz
+$(BENCH)/floor: bench/floor.c user/probe/uprobe_multi.c user/probe/uprobe_multi.h $(BENCH)/floor.skel.h
+	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/probe/uprobe_multi.c -o $@ -lbpf -lelf -lz
 
 bench: deps
 	$(MAKE) all $(BENCH)/churn $(BENCH)/floor $(BUILD)/tests/nofp/t_shop

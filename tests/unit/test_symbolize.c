@@ -11,7 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 #include <dlfcn.h>
 #include <elf.h>

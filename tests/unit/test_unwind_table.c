@@ -11,8 +11,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "elfobj.h"
-#include "unwind_table.h"
+#include "util/elfobj.h"
+#include "unwind/table.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "output/output.h"
 
 struct line {
 	char *text;
@@ -53,8 +53,9 @@ static char *stack_text(const struct prof_stack *s, struct symbolizer *sym)
 	return buf;
 }
 
-int output_collapsed(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v)
+int output_collapsed(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top)
 {
+	(void)top;
 	struct line *lines = calloc(p->n ? p->n : 1, sizeof(*lines));
 	size_t n = 0;
 

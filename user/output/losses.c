@@ -1,8 +1,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "output.h"
-#include "tracer.h"
+#include "output/output.h"
+#include "tracer/tracer.h"
 
 void output_losses(char *buf, size_t len, const uint64_t counters[HT_COUNTER_MAX], bool all)
 {

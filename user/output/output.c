@@ -3,16 +3,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "output.h"
+#include "util/log.h"
+#include "output/output.h"
+
+static const struct format_info formats[FMT_COUNT] = {
+	[FMT_PPROF] = { "pprof", "heap", "text/plain; charset=utf-8", false, output_pprof_text },
+	[FMT_COLLAPSED] = { "collapsed", "collapsed", "text/plain; charset=utf-8", true, output_collapsed },
+	[FMT_TOP] = { "top", "top", "text/plain; charset=utf-8", true, output_top },
+	[FMT_PROTO] = { "proto", "pb.gz", "application/octet-stream", true, output_pprof_proto },
+};
+
+const struct format_info *format_info(enum ht_format f)
+{
+	return &formats[f < FMT_COUNT ? f : FMT_PPROF];
+}
 
 int format_parse(const char *s, enum ht_format *f)
 {
-	static const char *const names[] = { [FMT_PPROF] = "pprof", [FMT_COLLAPSED] = "collapsed",
-					     [FMT_TOP] = "top", [FMT_PROTO] = "proto" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i])) {
+	for (int i = 0; i < FMT_COUNT; i++)
+		if (!strcmp(s, formats[i].name)) {
 			*f = i;
 			return 0;
 		}
@@ -27,33 +36,38 @@ int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_v
 int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
 		     struct symbolizer *given)
 {
-	struct symbolizer *sym = given;
+	const struct format_info *fi = format_info(fmt);
+	struct symbolizer *sym = fi->needs_symbols ? given : NULL;
 	int err;
 
-	if (fmt != FMT_PPROF && !sym) {
+	if (fi->needs_symbols && !sym) {
 		sym = sym_open(p->maps ? p->maps : "");
 		if (!sym) {
 			ht_err("cannot read the profile's memory map for symbols: %s", strerror(errno));
 			return -1;
 		}
 	}
-	switch (fmt) {
-	case FMT_PPROF:
-		err = output_pprof_text(f, p);
-		break;
-	case FMT_COLLAPSED:
-		err = output_collapsed(f, p, sym, v);
-		break;
-	case FMT_PROTO:
-		err = output_pprof_proto(f, p, sym, v);
-		break;
-	default:
-		err = output_top(f, p, sym, v, top);
-		break;
-	}
+	err = fi->write(f, p, sym, v, top);
 	if (sym && sym != given)
 		sym_close(sym);
 	return fflush(f) || err ? -1 : 0;
+}
+
+int output_file(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top)
+{
+	FILE *f = create_output(path);
+	int err, saved;
+
+	if (!f)
+		return -1;
+	err = output_write(f, fmt, p, v, top);
+	saved = errno;
+	if (fclose(f) && !err) {
+		err = -1;
+		saved = errno;
+	}
+	errno = saved;
+	return err ? -1 : 0;
 }
 
 /* The innermost frame with a name, for one-line summaries. */

@@ -2,13 +2,27 @@
 #ifndef HT_OUTPUT_H
 #define HT_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
-#include "profile.h"
-#include "symbolize.h"
+#include "profile/profile.h"
+#include "symbolize/symbolize.h"
 
-enum ht_format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP, FMT_PROTO };
+enum ht_format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP, FMT_PROTO, FMT_COUNT };
 
+/* Every writer's shape; sym is NULL for a format that needs no symbols. */
+typedef int (*output_fn)(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
+
+/* One row per format: everything the rest of heaptrace needs to know about it. */
+struct format_info {
+	const char *name;       /* -f NAME */
+	const char *ext;        /* extension of the files heaptrace names itself (heaptrace.PID.EXT) */
+	const char *mime;       /* Content-Type when served over --http */
+	bool needs_symbols;     /* names resolved by heaptrace (the legacy text leaves them to readers) */
+	output_fn write;
+};
+
+const struct format_info *format_info(enum ht_format f);
 int format_parse(const char *s, enum ht_format *f);
 
 /* Write p in a format (symbolizing from p->maps where the format needs names). */
@@ -19,26 +33,31 @@ int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum 
 		     struct symbolizer *sym);
 
 /*
+ * Write p into a new file at path (see create_output).  0, or -1 with
+ * errno set and nothing printed: the caller says which profile was lost.
+ */
+int output_file(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top);
+
+/*
  * A few lines on what grew: the total and the n stacks that grew most, by
  * their innermost named frames (--diff with -i).
  */
 void output_growth(FILE *f, const struct profile *diff, struct symbolizer *sym, enum ht_value v, size_t n);
 
 /* Legacy gperftools heap profile text; needs no symbols (consumers read MAPPED_LIBRARIES). */
-int output_pprof_text(FILE *f, const struct profile *p);
+int output_pprof_text(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
 
 /*
- * Gzipped pprof protobuf with symbols inside; dflt is the default sample
+ * Gzipped pprof protobuf with symbols inside; v is the default sample
  * type (inuse_space for /debug/pprof/heap, alloc_space for allocs).
  */
-int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt);
+int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
 
 /* Brendan Gregg's folded stacks for flamegraph.pl: "outer;...;inner VALUE". */
-int output_collapsed(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v);
+int output_collapsed(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
 
-/* A human-readable report of totals, losses and the heaviest stacks. */
-int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v,
-	       size_t max_stacks);
+/* A human-readable report of totals, losses and the heaviest top stacks. */
+int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
 
 /* The loss counters that are non-zero, as "name=N name=N"; "" when none. */
 void output_losses(char *buf, size_t len, const uint64_t counters[HT_COUNTER_MAX], bool all);

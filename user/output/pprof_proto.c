@@ -9,11 +9,11 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "elfobj.h"
-#include "output.h"
-#include "target.h"
-#include "tracer.h"
-#include "version.h"
+#include "util/elfobj.h"
+#include "output/output.h"
+#include "util/procfs.h"
+#include "tracer/tracer.h"
+#include "util/version.h"
 
 struct pbuf {
 	uint8_t *d;
@@ -252,8 +252,9 @@ static void ids_free(struct ids *t)
 	free(t->id);
 }
 
-int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt)
+int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt, size_t top)
 {
+	(void)top;
 	struct pbuf out = { 0 }, m = { 0 }, sub = { 0 }, locs = { 0 }, funcs = { 0 };
 	struct strtab st = { 0 };
 	struct ids loc_ids = { 0 }, fn_ids = { 0 };

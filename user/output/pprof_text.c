@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "output/output.h"
 
 /*
  * gperftools' spacing, "%6d: %8d [%6d: %8d] @": the Perl pprof needs white
@@ -64,8 +64,9 @@ static void header(FILE *f, const struct prof_sampled *c, bool snapshot, uint64_
 		fputs("heapprofile\n", f);
 }
 
-int output_pprof_text(FILE *f, const struct profile *p)
+int output_pprof_text(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top)
 {
+	(void)sym, (void)v, (void)top;
 	size_t *order = profile_order(p, V_INUSE_SPACE);
 
 	if (!order)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "output/output.h"
 
 /* 1234567 -> "1,234,567": byte counts are read by people here. */
 static const char *grouped(int64_t v, char *buf, size_t len)
@@ -85,8 +85,7 @@ static void print_frames(FILE *f, const struct prof_stack *s, struct symbolizer 
 	}
 }
 
-int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v,
-	       size_t max_stacks)
+int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t max_stacks)
 {
 	size_t *order = profile_order(p, v);
 	int64_t total = site_value(&p->total, v);

@@ -1,0 +1,114 @@
+/* `heaptrace diff OLD NEW`: what changed per stack between two profiles. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/commands.h"
+#include "cli/opt.h"
+#include "output/output.h"
+#include "profile/profile.h"
+#include "util/log.h"
+
+struct diff_opts {
+	enum ht_format format;
+	enum ht_value value;
+	uint32_t top;
+};
+
+static int set_format(void *opts, const char *arg, const struct opt *o)
+{
+	(void)o;
+	return format_parse(arg, &((struct diff_opts *)opts)->format);
+}
+
+static int set_collapsed(void *opts, const char *arg, const struct opt *o)
+{
+	(void)arg, (void)o;
+	((struct diff_opts *)opts)->format = FMT_COLLAPSED;
+	return 0;
+}
+
+static int set_value(void *opts, const char *arg, const struct opt *o)
+{
+	(void)o;
+	return value_parse(arg, &((struct diff_opts *)opts)->value);
+}
+
+static const struct opt diff_opts[] = {
+	OPTION("format", 'f', "FMT", "top (default) | collapsed | pprof (growth only) | proto", OPT_CALL, .call = set_format,
+	  .bad = "heaptrace diff: unknown format '%s'"),
+	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = set_collapsed),
+	OPTION("value", 0, "V", "inuse_space (default) | inuse_objects | alloc_space | alloc_objects", OPT_CALL,
+	  .call = set_value, .bad = "heaptrace diff: unknown value '%s'"),
+	OPTION("top", 0, "N", "stacks shown by -f top", OPT_U32, .off = offsetof(struct diff_opts, top), .min = 1,
+	  .max = UINT32_MAX, .dflt = "20", .bad = "heaptrace diff: --top needs a positive count, not '%s'"),
+	OPTION("help", 'h', NULL, "this text", OPT_HELP),
+};
+
+static const struct command_opts diff_command = {
+	.usage = "usage: heaptrace diff OLD NEW [-f top|collapsed|pprof|proto] [--value V]\n"
+		 "What changed per stack from profile OLD to profile NEW (heap text or -f proto).\n",
+	.opts = diff_opts,
+	.n = sizeof(diff_opts) / sizeof(diff_opts[0]),
+	.stop_at_operand = 0,
+};
+
+/* The legacy format has no negative counts: a pprof diff holds the growth. */
+static void keep_growth(struct profile *d)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < d->n; i++) {
+		struct ht_site *c = &d->stacks[i].c;
+		if (c->inuse_objects < 0) c->inuse_objects = 0;
+		if (c->inuse_bytes < 0) c->inuse_bytes = 0;
+		if ((int64_t)c->alloc_objects < 0) c->alloc_objects = 0;
+		if ((int64_t)c->alloc_bytes < 0) c->alloc_bytes = 0;
+		if (c->inuse_bytes || c->alloc_bytes)
+			d->stacks[out++] = d->stacks[i];
+		else
+			free(d->stacks[i].pcs);
+	}
+	d->n = out;
+	profile_normalize(d);
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct diff_opts o = { .format = FMT_TOP, .value = V_INUSE_SPACE };
+	int first = opt_parse(&diff_command, argc, argv, &o);
+
+	if (first < 0)
+		return 2;
+	if (argc - first != 2) {
+		ht_err("usage: heaptrace diff OLD NEW [-f top|collapsed|pprof] [--value V]");
+		return 2;
+	}
+
+	struct profile a, b, d;
+	char *maps_a, *maps_b;
+	int rc = 1;
+
+	if (profile_read_text(argv[first], &a, &maps_a))
+		return 1;
+	if (profile_read_text(argv[first + 1], &b, &maps_b)) {
+		profile_free(&a);
+		free(maps_a);
+		return 1;
+	}
+	if (!profile_diff(&a, &b, &d)) {
+		if (o.format == FMT_PPROF)
+			keep_growth(&d);
+		d.maps = maps_b;
+		rc = output_write(stdout, o.format, &d, o.value, o.top) ? 1 : 0;
+		if (rc)
+			ht_err("cannot write the diff");
+		profile_free(&d);
+	}
+	profile_free(&a);
+	profile_free(&b);
+	free(maps_a);
+	free(maps_b);
+	return rc;
+}

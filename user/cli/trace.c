@@ -1,0 +1,188 @@
+/* `heaptrace [trace] [OPTIONS] -p PID | COMMAND`: the trace command's options, then a session. */
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/opt.h"
+#include "serve/http.h"
+#include "session/session.h"
+#include "util/log.h"
+
+#define F(field) .off = offsetof(struct trace_opts, field)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static int set_format(void *opts, const char *arg, const struct opt *o)
+{
+	(void)o;
+	return format_parse(arg, &((struct trace_opts *)opts)->format);
+}
+
+static int set_collapsed(void *opts, const char *arg, const struct opt *o)
+{
+	(void)arg, (void)o;
+	((struct trace_opts *)opts)->format = FMT_COLLAPSED;
+	return 0;
+}
+
+static int set_value(void *opts, const char *arg, const struct opt *o)
+{
+	(void)o;
+	return value_parse(arg, &((struct trace_opts *)opts)->value);
+}
+
+static int set_verbose(void *opts, const char *arg, const struct opt *o)
+{
+	(void)opts, (void)arg, (void)o;
+	ht_verbose = true;
+	return 0;
+}
+
+static int set_http(void *opts, const char *arg, const struct opt *o)
+{
+	(void)o;
+	if (http_parse_addr(arg, NULL))
+		return -1;
+	((struct trace_opts *)opts)->http = arg;
+	return 0;
+}
+
+/* --sym, --free-sym, --reset-sym: kept in order, each parsed into its BPF descriptor. */
+static int add_sym(void *opts, const char *arg, const struct opt *o)
+{
+	struct trace_opts *t = opts;
+	enum ht_spec_kind kind = !strcmp(o->name, "sym") ? HT_SPEC_ALLOC :
+				 !strcmp(o->name, "free-sym") ? HT_SPEC_FREE : HT_SPEC_RESET;
+	char err[512];
+
+	if (t->n_syms == HT_MAX_SPECS)
+		return opt_bad("too many symbol specs (at most %s)", STR(HT_MAX_SPECS));
+	if (symspec_parse(arg, kind, &t->syms[t->n_syms], err, sizeof(err))) {
+		ht_err("--%s %s", o->name, err);
+		return -1;
+	}
+	t->sym_option[t->n_syms++] = o->name;
+	return 0;
+}
+
+static const char *const probe_at_names[] = { "auto", "entry", NULL };
+static const char *const stack_capture_names[] = { [HT_STACK_WALK] = "walk", [HT_STACK_KERNEL] = "kernel", NULL };
+static const char *const unwind_names[] = { [UNWIND_AUTO] = "auto", [UNWIND_FP] = "fp", [UNWIND_DWARF] = "dwarf",
+					    NULL };
+
+static const struct opt trace_opts[] = {
+	OPTION("pid", 'p', "PID", "attach to a running process until Ctrl-C, SIGTERM,\n--duration or its exit",
+	  OPT_U32, F(pid), .min = 1, .max = INT_MAX, .bad = "-p needs a process id, not '%s'"),
+	OPTION("output", 'o', "FILE", "where the profile goes (default: standard output)", OPT_STRING, F(output)),
+	OPTION("format", 'f', "FMT", "pprof (default, legacy text) | proto (gzipped protobuf,\nsymbols inside) | collapsed | top",
+	  OPT_CALL, .call = set_format, .bad = "unknown format '%s': pprof, proto, collapsed or top"),
+	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = set_collapsed),
+	OPTION("value", 0, "V", "inuse_space (default) | inuse_objects | alloc_space |\nalloc_objects: the counter collapsed and top report",
+	  OPT_CALL, .call = set_value,
+	  .bad = "unknown value '%s': inuse_space, inuse_objects, alloc_space or alloc_objects"),
+	OPTION("duration", 'd', "SEC", "stop tracing after SEC seconds", OPT_SECONDS, F(duration),
+	  .bad = "-d needs a positive number of seconds, not '%s'"),
+	OPTION("interval", 'i', "SEC", "write a snapshot every SEC seconds, and a final one:\n"
+				  "PREFIX.0001.heap, ... (PREFIX: -o, default heaptrace.PID);\n"
+				  "with -f top on a terminal, a live view instead",
+	  OPT_SECONDS, F(interval), .bad = "-i needs a positive number of seconds, not '%s'"),
+	OPTION("diff", 0, NULL, "with -i: print what grew since the previous snapshot", OPT_FLAG, F(diff)),
+	OPTION("at-peak", 0, NULL, "also write the profile as it stood at the peak of in-use\n"
+			      "bytes (to FILE.peak, PREFIX.peak.heap or heaptrace.PID.peak.heap)",
+	  OPT_FLAG, F(at_peak)),
+	OPTION("peak-step", 0, "BYTES", "rise that makes a new at-peak profile (default: 5% of\n"
+				   "the last, at least 1 MiB); the peak itself is exact",
+	  OPT_BYTES, F(peak_step), .min = 1, .max = UINT64_MAX,
+	  .bad = "--peak-step needs a positive number of bytes, not '%s'"),
+	OPTION("min-age", 0, "SEC", "in-use counts only blocks live for at least SEC seconds", OPT_SECONDS, F(min_age),
+	  .bad = "--min-age needs a positive number of seconds, not '%s'"),
+	OPTION("http", 0, "ADDR:PORT", "serve /debug/pprof/heap, /debug/pprof/allocs and /metrics\n"
+				  "while tracing (ADDR defaults to 127.0.0.1)",
+	  OPT_CALL, .call = set_http),
+	OPTION("top", 0, "N", "stacks shown by -f top", OPT_U32, F(top), .min = 1, .max = UINT32_MAX, .dflt = "20",
+	  .bad = "--top needs a positive count, not '%s'"),
+	OPTION("max-allocs", 0, "N", "live blocks tracked", OPT_U32, F(max_live), .min = 1, .max = UINT32_MAX,
+	  .dflt = STR(HT_DEFAULT_MAX_LIVE), .bad = "--max-allocs needs a positive count, not '%s'"),
+	OPTION("max-stacks", 0, "N", "distinct stacks kept", OPT_U32, F(max_stacks), .min = 1, .max = UINT32_MAX,
+	  .dflt = STR(HT_DEFAULT_MAX_STACKS), .bad = "--max-stacks needs a positive count, not '%s'"),
+	OPTION("probe-at", 0, "WHERE", "auto (default): the first instruction the kernel emulates,\n"
+				  "when that is provably equivalent; entry: function entries",
+	  OPT_CHOICE, F(probe_at_entry), .choices = probe_at_names, .bad = "--probe-at takes auto or entry, not '%s'"),
+	OPTION("list-probes", 0, NULL, "print where the probes would go, one per line, and exit", OPT_FLAG, F(list_probes)),
+	OPTION("max-depth", 0, "N", "frames kept per stack, 1-127", OPT_U32, F(max_depth), .min = 1,
+	  .max = HT_MAX_STACK_DEPTH, .dflt = STR(HT_DEFAULT_MAX_DEPTH),
+	  .bad = "--max-depth takes 1 to 127 frames, not '%s'"),
+	OPTION("sym", 0, "SPEC", "also trace an allocator function (repeatable):\n"
+			    "NAME[@OBJECT][:size=EXPR,objects=EXPR,ptr=EXPR,arena=EXPR,\n"
+			    "free=argN,out=argN,round=page]\n"
+			    "EXPR: sums of products of argN, numbers and ret\n"
+			    "(defaults size=arg1, objects=1, ptr=ret)",
+	  OPT_CALL, .call = add_sym),
+	OPTION("free-sym", 0, "SPEC", "a function that frees one block: NAME[@OBJECT][:ptr=EXPR]", OPT_CALL, .call = add_sym),
+	OPTION("reset-sym", 0, "SPEC", "a function that frees a whole arena: NAME[@OBJECT][:arena=EXPR]", OPT_CALL,
+	  .call = add_sym),
+	OPTION("no-libc", 0, NULL, "trace only the --sym functions, not the malloc family", OPT_FLAG, F(no_libc)),
+	OPTION("lib", 0, "PATH", "the object whose malloc family to trace (default: found)", OPT_STRING, F(lib)),
+	OPTION("unwind", 0, "HOW", "auto (default): CFI (.eh_frame) where objects have it, frame\n"
+			      "pointers elsewhere; dwarf: the same, required; fp: frame\npointers only",
+	  OPT_CHOICE, F(unwind), .choices = unwind_names, .bad = "--unwind takes fp, dwarf or auto, not '%s'"),
+	OPTION("stack-capture", 0, "M", "walk (default): heaptrace's own walk (see --unwind); kernel:\n"
+				   "bpf_get_stack(), frame pointers, for comparison",
+	  OPT_CHOICE, F(stack_mode), .choices = stack_capture_names,
+	  .bad = "--stack-capture takes walk or kernel, not '%s'"),
+	OPTION("follow-fork", 0, NULL, "trace the processes the target forks too, each into its\n"
+				  "own profile: FILE.PID (-o FILE) or heaptrace.PID.EXT",
+	  OPT_FLAG, F(follow_fork)),
+	OPTION("sample-rate", 0, "R", "record one allocation per R bytes on average (suffixes K,\n"
+				 "M, G; at most 1G), picked by a Poisson process over bytes,\n"
+				 "and scale the counts up into unbiased estimates; far\n"
+				 "cheaper for always-on use.  0 (default): every allocation",
+	  OPT_BYTES, F(sample_rate), .max = HT_MAX_SAMPLE_RATE,
+	  .bad = "--sample-rate takes bytes, 0 to 1G (suffixes K, M, G), not '%s'"),
+	OPTION("verbose", 'v', NULL, "say what was attached where, and the event counters", OPT_CALL, .call = set_verbose),
+	OPTION("help", 'h', NULL, "this text", OPT_HELP),
+	OPTION("version", 0, NULL, "print the version", OPT_VERSION),
+};
+
+static const struct command_opts trace_command = {
+	.usage = "usage: heaptrace [OPTIONS] -p PID\n"
+		 "       heaptrace [OPTIONS] [--] COMMAND [ARG...]\n"
+		 "       heaptrace diff OLD NEW [-f top|collapsed|pprof|proto] [--value V]\n"
+		 "Trace every heap allocation of a process from outside and write a heap profile.\n",
+	.epilogue = "A launched COMMAND is traced from its first instruction; heaptrace exits with its\n"
+		    "exit status.  With the profile on standard output, the command's standard output\n"
+		    "goes to standard error.\n",
+	.opts = trace_opts,
+	.n = sizeof(trace_opts) / sizeof(trace_opts[0]),
+	.stop_at_operand = 1,
+};
+
+/* What no single option can check. */
+static int check(const struct trace_opts *o)
+{
+	if (o->pid && o->argv)
+		return opt_bad("give either -p PID or a command, not both%s", "");
+	if (!o->pid && !o->argv)
+		return opt_bad("nothing to trace: give -p PID or a command%s", "");
+	if (o->no_libc && !o->n_syms)
+		return opt_bad("--no-libc leaves nothing to trace: add --sym%s", "");
+	if (o->diff && !o->interval)
+		return opt_bad("--diff summarises growth between snapshots: it needs -i%s", "");
+	return 0;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	struct trace_opts o = { 0 };
+	int first = opt_parse(&trace_command, argc, argv, &o), rc;
+
+	if (first >= 0 && first < argc)
+		o.argv = argv + first;
+	rc = first < 0 || check(&o) ? 2 : session_run(&o);
+	for (int i = 0; i < o.n_syms; i++)
+		symspec_free(&o.syms[i]);
+	return rc;
+}

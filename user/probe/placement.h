@@ -1,0 +1,37 @@
+/*
+ * Where in a function to put its probe.  A uprobe on an instruction the
+ * kernel emulates (push reg, nop, jmp/jcc/call rel) costs ~0.7 us; one it
+ * must single-step out of line (glibc free's `test rdi, rdi`) ~13 us.  So the
+ * probe goes on the first emulated instruction, if everything before it is
+ * harmless to skip: straight-line, cannot fault, leaves the stack pointer
+ * and every argument register the BPF program reads as they were at entry,
+ * and is not the target of any branch.  Otherwise it stays at the entry.
+ */
+#ifndef HT_PLACEMENT_H
+#define HT_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/elfobj.h"
+
+struct placer;
+
+struct placement {
+	uint64_t vaddr;         /* the probed instruction */
+	char insn[200];         /* its text, "push r12" */
+	char why[480];          /* why here */
+};
+
+struct placer *placer_new(struct elfobj *o);
+void placer_free(struct placer *pl);
+
+/*
+ * args_read: bit n set when the BPF program reads argument n (1..6) at the
+ * probe.  at_entry forces the entry (--probe-at=entry).  Returns 0, or -1
+ * when the function's code cannot be read.
+ */
+int placer_choose(struct placer *pl, uint64_t vaddr, uint64_t size, unsigned args_read,
+		  bool at_entry, struct placement *out);
+
+#endif

@@ -1,0 +1,307 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/elfobj.h"
+#include "util/log.h"
+#include "probe/malloc_family.h"
+#include "probe/plan.h"
+#include "unwind/procs.h"
+
+void probes_init(struct probe_plan *plan, bool at_entry)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->at_entry = at_entry;
+}
+
+static const char *kind_name(enum ht_spec_kind k)
+{
+	return k == HT_SPEC_ALLOC ? "alloc" : k == HT_SPEC_FREE ? "free" : "reset";
+}
+
+static unsigned expr_args(const struct ht_expr *e)
+{
+	unsigned m = 0;
+
+	for (unsigned i = 0; i < e->n && i < HT_EXPR_TERMS; i++)
+		for (unsigned j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++)
+			if (e->t[i].f[j].kind == HT_FACTOR_ARG)
+				m |= 1u << e->t[i].f[j].value;
+	return m;
+}
+
+/* The argument registers the BPF programs use from a probe with this spec. */
+static unsigned args_read(const struct ht_alloc_spec *s)
+{
+	return expr_args(&s->size) | expr_args(&s->objects) | expr_args(&s->ptr) | expr_args(&s->arena) |
+	       1u << s->old_ptr_arg | 1u << s->out_ptr_arg;
+}
+
+static const char *plan_path(struct probe_plan *plan, const char *path)
+{
+	for (int i = 0; i < plan->n_paths; i++)
+		if (!strcmp(plan->paths[i], path))
+			return plan->paths[i];
+	if (plan->n_paths == HT_MAX_SPECS)
+		return NULL;
+	return plan->paths[plan->n_paths++] = strdup(path);
+}
+
+static bool expr_reads_ret(const struct ht_expr *e)
+{
+	for (unsigned i = 0; i < e->n && i < HT_EXPR_TERMS; i++)
+		for (unsigned j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++)
+			if (e->t[i].f[j].kind == HT_FACTOR_RET)
+				return true;
+	return false;
+}
+
+/* Place and record one probe; aliases (one address, two names) are probed once. */
+static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *pl, const char *func,
+		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given)
+{
+	struct ht_alloc_spec copy = *given, *spec = &copy;
+	struct placement where;
+	int64_t off;
+
+	/* A size that only the return value tells is sampled at the return (--sample-rate). */
+	copy.size_at_return = expr_reads_ret(&copy.size);
+	struct ht_unwind_object_key key;
+
+	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
+	    (off = elfobj_file_offset(o, where.vaddr)) < 0) {
+		ht_err("%s: cannot read the code of %s at 0x%lx", o->path, func, vaddr);
+		return -1;
+	}
+	/* --unwind: the probe's address in a process places its object's code there (no mapping lookup). */
+	copy.probe_vaddr = where.vaddr;
+	if (!unwind_object_key(o->path, &key)) {
+		copy.obj_dev = key.dev;
+		copy.obj_ino = key.ino;
+	}
+	for (int k = 0; k < plan->n; k++) {
+		struct probe *p = &plan->probes[k];
+		if (strcmp(p->path, o->path) || p->offset != (uint64_t)off)
+			continue;
+		if (memcmp(&plan->specs[p->spec], spec, sizeof(*spec)))
+			ht_err("warning: %s and %s share an address but not a signature; tracing it as %s",
+			       p->func, func, p->func);
+		ht_info("%s is an alias of %s", func, p->func);
+		return 0;
+	}
+	if (plan->n == HT_MAX_SPECS) {
+		ht_err("too many probes (at most %d)", HT_MAX_SPECS);
+		return -1;
+	}
+	struct probe *p = &plan->probes[plan->n];
+	p->path = plan_path(plan, o->path);
+	p->func = strdup(func);
+	p->offset = off;
+	p->delta = where.vaddr - vaddr;
+	p->spec = plan->n;
+	p->kind = spec->kind;
+	p->where = where;
+	plan->specs[plan->n++] = *spec;
+	return 0;
+}
+
+int probes_add_malloc(struct probe_plan *plan, const char *path, bool require)
+{
+	struct elfobj o;
+	struct placer *pl;
+	bool have_malloc = false, have_free = false;
+	int err = 0;
+
+	if (elfobj_open(&o, path, true))
+		return -1;
+	if (!(pl = placer_new(&o))) {
+		ht_err("cannot start the instruction decoder");
+		elfobj_close(&o);
+		return -1;
+	}
+	struct sym_spec fam;
+	for (int i = 0; !err && !malloc_family(i, &fam); i++) {
+		uint64_t va, size;
+
+		if (elfobj_func(&o, fam.name, &va, &size)) {
+			have_malloc |= !strcmp(fam.name, "malloc");
+			have_free |= fam.spec.kind == HT_SPEC_FREE;
+			err = add_probe(plan, &o, pl, fam.name, va, size, &fam.spec);
+		}
+		symspec_free(&fam);
+	}
+	placer_free(pl);
+	elfobj_close(&o);
+	if (!err && require && (!have_malloc || !have_free)) {
+		ht_err("%s defines no %s", path, have_malloc ? "free" : "malloc");
+		err = -1;
+	}
+	return err ? -1 : 0;
+}
+
+/* "libfoo.so" names /usr/lib/libfoo.so.1; "/usr/lib/libfoo.so.1" names only itself. */
+static bool names_object(const char *want, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t n = strlen(want);
+
+	if (strchr(want, '/'))
+		return !strcmp(want, path);
+	base = base ? base + 1 : path;
+	return !strncmp(base, want, n) && (base[n] == '\0' || base[n] == '.');
+}
+
+int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
+		      const struct objlist *objs)
+{
+	int matched = 0;
+	char looked[1024] = "";
+	size_t used = 0;
+
+	for (int i = 0; i < objs->n; i++) {
+		const char *name = objlist_name(objs, i);
+		struct elfobj o;
+		uint64_t va, size;
+
+		if (s->object && !names_object(s->object, name))
+			continue;
+		matched++;
+		if (used < sizeof(looked))
+			used += snprintf(looked + used, sizeof(looked) - used, "%s%s", used ? ", " : "", name);
+		if (elfobj_open(&o, objs->p[i], false))
+			continue;
+		if (!elfobj_func(&o, s->name, &va, &size)) {
+			elfobj_close(&o);
+			continue;
+		}
+		struct placer *pl = placer_new(&o);
+		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec) : -1;
+		placer_free(pl);
+		elfobj_close(&o);
+		return err;
+	}
+	if (s->object && !matched)
+		ht_err("%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
+		       s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
+	else
+		ht_err("%s %s: no function %s in %s", option, s->name, s->name, looked);
+	return -1;
+}
+
+static enum tracer_prog entry_prog(enum ht_spec_kind k)
+{
+	return k == HT_SPEC_ALLOC ? PROG_ALLOC_ENTER : k == HT_SPEC_FREE ? PROG_FREE_ENTER : PROG_RESET_ENTER;
+}
+
+/* Does prog go on the probes of this kind of spec? */
+static bool prog_of_kind(enum tracer_prog prog, enum ht_spec_kind k)
+{
+	return prog == PROG_ALLOC_RETURN || prog == PROG_ALLOC_SESSION ? k == HT_SPEC_ALLOC : entry_prog(k) == prog;
+}
+
+/*
+ * One uprobe_multi link per object and program.  In a running process (-p)
+ * the order matters: frees first, so that every block recorded has its
+ * free seen; allocation entries last, since an entry whose return probe was
+ * not attached yet would leave its thread "inside a call" for good, and
+ * every later call from that depth would pass for a nested one.  A return
+ * or a free seen without its entry or allocation is merely counted.
+ * tracer_detach() goes in the reverse order.
+ */
+static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+{
+	static const enum tracer_prog plain[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_RETURN,
+						  PROG_ALLOC_ENTER };
+	static const enum tracer_prog session[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_SESSION };
+	const enum tracer_prog *progs = tr->session ? session : plain;
+	size_t nprogs = tr->session ? sizeof(session) / sizeof(session[0]) : sizeof(plain) / sizeof(plain[0]);
+	uint64_t offsets[HT_MAX_SPECS], cookies[HT_MAX_SPECS];
+
+	for (size_t k = 0; k < nprogs; k++) {
+		for (int o = 0; o < plan->n_paths; o++) {
+			uint32_t n = 0;
+			for (int i = 0; i < plan->n; i++) {
+				const struct probe *p = &plan->probes[i];
+				if (p->path != plan->paths[o] || !prog_of_kind(progs[k], p->kind))
+					continue;
+				offsets[n] = p->offset;
+				cookies[n++] = p->spec;
+			}
+			if (!n)
+				continue;
+			int err = tracer_attach_multi(tr, progs[k], plan->paths[o], offsets, cookies, n, pid);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* The program a probe gets in each pass: frees, then returns, then entries, as in attach_multi; -1: none. */
+static int pass_prog(int pass, enum ht_spec_kind kind)
+{
+	if (kind != HT_SPEC_ALLOC)
+		return pass == 0 ? (int)entry_prog(kind) : -1;
+	return pass == 1 ? PROG_ALLOC_RETURN : pass == 2 ? PROG_ALLOC_ENTER : -1;
+}
+
+static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+{
+	for (int pass = 0; pass < 3; pass++) {
+		for (int k = 0; k < plan->n; k++) {
+			const struct probe *p = &plan->probes[k];
+			int prog = pass_prog(pass, p->kind);
+			int err = prog < 0 ? 0 : tracer_attach(tr, prog, p->path, p->offset, p->spec, pid);
+			if (err) {
+				ht_err("cannot attach a uprobe to %s in %s: %s", p->func, p->path, strerror(-err));
+				return err;
+			}
+		}
+	}
+	return 0;
+}
+
+int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+{
+	bool first = !tr->n_links && !tr->n_multi;      /* followed children repeat the same plan */
+	int err = tr->multi ? attach_multi(plan, tr, pid) : attach_each(plan, tr, pid);
+
+	if (err == -EOPNOTSUPP)
+		return 1;
+	if (err == -EPROTONOSUPPORT)
+		return 2;
+	if (err) {
+		if (tr->multi)
+			ht_err("cannot attach uprobes: %s", strerror(-err));
+		return -1;
+	}
+	for (int k = 0; first && k < plan->n; k++) {
+		const struct probe *p = &plan->probes[k];
+		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s%s", p->func, p->path, p->offset, p->func,
+			p->delta, p->where.insn, p->where.why,
+			p->kind != HT_SPEC_ALLOC ? "" : tr->session ? " (a session: entry and return)" : " (and its return)");
+	}
+	if (first)
+		ht_info("attached with %s", tr->session ? "uprobe_multi links, allocators as uprobe sessions" :
+					    tr->multi ? "uprobe_multi links" : "one perf event per probe");
+	return 0;
+}
+
+void probes_print(const struct probe_plan *plan, FILE *f)
+{
+	for (int k = 0; k < plan->n; k++) {
+		const struct probe *p = &plan->probes[k];
+		fprintf(f, "%s %s 0x%lx +%lu %s `%s` %s\n", p->func, p->path, p->offset, p->delta,
+			kind_name(p->kind), p->where.insn, p->where.why);
+	}
+}
+
+void probes_free(struct probe_plan *plan)
+{
+	for (int k = 0; k < plan->n; k++)
+		free(plan->probes[k].func);
+	for (int i = 0; i < plan->n_paths; i++)
+		free(plan->paths[i]);
+	plan->n = plan->n_paths = 0;
+}

@@ -1,0 +1,59 @@
+/* Which functions to probe, where, and with which allocator descriptor. */
+#ifndef HT_PROBES_H
+#define HT_PROBES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "probe/allocator.h"
+#include "heaptrace.h"
+#include "probe/placement.h"
+#include "probe/symspec.h"
+#include "tracer/tracer.h"
+
+struct probe {
+	char *func;
+	const char *path;       /* the object, owned by the plan */
+	uint64_t offset;        /* file offset of the probed instruction */
+	uint64_t delta;         /* its distance from the function's entry */
+	uint32_t spec;          /* attach cookie: index into plan.specs */
+	enum ht_spec_kind kind;
+	struct placement where;
+};
+
+struct probe_plan {
+	struct probe probes[HT_MAX_SPECS];
+	int n;
+	struct ht_alloc_spec specs[HT_MAX_SPECS];
+	char *paths[HT_MAX_SPECS];
+	int n_paths;
+	bool at_entry;          /* --probe-at=entry */
+};
+
+void probes_init(struct probe_plan *plan, bool at_entry);
+
+/*
+ * The malloc family of one object (functions it lacks are skipped).  With
+ * require, an object without malloc and free is an error (printed).
+ */
+int probes_add_malloc(struct probe_plan *plan, const char *path, bool require);
+
+/* A --sym/--free-sym/--reset-sym function, found among the target's objects.  0 or -1 (printed). */
+int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
+		      const struct objlist *objs);
+
+/*
+ * Attach every probe of the plan for one process.  Returns 0, -1 (printed),
+ * 1 when the tracer was loaded for uprobe_multi and the kernel has none, or
+ * 2 when it was loaded for uprobe sessions and the kernel has none: reload
+ * it without and call again.
+ */
+int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
+
+/* The plan as lines "FUNC PATH 0xOFFSET +DELTA KIND `INSN` WHY", for scripts (--list-probes). */
+void probes_print(const struct probe_plan *plan, FILE *f);
+
+void probes_free(struct probe_plan *plan);
+
+#endif

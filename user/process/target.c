@@ -1,0 +1,235 @@
+/* The traced process: a command launched held before exec, or a running PID; its memory map. */
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "process/target.h"
+
+/* Guards t->maps between the tracing thread and HTTP request threads. */
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+char *target_maps_copy(struct target *t)
+{
+	pthread_mutex_lock(&maps_lock);
+	char *m = t->maps ? strdup(t->maps) : NULL;
+	pthread_mutex_unlock(&maps_lock);
+	return m;
+}
+
+char *target_maps_now(struct target *t)
+{
+	char path[64];
+	char *m;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	m = read_text_file(path);
+	if (m && *m)
+		return m;
+	free(m);
+	return target_maps_copy(t);
+}
+
+void target_refresh_maps(struct target *t)
+{
+	char path[64];
+	char *m;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	m = read_text_file(path);
+	/* A process that is exiting or gone reads as empty: keep what we had. */
+	if (!m || !*m) {
+		free(m);
+		return;
+	}
+	bool changed = !t->maps || strcmp(t->maps, m);
+	pthread_mutex_lock(&maps_lock);
+	free(t->maps);
+	t->maps = m;
+	pthread_mutex_unlock(&maps_lock);
+	if (changed && t->maps_changed)
+		t->maps_changed(t->maps_changed_arg, m, t->root);
+}
+
+/* PATH search the way execvp does it, but done here so the child never mallocs. */
+static char *resolve_command(const char *cmd, int *err)
+{
+	*err = ENOENT;
+	if (strchr(cmd, '/')) {
+		if (access(cmd, F_OK))
+			return NULL;
+		*err = access(cmd, X_OK) ? EACCES : 0;
+		return *err ? NULL : strdup(cmd);
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		char buf[4096];
+		struct stat st;
+
+		snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - p), p, end == p ? "" : "/", cmd);
+		if (!stat(buf, &st) && S_ISREG(st.st_mode)) {
+			if (!access(buf, X_OK)) {
+				*err = 0;
+				return strdup(buf);
+			}
+			*err = EACCES;
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	return NULL;
+}
+
+static pid_t open_pidfd(pid_t pid)
+{
+	return syscall(SYS_pidfd_open, pid, 0);
+}
+
+int target_prepare(struct target *t, char *const argv[])
+{
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->go_fd = t->pidfd = -1;
+	t->launched = true;
+	t->exe = resolve_command(argv[0], &err);
+	if (!t->exe) {
+		ht_err("%s: %s", argv[0], err == ENOENT ? "command not found" : strerror(err));
+		return err == ENOENT ? 127 : 126;
+	}
+	return 0;
+}
+
+int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
+{
+	int pipefd[2];
+
+	if (!t->exe) {
+		int rc = target_prepare(t, argv);
+		if (rc)
+			return rc;
+	}
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		ht_err("pipe: %s", strerror(errno));
+		return 1;
+	}
+	fflush(NULL);
+	t->pid = fork();
+	if (t->pid < 0) {
+		ht_err("fork: %s", strerror(errno));
+		return 1;
+	}
+	if (t->pid == 0) {
+		char go;
+		sigset_t none;
+
+		/* heaptrace blocks the signals it waits for; the command must not inherit that. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		close(pipefd[1]);
+		if (stdout_to_stderr)
+			dup2(STDERR_FILENO, STDOUT_FILENO);
+		/* Our probes are attached for this pid from now on: no malloc here. */
+		if (read(pipefd[0], &go, 1) != 1)
+			_exit(1);
+		execv(t->exe, argv);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(pipefd[0]);
+	t->go_fd = pipefd[1];
+	t->pidfd = open_pidfd(t->pid);
+	return 0;
+}
+
+/* PF_KTHREAD in the flags field (the 9th) of /proc/PID/stat. */
+static bool is_kernel_thread(pid_t pid)
+{
+	char path[64], *stat, *p;
+	unsigned long flags = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(stat = read_text_file(path)))
+		return false;
+	/* The command name may hold spaces and parentheses: fields start after the last ')'. */
+	p = strrchr(stat, ')');
+	if (p)
+		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags);
+	free(stat);
+	return flags & 0x00200000;
+}
+
+int target_attach(struct target *t, pid_t pid)
+{
+	char path[64];
+
+	memset(t, 0, sizeof(*t));
+	t->go_fd = t->pidfd = -1;
+	t->pid = pid;
+	if (kill(pid, 0) && errno == ESRCH) {
+		ht_err("no process with PID %d", pid);
+		return 1;
+	}
+	if (is_kernel_thread(pid)) {
+		ht_err("PID %d is a kernel thread: it has no user-space heap to trace", pid);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	t->exe = realpath(path, NULL);
+	if (!t->exe) {
+		ht_err("cannot read %s: %s%s", path, strerror(errno),
+		       errno == EACCES || errno == EPERM ? " (run as root or as the process's owner)" : "");
+		return 1;
+	}
+	t->pidfd = open_pidfd(pid);
+	snprintf(t->root, sizeof(t->root), "/proc/%d/root", pid);
+	target_refresh_maps(t);
+	if (!t->maps) {
+		ht_err("cannot read /proc/%d/maps", pid);
+		return 1;
+	}
+	return 0;
+}
+
+int target_start(struct target *t)
+{
+	if (!t->launched || t->go_fd < 0)
+		return 0;
+	int r = write(t->go_fd, "g", 1) == 1 ? 0 : -1;
+	close(t->go_fd);
+	t->go_fd = -1;
+	return r;
+}
+
+int target_exit_code(const struct target *t)
+{
+	if (!t->exited)
+		return 0;
+	if (WIFEXITED(t->status))
+		return WEXITSTATUS(t->status);
+	if (WIFSIGNALED(t->status))
+		return 128 + WTERMSIG(t->status);
+	return 1;
+}
+
+void target_free(struct target *t)
+{
+	if (t->go_fd >= 0)
+		close(t->go_fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	free(t->exe);
+	free(t->maps);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,321 @@
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "process/tracee.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+#define NO_SLOT UINT32_MAX
+
+static int ptrace_options(const struct tracee *tc)
+{
+	return PTRACE_O_TRACEEXIT |
+	       (tc->follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE : 0);
+}
+
+/* The thread group a task belongs to (/proc/TID/status), or -1 when it is gone. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], *s, *p;
+	pid_t tgid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (!(s = read_text_file(path)))
+		return -1;
+	if ((p = strstr(s, "\nTgid:")))
+		tgid = atoi(p + 6);
+	free(s);
+	return tgid;
+}
+
+static struct tracee_tid *find_tid(struct tracee *f, pid_t tid)
+{
+	for (size_t i = 0; i < f->n_tids; i++)
+		if (f->tids[i].tid == tid)
+			return &f->tids[i];
+	return NULL;
+}
+
+/* Room for one more element in *arr (n used of *cap); false when out of memory. */
+static bool reserve(void *arr, size_t n, size_t *cap, size_t size)
+{
+	void **p = arr;
+
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? 2 * *cap : 16;
+	void *g = realloc(*p, c * size);
+	if (!g)
+		return false;
+	*p = g;
+	*cap = c;
+	return true;
+}
+
+static struct tracee_tid *add_tid(struct tracee *f, pid_t tid)
+{
+	struct tracee_tid *t = find_tid(f, tid);
+
+	if (t)
+		return t;
+	if (!reserve(&f->tids, f->n_tids, &f->cap_tids, sizeof(*f->tids)))
+		return NULL;
+	f->tids[f->n_tids] = (struct tracee_tid){ .tid = tid };
+	return &f->tids[f->n_tids++];
+}
+
+static void drop_tid(struct tracee *f, pid_t tid)
+{
+	struct tracee_tid *t = find_tid(f, tid);
+
+	if (t)
+		*t = f->tids[--f->n_tids];
+}
+
+static struct tracee_child *find_kid(struct tracee *f, pid_t pid)
+{
+	for (size_t i = 0; i < f->n_kids; i++)
+		if (f->kids[i].pid == pid)
+			return &f->kids[i];
+	return NULL;
+}
+
+static struct tracee_child *add_kid(struct tracee *f, pid_t pid, pid_t parent)
+{
+	if (!reserve(&f->kids, f->n_kids, &f->cap_kids, sizeof(*f->kids)))
+		return NULL;
+	f->kids[f->n_kids] = (struct tracee_child){ .pid = pid, .parent = parent, .slot = NO_SLOT };
+	return &f->kids[f->n_kids++];
+}
+
+static void refresh_kid_maps(struct tracee_child *k)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", k->pid);
+	char *m = read_text_file(path);
+	if (m && *m) {
+		free(k->maps);
+		k->maps = m;
+	} else {
+		free(m);
+	}
+}
+
+void tracee_refresh_maps(struct tracee *f)
+{
+	for (size_t i = 0; i < f->n_kids; i++)
+		if (!f->kids[i].exited && f->kids[i].slot != NO_SLOT)
+			refresh_kid_maps(&f->kids[i]);
+}
+
+int tracee_seize_launched(struct tracee *tc)
+{
+	struct target *t = tc->t;
+
+	if (ptrace(PTRACE_SEIZE, t->pid, 0, ptrace_options(tc))) {
+		if (tc->follow) {
+			ht_err("--follow-fork: cannot ptrace the command: %s", strerror(errno));
+			return -1;
+		}
+		ht_info("cannot ptrace the command (%s): its memory map is read before exit instead",
+			strerror(errno));
+		return 0;
+	}
+	tc->seized = true;
+	if (tc->follow)
+		add_tid(tc, t->pid);
+	return 0;
+}
+
+int tracee_seize_all(struct tracee *tc)
+{
+	struct target *t = tc->t;
+	char path[64];
+	bool added = true;
+
+	/* Threads started while we seize the others: go round until no new one appears. */
+	while (added) {
+		added = false;
+		snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+		DIR *d = opendir(path);
+		if (!d) {
+			ht_err("cannot list the threads of PID %d: %s", t->pid, strerror(errno));
+			return -1;
+		}
+		for (struct dirent *e; (e = readdir(d));) {
+			pid_t tid = atoi(e->d_name);
+			if (tid <= 0 || find_tid(tc, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, 0, ptrace_options(tc))) {
+				if (errno == ESRCH)
+					continue;       /* the thread ended meanwhile */
+				ht_err("--follow-fork: cannot ptrace PID %d (%s)%s", t->pid, strerror(errno),
+				       errno == EPERM ? ": is a debugger attached, or is ptrace restricted (yama)?" : "");
+				closedir(d);
+				return -1;
+			}
+			add_tid(tc, tid);
+			added = true;
+		}
+		closedir(d);
+	}
+	tc->seized = true;
+	return 0;
+}
+
+/* The slot of a traced process: 0 the target, a child's; NO_SLOT when untraced. */
+static uint32_t slot_of(struct tracee *f, pid_t tgid)
+{
+	struct tracee_child *k;
+
+	if (tgid == f->t->pid)
+		return 0;
+	k = find_kid(f, tgid);
+	return k ? k->slot : NO_SLOT;
+}
+
+/* Let a new process go: traced (its probes are attached) or, when it cannot be, detached. */
+static void release_kid(struct tracee_child *k)
+{
+	if (k->slot == NO_SLOT)
+		ptrace(PTRACE_DETACH, k->pid, 0, 0);
+	else
+		ptrace(PTRACE_CONT, k->pid, 0, 0);
+}
+
+/* A tracee forked (or cloned a new process): trace the child before it runs. */
+static void on_new_process(struct tracee *f, pid_t parent_tid, pid_t child)
+{
+	pid_t parent = tgid_of(parent_tid);
+	uint32_t parent_slot = slot_of(f, parent);
+	struct tracee_child *k = add_kid(f, child, parent);
+
+	if (!k) {
+		f->not_followed++;
+		return;
+	}
+	if (parent_slot != NO_SLOT) {
+		k->slot = f->on_fork(f->arg, child, parent_slot);
+		if (!k->slot)
+			k->slot = NO_SLOT;
+	}
+	if (k->slot == NO_SLOT)
+		f->not_followed++;
+	else
+		refresh_kid_maps(k);
+	/* Its first stop may have come before this event: then it waits for us. */
+	struct tracee_tid *ct = find_tid(f, child);
+	if (ct && ct->held) {
+		ct->held = false;
+		release_kid(k);
+	}
+}
+
+static void on_exit_status(struct tracee *f, pid_t tid, int st)
+{
+	struct tracee_child *k;
+
+	drop_tid(f, tid);
+	if (tid == f->t->pid) {
+		f->t->exited = true;
+		f->t->status = st;
+	} else if ((k = find_kid(f, tid))) {
+		k->exited = true;
+	}
+}
+
+/* A task's first stop: auto-attached by a fork or clone event we may not have seen yet. */
+static void on_first_stop(struct tracee *f, pid_t tid)
+{
+	struct tracee_tid *ft = add_tid(f, tid);
+	pid_t tgid = tgid_of(tid);
+	struct tracee_child *k;
+
+	if (tgid != tid) {
+		ptrace(PTRACE_CONT, tid, 0, 0);         /* a new thread of a traced process */
+	} else if ((k = find_kid(f, tid))) {
+		release_kid(k);
+	} else if (ft) {
+		ft->held = true;                        /* until its parent's fork event */
+	}
+}
+
+void tracee_reap(struct tracee *f, bool wait)
+{
+	struct target *t = f->t;
+	int st;
+
+	/*
+	 * Without --follow-fork only the launched command is ours to wait
+	 * for; with it, every task of the tree is, and so is any pid.
+	 */
+	if (!t->launched && !f->follow)
+		return;
+	for (;;) {
+		/* Followed children may still report after the target's end; they are waited for with it. */
+		if (t->exited && (wait || !f->follow))
+			return;
+		pid_t r = waitpid(f->follow ? -1 : t->pid, &st, __WALL | (wait ? 0 : WNOHANG));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			on_exit_status(f, r, st);
+			continue;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		int event = st >> 16, sig = WSTOPSIG(st);
+		if (f->follow && !find_tid(f, r)) {
+			on_first_stop(f, r);
+			continue;
+		}
+		unsigned long msg = 0;
+		switch (event) {
+		case PTRACE_EVENT_FORK:
+		case PTRACE_EVENT_VFORK:
+		case PTRACE_EVENT_CLONE:
+			ptrace(PTRACE_GETEVENTMSG, r, 0, &msg);
+			/* clone() without CLONE_THREAD makes a process too. */
+			if (msg && tgid_of(msg) == (pid_t)msg)
+				on_new_process(f, r, msg);
+			ptrace(PTRACE_CONT, r, 0, 0);
+			break;
+		case PTRACE_EVENT_EXIT: {
+			/* The last moment its mappings exist. */
+			struct tracee_child *k = find_kid(f, r);
+			if (r == t->pid)
+				target_refresh_maps(t);
+			else if (k && k->slot != NO_SLOT)
+				refresh_kid_maps(k);
+			ptrace(PTRACE_CONT, r, 0, 0);
+			break;
+		}
+		case PTRACE_EVENT_STOP:
+			/* Group stop (SIGSTOP, SIGTSTP): stay stopped, as without us. */
+			ptrace(PTRACE_LISTEN, r, 0, 0);
+			break;
+		default:
+			ptrace(PTRACE_CONT, r, 0, sig);
+		}
+	}
+}
+
+void tracee_free(struct tracee *f)
+{
+	for (size_t i = 0; i < f->n_kids; i++)
+		free(f->kids[i].maps);
+	free(f->kids);
+	free(f->tids);
+	f->kids = NULL;
+	f->tids = NULL;
+	f->n_kids = f->n_tids = f->cap_kids = f->cap_tids = 0;
+}

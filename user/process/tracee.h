@@ -1,0 +1,73 @@
+/*
+ * The ptrace side of tracing, in one loop.  A launched command is
+ * ptrace-seized so that it stops at its exit, while its memory map can
+ * still be read.  With --follow-fork heaptrace is the tracer of every thread
+ * of the target with fork/clone events on, so a forked child is held
+ * stopped until its probes are attached: it cannot allocate unseen.
+ */
+#ifndef HT_TRACEE_H
+#define HT_TRACEE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "process/target.h"
+
+struct tracee_child {
+	pid_t pid;
+	pid_t parent;
+	uint32_t slot;          /* the BPF side's process slot; 0: not traced */
+	char *maps;             /* /proc/PID/maps as last read while it lived */
+	bool exited;
+};
+
+/*
+ * Called with the child stopped before its first instruction.  Returns its
+ * process slot, or 0 when it cannot be traced (the reason printed).
+ */
+typedef uint32_t (*tracee_fork_fn)(void *arg, pid_t child, uint32_t parent_slot);
+
+struct tracee_tid {
+	pid_t tid;
+	bool held;              /* a new process's first stop, waiting for its parent's fork event */
+};
+
+struct tracee {
+	struct target *t;
+	bool follow;                    /* --follow-fork */
+	bool seized;                    /* we are the target's ptrace tracer */
+	tracee_fork_fn on_fork;
+	void *arg;
+	struct tracee_child *kids;
+	size_t n_kids, cap_kids;
+	struct tracee_tid *tids;        /* every task we have seen stop */
+	size_t n_tids, cap_tids;
+	size_t not_followed;            /* children left untraced (no slot, attach failed) */
+};
+
+/*
+ * A launched command, still held before its execve: seize it.  Without
+ * --follow-fork a failure only costs the memory map at its exit (said
+ * with -v); with it, it is an error.  0 or -1 (printed).
+ */
+int tracee_seize_launched(struct tracee *tc);
+
+/* -p --follow-fork: become the tracer of every thread of the target.  0 or -1 (printed). */
+int tracee_seize_all(struct tracee *tc);
+
+/*
+ * Handle what waitpid reports, without blocking or (wait) until the target
+ * ends: exit stops (capture the maps, let it go), group stops (stay
+ * stopped, as without us), signals (delivered), forks (--follow-fork), and
+ * the end (sets the target's exited and status).
+ */
+void tracee_reap(struct tracee *tc, bool wait);
+
+/* Read the maps of children still alive (before the profiles are written). */
+void tracee_refresh_maps(struct tracee *tc);
+
+void tracee_free(struct tracee *tc);
+
+#endif

@@ -1,0 +1,111 @@
+/* The profile as read from the BPF maps: stacks x four counters, plus losses. */
+#ifndef HT_PROFILE_H
+#define HT_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "heaptrace.h"
+
+struct tracer;
+
+enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS };
+
+/* The raw counts of the allocations recorded by --sample-rate, as a heap_v2 profile holds them. */
+struct prof_sampled {
+	int64_t inuse_objects, inuse_bytes;
+	uint64_t alloc_objects, alloc_bytes;
+};
+
+struct prof_stack {
+	uint64_t hash;          /* the BPF side's stack key (0 once merged or diffed) */
+	uint64_t *pcs;          /* return addresses, innermost (the allocation site) first */
+	uint32_t depth;         /* 0 for the pseudo stack of allocations whose stack was lost */
+	uint32_t flags;         /* HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
+	/*
+	 * The counters every output reports: exact counts, or with
+	 * --sample-rate the estimates (the BPF side's est_*, in whole
+	 * objects); peak_objects/peak_bytes hold the at-peak in-use, resolved.
+	 * The est_* fields are not used past profile_take.
+	 */
+	struct ht_site c;
+	struct prof_sampled sampled;    /* profile.sample_rate: the raw counts behind c */
+};
+
+struct profile {
+	struct prof_stack *stacks;
+	size_t n;
+	struct ht_site total;
+	uint64_t counters[HT_COUNTER_MAX];
+	pid_t pid;
+	const char *maps;       /* the target's /proc/PID/maps text (borrowed) */
+	size_t trimmed;         /* stacks cut where a frame left executable memory */
+	struct ht_totals totals;        /* process totals and the peak, as the BPF side kept them */
+	uint64_t now_ns;                /* CLOCK_MONOTONIC when read (bpf_ktime_get_ns's clock) */
+	uint64_t start_ns;              /* when tracing started */
+	double min_age;                 /* >0: in-use counts only blocks live at least this long (s) */
+	bool is_diff;                   /* counters are changes between two profiles */
+	const char *command;            /* the target's command line, for the record */
+	bool snapshot;                  /* one of a series (-i), to be compared with the others */
+	/*
+	 * --sample-rate: the counters are estimates from allocations sampled
+	 * one per sample_rate bytes, whose raw counts are in stacks[].sampled.
+	 * 0: exact counts, or estimates that have no raw counts behind them
+	 * (diffs, at-peak profiles, profiles read back).
+	 */
+	uint64_t sample_rate;
+};
+
+/* Where profiles of a session come from, and what every one of them records. */
+struct profile_source {
+	const struct tracer *tr;
+	double min_age;         /* --min-age SEC */
+	uint64_t start_ns;      /* when tracing started */
+	const char *command;    /* the traced command line */
+};
+
+/*
+ * The profile of one traced process as the BPF maps hold it now: process
+ * slot 0 is the target, others are children followed with --follow-fork.
+ * Stacks with identical frames are merged; maps (borrowed) names the
+ * process's objects.  The one way every profile is taken: the final one,
+ * followed children's, -i snapshots and --http's.
+ */
+int profile_take(const struct profile_source *src, uint32_t slot, pid_t pid, const char *maps, struct profile *p);
+/* Sort stacks by frames, merge identical ones, recount the totals. */
+void profile_normalize(struct profile *p);
+
+/*
+ * Read a heap profile file: legacy text (heaptrace's or gperftools') or
+ * heaptrace's gzipped protobuf: counters,
+ * frames and the MAPPED_LIBRARIES text (*maps, malloc'd, for p->maps).
+ * Returns 0, or -1 with the error printed.
+ */
+int profile_read_text(const char *path, struct profile *p, char **maps);
+
+/* The same from a gzipped pprof protobuf in memory (heaptrace's -f proto). */
+int profile_read_proto(const uint8_t *gz, size_t len, const char *path, struct profile *p, char **maps);
+
+/* The profile as it stood at the peak: in-use counters replaced by the at-peak ones. */
+void profile_at_peak(struct profile *p);
+
+/* new - old per stack (stacks matched by their frames); in p->stacks of a new profile. */
+int profile_diff(const struct profile *old, const struct profile *new, struct profile *diff);
+
+uint64_t monotonic_ns(void);
+void profile_free(struct profile *p);
+
+int64_t site_value(const struct ht_site *c, enum ht_value v);
+void site_add(struct ht_site *to, const struct ht_site *c);
+
+/* qsort order of stacks by their frames. */
+int cmp_frames(const void *a, const void *b);
+const char *value_name(enum ht_value v);
+int value_parse(const char *s, enum ht_value *v);
+
+/* Indices of stacks ordered by value v, largest first. */
+size_t *profile_order(const struct profile *p, enum ht_value v);
+
+#endif

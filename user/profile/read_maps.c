@@ -1,0 +1,321 @@
+/* Reading the BPF maps into a profile: counters, frames, --min-age recounts. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+#include "util/log.h"
+#include "profile/profile.h"
+#include "util/procfs.h"
+#include "tracer/tracer.h"
+
+struct range {
+	uint64_t lo, hi;
+};
+
+/* Executable mappings of the saved maps text. */
+static struct range *exec_ranges(const char *maps, size_t *n)
+{
+	struct range *r = NULL;
+	struct map_entry e;
+	size_t cap = 0;
+
+	*n = 0;
+	while (maps_next(&maps, &e)) {
+		if (e.perms[2] != 'x')
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct range *g = realloc(r, cap * sizeof(*g));
+			if (!g)
+				break;
+			r = g;
+		}
+		r[(*n)++] = (struct range){ e.lo, e.hi };
+	}
+	return r;
+}
+
+/*
+ * A frame-pointer walk that enters code built without frame pointers reads
+ * whatever the stack holds next (strings, counters) as return addresses.  A
+ * "return address" outside every executable mapping ends the real stack.
+ */
+static void trim_stacks(struct profile *p)
+{
+	size_t nr;
+	struct range *r = exec_ranges(p->maps, &nr);
+
+	if (!r)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		struct prof_stack *s = &p->stacks[i];
+		for (uint32_t k = 0; k < s->depth; k++) {
+			/* maps lists mappings in address order: binary search. */
+			size_t a = 0, b = nr;
+			while (a < b) {
+				size_t m = (a + b) / 2;
+				if (r[m].hi <= s->pcs[k])
+					a = m + 1;
+				else
+					b = m;
+			}
+			/* Frame 0 stays, outside code or not: it names the allocation (an exec'd-away image, say). */
+			if (k && (a == nr || s->pcs[k] < r[a].lo)) {
+				s->depth = k;
+				p->trimmed++;
+				break;
+			}
+		}
+	}
+	free(r);
+}
+
+/*
+ * Visit every entry of a hash map with batched lookups (a few syscalls for
+ * 100,000 entries instead of two each); kernels without batch ops for the
+ * map fall back to key iteration.
+ */
+#define BATCH 4096
+
+static int read_map(int fd, size_t ksz, size_t vsz,
+		    int (*fn)(const void *key, const void *value, void *arg), void *arg)
+{
+	/* Zeroed: valgrind cannot see bpf() fill them, and would flag every read. */
+	char *keys = calloc(BATCH, ksz), *values = calloc(BATCH, vsz);
+	uint64_t in_tok = 0, out_tok = 0;
+	bool first = true;
+	int err = 0;
+
+	if (!keys || !values) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		__u32 n = BATCH;
+		int r = bpf_map_lookup_batch(fd, first ? NULL : &in_tok, &out_tok, keys, values, &n, NULL);
+		if (r && errno != ENOENT) {
+			if (!first || (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)) {
+				err = -errno;
+				goto out;
+			}
+			/* No batch lookups: one key at a time. */
+			void *prev = NULL;
+			while (!bpf_map_get_next_key(fd, prev, keys)) {
+				memcpy(keys + ksz, keys, ksz);
+				prev = keys + ksz;
+				if (!bpf_map_lookup_elem(fd, keys, values) && (err = fn(keys, values, arg)))
+					goto out;
+			}
+			goto out;
+		}
+		for (__u32 i = 0; i < n; i++)
+			if ((err = fn(keys + i * ksz, values + i * vsz, arg)))
+				goto out;
+		if (r)
+			break;  /* ENOENT: that was the last batch */
+		in_tok = out_tok;
+		first = false;
+	}
+out:
+	free(keys);
+	free(values);
+	return err;
+}
+
+/* Frames by stack hash: open addressing, filled from the stack map. */
+struct frames {
+	uint64_t *hash;
+	struct prof_stack *st;
+	size_t mask;
+	uint32_t max_depth;
+};
+
+static int add_frames(const void *key, const void *value, void *arg)
+{
+	struct frames *t = arg;
+	const struct ht_stack *st = value;     /* only its first t->max_depth frames exist */
+	uint64_t h = *(const uint64_t *)key;
+	uint32_t depth = st->depth < t->max_depth ? st->depth : t->max_depth;
+	size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask;
+
+	while (t->hash[i])
+		i = (i + 1) & t->mask;
+	t->hash[i] = h;
+	t->st[i].depth = depth;
+	t->st[i].flags = st->flags;
+	t->st[i].pcs = malloc((depth ? depth : 1) * sizeof(uint64_t));
+	if (!t->st[i].pcs)
+		return -ENOMEM;
+	memcpy(t->st[i].pcs, st->pcs, depth * sizeof(uint64_t));
+	return 0;
+}
+
+static struct prof_stack *find_frames(struct frames *t, uint64_t h)
+{
+	for (size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask; t->hash[i]; i = (i + 1) & t->mask)
+		if (t->hash[i] == h)
+			return &t->st[i];
+	return NULL;
+}
+
+struct join {
+	struct profile *p;
+	struct frames *frames;
+	size_t cap;
+	bool aged;              /* in-use comes from the live blocks old enough (--min-age) */
+	uint32_t proc;
+};
+
+/* --min-age: in-use per stack recounted from the live blocks at least that old. */
+struct aged {
+	struct profile *p;
+	uint64_t born_before;
+	int arenas_fd;
+	uint32_t proc;
+};
+
+static int cmp_hash(const void *a, const void *b)
+{
+	uint64_t x = ((const struct prof_stack *)a)->hash, y = ((const struct prof_stack *)b)->hash;
+	return x < y ? -1 : x > y;
+}
+
+static int add_aged_block(const void *key, const void *value, void *arg)
+{
+	const struct ht_block *b = value;
+	struct aged *a = arg;
+	struct prof_stack sk = { .hash = b->stack };
+
+	if (ht_live_key_proc(*(const uint64_t *)key) != a->proc || b->time_ns > a->born_before)
+		return 0;
+	if (b->arena) {
+		uint32_t gen = 0;
+		struct ht_arena_key ak = { .arena = b->arena, .proc = a->proc };
+		bpf_map_lookup_elem(a->arenas_fd, &ak, &gen);
+		if (gen != b->gen)
+			return 0;       /* its arena was reset */
+	}
+	/* p->stacks is sorted by stack hash here (see profile_take). */
+	struct prof_stack *s = bsearch(&sk, a->p->stacks, a->p->n, sizeof(*s), cmp_hash);
+	if (s) {
+		/* The same arithmetic as the BPF side's in-use counters. */
+		s->c.inuse_objects += b->objects;
+		s->c.inuse_bytes += b->size;
+		s->c.est_inuse_objects += b->weight * b->objects;
+		s->c.est_inuse_bytes += ht_weighted_bytes(b->size, b->weight);
+	}
+	return 0;
+}
+
+/* A site's counters joined with its frames; the frames move into the profile. */
+static int add_site(const void *key, const void *value, void *arg)
+{
+	struct join *j = arg;
+	const struct ht_site *c = value;
+	struct profile *p = j->p;
+
+	if (!c->alloc_objects || ((const struct ht_site_key *)key)->proc != j->proc)
+		return 0;
+	if (p->n == j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 256;
+		struct prof_stack *n = realloc(p->stacks, j->cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->stacks = n;
+	}
+	struct prof_stack *s = &p->stacks[p->n++], *f;
+	memset(s, 0, sizeof(*s));
+	s->c = *c;
+	s->hash = ((const struct ht_site_key *)key)->stack;
+	/* A site unchanged since the current peak epoch began still holds its at-peak values. */
+	if (c->epoch != p->totals.epoch) {
+		s->c.peak_objects = c->est_inuse_objects;
+		s->c.peak_bytes = c->est_inuse_bytes;
+	}
+	if (j->aged) {
+		s->c.inuse_objects = s->c.inuse_bytes = 0;
+		s->c.est_inuse_objects = s->c.est_inuse_bytes = 0;
+	}
+	f = find_frames(j->frames, ((const struct ht_site_key *)key)->stack);
+	if (f && f->pcs) {
+		s->pcs = f->pcs;
+		s->depth = f->depth;
+		s->flags = f->flags;
+		f->pcs = NULL;
+	}
+	return 0;
+}
+
+/*
+ * The counters outputs report are the estimates (in exact mode the same
+ * numbers: every weight is 1); the raw counts stay beside them for heap_v2.
+ */
+static void to_estimates(struct prof_stack *s)
+{
+	struct ht_site *c = &s->c;
+
+	s->sampled = (struct prof_sampled){ c->inuse_objects, c->inuse_bytes, c->alloc_objects, c->alloc_bytes };
+	c->inuse_objects = ht_q16_round(c->est_inuse_objects);
+	c->inuse_bytes = c->est_inuse_bytes;
+	c->alloc_objects = ht_q16_round(c->est_alloc_objects);
+	c->alloc_bytes = c->est_alloc_bytes;
+	c->peak_objects = ht_q16_round(c->peak_objects);
+	c->est_inuse_objects = c->est_inuse_bytes = 0;
+	c->est_alloc_objects = c->est_alloc_bytes = 0;
+}
+
+int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, const char *maps, struct profile *p)
+{
+	const struct tracer *tr = src->tr;
+	struct frames t = { 0 };
+	size_t slots = 1024;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->maps = maps;
+	p->start_ns = src->start_ns;
+	p->min_age = src->min_age;
+	p->command = src->command;
+	p->sample_rate = tr->sample_rate;
+	tracer_counters(tr, p->counters);
+	tracer_totals(tr, proc, &p->totals);
+	p->now_ns = monotonic_ns();
+
+	while (slots < 2 * (size_t)tracer_max_stacks(tr))
+		slots <<= 1;
+	t.hash = calloc(slots, sizeof(*t.hash));
+	t.st = calloc(slots, sizeof(*t.st));
+	t.mask = slots - 1;
+	t.max_depth = (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t);
+	struct join j = { .p = p, .frames = &t, .aged = p->min_age > 0, .proc = proc };
+	err = !t.hash || !t.st ? -ENOMEM :
+	      read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), add_frames, &t);
+	if (!err)
+		err = read_map(tracer_sites_fd(tr), sizeof(struct ht_site_key), sizeof(struct ht_site), add_site, &j);
+	for (size_t i = 0; t.st && i < slots; i++)
+		free(t.st[i].pcs);
+	free(t.hash);
+	free(t.st);
+	if (!err && j.aged) {
+		struct aged a = { .p = p, .born_before = p->now_ns - (uint64_t)(p->min_age * 1e9),
+				  .arenas_fd = tracer_arenas_fd(tr), .proc = proc };
+		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
+		err = read_map(tracer_live_fd(tr), sizeof(uint64_t), sizeof(struct ht_block), add_aged_block, &a);
+	}
+	if (err) {
+		ht_err("cannot read the profile from the BPF maps: %s", strerror(-err));
+		profile_free(p);
+		return -1;
+	}
+
+	for (size_t i = 0; i < p->n; i++)
+		to_estimates(&p->stacks[i]);
+	trim_stacks(p);
+	profile_normalize(p);
+	return 0;
+}
+

@@ -1,0 +1,298 @@
+/* Reading a gzipped pprof protobuf back, for `heaptrace diff` of -f proto snapshots. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "util/log.h"
+#include "profile/profile.h"
+
+struct pb {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t varint(struct pb *b)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (b->p >= b->end) {
+			b->bad = true;
+			return 0;
+		}
+		uint8_t c = *b->p++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return v;
+	}
+	b->bad = true;
+	return 0;
+}
+
+/* Next field: its number, wire type, and (length-delimited) its contents in *sub. */
+static bool field(struct pb *b, int *num, int *wt, uint64_t *v, struct pb *sub)
+{
+	if (b->p >= b->end || b->bad)
+		return false;
+	uint64_t key = varint(b);
+	*num = key >> 3;
+	*wt = key & 7;
+	switch (*wt) {
+	case 0:
+		*v = varint(b);
+		break;
+	case 1:
+		if (b->end - b->p < 8)
+			b->bad = true;
+		else
+			memcpy(v, b->p, 8), b->p += 8;
+		break;
+	case 2: {
+		uint64_t len = varint(b);
+		if ((uint64_t)(b->end - b->p) < len) {
+			b->bad = true;
+			break;
+		}
+		sub->p = b->p;
+		sub->end = b->p + len;
+		sub->bad = false;
+		b->p += len;
+		break;
+	}
+	case 5:
+		if (b->end - b->p < 4)
+			b->bad = true;
+		else
+			b->p += 4;
+		break;
+	default:
+		b->bad = true;
+	}
+	return !b->bad;
+}
+
+/* A repeated integer field, packed or not. */
+static int repeated(uint64_t **arr, size_t *n, size_t *cap, int wt, uint64_t v, struct pb *sub)
+{
+	for (;;) {
+		uint64_t x;
+		if (wt == 0)
+			x = v;
+		else if (sub->p < sub->end)
+			x = varint(sub);
+		else
+			break;
+		if (*n == *cap) {
+			*cap = *cap ? 2 * *cap : 16;
+			uint64_t *g = realloc(*arr, *cap * sizeof(*g));
+			if (!g)
+				return -1;
+			*arr = g;
+		}
+		(*arr)[(*n)++] = x;
+		if (wt == 0)
+			break;
+	}
+	return sub->bad ? -1 : 0;
+}
+
+static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
+{
+	z_stream z = { 0 };
+	size_t cap = len * 4 + 4096, n = 0;
+	uint8_t *out = malloc(cap);
+	int r;
+
+	if (!out || inflateInit2(&z, 15 + 32) != Z_OK) {
+		free(out);
+		return NULL;
+	}
+	z.next_in = (uint8_t *)in;
+	z.avail_in = len;
+	do {
+		if (n == cap) {
+			uint8_t *g = realloc(out, cap *= 2);
+			if (!g)
+				break;
+			out = g;
+		}
+		z.next_out = out + n;
+		z.avail_out = cap - n;
+		r = inflate(&z, Z_NO_FLUSH);
+		n = cap - z.avail_out;
+	} while (r == Z_OK);
+	inflateEnd(&z);
+	if (r != Z_STREAM_END) {
+		free(out);
+		return NULL;
+	}
+	*out_len = n;
+	return out;
+}
+
+struct loc {
+	uint64_t id, address;
+};
+
+int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct profile *p, char **maps)
+{
+	size_t len;
+	uint8_t *data = gunzip(gz, gzlen, &len);
+	struct pb b, sub, s2;
+	int num, wt, num2, wt2;
+	uint64_t v, v2;
+	/* Pass 1: strings, sample types, locations, mappings.  Pass 2: samples. */
+	char **strs = NULL;
+	size_t nstr = 0, capstr = 0;
+	uint64_t types[8] = { 0 };
+	int ntypes = 0;
+	struct loc *locs = NULL;
+	size_t nloc = 0, caploc = 0;
+	FILE *mf = NULL;
+	size_t maplen = 0;
+	int nmaps = 0;
+	int err = -1;
+
+	memset(p, 0, sizeof(*p));
+	*maps = NULL;
+	if (!data) {
+		ht_err("%s: not a gzipped profile", path);
+		return -1;
+	}
+	mf = open_memstream(maps, &maplen);
+	b = (struct pb){ data, data + len, false };
+	while (field(&b, &num, &wt, &v, &sub)) {
+		if (num == 6 && wt == 2) {
+			if (nstr == capstr) {
+				capstr = capstr ? 2 * capstr : 256;
+				char **g = realloc(strs, capstr * sizeof(*g));
+				if (!g)
+					goto out;
+				strs = g;
+			}
+			strs[nstr++] = strndup((const char *)sub.p, sub.end - sub.p);
+		} else if (num == 1 && wt == 2 && ntypes < 8) {
+			while (field(&sub, &num2, &wt2, &v2, &s2))
+				if (num2 == 1)
+					types[ntypes] = v2;
+			ntypes++;
+		} else if (num == 4 && wt == 2) {
+			struct loc l = { 0 };
+			while (field(&sub, &num2, &wt2, &v2, &s2)) {
+				if (num2 == 1)
+					l.id = v2;
+				else if (num2 == 3)
+					l.address = v2;
+			}
+			if (nloc == caploc) {
+				caploc = caploc ? 2 * caploc : 1024;
+				struct loc *g = realloc(locs, caploc * sizeof(*g));
+				if (!g)
+					goto out;
+				locs = g;
+			}
+			locs[nloc++] = l;
+		}
+	}
+	if (b.bad) {
+		ht_err("%s: not a pprof protobuf profile", path);
+		goto out;
+	}
+	/* Mappings need the string table, which comes last. */
+	b = (struct pb){ data, data + len, false };
+	while (field(&b, &num, &wt, &v, &sub)) {
+		if (num != 3 || wt != 2)
+			continue;
+		uint64_t start = 0, limit = 0, off = 0, file = 0;
+		while (field(&sub, &num2, &wt2, &v2, &s2)) {
+			if (num2 == 2) start = v2;
+			else if (num2 == 3) limit = v2;
+			else if (num2 == 4) off = v2;
+			else if (num2 == 5) file = v2;
+		}
+		/*
+		 * libdwfl places a module by where its file offset 0 is mapped: the
+		 * executable segment alone (offset 0x1000, say) would shift every
+		 * symbol.  Objects map their segments contiguously, so offset 0 is
+		 * at start - offset.  libdwfl takes inode 0 for anonymous memory and
+		 * one inode for one file: number them.
+		 */
+		if (mf && file < nstr && start >= off)
+			fprintf(mf, "%lx-%lx r-xp 00000000 00:01 %d %s\n", (unsigned long)(start - off),
+				(unsigned long)limit, ++nmaps, strs[file]);
+	}
+	int col[4] = { -1, -1, -1, -1 };
+	static const char *const names[4] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
+	for (int i = 0; i < ntypes; i++)
+		for (int k = 0; k < 4; k++)
+			if (types[i] < nstr && !strcmp(strs[types[i]], names[k]))
+				col[k] = i;
+
+	size_t cap = 0;
+	b = (struct pb){ data, data + len, false };
+	while (field(&b, &num, &wt, &v, &sub)) {
+		if (num != 2 || wt != 2)
+			continue;
+		uint64_t *ids = NULL, *vals = NULL;
+		size_t nid = 0, cid = 0, nval = 0, cval = 0;
+		while (field(&sub, &num2, &wt2, &v2, &s2)) {
+			if (num2 == 1 && repeated(&ids, &nid, &cid, wt2, v2, &s2))
+				break;
+			if (num2 == 2 && repeated(&vals, &nval, &cval, wt2, v2, &s2))
+				break;
+		}
+		if (p->n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct prof_stack *g = realloc(p->stacks, cap * sizeof(*g));
+			if (!g) {
+				free(ids);
+				free(vals);
+				goto out;
+			}
+			p->stacks = g;
+		}
+		struct prof_stack *s = &p->stacks[p->n++];
+		memset(s, 0, sizeof(*s));
+		s->pcs = malloc((nid ? nid : 1) * sizeof(uint64_t));
+		for (size_t i = 0; s->pcs && i < nid; i++) {
+			/* Locations hold return address - 1: back to what the text profile holds. */
+			for (size_t k = 0; k < nloc; k++)
+				if (locs[k].id == ids[i]) {
+					s->pcs[s->depth++] = locs[k].address + 1;
+					break;
+				}
+		}
+		uint64_t val[4] = { 0 };
+		for (int k = 0; k < 4; k++)
+			if (col[k] >= 0 && (size_t)col[k] < nval)
+				val[k] = vals[col[k]];
+		s->c.alloc_objects = val[0];
+		s->c.alloc_bytes = val[1];
+		s->c.inuse_objects = val[2];
+		s->c.inuse_bytes = val[3];
+		free(ids);
+		free(vals);
+	}
+	err = b.bad ? -1 : 0;
+	if (err)
+		ht_err("%s: truncated or corrupt protobuf", path);
+out:
+	if (mf)
+		fclose(mf);
+	for (size_t i = 0; i < nstr; i++)
+		free(strs[i]);
+	free(strs);
+	free(locs);
+	free(data);
+	if (err) {
+		profile_free(p);
+		free(*maps);
+		*maps = NULL;
+		return -1;
+	}
+	p->maps = *maps;
+	profile_normalize(p);
+	return 0;
+}

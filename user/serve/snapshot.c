@@ -1,0 +1,94 @@
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "serve/snapshot.h"
+
+static uint64_t ms_since(uint64_t ns)
+{
+	return (monotonic_ns() - ns) / 1000000;
+}
+
+/* Growth since the previous snapshot, then p becomes the previous one. */
+static void keep(struct snapshots *ss, struct profile *p, FILE *growth_to)
+{
+	if (ss->have_prev && growth_to) {
+		struct profile d;
+		if (!profile_diff(&ss->prev, p, &d)) {
+			struct symbolizer *sym = sym_open(p->maps ? p->maps : "");
+			if (sym) {
+				output_growth(growth_to, &d, sym, ss->value, 5);
+				sym_close(sym);
+			}
+			profile_free(&d);
+		}
+	}
+	if (ss->have_prev)
+		profile_free(&ss->prev);
+	ss->prev = *p;
+	ss->prev.maps = NULL;   /* the target's maps text is replaced as it changes */
+	ss->have_prev = true;
+	memset(p, 0, sizeof(*p));
+}
+
+int snapshot_write(struct snapshots *ss, struct profile *p)
+{
+	uint64_t t0 = monotonic_ns();
+	int err;
+
+	ss->seq++;
+	p->snapshot = true;
+	if (ss->live) {
+		/* A terminal: redraw in place, like top. */
+		fputs("\033[H\033[J", stdout);
+		err = output_write(stdout, FMT_TOP, p, ss->value, ss->top);
+		keep(ss, p, stdout);
+		fflush(stdout);
+		return err;
+	}
+	char path[4200];
+	snprintf(path, sizeof(path), "%s.%04d.heap", ss->prefix, ss->seq);
+	err = output_file(path, ss->fmt, p, ss->value, ss->top);
+	if (err) {
+		ht_err("snapshot %d lost: cannot write %s: %s", ss->seq, path, strerror(errno));
+		ss->failed++;
+	}
+	ht_info("snapshot %d: %s, %zu stacks, %lld bytes in use, %lu ms", ss->seq, path, p->n,
+		(long long)p->total.inuse_bytes, (unsigned long)ms_since(t0));
+	keep(ss, p, ss->diff ? stderr : NULL);
+	return err;
+}
+
+void snapshot_tick(void *arg)
+{
+	struct snapshots *ss = arg;
+	struct profile p;
+
+	target_refresh_maps(ss->t);
+	if (profile_take(ss->src, 0, ss->t->pid, ss->t->maps, &p)) {
+		ht_err("snapshot %d lost: cannot read the maps", ss->seq + 1);
+		ss->seq++;
+		ss->failed++;
+		return;
+	}
+	snapshot_write(ss, &p);
+	profile_free(&p);
+}
+
+void snapshot_peak_path(const char *output, const char *prefix, pid_t pid, char *buf, size_t len)
+{
+	if (prefix)
+		snprintf(buf, len, "%s.peak.heap", prefix);
+	else if (output)
+		snprintf(buf, len, "%s.peak", output);
+	else
+		snprintf(buf, len, "heaptrace.%d.peak.heap", pid);
+}
+
+void snapshots_free(struct snapshots *ss)
+{
+	if (ss->have_prev)
+		profile_free(&ss->prev);
+	ss->have_prev = false;
+}

@@ -1,0 +1,133 @@
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "session/monitor.h"
+
+#define MAPS_REFRESH_MS 1000
+
+static int sfd = -1;
+
+static sigset_t waited_signals(void)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGCHLD);
+	return s;
+}
+
+int monitor_init(void)
+{
+	sigset_t s = waited_signals();
+
+	if (sigprocmask(SIG_BLOCK, &s, NULL))
+		return -1;
+	sfd = signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
+	return sfd < 0 ? -1 : 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct stop monitor_run(struct tracee *tc, double duration, double interval, void (*tick)(void *), void *arg)
+{
+	struct target *t = tc->t;
+
+	/*
+	 * The memory map is re-read every second, and sooner at first: a
+	 * launched command maps its libraries and starts its threads in its
+	 * first milliseconds, and --unwind's per-process code cache is filled
+	 * from the map (bpf_find_vma, its fallback, fails while threads map
+	 * memory).
+	 */
+	double start = now_s(), maps_gap = 0.01, next_maps = start + maps_gap, next_tick = start + interval;
+	struct stop st = { 0 };
+
+	for (;;) {
+		tracee_reap(tc, false);
+		if (t->exited) {
+			st.why = STOP_TARGET_EXITED;
+			return st;
+		}
+
+		double now = now_s();
+		int timeout = (int)((next_maps - now) * 1000) + 1;
+		if (timeout < 0)
+			timeout = 0;
+		if (interval > 0) {
+			if (now >= next_tick) {
+				tick(arg);
+				/* Ticks keep their cadence; a slow one is not made up for. */
+				while (next_tick <= now_s())
+					next_tick += interval;
+			}
+			if ((next_tick - now_s()) * 1000 < timeout)
+				timeout = (int)((next_tick - now_s()) * 1000) + 1;
+		}
+		if (duration > 0) {
+			double left = start + duration - now;
+			if (left <= 0) {
+				st.why = STOP_DURATION;
+				return st;
+			}
+			if (left * 1000 < timeout)
+				timeout = (int)(left * 1000) + 1;
+		}
+
+		struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN }, { .fd = t->pidfd, .events = POLLIN } };
+		int n = poll(fds, t->launched ? 1 : 2, timeout);
+		if (n < 0 && errno != EINTR) {
+			ht_err("poll: %s", strerror(errno));
+			st.why = STOP_SIGNAL;
+			return st;
+		}
+		if (!t->launched && n > 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
+			t->exited = true;
+			ht_err("process %d exited", t->pid);
+			st.why = STOP_TARGET_EXITED;
+			return st;
+		}
+		if (n > 0 && (fds[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGCHLD)
+					continue;
+				st.why = STOP_SIGNAL;
+				st.signo = si.ssi_signo;
+				st.sent_to_us = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE;
+				return st;
+			}
+		}
+		if (now_s() >= next_maps) {
+			/* dlopen()ed libraries must be in MAPPED_LIBRARIES even if the process dies unseen. */
+			target_refresh_maps(t);
+			if ((maps_gap *= 2) > MAPS_REFRESH_MS / 1000.0)
+				maps_gap = MAPS_REFRESH_MS / 1000.0;
+			next_maps = now_s() + maps_gap;
+		}
+	}
+}
+
+void monitor_release_signals(void)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+}

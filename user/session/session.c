@@ -1,0 +1,489 @@
+/*
+ * The tracing lifecycle.  Order matters throughout: everything that can
+ * fail is set up before a launched command runs its first instruction;
+ * probes go on in an order that loses no event (probe/plan.c) and come off
+ * in the reverse one; the profile is read after the BPF side stopped
+ * counting, so it is the heap at the stop.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
+#include "output/output.h"
+#include "probe/allocator.h"
+#include "probe/plan.h"
+#include "process/target.h"
+#include "process/tracee.h"
+#include "profile/profile.h"
+#include "serve/http.h"
+#include "serve/snapshot.h"
+#include "session/monitor.h"
+#include "session/session.h"
+#include "tracer/tracer.h"
+#include "unwind/procs.h"
+#include "util/log.h"
+
+struct session {
+	struct trace_opts *o;
+	struct target t;
+	struct tracee tc;
+	struct probe_plan plan;
+	struct tracer tr;
+	struct unwind uw;
+	struct tracer_config cfg;
+	struct profile_source src;
+	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
+	bool stopped;           /* tracing is over: later children run untraced */
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The malloc family of the allocator the target uses (and libc's), and the --sym functions. */
+static int plan_probes(struct session *s)
+{
+	const struct trace_opts *o = s->o;
+	struct objlist objs;
+	char *primary = NULL, *libc = NULL;
+	int err = -1;
+
+	probes_init(&s->plan, o->probe_at_entry);
+	if (target_objects(&s->t, &objs))
+		return -1;
+	if (!o->no_libc &&
+	    (allocator_choose(&objs, o->lib, &primary, &libc) || probes_add_malloc(&s->plan, primary, true) ||
+	     (libc && probes_add_malloc(&s->plan, libc, false))))
+		goto out;
+	/* A spec naming what is not there is bad input, like a bad spec: exit status 2. */
+	err = 2;
+	for (int i = 0; i < o->n_syms; i++)
+		if (probes_add_symbol(&s->plan, &o->syms[i], o->sym_option[i], &objs))
+			goto out;
+	err = 0;
+out:
+	free(primary);
+	free(libc);
+	objlist_free(&objs);
+	return err;
+}
+
+/* The traced command line, for the record in profiles. */
+static char *command_line(const struct trace_opts *o, const struct target *t)
+{
+	char *s = NULL, path[64];
+	size_t len = 0;
+	FILE *m = open_memstream(&s, &len);
+
+	if (!m)
+		return NULL;
+	if (o->argv) {
+		for (char **a = o->argv; *a; a++)
+			fprintf(m, "%s%s", a == o->argv ? "" : " ", *a);
+	} else {
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
+		FILE *f = fopen(path, "re");
+		int c, pending = 0;
+		/* Arguments end in NUL: a space only between two of them. */
+		while (f && (c = fgetc(f)) != EOF) {
+			if (!c) {
+				pending = 1;
+				continue;
+			}
+			if (pending)
+				fputc(' ', m);
+			pending = 0;
+			fputc(c, m);
+		}
+		if (f)
+			fclose(f);
+	}
+	fclose(m);
+	return s;
+}
+
+/* --follow-fork: a forked child, held before its first instruction, gets a slot and the plan's probes. */
+static uint32_t trace_child(void *arg, pid_t child, uint32_t parent_slot)
+{
+	struct session *s = arg;
+
+	if (s->stopped)
+		return 0;
+	if (s->next_slot >= HT_MAX_PROCS) {
+		ht_err("--follow-fork: %d processes traced already; PID %d is not", HT_MAX_PROCS, child);
+		return 0;
+	}
+	uint32_t slot = s->next_slot;
+	if (tracer_add_proc(&s->tr, child, slot, parent_slot) || probes_attach(&s->plan, &s->tr, child)) {
+		ht_err("--follow-fork: cannot trace child PID %d", child);
+		return 0;
+	}
+	s->next_slot++;
+	ht_info("following child PID %d", child);
+	return slot;
+}
+
+/* Each followed child's profile, beside the target's: FILE.PID, or heaptrace.PID.EXT. */
+static int write_children(struct session *s)
+{
+	const struct trace_opts *o = s->o;
+	struct tracee *tc = &s->tc;
+	int rc = 0;
+
+	tracee_refresh_maps(tc);
+	for (size_t i = 0; i < tc->n_kids; i++) {
+		const struct tracee_child *k = &tc->kids[i];
+		struct profile p;
+		char path[4200];
+
+		if (k->slot == UINT32_MAX || k->slot == 0)
+			continue;
+		if (o->output)
+			snprintf(path, sizeof(path), "%s.%d", o->output, k->pid);
+		else
+			snprintf(path, sizeof(path), "heaptrace.%d.%s", k->pid, format_info(o->format)->ext);
+		if (profile_take(&s->src, k->slot, k->pid, k->maps, &p)) {
+			rc = 1;
+			continue;
+		}
+		if (p.totals.execs)
+			ht_err("child PID %d executed a new program: %" PRIu64 " live blocks of the old one were "
+			       "dropped; tracing went on in the new one", k->pid, (uint64_t)p.totals.exec_dropped);
+		if (output_file(path, o->format, &p, o->value, o->top)) {
+			ht_err("cannot write the profile of child PID %d to %s: %s", k->pid, path, strerror(errno));
+			rc = 1;
+		} else {
+			ht_err("child PID %d (of PID %d): profile in %s", k->pid, k->parent, path);
+		}
+		profile_free(&p);
+	}
+	if (tc->not_followed)
+		ht_err("--follow-fork: %zu child processes were not traced", tc->not_followed);
+	return rc;
+}
+
+static void maps_changed(void *uw, const char *maps, const char *root)
+{
+	unwind_maps_changed(uw, maps, root);
+}
+
+/*
+ * --unwind: CFI tables for the target's objects, compiled (or taken from
+ * the cache) before the BPF object is loaded.  The stack mode to use.
+ */
+static enum ht_stack_mode plan_unwind(struct session *s)
+{
+	const struct trace_opts *o = s->o;
+	struct objlist objs;
+
+	if (o->stack_mode == HT_STACK_KERNEL || o->unwind == UNWIND_FP)
+		return o->stack_mode;
+	if (!target_objects(&s->t, &objs)) {
+		unwind_add_objects(&s->uw, objs.p, objs.n);
+		objlist_free(&objs);
+	}
+	if (!s->uw.rows) {
+		if (o->unwind == UNWIND_DWARF)
+			ht_err("--unwind dwarf: none of the target's objects has CFI (.eh_frame): frame pointers only");
+		return HT_STACK_WALK;
+	}
+	s->t.maps_changed = maps_changed;
+	s->t.maps_changed_arg = &s->uw;
+	return HT_STACK_DWARF;
+}
+
+static int load_tracer(struct session *s)
+{
+	struct target *t = &s->t;
+
+	if (tracer_load(&s->tr, &s->cfg))
+		return -1;
+	if (s->cfg.stack_mode != HT_STACK_DWARF)
+		return 0;
+	if (unwind_load(&s->uw, &s->tr))
+		return -1;
+	/* -p: the process's code mappings are known now; a launched command's come with its first refresh. */
+	if (t->maps && t->maps_changed)
+		t->maps_changed(t->maps_changed_arg, t->maps, t->root);
+	return 0;
+}
+
+/*
+ * Load the BPF side and attach the plan, stepping down to what the kernel
+ * has: uprobe_multi links, then uprobe sessions, are tried first.
+ */
+static int attach(struct session *s, double t0)
+{
+	const struct trace_opts *o = s->o;
+	struct target *t = &s->t;
+
+	/*
+	 * Sampling skips the return probes of unsampled calls with uprobe
+	 * sessions.  Not with --follow-fork: every process's link runs on the
+	 * shared probe, and another process's link asks for the return.
+	 */
+	s->cfg = (struct tracer_config){ .tgid = t->pid, .max_live = o->max_live, .max_stacks = o->max_stacks,
+					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
+					 .session = o->sample_rate && !o->follow_fork, .sample_rate = o->sample_rate,
+					 .max_depth = o->max_depth, .stack_mode = plan_unwind(s),
+					 .peak_step = o->peak_step, .follow_fork = o->follow_fork };
+	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
+	if (load_tracer(s))
+		return -1;
+	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
+	if (o->follow_fork && !t->launched && tracee_seize_all(&s->tc))
+		return -1;
+	for (int attached; (attached = probes_attach(&s->plan, &s->tr, t->pid));) {
+		if (attached < 0)
+			return -1;
+		if (attached == 1) {
+			ht_info("no uprobe_multi in this kernel: one perf event per probe");
+			s->cfg.multi = false;
+		} else {
+			ht_info("no uprobe sessions in this kernel: unsampled calls take their return probe too");
+		}
+		s->cfg.session = false;
+		tracer_close(&s->tr);
+		if (load_tracer(s))
+			return -1;
+	}
+	if (o->sample_rate)
+		ht_info("sampling one allocation per %" PRIu64 " bytes on average; %s", o->sample_rate,
+			s->tr.session ? "unsampled calls skip their return probe (uprobe sessions)" :
+					"unsampled calls still take their return probe");
+	ht_info("tracing PID %d (%s), attached in %.1f ms", t->pid, t->exe, now_ms() - t0);
+	return 0;
+}
+
+static void report_resources(const struct tracer *tr)
+{
+	uint64_t live_bytes;
+	uint32_t live_entries;
+	uint64_t total = tracer_map_memory(tr, &live_bytes, &live_entries);
+	struct rusage ru;
+
+	ht_info("kernel memory: %.1f MiB in BPF maps; the live-block map %.1f MiB for %u blocks, "
+		"%.0f bytes per tracked allocation", total / 1048576.0, live_bytes / 1048576.0, live_entries,
+		live_entries ? (double)live_bytes / live_entries : 0.0);
+	if (!getrusage(RUSAGE_SELF, &ru))
+		ht_info("heaptrace peak RSS: %ld KiB", ru.ru_maxrss);
+}
+
+static void report_counters(const uint64_t counters[HT_COUNTER_MAX])
+{
+	char buf[1024];
+
+	output_losses(buf, sizeof(buf), counters, false);
+	if (!*buf && !ht_verbose)
+		return;
+	output_losses(buf, sizeof(buf), counters, true);
+	ht_err("events: %s", buf);
+}
+
+/* --at-peak: the profile as it stood at the peak, beside the final one. */
+static int write_at_peak(struct session *s, struct profile *prof, const char *prefix)
+{
+	const struct trace_opts *o = s->o;
+	char path[4200];
+
+	snapshot_peak_path(o->output, prefix, s->t.pid, path, sizeof(path));
+	profile_at_peak(prof);
+	if (output_file(path, o->format, prof, o->value, o->top)) {
+		ht_err("cannot write the at-peak profile %s: %s", path, strerror(errno));
+		return 1;
+	}
+	ht_err("at-peak profile: %s (peak %" PRIu64 " bytes in use, %.3f s after the start)", path,
+	       (uint64_t)prof->totals.peak_bytes,
+	       prof->totals.peak_ns > s->src.start_ns ? (prof->totals.peak_ns - s->src.start_ns) / 1e9 : 0);
+	return 0;
+}
+
+/* After the stop: the final profile (or last snapshot), at-peak, children.  heaptrace's status. */
+static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
+{
+	const struct trace_opts *o = s->o;
+	struct target *t = &s->t;
+	struct profile prof;
+	double t1 = now_ms();
+	int rc;
+
+	if (profile_take(&s->src, 0, t->pid, t->maps, &prof)) {
+		snapshots_free(ss);
+		return 1;
+	}
+	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
+	report_counters(prof.counters);
+	/* A launched command's own first execve is ours, not news. */
+	if (prof.totals.execs > (t->launched ? 1u : 0u))
+		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
+		       "tracing went on in the new one", t->pid, (uint64_t)prof.totals.exec_dropped);
+	t1 = now_ms();
+	if (o->interval) {
+		if (snapshot_write(ss, &prof) || ss->failed)
+			ht_err("%d of %d snapshots lost", ss->failed, ss->seq);
+		rc = ss->failed ? 1 : 0;
+		/* snapshot_write kept the profile as the previous one */
+		prof = ss->prev;
+		prof.maps = t->maps;
+		ss->have_prev = false;
+	} else {
+		rc = output_write(out, o->format, &prof, o->value, o->top) ? 1 : 0;
+		if (rc)
+			ht_err("cannot write the profile: %s", strerror(errno));
+	}
+	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
+	if (o->at_peak && write_at_peak(s, &prof, ss->prefix))
+		rc = 1;
+	if (o->follow_fork && write_children(s))
+		rc = 1;
+	snapshots_free(ss);
+	report_resources(&s->tr);
+	if (prof.trimmed)
+		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory", prof.trimmed);
+	profile_free(&prof);
+	return rc;
+}
+
+/* Where the output goes is checked now, not after an hour of tracing. */
+static int check_output(const struct trace_opts *o, FILE **out)
+{
+	if (o->output && !o->interval && !(*out = create_output(o->output))) {
+		ht_err("cannot create %s: %s", o->output, strerror(errno));
+		return -1;
+	}
+	if ((o->interval && o->output) || o->at_peak) {
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", o->output ? o->output : ".");
+		char *slash = o->output ? strrchr(dir, '/') : NULL;
+		if (slash)
+			*slash = '\0';
+		else if (o->output)
+			snprintf(dir, sizeof(dir), ".");
+		if (access(*dir ? dir : "/", W_OK)) {
+			ht_err("cannot write files in %s: %s", *dir ? dir : "/", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Trace from the moment the target runs until the stop; then the profiles. */
+static int trace(struct session *s, FILE *out, double t0)
+{
+	struct trace_opts *o = s->o;
+	struct target *t = &s->t;
+	struct http_server *http = NULL;
+	char prefix[4096];
+	int rc = 1;
+
+	if (attach(s, t0))
+		goto kill_child;
+	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
+					  .command = command_line(o, t) };
+	struct snapshots ss = { .fmt = o->format, .value = o->value, .top = o->top, .diff = o->diff,
+				.src = &s->src, .t = t };
+	if (o->interval) {
+		if (o->output)
+			snprintf(prefix, sizeof(prefix), "%s", o->output);
+		else
+			snprintf(prefix, sizeof(prefix), "heaptrace.%d", t->pid);
+		ss.prefix = prefix;
+		ss.live = o->format == FMT_TOP && !o->output && isatty(STDOUT_FILENO);
+	}
+
+	/* Everything that can fail is set up before a launched command runs its first instruction. */
+	if (o->http && !(http = http_start(o->http, &s->src, t)))
+		goto kill_child;
+	if (target_start(t)) {
+		ht_err("cannot start %s", t->exe);
+		goto kill_child;
+	}
+
+	struct stop st = monitor_run(&s->tc, o->duration, o->interval, snapshot_tick, &ss);
+	s->stopped = true;
+	monitor_release_signals();
+	http_stop(http);
+	if (!t->exited)
+		target_refresh_maps(t);
+	tracer_detach(&s->tr);
+	if (st.why == STOP_DURATION)
+		ht_info("stopped after %g s", o->duration);
+
+	rc = write_profiles(s, &ss, out);
+	if (t->launched) {
+		/* Like time(1): the command runs to its end and its status is ours. */
+		if (!t->exited && st.why == STOP_SIGNAL && st.sent_to_us)
+			kill(t->pid, st.signo);
+		tracee_reap(&s->tc, true);
+		if (!rc)
+			rc = target_exit_code(t);
+	}
+	return rc;
+
+kill_child:
+	http_stop(http);
+	if (t->launched && t->pid > 0 && !t->exited) {
+		kill(t->pid, SIGKILL);
+		tracee_reap(&s->tc, true);
+	}
+	return 1;
+}
+
+int session_run(struct trace_opts *o)
+{
+	struct session s = { .o = o, .t = { .go_fd = -1, .pidfd = -1 }, .next_slot = 1 };
+	struct target *t = &s.t;
+	FILE *out = stdout;
+	double t0 = now_ms();
+	int rc = 1;
+
+	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = trace_child, .arg = &s };
+	if (check_output(o, &out))
+		return 1;
+	if (monitor_init()) {
+		ht_err("cannot set up signal handling: %s", strerror(errno));
+		goto done;
+	}
+	if ((rc = o->argv ? target_prepare(t, o->argv) : target_attach(t, o->pid)))
+		goto done;
+	if ((rc = plan_probes(&s))) {
+		rc = rc < 0 ? 1 : rc;
+		goto done;
+	}
+	if (o->list_probes) {
+		probes_print(&s.plan, out);
+		goto done;
+	}
+	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
+	bool profile_on_stdout = !o->output && (!o->interval || (o->format == FMT_TOP && isatty(STDOUT_FILENO)));
+	if (o->argv) {
+		if ((rc = target_launch(t, o->argv, profile_on_stdout)))
+			goto done;
+		/* On failure the command, still before its exec, ends when its pipe closes. */
+		if (tracee_seize_launched(&s.tc)) {
+			rc = 1;
+			goto done;
+		}
+	}
+	rc = trace(&s, out, t0);
+done:
+	free((char *)s.src.command);
+	tracer_close(&s.tr);
+	probes_free(&s.plan);
+	target_free(t);
+	tracee_free(&s.tc);
+	unwind_free(&s.uw);
+	if (out != stdout)
+		fclose(out);
+	return rc;
+}

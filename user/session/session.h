@@ -1,0 +1,51 @@
+/*
+ * A tracing session from start to end: find the target, plan the probes,
+ * load the BPF side, attach, run until told to stop, detach, and write
+ * every profile that was asked for.  The options are the `trace` command's
+ * (cli/trace.c declares and parses them).
+ */
+#ifndef HT_SESSION_H
+#define HT_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "heaptrace.h"
+#include "output/output.h"
+#include "probe/symspec.h"
+
+enum unwind_mode { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF };
+
+struct trace_opts {
+	uint32_t pid;
+	char **argv;                            /* command to launch */
+	const char *output;
+	enum ht_format format;
+	enum ht_value value;
+	double duration;
+	uint32_t max_live, max_stacks;
+	uint32_t top;
+	int probe_at_entry;                     /* --probe-at: 0 auto, 1 entry */
+	bool list_probes;
+	uint32_t max_depth;
+	int stack_mode;                         /* enum ht_stack_mode: walk or kernel */
+	int unwind;                             /* enum unwind_mode */
+	struct sym_spec syms[HT_MAX_SPECS];     /* --sym, --free-sym, --reset-sym in order */
+	const char *sym_option[HT_MAX_SPECS];
+	int n_syms;
+	bool no_libc;
+	const char *lib;                        /* --lib: the malloc object, overriding discovery */
+	double interval;                        /* -i: snapshot period */
+	bool diff;                              /* --diff: growth summary per snapshot */
+	bool at_peak;
+	uint64_t peak_step;
+	double min_age;
+	const char *http;                       /* --http ADDR:PORT */
+	bool follow_fork;
+	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
+};
+
+/* Trace as the options say; returns heaptrace's exit status. */
+int session_run(struct trace_opts *o);
+
+#endif

@@ -1,0 +1,364 @@
+#include <errno.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "heaptrace.skel.h"
+#include "util/log.h"
+#include "probe/uprobe_multi.h"
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* libbpf's own chatter is for -v; heaptrace reports failures in one line itself. */
+	if (!ht_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void explain_load_error(int err)
+{
+	if (err == -EPERM || (err == -EACCES && geteuid() != 0))
+		ht_err("not permitted to load BPF programs: run as root, or grant CAP_BPF, CAP_PERFMON "
+		       "and CAP_SYS_RESOURCE (and CAP_SYS_PTRACE for -p on another user's process)");
+	else if (err == -ENOMEM || err == -E2BIG)
+		ht_err("cannot create BPF maps (%s): lower --max-allocs or --max-stacks", strerror(-err));
+	else
+		ht_err("cannot load BPF programs: %s (kernel with BTF and uprobes needed; -v says more)",
+		       strerror(-err));
+}
+
+/* The lowest address a mapping can have: frame pointers below it end a stack walk. */
+static uint64_t mmap_min_addr(void)
+{
+	FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "re");
+	unsigned long v = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v ? v : 1;
+}
+
+/* Open, configure and load the object; NULL with -errno in *err. */
+static struct heaptrace *load(const struct tracer_config *cfg, bool session, int *err)
+{
+	struct heaptrace *skel = heaptrace__open();
+
+	if (!skel) {
+		*err = -errno;
+		return NULL;
+	}
+	skel->rodata->target_tgid = cfg->tgid;
+	skel->rodata->follow_fork = cfg->follow_fork;
+	skel->rodata->multi_links = cfg->multi;
+	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
+	memcpy(skel->rodata->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
+
+	skel->rodata->max_depth = cfg->max_depth;
+	skel->rodata->peak_step = cfg->peak_step;
+	skel->rodata->min_frame_addr = mmap_min_addr();
+	skel->rodata->stack_mode = cfg->stack_mode;
+	skel->rodata->sample_rate = cfg->sample_rate;
+	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
+	bpf_map__set_max_entries(skel->maps.unwind_rows, cfg->unwind_rows ? cfg->unwind_rows : 1);
+	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
+	/* A stack holds at most max_depth frames: smaller values, less kernel memory per stack. */
+	bpf_map__set_value_size(skel->maps.stacks, tracer_stack_size(cfg->max_depth));
+	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
+	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
+	if (cfg->multi) {
+		/* libbpf 1.1 has no uprobe.multi nor uprobe.session section: set the attach type by hand. */
+		bpf_program__set_expected_attach_type(skel->progs.alloc_enter, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.alloc_return, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.free_enter, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.reset_enter, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.alloc_session, HT_BPF_TRACE_UPROBE_SESSION);
+	}
+	/* Only the allocator programs that will be attached are verified. */
+	bpf_program__set_autoload(skel->progs.alloc_session, session);
+	bpf_program__set_autoload(skel->progs.alloc_enter, !session);
+	bpf_program__set_autoload(skel->progs.alloc_return, !session);
+
+	*err = heaptrace__load(skel);
+	if (*err) {
+		heaptrace__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
+{
+	bool session = cfg->session && cfg->multi;
+	struct heaptrace *skel;
+	int err;
+
+	memset(tr, 0, sizeof(*tr));
+	libbpf_set_print(libbpf_log);
+	skel = load(cfg, session, &err);
+	if (!skel && session) {
+		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
+		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
+		session = false;
+		skel = load(cfg, session, &err);
+	}
+	if (!skel) {
+		explain_load_error(err);
+		return -1;
+	}
+	tr->skel = skel;
+	tr->multi = cfg->multi;
+	tr->session = session;
+	tr->sample_rate = cfg->sample_rate;
+	tr->exec_link = bpf_program__attach(skel->progs.process_exec);
+	if (!tr->exec_link)
+		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
+			strerror(errno));
+	return 0;
+}
+
+static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
+{
+	return prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
+	       prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
+	       prog == PROG_ALLOC_SESSION ? tr->skel->progs.alloc_session :
+	       prog == PROG_FREE_ENTER ? tr->skel->progs.free_enter :
+					 tr->skel->progs.reset_enter;
+}
+
+int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
+			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	int prog_fd = bpf_program__fd(program(tr, prog));
+	int fd = prog == PROG_ALLOC_SESSION ? uprobe_session_attach(prog_fd, path, offsets, cookies, n, pid) :
+		 uprobe_multi_attach(prog_fd, path, offsets, cookies, n, prog == PROG_ALLOC_RETURN, pid);
+
+	/* The first link of a type tells whether the kernel knows the type at all. */
+	if (fd == -EINVAL || fd == -EOPNOTSUPP) {
+		if (prog == PROG_ALLOC_SESSION && !tr->n_session)
+			return -EPROTONOSUPPORT;
+		if (!tr->n_multi)
+			return -EOPNOTSUPP;
+	}
+	if (fd < 0)
+		return fd;
+	tr->n_session += prog == PROG_ALLOC_SESSION;
+	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
+	if (!g) {
+		close(fd);
+		return -ENOMEM;
+	}
+	tr->multi_fds = g;
+	tr->multi_fds[tr->n_multi++] = fd;
+	return 0;
+}
+
+int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
+		  uint32_t cookie, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = prog == PROG_ALLOC_RETURN);
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(program(tr, prog), pid, path, offset, &opts);
+
+	if (!l)
+		return -errno;
+	struct bpf_link **n = realloc(tr->links, (tr->n_links + 1) * sizeof(*n));
+	if (!n) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	tr->links = n;
+	tr->links[tr->n_links++] = l;
+	return 0;
+}
+
+void tracer_detach(struct tracer *tr)
+{
+	/*
+	 * The programs ignore every event from now on: closing the links
+	 * takes a grace period each, while the target runs on.  They close
+	 * in the reverse order of attaching (user/probes.c) all the same.
+	 */
+	if (tr->skel && tr->skel->bss)
+		tr->skel->bss->tracing_stopped = 1;
+	for (int i = tr->n_multi; i-- > 0;)
+		close(tr->multi_fds[i]);
+	free(tr->multi_fds);
+	tr->multi_fds = NULL;
+	tr->n_multi = 0;
+	tr->n_session = 0;
+	for (int i = tr->n_links; i-- > 0;)
+		bpf_link__destroy(tr->links[i]);
+	free(tr->links);
+	tr->links = NULL;
+	tr->n_links = 0;
+}
+
+void tracer_close(struct tracer *tr)
+{
+	tracer_detach(tr);
+	bpf_link__destroy(tr->exec_link);
+	tr->exec_link = NULL;
+	if (tr->skel)
+		heaptrace__destroy(tr->skel);
+	tr->skel = NULL;
+}
+
+void tracer_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	int fd = bpf_map__fd(tr->skel->maps.counters);
+
+	for (uint32_t k = 0; k < HT_COUNTER_MAX; k++) {
+		out[k] = 0;
+		if (vals && !bpf_map_lookup_elem(fd, &k, vals))
+			for (int c = 0; c < ncpu; c++)
+				out[k] += vals[c];
+	}
+	free(vals);
+}
+
+const char *tracer_counter_name(enum ht_counter c)
+{
+	static const char *const names[HT_COUNTER_MAX] = {
+		[HT_ALLOCS] = "allocs",
+		[HT_FREES] = "frees",
+		[HT_UNMATCHED_FREES] = "unmatched_frees",
+		[HT_LOSS_LIVE_FULL] = "live_map_full",
+		[HT_LOSS_STACK_COLLISION] = "stack_collisions",
+		[HT_LOSS_STACK_ERROR] = "stack_errors",
+		[HT_LOSS_SITE_FULL] = "site_map_full",
+		[HT_LOSS_NO_ENTRY] = "returns_without_entry",
+		[HT_LOSS_STALE_ENTRY] = "missed_returns",
+		[HT_LOSS_CALLS_FULL] = "call_map_full",
+		[HT_REUSED_BLOCKS] = "missed_frees",
+		[HT_FAILED_ALLOCS] = "failed_allocs",
+		[HT_RESETS] = "arena_resets",
+		[HT_RESET_OBJECTS] = "reset_objects",
+		[HT_LOSS_ARENA_FULL] = "arena_map_full",
+		[HT_EXECS] = "execs",
+		[HT_EXEC_DROPPED] = "exec_dropped",
+		[HT_INHERITED_FREES] = "inherited_frees",
+		[HT_STACKS_TRUNCATED] = "stacks_truncated",
+		[HT_STACKS_MAX_DEPTH] = "stacks_at_max_depth",
+		[HT_UNWIND_FP_FRAMES] = "unwind_fp_frames",
+	};
+	return c < HT_COUNTER_MAX ? names[c] : "?";
+}
+
+int tracer_sites_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.sites);
+}
+
+int tracer_stacks_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.stacks);
+}
+
+static uint64_t memlock_of(int fd)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %lu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32_t *live_entries)
+{
+	struct bpf_map *m;
+	uint64_t total = 0;
+
+	bpf_object__for_each_map(m, tr->skel->obj)
+		total += memlock_of(bpf_map__fd(m));
+	*live_bytes = memlock_of(bpf_map__fd(tr->skel->maps.live));
+	*live_entries = bpf_map__max_entries(tr->skel->maps.live);
+	return total;
+}
+
+uint32_t tracer_stack_size(uint32_t max_depth)
+{
+	return offsetof(struct ht_stack, pcs) + max_depth * sizeof(__u64);
+}
+
+uint32_t tracer_stack_value_size(const struct tracer *tr)
+{
+	return bpf_map__value_size(tr->skel->maps.stacks);
+}
+
+uint32_t tracer_max_stacks(const struct tracer *tr)
+{
+	return bpf_map__max_entries(tr->skel->maps.stacks);
+}
+
+int tracer_live_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.live);
+}
+
+int tracer_arenas_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.arenas);
+}
+
+uint32_t tracer_unwind_capacity(const struct tracer *tr)
+{
+	return bpf_map__max_entries(tr->skel->maps.unwind_rows);
+}
+
+int tracer_unwind_rows_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.unwind_rows);
+}
+
+int tracer_unwind_objects_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.unwind_objects);
+}
+
+void tracer_unwind_flush(const struct tracer *tr, uint32_t from_slot)
+{
+	static const struct ht_unwind_proc empty;
+
+	for (uint32_t slot = from_slot; slot < HT_MAX_PROCS; slot++)
+		bpf_map_update_elem(bpf_map__fd(tr->skel->maps.unwind_procs), &slot, &empty, BPF_ANY);
+}
+
+void tracer_unwind_set(const struct tracer *tr, uint32_t slot, const struct ht_unwind_proc *p)
+{
+	bpf_map_update_elem(bpf_map__fd(tr->skel->maps.unwind_procs), &slot, p, BPF_ANY);
+}
+
+int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent)
+{
+	struct ht_proc p = { .slot = slot, .parent = parent };
+	uint32_t tgid = pid;
+
+	if (bpf_map_update_elem(bpf_map__fd(tr->skel->maps.procs), &tgid, &p, BPF_ANY)) {
+		ht_err("cannot add PID %d to the traced processes: %s", pid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &proc, t))
+		memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,305 @@
+#include <errno.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <bpf/bpf.h>
+
+#include "util/elfobj.h"
+#include "util/log.h"
+#include "util/procfs.h"
+#include "tracer/tracer.h"
+#include "unwind/procs.h"
+#include "unwind/table.h"
+
+/* Libraries a process may dlopen later: room for this many rows beyond the initial tables. */
+#define HEADROOM_ROWS (512 * 1024)
+
+/* Array map elements are 8-byte aligned: a row takes 16 bytes in the mmapped array. */
+struct map_row {
+	struct ht_unwind_row r;
+	uint32_t pad;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * p_vaddr - p_offset of the first executable segment (file offsets to ELF
+ * addresses), and the program interpreter: ld.so's frames are in every
+ * stack of a constructor or a dlopen().
+ */
+static int exec_delta(const char *path, struct ht_unwind_object *obj, char *interp, size_t len)
+{
+	struct elfobj o;
+	size_t n;
+	int rc = -1;
+
+	*interp = '\0';
+	if (elfobj_open(&o, path, false))
+		return -1;
+	if (!elf_getphdrnum(o.elf, &n)) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(o.elf, i, &ph))
+				continue;
+			if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+				/* As the kernel's mm->start_code and end_code are, for the executable. */
+				if (rc || ph.p_vaddr < obj->text_lo)
+					obj->text_lo = ph.p_vaddr;
+				if (rc || ph.p_vaddr + ph.p_filesz > obj->text_hi)
+					obj->text_hi = ph.p_vaddr + ph.p_filesz;
+				if (rc)
+					obj->delta = ph.p_vaddr - ph.p_offset;
+				rc = 0;
+			}
+			if (ph.p_type == PT_INTERP && ph.p_filesz < len && !elfobj_read(&o, ph.p_vaddr, interp, ph.p_filesz))
+				interp[ph.p_filesz] = '\0';
+		}
+	}
+	elfobj_close(&o);
+	return rc;
+}
+
+int unwind_object_key(const char *path, struct ht_unwind_object_key *key)
+{
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return -1;
+	/* The kernel's dev_t, as the BPF side reads it from the inode's superblock. */
+	*key = (struct ht_unwind_object_key){ .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
+					      .ino = st.st_ino };
+	return 0;
+}
+
+static struct unwind_object *find(struct unwind *u, const char *path, const struct ht_unwind_object_key *key)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (!strcmp(u->objs[i].path, path) ||
+		    (key && u->objs[i].key.dev == key->dev && u->objs[i].key.ino == key->ino))
+			return &u->objs[i];
+	return NULL;
+}
+
+/* The object's rows into the mapped array, and its entry into the objects map. */
+static int publish(struct unwind *u, struct unwind_object *o)
+{
+	if (!o->rows)
+		return 0;
+	if (o->obj.row_begin + (size_t)o->obj.row_count > u->capacity) {
+		u->no_room++;
+		ht_info("no room for the unwind table of %s: its frames unwind by frame pointer", o->path);
+	} else {
+		struct map_row *m = (struct map_row *)u->map + o->obj.row_begin;
+		for (uint32_t i = 0; i < o->obj.row_count; i++)
+			m[i].r = o->rows[i];
+		o->loaded = true;
+		if (bpf_map_update_elem(tracer_unwind_objects_fd(u->tr), &o->key, &o->obj, BPF_ANY)) {
+			ht_err("cannot load the unwind table of %s: %s", o->path, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void add_one(struct unwind *u, const char *path)
+{
+	struct ht_unwind_object_key key;
+	struct unwind_table t;
+	struct ht_unwind_object obj = { 0 };
+	char interp[4096];
+
+	if (unwind_object_key(path, &key))
+		return;
+	if (find(u, path, &key))
+		return;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 32;
+		struct unwind_object *g = realloc(u->objs, cap * sizeof(*g));
+		if (!g)
+			return;
+		u->objs = g;
+		u->cap = cap;
+	}
+	struct unwind_object *o = &u->objs[u->n];
+	memset(o, 0, sizeof(*o));
+	if (!(o->path = strdup(path)))
+		return;
+	o->key = key;
+	u->n++;
+	/* Objects without CFI stay listed (row_count 0) so they are not compiled again. */
+	if (exec_delta(path, &obj, interp, sizeof(interp)))
+		return;
+	if (*interp) {
+		size_t at = o - u->objs;
+		add_one(u, interp);
+		o = &u->objs[at];       /* the list may have moved */
+	}
+	if (unwind_table_get(path, &t))
+		return;
+	if (!t.n) {
+		unwind_table_free(&t);
+		return;
+	}
+	if (t.from_cache)
+		u->from_cache++;
+	o->rows = t.rows;
+	o->cached = t.from_cache;
+	obj.row_begin = u->rows;
+	obj.row_count = t.n;
+	o->obj = obj;
+	u->rows += t.n;
+	if (u->map)
+		publish(u, o);
+}
+
+void unwind_add_objects(struct unwind *u, char *const *paths, int n)
+{
+	double t0 = now_ms();
+
+	for (int i = 0; i < n; i++)
+		add_one(u, paths[i]);
+	u->build_ms += now_ms() - t0;
+}
+
+size_t unwind_capacity(const struct unwind *u)
+{
+	return u->rows + HEADROOM_ROWS;
+}
+
+int unwind_load(struct unwind *u, struct tracer *tr)
+{
+	if (u->map)
+		munmap(u->map, u->capacity * sizeof(struct map_row));
+	u->tr = tr;
+	u->code_maps = 0;       /* a reloaded tracer's caches are empty: fill them again */
+	u->capacity = tracer_unwind_capacity(tr);
+	u->map = mmap(NULL, u->capacity * sizeof(struct map_row), PROT_READ | PROT_WRITE, MAP_SHARED,
+		      tracer_unwind_rows_fd(tr), 0);
+	if (u->map == MAP_FAILED) {
+		u->map = NULL;
+		ht_err("cannot map the unwind table array: %s", strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < u->n; i++)
+		if (publish(u, &u->objs[i]))
+			return -1;
+	size_t with = 0;
+	for (size_t i = 0; i < u->n; i++)
+		with += u->objs[i].obj.row_count > 0;
+	ht_info("unwind tables: %zu of %zu objects, %zu rows (%zu from the cache), built in %.1f ms", with, u->n,
+		u->rows, u->from_cache, u->build_ms);
+	return 0;
+}
+
+/* FNV-1a, continued from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (const unsigned char *c = p; n--; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * The target's code mappings straight into its BPF cache (slot 0): its
+ * stacks then need no bpf_find_vma, which fails (-EBUSY) while another
+ * thread holds the mmap lock, as malloc's arena growth does all the time
+ * in a busy threaded program.  Mappings met later still go through it.
+ */
+static void populate(struct unwind *u, const char *maps, const char *root)
+{
+	static struct ht_unwind_proc p;
+	struct map_entry e;
+
+	memset(&p, 0, sizeof(p));
+	while (maps_next(&maps, &e) && p.n < HT_UNWIND_MAX_MODULES) {
+		char path[4400];
+
+		if (e.perms[2] != 'x' || e.path[0] != '/' || strstr(e.path, " (deleted)"))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", root, e.path);
+		const struct unwind_object *o = find(u, path, NULL);
+		if (!o)
+			continue;
+		struct ht_unwind_module *m = &p.mods[p.n++];
+		m->start = e.lo;
+		m->end = e.hi;
+		if (o->loaded) {
+			m->bias = e.lo - e.offset - o->obj.delta;
+			m->row_begin = o->obj.row_begin;
+			m->row_count = o->obj.row_count;
+		}
+		m->ready = 1;
+	}
+	tracer_unwind_set(u->tr, 0, &p);
+}
+
+void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
+{
+	struct map_entry e;
+	size_t before = u->n, rows = u->rows;
+	uint64_t code = 0xcbf29ce484222325ull;
+	double t0 = now_ms();
+	const char *maps_start = maps;
+
+	if (!u->map || !maps)
+		return;
+	while (maps_next(&maps, &e)) {
+		char path[4400];
+
+		if (e.perms[2] != 'x' || e.path[0] != '/')
+			continue;
+		/* Which file's code is where: what the BPF side caches per process. */
+		code = fnv(code, &e.lo, sizeof(e.lo));
+		code = fnv(code, &e.hi, sizeof(e.hi));
+		code = fnv(code, &e.offset, sizeof(e.offset));
+		code = fnv(code, e.path, strlen(e.path) + 1);
+		if (strstr(e.path, " (deleted)"))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", root, e.path);
+		if (!find(u, path, NULL))
+			add_one(u, path);
+	}
+	bool moved = code != u->code_maps;
+	u->code_maps = code;
+	if (u->rows == rows && !moved)
+		return;
+	if (u->rows != rows)
+		u->build_ms += now_ms() - t0;
+	/*
+	 * Stacks may have met new objects already and cached them as
+	 * tableless, and a known object (no new table) may now be where the
+	 * caches hold another one (dlclose, dlopen): start them afresh.
+	 */
+	/*
+	 * The target's cache is replaced by the map's view in one update, not
+	 * emptied first: an empty cache sends every stack to bpf_find_vma.
+	 */
+	populate(u, maps_start, root);
+	tracer_unwind_flush(u->tr, 1);
+	if (u->rows == rows)
+		return;
+	/* Only now: whoever reads this line may rely on the tables being in force. */
+	ht_info("unwind tables for %zu objects mapped since the start (%zu rows)", u->n - before, u->rows - rows);
+}
+
+void unwind_free(struct unwind *u)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		free(u->objs[i].path);
+		free(u->objs[i].rows);
+	}
+	free(u->objs);
+	if (u->map)
+		munmap(u->map, u->capacity * sizeof(struct map_row));
+	memset(u, 0, sizeof(*u));
+}

@@ -1,0 +1,803 @@
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "util/elfobj.h"
+#include "util/log.h"
+#include "unwind/table.h"
+
+/* DWARF register numbers on x86-64. */
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RIP 16
+
+/* ---- rows ------------------------------------------------------------------ */
+
+struct rowbuf {
+	struct ht_unwind_row *v;
+	size_t n, cap;
+};
+
+static bool same_rule(const struct ht_unwind_row *a, const struct ht_unwind_row *b)
+{
+	return a->cfa == b->cfa && a->cfa_off == b->cfa_off && a->rbp == b->rbp && a->rbp_off == b->rbp_off;
+}
+
+/*
+ * Append the rule that holds from pc on.  Rows arrive in pc order; one at
+ * the pc of the last replaces it (that row held for no address: the later
+ * rule wins, deterministically), and one that repeats the last rule only
+ * extends it.  Rows beyond 4 GiB cannot be stored and are left out.
+ */
+static int rows_push(struct rowbuf *b, uint64_t pc, struct ht_unwind_row r)
+{
+	if (pc > UINT32_MAX)
+		return 0;
+	while (b->n && b->v[b->n - 1].pc >= pc)
+		b->n--;
+	if (b->n && same_rule(&b->v[b->n - 1], &r))
+		return 0;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 1024;
+		struct ht_unwind_row *v = realloc(b->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		b->v = v;
+		b->cap = cap;
+	}
+	r.pc = (uint32_t)pc;
+	b->v[b->n++] = r;
+	return 0;
+}
+
+static struct ht_unwind_row unknown_row(void)
+{
+	return (struct ht_unwind_row){ .cfa = HT_CFA_UNKNOWN, .rbp = HT_RBP_UNKNOWN };
+}
+
+/* ---- translating one libdw frame state --------------------------------------- */
+
+/* DW_OP_bregN / DW_OP_bregx: register and offset. */
+static bool op_breg(const Dwarf_Op *op, unsigned *reg, int64_t *off)
+{
+	if (op->atom == DW_OP_bregx) {
+		*reg = (unsigned)op->number;
+		*off = (int64_t)op->number2;
+		return true;
+	}
+	if (op->atom >= DW_OP_breg0 && op->atom <= DW_OP_breg31) {
+		*reg = op->atom - DW_OP_breg0;
+		*off = (int64_t)op->number;
+		return true;
+	}
+	return false;
+}
+
+static bool op_is_breg(const Dwarf_Op *op, unsigned reg, int64_t off)
+{
+	unsigned r;
+	int64_t o;
+
+	return op_breg(op, &r, &o) && r == reg && o == off;
+}
+
+/*
+ * The lazy-binding .plt's CFA as GNU ld writes it: rsp + 8, plus 8 once
+ * the entry has pushed its relocation index, i.e. when (rip & 15) >= N.
+ * N is 11 in the classic 16-byte entry (jmp *GOT is 6 bytes, push 5) and
+ * 10 in the IBT entry (endbr64 4, push 5, bnd jmp): both thresholds agree
+ * at every instruction boundary of both layouts (0, 6, 11 and 0, 4, 9,
+ * 15), so HT_CFA_PLT's single test (>= 11) evaluates either exactly.
+ */
+static bool is_plt_expr(const Dwarf_Op *ops, size_t n)
+{
+	return n == 9 && op_is_breg(&ops[0], REG_RSP, 8) && op_is_breg(&ops[1], REG_RIP, 0) &&
+	       ops[2].atom == DW_OP_lit15 && ops[3].atom == DW_OP_and &&
+	       (ops[4].atom == DW_OP_lit11 || ops[4].atom == DW_OP_lit10) &&
+	       ops[5].atom == DW_OP_ge && ops[6].atom == DW_OP_lit3 && ops[7].atom == DW_OP_shl &&
+	       ops[8].atom == DW_OP_plus;
+}
+
+static void cfa_rule(Dwarf_Frame *f, struct ht_unwind_row *r)
+{
+	Dwarf_Op *ops;
+	size_t n;
+	unsigned reg;
+	int64_t off;
+
+	if (dwarf_frame_cfa(f, &ops, &n) != 0 || n == 0)
+		return;
+	if (is_plt_expr(ops, n)) {
+		r->cfa = HT_CFA_PLT;
+		r->cfa_off = 8;
+		return;
+	}
+	if (n != 1 || !op_breg(&ops[0], &reg, &off) || off < INT32_MIN || off > INT32_MAX)
+		return;
+	if (reg == REG_RSP || reg == REG_RBP) {
+		r->cfa = reg == REG_RSP ? HT_CFA_RSP : HT_CFA_RBP;
+		r->cfa_off = (int32_t)off;
+	}
+}
+
+/*
+ * A register's rule as "saved at CFA + off".  libdw gives that as
+ * DW_OP_call_frame_cfa, then DW_OP_plus_uconst with the (signed) offset
+ * unless it is 0; a val_offset rule ends in DW_OP_stack_value and is not
+ * this.
+ */
+static bool saved_at_cfa(const Dwarf_Op *ops, size_t n, int64_t *off)
+{
+	if (n < 1 || n > 2 || ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (n == 1) {
+		*off = 0;
+		return true;
+	}
+	if (ops[1].atom != DW_OP_plus_uconst)
+		return false;
+	*off = (int64_t)ops[1].number;
+	return true;
+}
+
+enum ra_kind { RA_AT_CFA_MINUS_8, RA_UNDEFINED, RA_OTHER };
+
+/*
+ * Where the CIE's return address column (rip's, 16, in practice) is saved.
+ * libdw: *nops 0 with *ops pointing at ops_mem is "undefined", with *ops
+ * NULL "same value".
+ */
+static enum ra_kind ra_rule(Dwarf_Frame *f, int ra_reg)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+	int64_t off;
+
+	if (ra_reg < 0 || dwarf_frame_register(f, ra_reg, mem, &ops, &n) != 0)
+		return RA_OTHER;
+	if (n == 0)
+		return ops ? RA_UNDEFINED : RA_OTHER;
+	return saved_at_cfa(ops, n, &off) && off == -8 ? RA_AT_CFA_MINUS_8 : RA_OTHER;
+}
+
+/*
+ * Registers a CIE does not mention follow the ABI's default, which libdw
+ * takes from its x86-64 backend (callee-saved: same value).  Were that
+ * default missing, libdw would call them undefined; an explicit
+ * DW_CFA_undefined for rbp does not occur outside outermost frames, whose
+ * rbp nobody reads, so undefined counts as same value too.
+ */
+static void rbp_rule(Dwarf_Frame *f, struct ht_unwind_row *r)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+	int64_t off;
+
+	if (dwarf_frame_register(f, REG_RBP, mem, &ops, &n) != 0)
+		return;
+	if (n == 0) {
+		r->rbp = HT_RBP_SAME;
+	} else if (saved_at_cfa(ops, n, &off) && off >= INT16_MIN && off <= INT16_MAX) {
+		r->rbp = HT_RBP_CFA;
+		r->rbp_off = (int16_t)off;
+	}
+}
+
+static struct ht_unwind_row translate(Dwarf_Frame *f, int ra_reg)
+{
+	struct ht_unwind_row r = unknown_row();
+
+	switch (ra_rule(f, ra_reg)) {
+	case RA_UNDEFINED:
+		r.cfa = HT_CFA_END;
+		return r;
+	case RA_OTHER:
+		return r;
+	case RA_AT_CFA_MINUS_8:
+		break;
+	}
+	cfa_rule(f, &r);
+	if (r.cfa == HT_CFA_UNKNOWN)
+		return unknown_row();
+	rbp_rule(f, &r);
+	return r;
+}
+
+/*
+ * The rows of [start, limit): libdw runs the FDE's program up to each
+ * address asked for and says where that row ends.
+ */
+static int fde_rows(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct rowbuf *b)
+{
+	uint64_t addr = start;
+
+	while (addr < limit && addr <= UINT32_MAX) {
+		Dwarf_Frame *f;
+		Dwarf_Addr s, e;
+		struct ht_unwind_row r;
+		int err, ra_reg;
+
+		if (dwarf_cfi_addrframe(cfi, addr, &f) != 0)
+			return rows_push(b, addr, unknown_row());
+		ra_reg = dwarf_frame_info(f, &s, &e, NULL);
+		r = translate(f, ra_reg);
+		free(f);
+		if ((err = rows_push(b, addr, r)))
+			return err;
+		if (e <= addr)
+			return rows_push(b, addr + 1, unknown_row());
+		addr = e;
+	}
+	return 0;
+}
+
+/* ---- enumerating FDEs ------------------------------------------------------- */
+
+struct fde_range {
+	uint64_t start, end;
+};
+
+struct cfi_section {
+	Elf_Data *data;
+	uint64_t addr;          /* sh_addr: where pc-relative pointers count from */
+	bool eh;                /* .eh_frame, not .debug_frame */
+	const unsigned char *ident;
+};
+
+struct cie_enc {
+	Dwarf_Off off;
+	int enc;                /* the FDE pointer encoding, -1: unusable */
+};
+
+static bool read_leb128(const uint8_t **pp, const uint8_t *end, bool is_signed, uint64_t *val)
+{
+	const uint8_t *p = *pp;
+	unsigned shift = 0;
+	uint64_t v = 0;
+	uint8_t byte;
+
+	do {
+		if (p >= end || shift > 63)
+			return false;
+		byte = *p++;
+		v |= (uint64_t)(byte & 0x7f) << shift;
+		shift += 7;
+	} while (byte & 0x80);
+	if (is_signed && shift < 64 && (byte & 0x40))
+		v |= ~0ull << shift;
+	*pp = p;
+	*val = v;
+	return true;
+}
+
+/* The value's format (the low 4 bits of a DW_EH_PE_* encoding), as stored. */
+static bool read_raw(const uint8_t **pp, const uint8_t *end, uint8_t enc, uint64_t *val)
+{
+	static const uint8_t size[16] = {
+		[DW_EH_PE_absptr] = 8, [DW_EH_PE_udata2] = 2, [DW_EH_PE_udata4] = 4,
+		[DW_EH_PE_udata8] = 8, [DW_EH_PE_sdata2] = 2, [DW_EH_PE_sdata4] = 4,
+		[DW_EH_PE_sdata8] = 8,
+	};
+	size_t len = size[enc & 0x0f];
+	uint64_t v = 0;
+
+	if ((enc & 0x0f) == DW_EH_PE_uleb128 || (enc & 0x0f) == DW_EH_PE_sleb128)
+		return read_leb128(pp, end, enc & DW_EH_PE_signed, val);
+	if (!len || (size_t)(end - *pp) < len)
+		return false;
+	memcpy(&v, *pp, len);   /* little-endian: checked with the machine */
+	if ((enc & DW_EH_PE_signed) && len < 8 && (v >> (8 * len - 1)) & 1)
+		v |= ~0ull << (8 * len);
+	*pp += len;
+	*val = v;
+	return true;
+}
+
+/* A DW_EH_PE_* encoded address; pcrel counts from field_addr, the value's own address. */
+static bool read_encoded(const uint8_t **pp, const uint8_t *end, uint8_t enc, uint64_t field_addr,
+			 uint64_t *val)
+{
+	if ((enc & DW_EH_PE_indirect) || !read_raw(pp, end, enc, val))
+		return false;
+	switch (enc & 0x70) {
+	case DW_EH_PE_absptr:
+		return true;
+	case DW_EH_PE_pcrel:
+		*val += field_addr;
+		return true;
+	default:
+		return false;   /* relative to bases an FDE's start never uses */
+	}
+}
+
+/*
+ * How the CIE's FDEs encode their pointers: the 'R' augmentation, found by
+ * walking the augmentation string over its data.  -1 when it cannot be
+ * found (an augmentation that is not self-sized, or unknown before 'R').
+ */
+static int cie_fde_encoding(const Dwarf_CIE *cie)
+{
+	const char *a = cie->augmentation;
+	const uint8_t *p = cie->augmentation_data;
+	const uint8_t *end = p ? p + cie->augmentation_data_size : NULL;
+	uint64_t ignored;
+
+	if (!a || !*a)
+		return DW_EH_PE_absptr;
+	if (a[0] != 'z' || !p)
+		return -1;
+	for (a++; *a; a++) {
+		switch (*a) {
+		case 'R':
+			return p < end ? *p : -1;
+		case 'L':
+			if (p >= end)
+				return -1;
+			p++;
+			break;
+		case 'P':
+			if (p >= end)
+				return -1;
+			p++;
+			if (!read_raw(&p, end, p[-1], &ignored))
+				return -1;
+			break;
+		case 'S':
+		case 'B':
+		case 'G':
+			break;
+		default:
+			return -1;
+		}
+	}
+	return DW_EH_PE_absptr;
+}
+
+static int cie_lookup(const struct cfi_section *sec, struct cie_enc **cies, size_t *n, Dwarf_Off off)
+{
+	Dwarf_CFI_Entry e;
+	Dwarf_Off next;
+	struct cie_enc *v;
+	int enc = -1;
+
+	for (size_t i = 0; i < *n; i++) {
+		if ((*cies)[i].off == off)
+			return (*cies)[i].enc;
+	}
+	if (dwarf_next_cfi(sec->ident, sec->data, sec->eh, off, &next, &e) == 0 && dwarf_cfi_cie_p(&e))
+		enc = cie_fde_encoding(&e.cie);
+	if ((v = realloc(*cies, (*n + 1) * sizeof(*v)))) {
+		v[(*n)++] = (struct cie_enc){ off, enc };
+		*cies = v;
+	}
+	return enc;
+}
+
+static int fde_cmp(const void *a, const void *b)
+{
+	const struct fde_range *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->end > y->end ? -1 : x->end < y->end;      /* the longest first */
+}
+
+/* Every FDE's [start, end), sorted by start; empty ones and ones we cannot decode left out. */
+static int collect_fdes(const struct cfi_section *sec, struct fde_range **out, size_t *nout)
+{
+	struct cie_enc *cies = NULL;
+	struct fde_range *v = NULL;
+	size_t ncies = 0, n = 0, cap = 0;
+	Dwarf_Off off = 0, next;
+	Dwarf_CFI_Entry e;
+	int r = 0;
+
+	while (dwarf_next_cfi(sec->ident, sec->data, sec->eh, off, &next, &e) == 0) {
+		const uint8_t *base = sec->data->d_buf;
+		const uint8_t *p = e.fde.start;
+		uint64_t start, len;
+		int enc;
+
+		off = next;
+		if (dwarf_cfi_cie_p(&e) || (enc = cie_lookup(sec, &cies, &ncies, e.fde.CIE_pointer)) < 0)
+			continue;
+		if (!read_encoded(&p, e.fde.end, enc, sec->addr + (p - base), &start) ||
+		    !read_raw(&p, e.fde.end, enc, &len) || !len || start + len < start)
+			continue;
+		if (n == cap) {
+			struct fde_range *nv = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = (struct fde_range){ start, start + len };
+		if (next == (Dwarf_Off)-1)
+			break;
+	}
+	free(cies);
+	if (r) {
+		free(v);
+		return r;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), fde_cmp);
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/*
+ * Each FDE's rows, then, unless the next FDE starts right where it ends, an
+ * HT_CFA_UNKNOWN row at its end.  FDEs that overlap (malformed) are cut
+ * at the next one's start; of two with one start, the longer is kept.
+ */
+static int compile(Dwarf_CFI *cfi, const struct cfi_section *sec, struct rowbuf *b)
+{
+	struct fde_range *f = NULL;
+	size_t n = 0;
+	int r = collect_fdes(sec, &f, &n);
+
+	for (size_t i = 0; !r && i < n; i++) {
+		uint64_t next = UINT64_MAX;
+
+		if (i && f[i].start == f[i - 1].start)
+			continue;
+		for (size_t j = i + 1; j < n; j++) {
+			if (f[j].start != f[i].start) {
+				next = f[j].start;
+				break;
+			}
+		}
+		r = fde_rows(cfi, f[i].start, f[i].end < next ? f[i].end : next, b);
+		if (!r && f[i].end < next)
+			r = rows_push(b, f[i].end, unknown_row());
+	}
+	free(f);
+	return r;
+}
+
+/* ---- the object ------------------------------------------------------------- */
+
+/* .eh_frame if the object has one with contents, else .debug_frame; NULL: no CFI. */
+static Elf_Scn *cfi_scn(struct elfobj *o, bool *eh)
+{
+	Elf_Scn *scn = NULL, *debug = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size ||
+		    !(name = elf_strptr(o->elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".eh_frame")) {
+			*eh = true;
+			return scn;
+		}
+		if (!strcmp(name, ".debug_frame"))
+			debug = scn;
+	}
+	*eh = false;
+	return debug;
+}
+
+static bool is_x86_64(const struct elfobj *o)
+{
+	return o->ehdr.e_machine == EM_X86_64 && o->ehdr.e_ident[EI_CLASS] == ELFCLASS64 &&
+	       o->ehdr.e_ident[EI_DATA] == ELFDATA2LSB;
+}
+
+static int build_rows(struct elfobj *o, Elf_Scn *scn, bool eh, struct unwind_table *out)
+{
+	struct cfi_section sec = { .eh = eh, .ident = o->ehdr.e_ident };
+	struct rowbuf b = { 0 };
+	Dwarf *dw = NULL;
+	Dwarf_CFI *cfi;
+	GElf_Shdr sh;
+	int r;
+
+	if (!eh) {
+		/* libdw reads .debug_frame through the same Elf: decompress it once, for both. */
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return -EINVAL;
+		dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
+	}
+	cfi = eh ? dwarf_getcfi_elf(o->elf) : dw ? dwarf_getcfi(dw) : NULL;
+	sec.data = elf_getdata(scn, NULL);
+	if (!cfi || !sec.data || !gelf_getshdr(scn, &sh)) {
+		r = -EINVAL;
+		goto out;
+	}
+	sec.addr = sh.sh_addr;
+	r = compile(cfi, &sec, &b);
+out:
+	if (eh && cfi)
+		dwarf_cfi_end(cfi);
+	if (dw)
+		dwarf_end(dw);
+	if (r) {
+		free(b.v);
+		return r;
+	}
+	out->rows = b.v;
+	out->n = b.n;
+	return 0;
+}
+
+/* ---- the cache -------------------------------------------------------------- */
+
+#define CACHE_MAGIC "HTUNWIND"
+#define CACHE_VERSION 1
+#define CACHE_MAX_ROWS (1u << 26)
+
+/*
+ * Files are keyed by object, not by heaptrace version: CACHE_VERSION must
+ * change with the file format and with anything that changes the rows
+ * built for an object, so that older files are rebuilt.
+ */
+struct cache_hdr {
+	char magic[8];
+	uint32_t version;       /* CACHE_VERSION */
+	uint32_t row_size;
+	uint64_t n;
+	uint32_t crc;           /* crc32 of the rows */
+	uint32_t pad;
+};
+
+/*
+ * The cache directory, opened: created 0700 when missing, and used only
+ * when it is ours and nobody else can write to it, since the rows steer
+ * the BPF unwinder.  -1 when there is no usable one.
+ */
+static int cache_dir_open(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char base[4096], dir[4096 + 16];
+	struct stat st;
+	int fd;
+
+	if (xdg && *xdg == '/')
+		snprintf(base, sizeof(base), "%s", xdg);
+	else if (home && *home == '/')
+		snprintf(base, sizeof(base), "%s/.cache", home);
+	else
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/heaptrace", base);
+	mkdir(base, 0700);
+	mkdir(dir, 0700);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ht_info("unwind cache %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		ht_info("unwind cache %s: not ours alone; not using it", dir);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The object's cache file name: its build ID, else its identity on this
+ * machine (device, inode, size, mtime).  The CFI section's size is part of
+ * it too, so that an object rewritten with its build ID kept (objcopy)
+ * does not take the original's rows.
+ */
+static void cache_name(struct elfobj *o, Elf_Scn *scn, char *name, size_t size)
+{
+	uint8_t id[64];
+	size_t n = elfobj_build_id(o, id, sizeof(id)), len = 0;
+	GElf_Shdr sh = { 0 };
+	struct stat st;
+
+	gelf_getshdr(scn, &sh);
+	if (n) {
+		for (size_t i = 0; i < n; i++)
+			len += snprintf(name + len, size - len, "%02x", id[i]);
+	} else if (!fstat(o->fd, &st)) {
+		len = snprintf(name, size, "file-%jx-%jx-%jx-%jx.%09ld", (uintmax_t)st.st_dev,
+			       (uintmax_t)st.st_ino, (uintmax_t)st.st_size,
+			       (uintmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	} else {
+		name[0] = 0;
+		return;
+	}
+	snprintf(name + len, size - len, "-%" PRIx64 ".unwind", (uint64_t)sh.sh_size);
+}
+
+static uint32_t rows_crc(const struct ht_unwind_row *rows, size_t n)
+{
+	return (uint32_t)crc32_z(crc32_z(0, NULL, 0), (const Bytef *)rows, n * sizeof(*rows));
+}
+
+/* What the BPF side relies on: increasing pcs and kinds it knows. */
+static bool rows_valid(const struct ht_unwind_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if ((i && rows[i].pc <= rows[i - 1].pc) || rows[i].cfa > HT_CFA_UNKNOWN ||
+		    rows[i].rbp > HT_RBP_UNKNOWN)
+			return false;
+	}
+	return true;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t r = read(fd, (char *)buf + done, len - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		done += r;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t r = write(fd, (const char *)buf + done, len - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		done += r;
+	}
+	return 0;
+}
+
+/* 0 with the rows, or -1: missing, or not exactly what cache_store writes. */
+static int cache_load(int dfd, const char *name, struct unwind_table *out)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct ht_unwind_row *rows = NULL;
+	struct cache_hdr h;
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || read_full(fd, &h, sizeof(h)) ||
+	    memcmp(h.magic, CACHE_MAGIC, sizeof(h.magic)) || h.version != CACHE_VERSION ||
+	    h.row_size != sizeof(*rows) || h.n > CACHE_MAX_ROWS ||
+	    (uint64_t)st.st_size != sizeof(h) + h.n * sizeof(*rows))
+		goto bad;
+	if (h.n && (!(rows = malloc(h.n * sizeof(*rows))) || read_full(fd, rows, h.n * sizeof(*rows))))
+		goto bad;
+	if (rows_crc(rows, h.n) != h.crc || !rows_valid(rows, h.n))
+		goto bad;
+	close(fd);
+	out->rows = rows;
+	out->n = h.n;
+	out->from_cache = true;
+	return 0;
+bad:
+	ht_info("unwind cache: ignoring %s", name);
+	free(rows);
+	close(fd);
+	return -1;
+}
+
+/* Written whole under a temporary name, then renamed: readers see all of it or none. */
+static void cache_store(int dfd, const char *name, const struct unwind_table *t)
+{
+	struct cache_hdr h = { .version = CACHE_VERSION, .row_size = sizeof(*t->rows), .n = t->n };
+	char tmp[512];
+	bool ok;
+	int fd;
+
+	memcpy(h.magic, CACHE_MAGIC, sizeof(h.magic));
+	h.crc = rows_crc(t->rows, t->n);
+	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	ok = !write_full(fd, &h, sizeof(h)) && !write_full(fd, t->rows, t->n * sizeof(*t->rows));
+	ok = !close(fd) && ok;
+	if (!ok || renameat(dfd, tmp, dfd, name)) {
+		ht_info("unwind cache: cannot write %s: %s", name, strerror(errno));
+		unlinkat(dfd, tmp, 0);
+	}
+}
+
+/* ---- API ------------------------------------------------------------------- */
+
+static int open_object(const char *path, struct elfobj *o, Elf_Scn **scn, bool *eh)
+{
+	int r = elfobj_open(o, path, false);
+
+	if (r)
+		return r;
+	if (!is_x86_64(o)) {
+		elfobj_close(o);
+		return -ENOEXEC;
+	}
+	*scn = cfi_scn(o, eh);
+	return 0;
+}
+
+int unwind_table_build(const char *path, struct unwind_table *out)
+{
+	struct elfobj o;
+	Elf_Scn *scn;
+	bool eh;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if ((r = open_object(path, &o, &scn, &eh)))
+		return r;
+	if (scn)
+		r = build_rows(&o, scn, eh, out);
+	elfobj_close(&o);
+	return r;
+}
+
+int unwind_table_get(const char *path, struct unwind_table *out)
+{
+	struct elfobj o;
+	Elf_Scn *scn;
+	char name[256];
+	bool eh;
+	int r, dfd;
+
+	memset(out, 0, sizeof(*out));
+	if ((r = open_object(path, &o, &scn, &eh)))
+		return r;
+	if (!scn)               /* nothing to build: not worth a cache file */
+		goto out;
+	cache_name(&o, scn, name, sizeof(name));
+	dfd = name[0] ? cache_dir_open() : -1;
+	if (dfd >= 0 && cache_load(dfd, name, out) == 0)
+		goto close_dir;
+	r = build_rows(&o, scn, eh, out);
+	if (!r && dfd >= 0)
+		cache_store(dfd, name, out);
+close_dir:
+	if (dfd >= 0)
+		close(dfd);
+out:
+	elfobj_close(&o);
+	return r;
+}
+
+void unwind_table_free(struct unwind_table *t)
+{
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct ht_unwind_row *unwind_table_find(const struct unwind_table *t, uint64_t pc)
+{
+	size_t lo = 0, hi = t->n;
+
+	if (pc > UINT32_MAX)
+		return t->n ? &t->rows[t->n - 1] : NULL;
+	/* The last row with row.pc <= pc. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->rows[mid].pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &t->rows[lo - 1] : NULL;
+}

@@ -1,0 +1,261 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/elfobj.h"
+#include "util/log.h"
+
+int elfobj_open(struct elfobj *o, const char *path, bool complain)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	o->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (o->fd < 0) {
+		int e = errno;
+		if (complain)
+			ht_err("cannot open %s: %s", path, strerror(e));
+		return -e;
+	}
+	o->elf = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	if (!o->elf || elf_kind(o->elf) != ELF_K_ELF || !gelf_getehdr(o->elf, &o->ehdr)) {
+		if (complain)
+			ht_err("%s is not an ELF file", path);
+		elfobj_close(o);
+		return -ENOEXEC;
+	}
+	o->path = strdup(path);
+	return 0;
+}
+
+void elfobj_close(struct elfobj *o)
+{
+	if (o->elf)
+		elf_end(o->elf);
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+}
+
+static Elf_Scn *find_section(struct elfobj *o, Elf64_Word type, GElf_Shdr *shdr)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		if (gelf_getshdr(scn, shdr) && shdr->sh_type == type)
+			return scn;
+	}
+	return NULL;
+}
+
+static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name,
+			  uint64_t *vaddr, uint64_t *size)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section(o, type, &shdr);
+	Elf_Data *data;
+
+	if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+		return false;
+	size_t n = shdr.sh_size / shdr.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		int t = GELF_ST_TYPE(sym.st_info);
+		if (t != STT_FUNC && t != STT_GNU_IFUNC)
+			continue;
+		const char *s = elf_strptr(o->elf, shdr.sh_link, sym.st_name);
+		if (s && !strcmp(s, name)) {
+			*vaddr = sym.st_value;
+			*size = sym.st_size;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+	return search_symtab(o, SHT_SYMTAB, name, vaddr, size) ||
+	       search_symtab(o, SHT_DYNSYM, name, vaddr, size);
+}
+
+static void best_start_in(struct elfobj *o, Elf64_Word type, uint64_t vaddr, uint64_t *best)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section(o, type, &shdr);
+	Elf_Data *data;
+
+	if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+		return;
+	size_t n = shdr.sh_size / shdr.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		int t = GELF_ST_TYPE(sym.st_info);
+		if ((t == STT_FUNC || t == STT_GNU_IFUNC) && sym.st_value <= vaddr && sym.st_value > *best)
+			*best = sym.st_value;
+	}
+}
+
+bool elfobj_func_start_before(struct elfobj *o, uint64_t vaddr, uint64_t *start)
+{
+	uint64_t best = 0;
+
+	best_start_in(o, SHT_SYMTAB, vaddr, &best);
+	best_start_in(o, SHT_DYNSYM, vaddr, &best);
+	*start = best;
+	return best != 0;
+}
+
+/*
+ * The PT_LOAD segment with all of flags whose file image (in_file) or memory
+ * image holds [vaddr, vaddr + len).
+ */
+static bool segment_of(struct elfobj *o, uint64_t vaddr, uint64_t len, Elf64_Word flags, bool in_file,
+		       GElf_Phdr *ph)
+{
+	size_t n;
+
+	if (elf_getphdrnum(o->elf, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!gelf_getphdr(o->elf, i, ph) || ph->p_type != PT_LOAD || (ph->p_flags & flags) != flags)
+			continue;
+		uint64_t size = in_file ? ph->p_filesz : ph->p_memsz;
+		if (vaddr >= ph->p_vaddr && vaddr + len <= ph->p_vaddr + size)
+			return true;
+	}
+	return false;
+}
+
+int64_t elfobj_file_offset(struct elfobj *o, uint64_t vaddr)
+{
+	GElf_Phdr ph;
+
+	return segment_of(o, vaddr, 1, PF_X, true, &ph) ? (int64_t)(vaddr - ph.p_vaddr + ph.p_offset) : -1;
+}
+
+int elfobj_read(struct elfobj *o, uint64_t vaddr, void *buf, size_t len)
+{
+	GElf_Phdr ph;
+
+	if (!segment_of(o, vaddr, len, PF_X, true, &ph))
+		return -1;
+	return pread(o->fd, buf, len, vaddr - ph.p_vaddr + ph.p_offset) == (ssize_t)len ? 0 : -1;
+}
+
+bool elfobj_readable(struct elfobj *o, uint64_t vaddr, uint64_t len)
+{
+	GElf_Phdr ph;
+
+	return segment_of(o, vaddr, len, PF_R, false, &ph);
+}
+
+int elfobj_exec_segments(struct elfobj *o,
+			 int (*fn)(const uint8_t *code, size_t len, uint64_t vaddr, void *arg), void *arg)
+{
+	size_t n;
+
+	if (elf_getphdrnum(o->elf, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(o->elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		const uint8_t *code = (const uint8_t *)elf_rawfile(o->elf, NULL);
+		size_t size;
+		if (!code || !elf_rawfile(o->elf, &size) || ph.p_offset + ph.p_filesz > size)
+			return -1;
+		int r = fn(code + ph.p_offset, ph.p_filesz, ph.p_vaddr, arg);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+size_t elfobj_build_id(struct elfobj *o, uint8_t *buf, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		Elf_Data *data;
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE || !(data = elf_getdata(scn, NULL)))
+			continue;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((char *)data->d_buf + name_off, "GNU", 4))
+				continue;
+			size_t n = nh.n_descsz < len ? nh.n_descsz : len;
+			memcpy(buf, (char *)data->d_buf + desc_off, n);
+			return n;
+		}
+	}
+	return 0;
+}
+
+bool elfobj_dynamic(struct elfobj *o)
+{
+	size_t n;
+
+	if (elf_getphdrnum(o->elf, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(o->elf, i, &ph) && ph.p_type == PT_INTERP)
+			return true;
+	}
+	return false;
+}
+
+int elfobj_dyninfo(struct elfobj *o, struct elf_dyninfo *d)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section(o, SHT_DYNAMIC, &shdr);
+	Elf_Data *data;
+
+	memset(d, 0, sizeof(*d));
+	if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+		return 0;
+	size_t n = shdr.sh_size / shdr.sh_entsize;
+	d->needed = calloc(n + 1, sizeof(*d->needed));
+	if (!d->needed)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Dyn dyn;
+		if (!gelf_getdyn(data, i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		const char *s = NULL;
+		if (dyn.d_tag == DT_NEEDED || dyn.d_tag == DT_RUNPATH || dyn.d_tag == DT_RPATH)
+			s = elf_strptr(o->elf, shdr.sh_link, dyn.d_un.d_val);
+		if (!s)
+			continue;
+		if (dyn.d_tag == DT_NEEDED)
+			d->needed[d->n_needed++] = strdup(s);
+		else if (dyn.d_tag == DT_RUNPATH)
+			d->runpath = strdup(s);
+		else
+			d->rpath = strdup(s);
+	}
+	return 0;
+}
+
+void elfobj_dyninfo_free(struct elf_dyninfo *d)
+{
+	for (int i = 0; i < d->n_needed; i++)
+		free(d->needed[i]);
+	free(d->needed);
+	free(d->runpath);
+	free(d->rpath);
+	memset(d, 0, sizeof(*d));
+}
