@@ -26,7 +26,7 @@
 #include <bpf/libbpf.h>
 
 #include "floor.skel.h"
-#include "uprobe_multi.h"
+#include "probe/uprobe_multi.h"
 
 #define MAX_SITES 64
 

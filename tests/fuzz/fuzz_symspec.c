@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symspec.h"
+#include "probe/symspec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
