@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The trap+stack floor: what any stack-aggregating uprobe tracer must pay at
  * heaptrace's probe sites.  The entry and free programs do nothing, so their
