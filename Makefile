@@ -27,7 +27,7 @@ TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 .PHONY: all clean install deps demo test bench test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/heaptrace.h bpf/sample.h | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o

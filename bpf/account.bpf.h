@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The accounting of a block: the live map from address to block, and what
+ * a block adds to and takes off its stack's counters (sites), its arena's
+ * (arena_sites) and its process's totals and peak.  One place because
+ * every event that ends a block (free, realloc, reuse of the address,
+ * arena reset, exec) must take off exactly what its allocation added, or
+ * the in-use figures drift.
+ */
+#ifndef HT_ACCOUNT_BPF_H
+#define HT_ACCOUNT_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "heaptrace.h"
+#include "config.bpf.h"
+#include "counters.bpf.h"
+#include "stack.bpf.h"
+
+/* Sized by the loader before load (--max-allocs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HT_DEFAULT_MAX_LIVE);
+	__type(key, __u64);             /* ht_live_key() */
+	__type(value, struct ht_block);
+} live SEC(".maps");
+
+/* Sized by the loader before load (--max-stacks). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HT_DEFAULT_MAX_STACKS + 1);
+	__type(key, struct ht_site_key);
+	__type(value, struct ht_site);
+} sites SEC(".maps");
+
+/* Arena identity -> generation; a reset starts a new generation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct ht_arena_key);
+	__type(value, __u32);
+} arenas SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HT_DEFAULT_MAX_STACKS);
+	__type(key, struct ht_arena_site_key);
+	__type(value, struct ht_arena_site);
+} arena_sites SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HT_MAX_PROCS);
+	__type(key, __u32);             /* process slot */
+	__type(value, struct ht_totals);
+} totals SEC(".maps");
+
+/* A change of in-use counters: raw counts and estimates (see struct ht_site). */
+struct inuse_delta {
+	__s64 objects, bytes;
+	__s64 est_objects, est_bytes;   /* Q16, bytes */
+};
+
+/* What one block adds to (sign 1) or takes off (-1) the in-use counters. */
+static __always_inline struct inuse_delta block_delta(const struct ht_block *b, __s64 sign)
+{
+	struct inuse_delta d = {
+		.objects = sign * b->objects,
+		.bytes = sign * (__s64)b->size,
+		.est_objects = sign * (__s64)(b->weight * b->objects),
+		.est_bytes = sign * (__s64)ht_weighted_bytes(b->size, b->weight),
+	};
+	return d;
+}
+
+/*
+ * Every change of a site's in-use counters goes through here: it keeps the
+ * process totals and the peak, and copies the site's at-peak values before
+ * the first change after a new peak epoch.
+ */
+static __always_inline void site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
+{
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
+	__s64 bytes = d->est_bytes;
+
+	if (!t)
+		return;
+	if (s->epoch != t->epoch) {
+		s->peak_objects = s->est_inuse_objects;
+		s->peak_bytes = s->est_inuse_bytes;
+		s->epoch = t->epoch;
+	}
+	__sync_fetch_and_add(&s->inuse_objects, d->objects);
+	__sync_fetch_and_add(&s->inuse_bytes, d->bytes);
+	__sync_fetch_and_add(&s->est_inuse_objects, d->est_objects);
+	__sync_fetch_and_add(&s->est_inuse_bytes, d->est_bytes);
+	__sync_fetch_and_add(&t->inuse_objects, d->est_objects);
+	__s64 now = __sync_fetch_and_add(&t->inuse_bytes, bytes) + bytes;
+	if (bytes <= 0 || now <= (__s64)t->peak_bytes)
+		return;
+	/* Racing CPUs may each see a new peak; the last writer wins, off by one allocation at most. */
+	__u64 ns = bpf_ktime_get_ns();
+	t->peak_bytes = now;
+	t->peak_ns = ns;
+	__u64 step = peak_step;
+	if (!step) {
+		step = t->epoch_bytes / 20;
+		if (step < (1 << 20))
+			step = 1 << 20;
+	}
+	if (now > (__s64)(t->epoch_bytes + step)) {
+		t->epoch_bytes = now;
+		t->epoch_ns = ns;
+		__sync_fetch_and_add(&t->epoch, 1);
+	}
+}
+
+/* log2 of a block's lifetime in microseconds, as a histogram bucket. */
+static __always_inline __u32 life_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 b = 0;
+
+	if (us >> 16) { us >>= 16; b += 16; }
+	if (us >> 8) { us >>= 8; b += 8; }
+	if (us >> 4) { us >>= 4; b += 4; }
+	if (us >> 2) { us >>= 2; b += 2; }
+	if (us >> 1) { b += 1; }
+	return b < HT_LIFE_BUCKETS ? b : HT_LIFE_BUCKETS - 1;
+}
+
+static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
+{
+	struct ht_site_key key = { .stack = stack, .proc = proc };
+	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
+
+	if (s)
+		return s;
+	/* Two CPUs may race to create it: NOEXIST lets one win, both then share it. */
+	struct ht_site zero = {};
+	bpf_map_update_elem(&sites, &key, &zero, BPF_NOEXIST);
+	s = bpf_map_lookup_elem(&sites, &key);
+	if (!s)
+		count(HT_LOSS_SITE_FULL);
+	return s;
+}
+
+/* The generation a block of this arena must carry to still be live. */
+static __always_inline __u32 arena_gen(__u64 arena, __u32 proc)
+{
+	struct ht_arena_key key = { .arena = arena, .proc = proc };
+	__u32 *g = arena ? bpf_map_lookup_elem(&arenas, &key) : 0;
+
+	return g ? *g : 0;
+}
+
+static __always_inline void arena_add(const struct ht_block *b, __u32 proc, __s64 sign)
+{
+	struct ht_arena_site_key key = { .arena = b->arena, .stack = b->stack, .proc = proc };
+	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
+
+	if (!a) {
+		struct ht_arena_site zero = {};
+		bpf_map_update_elem(&arena_sites, &key, &zero, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&arena_sites, &key);
+		if (!a) {
+			count(HT_LOSS_ARENA_FULL);
+			return;
+		}
+	}
+	struct inuse_delta d = block_delta(b, sign);
+	__sync_fetch_and_add(&a->inuse_objects, d.objects);
+	__sync_fetch_and_add(&a->inuse_bytes, d.bytes);
+	__sync_fetch_and_add(&a->est_inuse_objects, d.est_objects);
+	__sync_fetch_and_add(&a->est_inuse_bytes, d.est_bytes);
+}
+
+/*
+ * A live block leaves the in-use counters.  A block of an arena that was
+ * reset since it was allocated left them at the reset already.
+ */
+static __always_inline bool release(struct ht_block *b, __u32 proc)
+{
+	if (b->arena && b->gen != arena_gen(b->arena, proc))
+		return false;
+
+	struct ht_site_key key = { .stack = b->stack, .proc = proc };
+	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
+
+	if (s) {
+		struct inuse_delta d = block_delta(b, -1);
+		site_inuse(s, proc, &d);
+	}
+	if (b->arena)
+		arena_add(b, proc, -1);
+	return true;
+}
+
+/* A block freed by the program (not a reset): its lifetime goes to its stack's histogram. */
+static __always_inline void record_lifetime(const struct ht_block *b, __u32 proc)
+{
+	struct ht_site_key key = { .stack = b->stack, .proc = proc };
+	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
+	__u64 life = bpf_ktime_get_ns() - b->time_ns;
+
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->lifetimes[life_bucket(life)], 1);
+	if (life < HT_TEMPORARY_NS)
+		__sync_fetch_and_add(&s->temporary, 1);
+}
+
+/* A followed child frees what it inherited: the block is live in its parent's slot. */
+static __always_inline bool inherited(__u64 ptr, __u32 proc)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct ht_proc *p = proc ? bpf_map_lookup_elem(&procs, &tgid) : 0;
+
+	if (!p)
+		return false;
+	__u64 key = ht_live_key(ptr, p->parent);
+	return bpf_map_lookup_elem(&live, &key);
+}
+
+static __always_inline void free_block(__u64 ptr, __u32 proc)
+{
+	__u64 key = ht_live_key(ptr, proc);
+	struct ht_block *live_b = bpf_map_lookup_elem(&live, &key);
+
+	if (!live_b) {
+		/* Sampling: most blocks were never recorded, and their frees are no news. */
+		if (inherited(ptr, proc))
+			count(HT_INHERITED_FREES);
+		else if (!sample_rate)
+			count(HT_UNMATCHED_FREES);
+		return;
+	}
+	struct ht_block b = *live_b;
+	/* Only the deleter accounts the free, so a racing double free counts once. */
+	if (bpf_map_delete_elem(&live, &key))
+		return;
+	if (release(&b, proc)) {
+		record_lifetime(&b, proc);
+		count(HT_FREES);
+	}
+}
+
+static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u32 spec, __u64 ptr, __u64 size,
+					 __u64 objects, __u64 arena)
+{
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx, proc, spec),
+			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc),
+			      .weight = ht_weight_q16(size, sample_rate) };
+	__u64 key = ht_live_key(ptr, proc);
+	struct ht_site *s = site_of(b.stack, proc);
+
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->alloc_objects, objects);
+	__sync_fetch_and_add(&s->alloc_bytes, size);
+	__sync_fetch_and_add(&s->est_alloc_objects, b.weight * b.objects);
+	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, b.weight));
+	count(HT_ALLOCS);
+
+	if (bpf_map_update_elem(&live, &key, &b, BPF_NOEXIST)) {
+		struct ht_block *old = bpf_map_lookup_elem(&live, &key);
+
+		if (!old) {
+			count(HT_LOSS_LIVE_FULL);
+			return;
+		}
+		/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
+		struct ht_block stale = *old;
+		if (release(&stale, proc))
+			count(HT_REUSED_BLOCKS);
+		if (bpf_map_update_elem(&live, &key, &b, BPF_EXIST)) {
+			count(HT_LOSS_LIVE_FULL);
+			return;
+		}
+	}
+	struct inuse_delta d = block_delta(&b, 1);
+	site_inuse(s, proc, &d);
+	if (arena)
+		arena_add(&b, proc, 1);
+}
+
+static __always_inline bool is_live(__u64 ptr, __u32 proc)
+{
+	__u64 key = ht_live_key(ptr, proc);
+
+	return bpf_map_lookup_elem(&live, &key);
+}
+
+#endif /* HT_ACCOUNT_BPF_H */

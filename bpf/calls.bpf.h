@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Per-thread state between an allocator's entry and its return: the
+ * arguments (gone by the return), the nesting (allocators call and
+ * tail-call each other, and only the outermost call is the program's
+ * request), the --sample-rate countdown and the entry's decision, and what
+ * uprobe sessions need to recognise calls nested in one whose return was
+ * skipped.  Entry and return meet only here; the probes in heaptrace.bpf.c
+ * say which event fired, and account.bpf.h what it does to the counters.
+ */
+#ifndef HT_CALLS_BPF_H
+#define HT_CALLS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "heaptrace.h"
+#include "config.bpf.h"
+#include "counters.bpf.h"
+#include "request.bpf.h"
+#include "account.bpf.h"
+
+/* Task storage: found from the task itself, no hashing, and freed when the thread exits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ht_call);
+} calls SEC(".maps");
+
+/*
+ * --sample-rate: does the thread's countdown cover an allocation of size
+ * bytes?  If not, the allocation is sampled and the next countdown drawn
+ * (bpf/sample.h says why this samples s bytes with probability
+ * 1 - exp(-s/R)).  A countdown is per thread: no atomics, and the draws of
+ * different threads are independent.
+ */
+static __always_inline bool sample(struct ht_call *c, __u64 size)
+{
+	if (!c->sampler_ready) {
+		c->until_sample = ht_sample_interval(sample_rate, bpf_get_prandom_u32());
+		c->sampler_ready = 1;
+	}
+	if (!ht_countdown(&c->until_sample, size))
+		return false;
+	c->until_sample = ht_sample_interval(sample_rate, bpf_get_prandom_u32());
+	return true;
+}
+
+/*
+ * What the return of an outermost allocator call (arguments in c->args)
+ * will have to do.  With --sample-rate the size is known here, so an
+ * unsampled call needs nothing at its return, unless it is a realloc of a
+ * block that was sampled: that block is gone if the call succeeds.
+ */
+static __always_inline __u8 entry_decision(struct ht_call *c, __u32 proc, const volatile struct ht_alloc_spec *spec)
+{
+	if (!sample_rate)
+		return HT_CALL_RECORD;
+	if (spec->size_at_return)
+		return HT_CALL_DECIDE;
+	if (sample(c, request_size(spec, c->args, 0)))
+		return HT_CALL_RECORD;
+
+	__u64 old = spec->old_ptr_arg ? c->args[spec->old_ptr_arg & 7] : 0;
+	return old && is_live(old, proc) ? HT_CALL_FREE_OLD : HT_CALL_SKIP;
+}
+
+/* The uretprobe trampoline of the current process, cached per thread (0: none mapped yet). */
+static __always_inline __u64 uretprobe_trampoline(struct ht_call *c)
+{
+	if (!c->trampoline) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		c->trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	}
+	return c->trampoline;
+}
+
+/*
+ * Uprobe sessions: a skipped return cannot tell when its call ended.  A
+ * later entry is nested in it (glibc's realloc(NULL, n) jumps to malloc,
+ * its small posix_memalign calls malloc, an arena allocator mallocs its
+ * chunks) when it is below the call's stack pointer, or at it in another
+ * function (a tail jump), and the call's return address is still in its
+ * slot: once the call has returned, the caller's next call writes its own
+ * return address there.  The same function entered at the same stack
+ * pointer is the caller calling again.  The slot may hold the uretprobe
+ * trampoline instead when another tracer's return probe took the call's
+ * return address.  A stale slot that happens to hold the same address can
+ * hide a call from the sampler; nested calls are never counted twice.
+ */
+static __always_inline bool nested_in_skipped(struct ht_call *c, __u64 sp, __u32 spec)
+{
+	__u64 ra;
+
+	if (!c->skip_sp || sp > c->skip_sp || (sp == c->skip_sp && spec == c->skip_spec))
+		return false;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)c->skip_sp))
+		return false;
+	return ra == c->skip_ra || ra == uretprobe_trampoline(c);
+}
+
+/* An allocator's entry.  Returns whether its return probe is needed. */
+static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
+{
+	int proc = proc_slot();
+
+	if (proc < 0)
+		return false;
+
+	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		count(HT_LOSS_CALLS_FULL);
+		return false;
+	}
+	__u64 sp = PT_REGS_SP(ctx);
+	__u32 spec = bpf_get_attach_cookie(ctx);
+	if (c->depth) {
+		/*
+		 * An allocator entry point called from inside another: deeper
+		 * (reallocarray calls realloc, an arena allocator calls malloc
+		 * for a chunk) or at the same stack pointer when tail-called
+		 * (glibc's realloc(NULL, n) jumps to malloc; both return probes
+		 * then fire at the one return).  Only the outermost call is the
+		 * program's request.  In a session the inner return is not
+		 * needed at all.
+		 */
+		if (sp <= c->sp) {
+			if (session)
+				return false;
+			c->depth++;
+			return true;
+		}
+		count(HT_LOSS_STALE_ENTRY);
+	}
+	if (session && nested_in_skipped(c, sp, spec))
+		return false;
+	save_args(ctx, c->args);
+	c->sp = sp;
+	c->spec = spec;
+	c->depth = 1;
+	c->skip_sp = 0;
+	c->state = entry_decision(c, proc, spec_of(spec));
+	if (session && c->state == HT_CALL_SKIP) {
+		c->depth = 0;
+		if (!bpf_probe_read_user(&c->skip_ra, sizeof(c->skip_ra), (void *)sp)) {
+			c->skip_sp = sp;
+			c->skip_spec = spec;
+		}
+		return false;
+	}
+	return true;
+}
+
+/* An allocator's return: the outermost call's allocation is recorded, or not sampled. */
+static __always_inline void alloc_exit(struct pt_regs *ctx)
+{
+	int proc = proc_slot();
+
+	if (proc < 0)
+		return;
+
+	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!cur || !cur->depth) {
+		count(HT_LOSS_NO_ENTRY);
+		return;
+	}
+	if (cur->depth > 1) {
+		cur->depth--;
+		return;
+	}
+	cur->depth = 0;
+	if (cur->state == HT_CALL_SKIP)
+		return;
+
+	const volatile struct ht_alloc_spec *spec = spec_of(cur->spec);
+	__u64 ret = PT_REGS_RC(ctx);
+	__u64 size = request_size(spec, cur->args, ret);
+	__u64 ptr = eval(&spec->ptr, cur->args, ret);
+	bool record = cur->state == HT_CALL_RECORD || (cur->state == HT_CALL_DECIDE && sample(cur, size));
+
+	if (spec->out_ptr_arg) {
+		/* posix_memalign returns an error number; the block comes back through *memptr. */
+		if ((int)ret != 0 ||
+		    bpf_probe_read_user(&ptr, sizeof(ptr), (void *)cur->args[spec->out_ptr_arg & 7]))
+			ptr = 0;
+	}
+
+	__u64 old_ptr = spec->old_ptr_arg ? cur->args[spec->old_ptr_arg & 7] : 0;
+	if (old_ptr) {
+		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
+		if (ptr || size == 0)
+			free_block(old_ptr, proc);
+		if (!ptr) {
+			if (size && record)
+				count(HT_FAILED_ALLOCS);
+			return;
+		}
+	}
+	/* With --sample-rate, failed calls are counted among the sampled ones only. */
+	if (!ptr) {
+		if (record)
+			count(HT_FAILED_ALLOCS);
+		return;
+	}
+	if (record)
+		record_alloc(ctx, proc, cur->spec, ptr, size, eval(&spec->objects, cur->args, ret),
+			     eval(&spec->arena, cur->args, ret));
+}
+
+/* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
+static __always_inline bool inside_alloc_call(struct pt_regs *ctx)
+{
+	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+
+	return cur && cur->depth && PT_REGS_SP(ctx) <= cur->sp;
+}
+
+#endif /* HT_CALLS_BPF_H */

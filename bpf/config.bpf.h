@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * What user space decides, and the question every program asks first: is
+ * the current process traced, and in which slot?  The settings go into
+ * .rodata before load, so the verifier drops the branches they turn off;
+ * the stop flag and the followed children change while tracing runs.  They
+ * stay together, in this order, because the skeleton lays them out as one
+ * struct that the loader fills in one place, and every concern reads some.
+ */
+#ifndef HT_CONFIG_BPF_H
+#define HT_CONFIG_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "heaptrace.h"
+
+const volatile __u32 target_tgid = 0;
+const volatile __u64 page_size = 4096;
+const volatile __u32 max_depth = HT_DEFAULT_MAX_DEPTH;
+const volatile __u32 stack_mode = HT_STACK_WALK;
+const volatile __u64 min_frame_addr = 4096;    /* vm.mmap_min_addr, at least 1 */
+const volatile __u64 peak_step = 0;             /* bytes; 0: max(5% of the last at-peak state, 1 MiB) */
+const volatile bool follow_fork = false;
+const volatile bool multi_links = false;        /* attached by uprobe_multi or session links: bpf_get_func_ip works */
+const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every allocation */
+const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
+
+/*
+ * Set by user space when tracing stops, before the links are closed: each
+ * close waits for a grace period, while the target goes on allocating and
+ * freeing, and the profile is to be the heap as it was at the stop.
+ */
+volatile __u32 tracing_stopped = 0;
+
+/* --follow-fork: children, added by user space while the child is held at its fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HT_MAX_PROCS);
+	__type(key, __u32);             /* tgid */
+	__type(value, struct ht_proc);
+} procs SEC(".maps");
+
+/* The current process's slot: 0 for the target, a child's with --follow-fork; -1: not traced. */
+static __always_inline int proc_slot(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (tracing_stopped)
+		return -1;
+	if (tgid == target_tgid)
+		return 0;
+	if (!follow_fork)
+		return -1;
+	struct ht_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	return p ? (int)(p->slot & (HT_MAX_PROCS - 1)) : -1;
+}
+
+/* The attach cookie picks the spec; the mask keeps any cookie in bounds for the verifier. */
+static __always_inline const volatile struct ht_alloc_spec *spec_of(__u32 i)
+{
+	return &specs[i & (HT_MAX_SPECS - 1)];
+}
+
+#endif /* HT_CONFIG_BPF_H */

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The user stack of an allocation, interned: captured by the walk that
+ * --unwind chose, hashed, stored once in the stacks map and named by its
+ * hash from then on.  Every recorded allocation pays for this; it is apart
+ * from the accounting, which only ever sees the hash.
+ */
+#ifndef HT_STACK_BPF_H
+#define HT_STACK_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "heaptrace.h"
+#include "config.bpf.h"
+#include "counters.bpf.h"
+#include "scratch.bpf.h"
+#include "unwind.bpf.h"
+
+/*
+ * Frames, written once per new stack: allocated as used, not preallocated.
+ * Values are a prefix of struct ht_stack, sized by the loader to
+ * --max-depth (entries: --max-stacks), so the map carries no BTF value
+ * type to disagree with.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, HT_DEFAULT_MAX_STACKS);
+	__uint(key_size, sizeof(__u64));        /* stack hash */
+	__uint(value_size, sizeof(struct ht_stack));
+} stacks SEC(".maps");
+
+/*
+ * The user stack at a return probe, innermost first: frame 0 is the return
+ * address in the allocator's caller, then a frame-pointer walk.  The walk
+ * reads frames from one bulk copy of the stack above the stack pointer (one
+ * probe_read instead of two per frame) and reads a frame directly only when
+ * it lies beyond the copy.  It stops where the kernel's own walk stops: at
+ * an unreadable frame or max_depth; and at a zero return address, where
+ * the stack map's readers stop too.
+ */
+static __always_inline __u32 walk_stack(struct pt_regs *ctx, struct scratch *sc)
+{
+	__u64 sp = PT_REGS_SP(ctx), fp = PT_REGS_FP(ctx);
+	__u64 copied = copy_stack(sc, sp);
+	__u32 n = 1;
+
+	sc->st.pcs[0] = PT_REGS_IP(ctx);
+	for (int i = 1; i < HT_MAX_STACK_DEPTH; i++) {
+		__u64 frame[2];
+		__u64 off = fp - sp;
+
+		/*
+		 * Below vm.mmap_min_addr nothing can be mapped: the read would
+		 * fault and end the walk, as it does the kernel's, but a fault
+		 * costs ~1 us.  The outermost frame of glibc's main thread
+		 * (fp = 1) and of its threads (fp = 0) end here.
+		 */
+		if (fp < min_frame_addr)
+			break;
+		if (i >= max_depth) {
+			sc->st.flags = HT_STACK_MAX_DEPTH;
+			break;
+		}
+		if (fp >= sp && off + 16 <= copied && !(off & 7)) {
+			__u32 k = (off >> 3) & (HT_STACK_COPY_BYTES / 8 - 2);
+			frame[0] = sc->copy[k];
+			frame[1] = sc->copy[k + 1];
+		} else if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
+			break;
+		}
+		if (!frame[1])
+			break;
+		sc->st.pcs[i] = frame[1];
+		fp = frame[0];
+		n = i + 1;
+	}
+	return n;
+}
+
+static __always_inline __u32 kernel_stack(struct pt_regs *ctx, struct scratch *sc)
+{
+	long bytes = bpf_get_stack(ctx, sc->st.pcs, (max_depth & 127) * sizeof(__u64), BPF_F_USER_STACK);
+	__u32 n = 0;
+
+	if (bytes <= 0)
+		return 0;
+	for (int i = 0; i < HT_MAX_STACK_DEPTH; i++) {
+		if (i >= bytes / 8 || !sc->st.pcs[i])
+			break;
+		n = i + 1;
+	}
+	return n;
+}
+
+/* FNV-1a over the frames, 0 kept free for HT_STACK_LOST. */
+static __always_inline __u64 hash_stack(const struct ht_stack *st)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+
+	for (int i = 0; i < HT_MAX_STACK_DEPTH; i++) {
+		if (i >= st->depth)
+			break;
+		h = (h ^ st->pcs[i]) * 0x100000001b3ull;
+	}
+	h ^= h >> 29;
+	return h ? h : 1;
+}
+
+/* Capture, hash and store (once) the current stack; its hash, or HT_STACK_LOST. */
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc, __u32 spec)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!sc)
+		return HT_STACK_LOST;
+	sc->st.flags = 0;
+	sc->st.depth = stack_mode == HT_STACK_KERNEL ? kernel_stack(ctx, sc) :
+		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(ctx, sc, proc, spec) :
+						       walk_stack(ctx, sc);
+	if (!sc->st.depth) {
+		count(HT_LOSS_STACK_ERROR);
+		return HT_STACK_LOST;
+	}
+	if (sc->st.flags & HT_STACK_TRUNCATED)
+		count(HT_STACKS_TRUNCATED);
+	if (sc->st.flags & HT_STACK_MAX_DEPTH)
+		count(HT_STACKS_MAX_DEPTH);
+
+	__u64 h = hash_stack(&sc->st);
+	struct ht_stack *known = bpf_map_lookup_elem(&stacks, &h);
+	if (known) {
+		/* A cheap check that catches all but astronomically unlucky collisions. */
+		if (known->depth != sc->st.depth || known->pcs[0] != sc->st.pcs[0]) {
+			count(HT_LOSS_STACK_COLLISION);
+			return HT_STACK_LOST;
+		}
+		return h;
+	}
+	if (bpf_map_update_elem(&stacks, &h, &sc->st, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&stacks, &h)) {
+		count(HT_LOSS_STACK_ERROR);
+		return HT_STACK_LOST;
+	}
+	return h;
+}
+
+#endif /* HT_STACK_BPF_H */
