@@ -141,7 +141,7 @@ static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
 	bpf_map_update_elem(&sites, &key, &zero, BPF_NOEXIST);
 	s = bpf_map_lookup_elem(&sites, &key);
 	if (!s)
-		count(HT_LOSS_SITE_FULL);
+		count(HT_SITE_MAP_FULL);
 	return s;
 }
 
@@ -164,7 +164,7 @@ static __always_inline void arena_add(const struct ht_block *b, __u32 proc, __s6
 		bpf_map_update_elem(&arena_sites, &key, &zero, BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&arena_sites, &key);
 		if (!a) {
-			count(HT_LOSS_ARENA_FULL);
+			count(HT_ARENA_MAP_FULL);
 			return;
 		}
 	}
@@ -266,15 +266,15 @@ static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u32 
 		struct ht_block *old = bpf_map_lookup_elem(&live, &key);
 
 		if (!old) {
-			count(HT_LOSS_LIVE_FULL);
+			count(HT_LIVE_MAP_FULL);
 			return;
 		}
 		/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
 		struct ht_block stale = *old;
 		if (release(&stale, proc))
-			count(HT_REUSED_BLOCKS);
+			count(HT_MISSED_FREES);
 		if (bpf_map_update_elem(&live, &key, &b, BPF_EXIST)) {
-			count(HT_LOSS_LIVE_FULL);
+			count(HT_LIVE_MAP_FULL);
 			return;
 		}
 	}

@@ -112,7 +112,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
 						 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c) {
-		count(HT_LOSS_CALLS_FULL);
+		count(HT_CALL_MAP_FULL);
 		return false;
 	}
 	__u64 sp = PT_REGS_SP(ctx);
@@ -133,7 +133,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 			c->depth++;
 			return true;
 		}
-		count(HT_LOSS_STALE_ENTRY);
+		count(HT_MISSED_RETURNS);
 	}
 	if (session && nested_in_skipped(c, sp, spec))
 		return false;
@@ -164,7 +164,7 @@ static __always_inline void alloc_exit(struct pt_regs *ctx)
 
 	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 	if (!cur || !cur->depth) {
-		count(HT_LOSS_NO_ENTRY);
+		count(HT_RETURNS_WITHOUT_ENTRY);
 		return;
 	}
 	if (cur->depth > 1) {

@@ -129,10 +129,10 @@ int reset_enter(struct pt_regs *ctx)
 	} else {
 		__u32 one = 1;
 		if (bpf_map_update_elem(&arenas, &ak, &one, BPF_NOEXIST))
-			count(HT_LOSS_ARENA_FULL);
+			count(HT_ARENA_MAP_FULL);
 	}
 	bpf_for_each_map_elem(&arena_sites, reset_site, &rc, 0);
-	count(HT_RESETS);
+	count(HT_ARENA_RESETS);
 	count_n(HT_RESET_OBJECTS, rc.objects);
 	return 0;
 }

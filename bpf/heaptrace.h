@@ -44,7 +44,7 @@ struct ht_proc {
  * Stacks are keyed by a 64-bit hash of their frames.  This one stands for
  * allocations whose stack could not be stored (map full, or a hash that
  * collided with a different stack): they are still counted, under a pseudo
- * stack, so totals stay exact; the failure is counted in HT_LOSS_STACK_*.
+ * stack, so totals stay exact; the failure is counted in HT_STACK_COLLISIONS or HT_STACK_ERRORS.
  */
 #define HT_STACK_LOST 0ull
 
@@ -337,30 +337,38 @@ struct ht_unwind_proc {
 	struct ht_unwind_module mods[HT_UNWIND_MAX_MODULES];
 };
 
-/* Event and loss counters (all but allocs, frees and failed allocs are losses): a per-CPU array. */
-enum ht_counter {
-	HT_ALLOCS,              /* allocations counted */
-	HT_FREES,               /* frees matched to a live block */
-	HT_LOSS_LIVE_FULL,      /* block not tracked: live map full (its free becomes unmatched) */
-	HT_LOSS_STACK_COLLISION,/* two different stacks hashed alike */
-	HT_LOSS_STACK_ERROR,    /* stack map full, or the kernel's walk failed */
-	HT_LOSS_SITE_FULL,      /* per-stack counter map full */
-	HT_LOSS_NO_ENTRY,       /* return probe with no recorded entry */
-	HT_LOSS_STALE_ENTRY,    /* entry replaced: a previous call never returned */
-	HT_LOSS_CALLS_FULL,     /* no per-thread call state (out of memory): call not traced */
-	HT_UNMATCHED_FREES,     /* free of a block never seen allocated */
-	HT_REUSED_BLOCKS,       /* address handed out again while still live: a free was missed */
-	HT_FAILED_ALLOCS,       /* allocator returned NULL */
-	HT_RESETS,              /* arena resets */
-	HT_RESET_OBJECTS,       /* objects released by arena resets */
-	HT_LOSS_ARENA_FULL,     /* arena bookkeeping map full: a reset cannot release these */
-	HT_EXECS,               /* the process executed a new program */
-	HT_EXEC_DROPPED,        /* live blocks of the old program, gone with it */
-	HT_INHERITED_FREES,     /* a followed child freed a block its parent allocated before the fork */
-	HT_STACKS_TRUNCATED,    /* allocations whose stack walk failed early (HT_STACK_TRUNCATED) */
-	HT_STACKS_MAX_DEPTH,    /* allocations whose stack was cut at --max-depth (not a loss: asked for) */
-	HT_UNWIND_FP_FRAMES,    /* --unwind dwarf: frames unwound by frame pointer, for want of CFI */
-	HT_COUNTER_MAX,
-};
+/*
+ * Event and loss counters, a per-CPU array indexed by enum ht_counter.  One
+ * row each: the identifier (HT_<ID>), the one name it has everywhere (the
+ * events line of -v, the top report, /metrics, the docs), and whether it is
+ * a loss (shown whenever it is non-zero) or an event (shown with -v).
+ * Every list of counters in user space is generated from this table.
+ */
+#define HT_COUNTERS(X)                                                                                          \
+	X(ALLOCS, "allocs", 0)                  /* allocations counted */                                       \
+	X(FREES, "frees", 0)                    /* frees matched to a live block */                             \
+	X(LIVE_MAP_FULL, "live_map_full", 1)    /* block not tracked: live map full (its free is unmatched) */  \
+	X(STACK_COLLISIONS, "stack_collisions", 1)      /* two different stacks hashed alike */                 \
+	X(STACK_ERRORS, "stack_errors", 1)      /* stack map full, or the kernel's walk failed */               \
+	X(SITE_MAP_FULL, "site_map_full", 1)    /* per-stack counter map full */                                \
+	X(RETURNS_WITHOUT_ENTRY, "returns_without_entry", 1)    /* return probe with no recorded entry */       \
+	X(MISSED_RETURNS, "missed_returns", 1)  /* entry replaced: a previous call never returned */            \
+	X(CALL_MAP_FULL, "call_map_full", 1)    /* no per-thread call state (out of memory): not traced */      \
+	X(UNMATCHED_FREES, "unmatched_frees", 1)        /* free of a block never seen allocated */              \
+	X(MISSED_FREES, "missed_frees", 1)      /* address handed out again while still live */                \
+	X(FAILED_ALLOCS, "failed_allocs", 0)    /* allocator returned NULL */                                   \
+	X(ARENA_RESETS, "arena_resets", 0)      /* arena resets */                                              \
+	X(RESET_OBJECTS, "reset_objects", 0)    /* objects released by arena resets */                          \
+	X(ARENA_MAP_FULL, "arena_map_full", 1)  /* arena bookkeeping map full: a reset cannot release these */  \
+	X(EXECS, "execs", 0)                    /* the process executed a new program */                        \
+	X(EXEC_DROPPED, "exec_dropped", 0)      /* live blocks of the old program, gone with it */              \
+	X(INHERITED_FREES, "inherited_frees", 0)        /* a child freed a block its parent allocated */        \
+	X(STACKS_TRUNCATED, "stacks_truncated", 1)      /* the stack walk failed early (HT_STACK_TRUNCATED) */  \
+	X(STACKS_AT_MAX_DEPTH, "stacks_at_max_depth", 0)        /* stack cut at --max-depth: asked for */       \
+	X(UNWIND_FP_FRAMES, "unwind_fp_frames", 0)      /* --unwind dwarf: frames unwound by frame pointer */
+
+#define HT_COUNTER_ENUM(id, name, loss) HT_##id,
+enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };
+#undef HT_COUNTER_ENUM
 
 #endif /* HEAPTRACE_H */

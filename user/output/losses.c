@@ -1,8 +1,23 @@
+/* The counters of bpf/heaptrace.h's HT_COUNTERS table, by name. */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "output/output.h"
-#include "tracer/tracer.h"
+
+#define NAME(id, name, loss) [HT_##id] = name,
+#define LOSS(id, name, loss) [HT_##id] = loss,
+static const char *const names[HT_COUNTER_MAX] = { HT_COUNTERS(NAME) };
+static const bool losses[HT_COUNTER_MAX] = { HT_COUNTERS(LOSS) };
+
+const char *counter_name(enum ht_counter c)
+{
+	return c < HT_COUNTER_MAX ? names[c] : "?";
+}
+
+bool counter_is_loss(enum ht_counter c)
+{
+	return c < HT_COUNTER_MAX && losses[c];
+}
 
 void output_losses(char *buf, size_t len, const uint64_t counters[HT_COUNTER_MAX], bool all)
 {
@@ -10,13 +25,8 @@ void output_losses(char *buf, size_t len, const uint64_t counters[HT_COUNTER_MAX
 
 	buf[0] = '\0';
 	for (int c = 0; c < HT_COUNTER_MAX && off < len; c++) {
-		bool loss = c != HT_ALLOCS && c != HT_FREES && c != HT_FAILED_ALLOCS && c != HT_RESETS &&
-			    c != HT_RESET_OBJECTS && c != HT_EXECS && c != HT_EXEC_DROPPED &&
-			    c != HT_INHERITED_FREES && c != HT_UNWIND_FP_FRAMES &&
-			    c != HT_STACKS_MAX_DEPTH;
-		if (!all && (!loss || !counters[c]))
+		if (!all && (!losses[c] || !counters[c]))
 			continue;
-		off += snprintf(buf + off, len - off, "%s%s=%" PRIu64, off ? " " : "",
-				tracer_counter_name(c), counters[c]);
+		off += snprintf(buf + off, len - off, "%s%s=%" PRIu64, off ? " " : "", names[c], counters[c]);
 	}
 }

@@ -59,6 +59,10 @@ int output_collapsed(FILE *f, const struct profile *p, struct symbolizer *sym, e
 /* A human-readable report of totals, losses and the heaviest top stacks. */
 int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
 
+/* A counter's one name (HT_COUNTERS in heaptrace.h), and whether it counts a loss. */
+const char *counter_name(enum ht_counter c);
+bool counter_is_loss(enum ht_counter c);
+
 /* The loss counters that are non-zero, as "name=N name=N"; "" when none. */
 void output_losses(char *buf, size_t len, const uint64_t counters[HT_COUNTER_MAX], bool all);
 

@@ -105,7 +105,7 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 	fprintf(m, "# HELP heaptrace_events_total Allocator events and losses, by kind.\n"
 		   "# TYPE heaptrace_events_total counter\n");
 	for (int i = 0; i < HT_COUNTER_MAX; i++)
-		fprintf(m, "heaptrace_events_total{event=\"%s\"} %" PRIu64 "\n", tracer_counter_name(i), counters[i]);
+		fprintf(m, "heaptrace_events_total{event=\"%s\"} %" PRIu64 "\n", counter_name(i), counters[i]);
 	fclose(m);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }

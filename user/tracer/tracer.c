@@ -226,34 +226,6 @@ void tracer_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX])
 	free(vals);
 }
 
-const char *tracer_counter_name(enum ht_counter c)
-{
-	static const char *const names[HT_COUNTER_MAX] = {
-		[HT_ALLOCS] = "allocs",
-		[HT_FREES] = "frees",
-		[HT_UNMATCHED_FREES] = "unmatched_frees",
-		[HT_LOSS_LIVE_FULL] = "live_map_full",
-		[HT_LOSS_STACK_COLLISION] = "stack_collisions",
-		[HT_LOSS_STACK_ERROR] = "stack_errors",
-		[HT_LOSS_SITE_FULL] = "site_map_full",
-		[HT_LOSS_NO_ENTRY] = "returns_without_entry",
-		[HT_LOSS_STALE_ENTRY] = "missed_returns",
-		[HT_LOSS_CALLS_FULL] = "call_map_full",
-		[HT_REUSED_BLOCKS] = "missed_frees",
-		[HT_FAILED_ALLOCS] = "failed_allocs",
-		[HT_RESETS] = "arena_resets",
-		[HT_RESET_OBJECTS] = "reset_objects",
-		[HT_LOSS_ARENA_FULL] = "arena_map_full",
-		[HT_EXECS] = "execs",
-		[HT_EXEC_DROPPED] = "exec_dropped",
-		[HT_INHERITED_FREES] = "inherited_frees",
-		[HT_STACKS_TRUNCATED] = "stacks_truncated",
-		[HT_STACKS_MAX_DEPTH] = "stacks_at_max_depth",
-		[HT_UNWIND_FP_FRAMES] = "unwind_fp_frames",
-	};
-	return c < HT_COUNTER_MAX ? names[c] : "?";
-}
-
 int tracer_sites_fd(const struct tracer *tr)
 {
 	return bpf_map__fd(tr->skel->maps.sites);

@@ -68,7 +68,6 @@ void tracer_close(struct tracer *tr);
 
 /* Sum the per-CPU event and loss counters. */
 void tracer_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX]);
-const char *tracer_counter_name(enum ht_counter c);
 
 /* Kernel memory charged to the maps (fdinfo memlock), in bytes; per map for the live map. */
 uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32_t *live_entries);
