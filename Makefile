@@ -8,7 +8,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 BUILD := build
 # CFLAGS is the caller's to set (optimisation, sanitizers); HT_CFLAGS is not optional.
 CFLAGS ?= -O2 -g
-HT_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I$(BUILD)
+HT_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibpf -Iuser -I. -I$(BUILD)
 LDLIBS := -lbpf -lelf -ldw -lz -lcapstone -lmicrohttpd -lpthread -lstdc++ -lm
 BPF_CFLAGS := -target bpf -mcpu=v3 -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
@@ -33,7 +33,32 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
-$(BUILD)/user/%.o: user/%.c $(SKELS) $(wildcard user/*/*.h) bpf/heaptrace.h bpf/sample.h
+# The in-process fast path's stub (stub/): freestanding, position independent,
+# no red zone (it calls its record sites from inline assembly) and no SSE,
+# linked into a flat blob whose entry points sit at the offsets of stub.h,
+# then embedded in heaptrace as a C array.
+STUB_CFLAGS := -O2 -g -ffreestanding -fno-builtin -nostdlib -fPIC -fvisibility=hidden -fno-stack-protector \
+	-fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -fcf-protection=none \
+	-Wall -Wextra -Werror -Ibpf -Istub
+
+$(BUILD)/stub/%.o: stub/%.c stub/stub.h bpf/heaptrace.h bpf/sample.h
+	@mkdir -p $(dir $@)
+	$(CC) $(STUB_CFLAGS) -c $< -o $@
+
+$(BUILD)/stub/%.o: stub/%.S
+	@mkdir -p $(dir $@)
+	$(CC) $(STUB_CFLAGS) -c $< -o $@
+
+$(BUILD)/stub/stub.bin: $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o stub/stub.lds
+	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o
+	@if readelf -r $(BUILD)/stub/stub.elf | grep -q 'R_X86'; then echo "stub: relocations left"; exit 1; fi
+	objcopy -O binary -j .text $(BUILD)/stub/stub.elf $@
+
+$(BUILD)/stub_blob.h: $(BUILD)/stub/stub.bin
+	{ echo '/* Generated from stub/ by the Makefile. */'; echo 'static const unsigned char stub_blob[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; } > $@
+
+$(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h) stub/stub.h bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -c $< -o $@
 

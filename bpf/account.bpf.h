@@ -245,10 +245,11 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 	}
 }
 
-static __always_inline void record_alloc(struct pt_regs *ctx, __u32 proc, __u32 spec, __u64 ptr, __u64 size,
-					 __u64 objects, __u64 arena)
+static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,
+					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena)
 {
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = capture_stack(ctx, proc, spec),
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(),
+			      .stack = capture_stack(ctx, regs, proc, spec, func_ip),
 			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc),
 			      .weight = ht_weight_q16(size, sample_rate) };
 	__u64 key = ht_live_key(ptr, proc);

@@ -154,6 +154,46 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 	return true;
 }
 
+/*
+ * An outermost allocator call has returned ret: the block it made (if
+ * record) and the block a realloc gave up.  From a return probe, or from
+ * the stub's record site with the registers of the call's entry (regs).
+ */
+static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,
+					 __u32 spec_i, const __u64 *args, __u64 ret, bool record)
+{
+	const volatile struct ht_alloc_spec *spec = spec_of(spec_i);
+	__u64 size = request_size(spec, args, ret);
+	__u64 ptr = eval(&spec->ptr, args, ret);
+
+	if (spec->out_ptr_arg) {
+		/* posix_memalign returns an error number; the block comes back through *memptr. */
+		if ((int)ret != 0 || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)args[spec->out_ptr_arg & 7]))
+			ptr = 0;
+	}
+
+	__u64 old_ptr = spec->old_ptr_arg ? args[spec->old_ptr_arg & 7] : 0;
+	if (old_ptr) {
+		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
+		if (ptr || size == 0)
+			free_block(old_ptr, proc);
+		if (!ptr) {
+			if (size && record)
+				count(HT_FAILED_ALLOCS);
+			return;
+		}
+	}
+	/* With --sample-rate, failed calls are counted among the sampled ones only. */
+	if (!ptr) {
+		if (record)
+			count(HT_FAILED_ALLOCS);
+		return;
+	}
+	if (record)
+		record_alloc(ctx, regs, func_ip, proc, spec_i, ptr, size, eval(&spec->objects, args, ret),
+			     eval(&spec->arena, args, ret));
+}
+
 /* An allocator's return: the outermost call's allocation is recorded, or not sampled. */
 static __always_inline void alloc_exit(struct pt_regs *ctx)
 {
@@ -175,39 +215,11 @@ static __always_inline void alloc_exit(struct pt_regs *ctx)
 	if (cur->state == HT_CALL_SKIP)
 		return;
 
-	const volatile struct ht_alloc_spec *spec = spec_of(cur->spec);
-	__u64 ret = PT_REGS_RC(ctx);
-	__u64 size = request_size(spec, cur->args, ret);
-	__u64 ptr = eval(&spec->ptr, cur->args, ret);
-	bool record = cur->state == HT_CALL_RECORD || (cur->state == HT_CALL_DECIDE && sample(cur, size));
-
-	if (spec->out_ptr_arg) {
-		/* posix_memalign returns an error number; the block comes back through *memptr. */
-		if ((int)ret != 0 ||
-		    bpf_probe_read_user(&ptr, sizeof(ptr), (void *)cur->args[spec->out_ptr_arg & 7]))
-			ptr = 0;
-	}
-
-	__u64 old_ptr = spec->old_ptr_arg ? cur->args[spec->old_ptr_arg & 7] : 0;
-	if (old_ptr) {
-		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
-		if (ptr || size == 0)
-			free_block(old_ptr, proc);
-		if (!ptr) {
-			if (size && record)
-				count(HT_FAILED_ALLOCS);
-			return;
-		}
-	}
-	/* With --sample-rate, failed calls are counted among the sampled ones only. */
-	if (!ptr) {
-		if (record)
-			count(HT_FAILED_ALLOCS);
-		return;
-	}
-	if (record)
-		record_alloc(ctx, proc, cur->spec, ptr, size, eval(&spec->objects, cur->args, ret),
-			     eval(&spec->arena, cur->args, ret));
+	bool record = cur->state == HT_CALL_RECORD;
+	if (cur->state == HT_CALL_DECIDE)
+		record = sample(cur, request_size(spec_of(cur->spec), cur->args, PT_REGS_RC(ctx)));
+	finish_alloc(ctx, ctx, multi_links ? bpf_get_func_ip(ctx) : 0, proc, cur->spec, cur->args, PT_REGS_RC(ctx),
+		     record);
 }
 
 /* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */

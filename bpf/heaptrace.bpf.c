@@ -78,6 +78,68 @@ int free_enter(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * The in-process fast path (stub/): an allocator call or a free that the
+ * stub decided to record, reported at its record site.  The record holds
+ * the arguments, the result, and the stack and frame pointers at the
+ * function's entry; the stack is walked from there, as from a return
+ * probe.  The stub decided sampling and nesting already.
+ */
+struct stub_scratch {
+	struct ht_stub_record rec;
+	struct pt_regs regs;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stub_scratch);
+} stub_scratch SEC(".maps");
+
+static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx)
+{
+	__u32 zero = 0;
+	struct stub_scratch *s = bpf_map_lookup_elem(&stub_scratch, &zero);
+
+	if (!s || bpf_probe_read_user(&s->rec, sizeof(s->rec), (void *)PT_REGS_PARM1(ctx)))
+		return NULL;
+	s->rec.spec &= HT_MAX_SPECS - 1;
+	return s;
+}
+
+SEC("uprobe")
+int stub_alloc(struct pt_regs *ctx)
+{
+	int proc = proc_slot();
+	struct stub_scratch *s;
+
+	if (proc < 0 || !(s = stub_record(ctx)))
+		return 0;
+	/* The caller's registers just after the call returned: its return address, above it, its frame. */
+	__u64 ra = 0;
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)s->rec.sp);
+	s->regs.ip = ra;
+	s->regs.sp = s->rec.sp + 8;
+	s->regs.bp = s->rec.fp;
+	finish_alloc(ctx, &s->regs, 0, proc, s->rec.spec, s->rec.args, s->rec.ret, s->rec.flags & HT_STUB_SAMPLED);
+	return 0;
+}
+
+SEC("uprobe")
+int stub_free(struct pt_regs *ctx)
+{
+	int proc = proc_slot();
+	struct stub_scratch *s;
+
+	if (proc < 0 || !(s = stub_record(ctx)))
+		return 0;
+	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
+	if (ptr)
+		free_block(ptr, proc);
+	return 0;
+}
+
 struct reset_ctx {
 	__u64 arena;
 	__u64 objects;

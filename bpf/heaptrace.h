@@ -338,6 +338,27 @@ struct ht_unwind_proc {
 };
 
 /*
+ * The in-process fast path (stub/, user/inject/): the stub that heaptrace
+ * maps into the target decides in the target whether a call is recorded,
+ * and only then calls one of its record sites (a 5-byte nop carrying a
+ * uprobe) with a pointer to this record, built on its stack.  sp and fp are
+ * the stack and frame pointers at the allocator's entry, so the stack is
+ * walked exactly as from a return probe: from the return address at sp.
+ */
+enum ht_stub_flags {
+	HT_STUB_SAMPLED = 1,    /* record the block the call returned (else: only free the old one) */
+};
+
+struct ht_stub_record {
+	__u64 args[8];          /* args[1..6]: the integer argument registers at the entry */
+	__u64 ret;              /* the return value (allocations) */
+	__u64 sp;               /* the stack pointer at the entry: the caller's return address is at sp */
+	__u64 fp;               /* rbp at the entry */
+	__u32 spec;             /* the function's descriptor: index into the specs, like an attach cookie */
+	__u32 flags;            /* enum ht_stub_flags */
+};
+
+/*
  * Event and loss counters, a per-CPU array indexed by enum ht_counter.  One
  * row each: the identifier (HT_<ID>), the one name it has everywhere (the
  * events line of -v, the top report, /metrics, the docs), and whether it is
@@ -365,7 +386,8 @@ struct ht_unwind_proc {
 	X(INHERITED_FREES, "inherited_frees", 0)        /* a child freed a block its parent allocated */        \
 	X(STACKS_TRUNCATED, "stacks_truncated", 1)      /* the stack walk failed early (HT_STACK_TRUNCATED) */  \
 	X(STACKS_AT_MAX_DEPTH, "stacks_at_max_depth", 0)        /* stack cut at --max-depth: asked for */       \
-	X(UNWIND_FP_FRAMES, "unwind_fp_frames", 0)      /* --unwind dwarf: frames unwound by frame pointer */
+	X(UNWIND_FP_FRAMES, "unwind_fp_frames", 0)      /* --unwind dwarf: frames unwound by frame pointer */  \
+	X(SAMPLED_SET_FULL, "sampled_set_full", 1)      /* a sampled allocation not recorded: the stub's set was full */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

@@ -109,7 +109,14 @@ static __always_inline __u64 hash_stack(const struct ht_stack *st)
 }
 
 /* Capture, hash and store (once) the current stack; its hash, or HT_STACK_LOST. */
-static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc, __u32 spec)
+/*
+ * regs are the registers to walk from: the probe's own (ctx), or those the
+ * stub recorded at an allocator's entry (a copy, so the kernel's walk,
+ * which needs the real ctx, is not offered for those).  func_ip: the
+ * probed function's address for the CFI walk's object lookup, 0 if unknown.
+ */
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, struct pt_regs *regs, __u32 proc, __u32 spec,
+					   __u64 func_ip)
 {
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
@@ -118,8 +125,8 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u32 proc, __u3
 		return HT_STACK_LOST;
 	sc->st.flags = 0;
 	sc->st.depth = stack_mode == HT_STACK_KERNEL ? kernel_stack(ctx, sc) :
-		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(ctx, sc, proc, spec) :
-						       walk_stack(ctx, sc);
+		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(regs, sc, proc, spec, func_ip) :
+						       walk_stack(regs, sc);
 	if (!sc->st.depth) {
 		count(HT_STACK_ERRORS);
 		return HT_STACK_LOST;

@@ -142,6 +142,10 @@ static const struct opt trace_opts[] = {
 				 "cheaper for always-on use.  0 (default): every allocation",
 	  OPT_BYTES, F(sample_rate), .max = HT_MAX_SAMPLE_RATE,
 	  .bad = "--sample-rate takes bytes, 0 to 1G (suffixes K, M, G), not '%s'"),
+	OPTION("no-inject", 0, NULL, "uprobes only: no fast path written into the target (see\n"
+				 "docs/fast-path.md); for comparison, or where writing into the\n"
+				 "process is not acceptable",
+	       OPT_FLAG, F(no_inject)),
 	OPTION("verbose", 'v', NULL, "say what was attached where, and the event counters", OPT_CALL, .call = set_verbose),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),
 	OPTION("version", 0, NULL, "print the version", OPT_VERSION),

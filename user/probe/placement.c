@@ -222,7 +222,7 @@ static int rel8_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit)
 }
 
 /* Does any direct branch of the object land in (lo, hi]? */
-static int branch_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit)
+int placer_branch_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit)
 {
 	*hit = false;
 	if (!pl->scanned) {
@@ -290,7 +290,7 @@ int placer_choose(struct placer *pl, uint64_t vaddr, uint64_t size, unsigned arg
 				break;
 			}
 			bool hit;
-			if (size == 0 || branch_into(pl, vaddr, insn->address, &hit) || hit) {
+			if (size == 0 || placer_branch_into(pl, vaddr, insn->address, &hit) || hit) {
 				snprintf(out->insn, sizeof(out->insn), "%s", first);
 				snprintf(out->why, sizeof(out->why), "entry, single-stepped: %s",
 					 size == 0 ? "function size unknown" : "a branch lands inside the prologue");

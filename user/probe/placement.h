@@ -34,4 +34,11 @@ void placer_free(struct placer *pl);
 int placer_choose(struct placer *pl, uint64_t vaddr, uint64_t size, unsigned args_read,
 		  bool at_entry, struct placement *out);
 
+/*
+ * Does any direct branch of the object land in (lo, hi]?  Code that is
+ * moved (the fast path's displaced prologue) must be no branch's target.
+ * 0, or -1 when the object cannot be read.
+ */
+int placer_branch_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit);
+
 #endif

@@ -6,6 +6,7 @@
 #include "util/elfobj.h"
 #include "util/log.h"
 #include "probe/malloc_family.h"
+#include "inject/relocate.h"
 #include "probe/plan.h"
 #include "unwind/procs.h"
 
@@ -58,8 +59,35 @@ static bool expr_reads_ret(const struct ht_expr *e)
 }
 
 /* Place and record one probe; aliases (one address, two names) are probed once. */
+/*
+ * Can the fast path redirect this function?  Its first instructions must
+ * decode and move (relocate.c), and no branch may land among them but on
+ * the first: those bytes become a jump.
+ */
+static void check_movable(struct probe *p, struct elfobj *o, struct placer *pl)
+{
+	uint8_t code[64], moved[RELOCATED_MAX];
+	size_t n = p->func_size < sizeof(code) ? p->func_size : sizeof(code), moved_len;
+	bool hit = false;
+	int len;
+
+	if (!n || elfobj_read(o, p->func_vaddr, code, n)) {
+		snprintf(p->stub_why, sizeof(p->stub_why), "its code cannot be read");
+		return;
+	}
+	len = relocate_prologue(code, n, p->func_size, p->func_vaddr, p->func_vaddr, moved, &moved_len, p->stub_why,
+				sizeof(p->stub_why));
+	if (len < 0)
+		return;
+	if (placer_branch_into(pl, p->func_vaddr, p->func_vaddr + len - 1, &hit) || hit) {
+		snprintf(p->stub_why, sizeof(p->stub_why), "a branch lands inside its first %d bytes", len);
+		return;
+	}
+	p->stub_len = len;
+}
+
 static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *pl, const char *func,
-		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given)
+		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given, bool family)
 {
 	struct ht_alloc_spec copy = *given, *spec = &copy;
 	struct placement where;
@@ -102,6 +130,14 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	p->spec = plan->n;
 	p->kind = spec->kind;
 	p->where = where;
+	p->family = family;
+	p->func_vaddr = vaddr;
+	p->func_size = size;
+	p->stub_len = 0;
+	p->stub_why[0] = '\0';
+	p->stub = p->attached = false;
+	if (family)
+		check_movable(p, o, pl);
 	plan->specs[plan->n++] = *spec;
 	return 0;
 }
@@ -127,7 +163,7 @@ int probes_add_malloc(struct probe_plan *plan, const char *path, bool require)
 		if (elfobj_func(&o, fam.name, &va, &size)) {
 			have_malloc |= !strcmp(fam.name, "malloc");
 			have_free |= fam.spec.kind == HT_SPEC_FREE;
-			err = add_probe(plan, &o, pl, fam.name, va, size, &fam.spec);
+			err = add_probe(plan, &o, pl, fam.name, va, size, &fam.spec, true);
 		}
 		symspec_free(&fam);
 	}
@@ -176,7 +212,7 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 			continue;
 		}
 		struct placer *pl = placer_new(&o);
-		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec) : -1;
+		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec, false) : -1;
 		placer_free(pl);
 		elfobj_close(&o);
 		return err;
@@ -209,7 +245,7 @@ static bool prog_of_kind(enum tracer_prog prog, enum ht_spec_kind k)
  * or a free seen without its entry or allocation is merely counted.
  * tracer_detach() goes in the reverse order.
  */
-static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t pid, bool (*want)(const struct probe *))
 {
 	static const enum tracer_prog plain[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_RETURN,
 						  PROG_ALLOC_ENTER };
@@ -223,7 +259,7 @@ static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t 
 			uint32_t n = 0;
 			for (int i = 0; i < plan->n; i++) {
 				const struct probe *p = &plan->probes[i];
-				if (p->path != plan->paths[o] || !prog_of_kind(progs[k], p->kind))
+				if (p->path != plan->paths[o] || !prog_of_kind(progs[k], p->kind) || !want(p))
 					continue;
 				offsets[n] = p->offset;
 				cookies[n++] = p->spec;
@@ -246,12 +282,12 @@ static int pass_prog(int pass, enum ht_spec_kind kind)
 	return pass == 1 ? PROG_ALLOC_RETURN : pass == 2 ? PROG_ALLOC_ENTER : -1;
 }
 
-static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t pid, bool (*want)(const struct probe *))
 {
 	for (int pass = 0; pass < 3; pass++) {
 		for (int k = 0; k < plan->n; k++) {
 			const struct probe *p = &plan->probes[k];
-			int prog = pass_prog(pass, p->kind);
+			int prog = want(p) ? pass_prog(pass, p->kind) : -1;
 			int err = prog < 0 ? 0 : tracer_attach(tr, prog, p->path, p->offset, p->spec, pid);
 			if (err) {
 				ht_err("cannot attach a uprobe to %s in %s: %s", p->func, p->path, strerror(-err));
@@ -262,10 +298,41 @@ static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t p
 	return 0;
 }
 
+static bool uprobed(const struct probe *p)
+{
+	return !p->stub;
+}
+
+static bool fell_back(const struct probe *p)
+{
+	return p->family && !p->stub && p->stub_len && !p->attached;
+}
+
+static void say_stub(const struct probe *p)
+{
+	if (p->stub)
+		ht_info("probe %-14s %s+0x%lx: the fast path (stub), %u bytes displaced", p->func, p->path,
+			p->offset - p->delta, p->stub_len);
+}
+
+int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid)
+{
+	int err = tr->multi ? attach_multi(plan, tr, pid, fell_back) : attach_each(plan, tr, pid, fell_back);
+
+	if (err) {
+		ht_err("cannot attach uprobes: %s", strerror(-err));
+		return -1;
+	}
+	for (int k = 0; k < plan->n; k++)
+		if (fell_back(&plan->probes[k]))
+			plan->probes[k].attached = true;
+	return 0;
+}
+
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
 	bool first = !tr->n_links && !tr->n_multi;      /* followed children repeat the same plan */
-	int err = tr->multi ? attach_multi(plan, tr, pid) : attach_each(plan, tr, pid);
+	int err = tr->multi ? attach_multi(plan, tr, pid, uprobed) : attach_each(plan, tr, pid, uprobed);
 
 	if (err == -EOPNOTSUPP)
 		return 1;
@@ -278,6 +345,10 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 	}
 	for (int k = 0; first && k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
+		if (p->stub) {
+			say_stub(p);
+			continue;
+		}
 		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s%s", p->func, p->path, p->offset, p->func,
 			p->delta, p->where.insn, p->where.why,
 			p->kind != HT_SPEC_ALLOC ? "" : tr->session ? " (a session: entry and return)" : " (and its return)");

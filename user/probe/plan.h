@@ -20,6 +20,17 @@ struct probe {
 	uint32_t spec;          /* attach cookie: index into plan.specs */
 	enum ht_spec_kind kind;
 	struct placement where;
+	/*
+	 * The in-process fast path (user/inject/): a malloc-family function
+	 * whose first stub_len bytes can be displaced is redirected to the
+	 * stub instead of carrying uprobes (stub set), else stub_why says why not.
+	 */
+	bool family;
+	uint64_t func_vaddr, func_size;
+	uint32_t stub_len;
+	char stub_why[120];
+	bool stub;              /* taken by the stub: no uprobe is attached to it */
+	bool attached;          /* its uprobes are attached */
 };
 
 struct probe_plan {
@@ -50,6 +61,12 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
  * it without and call again.
  */
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
+
+/*
+ * The fast path gave up functions it had been given (p->stub cleared):
+ * their uprobes, for one process.  0 or -1 (printed).
+ */
+int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid);
 
 /* The plan as lines "FUNC PATH 0xOFFSET +DELTA KIND `INSN` WHY", for scripts (--list-probes). */
 void probes_print(const struct probe_plan *plan, FILE *f);

@@ -15,7 +15,7 @@
 
 static int ptrace_options(const struct tracee *tc)
 {
-	return PTRACE_O_TRACEEXIT |
+	return PTRACE_O_TRACEEXIT | (tc->on_exec ? PTRACE_O_TRACEEXEC : 0) |
 	       (tc->follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE : 0);
 }
 
@@ -299,11 +299,18 @@ void tracee_reap(struct tracee *f, bool wait)
 			ptrace(PTRACE_CONT, r, 0, 0);
 			break;
 		}
+		case PTRACE_EVENT_EXEC:
+			if (f->on_exec && tgid_of(r) == t->pid)
+				f->on_exec(f->hook_arg, r);
+			ptrace(PTRACE_CONT, r, 0, 0);
+			break;
 		case PTRACE_EVENT_STOP:
 			/* Group stop (SIGSTOP, SIGTSTP): stay stopped, as without us. */
 			ptrace(PTRACE_LISTEN, r, 0, 0);
 			break;
 		default:
+			if (sig == SIGTRAP && f->on_trap && f->on_trap(f->hook_arg, r))
+				sig = 0;
 			ptrace(PTRACE_CONT, r, 0, sig);
 		}
 	}

@@ -45,6 +45,14 @@ struct tracee {
 	struct tracee_tid *tids;        /* every task we have seen stop */
 	size_t n_tids, cap_tids;
 	size_t not_followed;            /* children left untraced (no slot, attach failed) */
+	/*
+	 * The target's own stops, for the in-process fast path: its exec (the
+	 * new image is mapped, nothing of it has run), and a SIGTRAP, which
+	 * on_trap takes (returns true) when it is a breakpoint of heaptrace's.
+	 */
+	void (*on_exec)(void *arg, pid_t tid);
+	bool (*on_trap)(void *arg, pid_t tid);
+	void *hook_arg;
 };
 
 /*

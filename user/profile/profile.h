@@ -64,6 +64,9 @@ struct profile_source {
 	double min_age;         /* --min-age SEC */
 	uint64_t start_ns;      /* when tracing started */
 	const char *command;    /* the traced command line */
+	/* Losses counted outside the BPF maps (the in-process stub's), added to theirs; may be NULL. */
+	void (*more_counters)(void *arg, uint64_t counters[HT_COUNTER_MAX]);
+	void *more_arg;
 };
 
 /*

@@ -282,6 +282,8 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 	p->command = src->command;
 	p->sample_rate = tr->sample_rate;
 	tracer_counters(tr, p->counters);
+	if (src->more_counters && proc == 0)
+		src->more_counters(src->more_arg, p->counters);
 	tracer_totals(tr, proc, &p->totals);
 	p->now_ns = monotonic_ns();
 

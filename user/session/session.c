@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "output/output.h"
+#include "inject/inject.h"
 #include "probe/allocator.h"
 #include "probe/plan.h"
 #include "process/target.h"
@@ -38,6 +39,7 @@ struct session {
 	struct unwind uw;
 	struct tracer_config cfg;
 	struct profile_source src;
+	struct inject in;       /* the in-process fast path; in.n: functions given to it */
 	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
 	bool stopped;           /* tracing is over: later children run untraced */
 };
@@ -76,6 +78,106 @@ out:
 	free(libc);
 	objlist_free(&objs);
 	return err;
+}
+
+/*
+ * The in-process fast path takes the malloc family where it can.  Not with
+ * --follow-fork (children would inherit a stub whose data they share the
+ * layout of but not the probes), nor with the kernel's own stack walk
+ * (it would walk the stub's stack, not the caller's).
+ */
+static void plan_inject(struct session *s)
+{
+	const struct trace_opts *o = s->o;
+	const char *why = o->no_inject ? "--no-inject" : o->follow_fork ? "--follow-fork" :
+			  o->stack_mode == HT_STACK_KERNEL ? "--stack-capture kernel" : NULL;
+
+	if (why) {
+		ht_info("fast path: off (%s): uprobes on every function", why);
+		return;
+	}
+	inject_plan(&s->in, &s->plan, s->t.pid, o->sample_rate, o->max_live);
+}
+
+static void stub_counters(void *arg, uint64_t counters[HT_COUNTER_MAX])
+{
+	inject_counters(arg, counters);
+}
+
+/* A launched command's exec: arm the loader's breakpoint (or install now: a static program). */
+static void on_exec(void *arg, pid_t tid)
+{
+	struct session *s = arg;
+	struct remote r;
+
+	if (!s->in.n)
+		return;
+	/* A later exec replaced the image: the stub and its patches went with it; the same functions again. */
+	if (s->in.done)
+		inject_reset(&s->in);
+	s->in.pid = s->t.pid;
+	if (remote_adopt(&r, s->t.pid, tid))
+		return;
+	if (inject_arm(&s->in, &r) && inject_install(&s->in, &r, &s->plan, &s->tr))
+		probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
+	remote_sync(&r);
+	remote_free(&r);
+}
+
+static bool on_trap(void *arg, pid_t tid)
+{
+	struct session *s = arg;
+
+	return inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1;
+}
+
+static bool traced_by_us(void *arg, pid_t tid)
+{
+	struct session *s = arg;
+
+	return s->tc.seized && (s->tc.follow || tid == s->t.pid);
+}
+
+/* -p: every thread stopped while the stub goes in; what it does not take gets uprobes. */
+static void inject_running(struct session *s)
+{
+	struct remote r;
+	int err;
+
+	if (!s->in.n)
+		return;
+	if ((err = remote_stop(&r, s->t.pid, traced_by_us, s))) {
+		ht_info("fast path: cannot stop the threads of PID %d (%s): uprobes instead", s->t.pid, strerror(-err));
+		for (int i = 0; i < s->plan.n; i++)
+			s->plan.probes[i].stub = false;
+	} else {
+		inject_install(&s->in, &r, &s->plan, &s->tr);
+	}
+	remote_resume(&r);
+	remote_free(&r);
+}
+
+/* The end: the stub off and every byte back, with the threads stopped. */
+static void remove_inject(struct session *s)
+{
+	struct remote r;
+	int err;
+
+	if (!s->in.base || s->t.exited)
+		return;
+	if ((err = remote_stop(&r, s->t.pid, traced_by_us, s))) {
+		ht_err("fast path: cannot stop PID %d to take the stub out (%s): it stays, disabled only if the "
+		       "process can still be written", s->t.pid, strerror(-err));
+	} else {
+		inject_remove(&s->in, &r);
+		ht_info("fast path: every redirected function restored; the stub stays mapped, unused");
+	}
+	remote_resume(&r);
+	if (r.exited) {
+		s->t.exited = true;
+		s->t.status = r.exit_status;
+	}
+	remote_free(&r);
 }
 
 /* The traced command line, for the record in profiles. */
@@ -236,13 +338,15 @@ static int attach(struct session *s, double t0)
 					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
 					 .session = o->sample_rate && !o->follow_fork, .sample_rate = o->sample_rate,
 					 .max_depth = o->max_depth, .stack_mode = plan_unwind(s),
-					 .peak_step = o->peak_step, .follow_fork = o->follow_fork };
+					 .peak_step = o->peak_step, .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
 	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
 	if (load_tracer(s))
 		return -1;
 	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
 	if (o->follow_fork && !t->launched && tracee_seize_all(&s->tc))
 		return -1;
+	if (!t->launched)
+		inject_running(s);
 	for (int attached; (attached = probes_attach(&s->plan, &s->tr, t->pid));) {
 		if (attached < 0)
 			return -1;
@@ -389,7 +493,8 @@ static int trace(struct session *s, FILE *out, double t0)
 	if (attach(s, t0))
 		goto kill_child;
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
-					  .command = command_line(o, t) };
+					  .command = command_line(o, t), .more_counters = stub_counters,
+					  .more_arg = &s->in };
 	struct snapshots ss = { .fmt = o->format, .value = o->value, .top = o->top, .diff = o->diff,
 				.src = &s->src, .t = t };
 	if (o->interval) {
@@ -415,6 +520,7 @@ static int trace(struct session *s, FILE *out, double t0)
 	http_stop(http);
 	if (!t->exited)
 		target_refresh_maps(t);
+	remove_inject(s);
 	tracer_detach(&s->tr);
 	if (st.why == STOP_DURATION)
 		ht_info("stopped after %g s", o->duration);
@@ -448,6 +554,7 @@ int session_run(struct trace_opts *o)
 	int rc = 1;
 
 	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = trace_child, .arg = &s };
+	s.in.file_fd = -1;
 	if (check_output(o, &out))
 		return 1;
 	if (monitor_init()) {
@@ -463,6 +570,12 @@ int session_run(struct trace_opts *o)
 	if (o->list_probes) {
 		probes_print(&s.plan, out);
 		goto done;
+	}
+	plan_inject(&s);
+	if (o->argv && s.in.n) {
+		s.tc.on_exec = on_exec;
+		s.tc.on_trap = on_trap;
+		s.tc.hook_arg = &s;
 	}
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
 	bool profile_on_stdout = !o->output && (!o->interval || (o->format == FMT_TOP && isatty(STDOUT_FILENO)));
@@ -482,6 +595,7 @@ done:
 	probes_free(&s.plan);
 	target_free(t);
 	tracee_free(&s.tc);
+	inject_free(&s.in);
 	unwind_free(&s.uw);
 	if (out != stdout)
 		fclose(out);

@@ -43,6 +43,7 @@ struct trace_opts {
 	const char *http;                       /* --http ADDR:PORT */
 	bool follow_fork;
 	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
+	bool no_inject;                         /* --no-inject: uprobes only, nothing written into the target */
 };
 
 /* Trace as the options say; returns heaptrace's exit status. */

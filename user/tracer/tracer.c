@@ -81,11 +81,15 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 		bpf_program__set_expected_attach_type(skel->progs.free_enter, HT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.reset_enter, HT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.alloc_session, HT_BPF_TRACE_UPROBE_SESSION);
+		bpf_program__set_expected_attach_type(skel->progs.stub_alloc, HT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.stub_free, HT_BPF_TRACE_UPROBE_MULTI);
 	}
 	/* Only the allocator programs that will be attached are verified. */
 	bpf_program__set_autoload(skel->progs.alloc_session, session);
 	bpf_program__set_autoload(skel->progs.alloc_enter, !session);
 	bpf_program__set_autoload(skel->progs.alloc_return, !session);
+	bpf_program__set_autoload(skel->progs.stub_alloc, cfg->stub);
+	bpf_program__set_autoload(skel->progs.stub_free, cfg->stub);
 
 	*err = heaptrace__load(skel);
 	if (*err) {
@@ -131,6 +135,8 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 	       prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
 	       prog == PROG_ALLOC_SESSION ? tr->skel->progs.alloc_session :
 	       prog == PROG_FREE_ENTER ? tr->skel->progs.free_enter :
+	       prog == PROG_STUB_ALLOC ? tr->skel->progs.stub_alloc :
+	       prog == PROG_STUB_FREE ? tr->skel->progs.stub_free :
 					 tr->skel->progs.reset_enter;
 }
 

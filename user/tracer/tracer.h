@@ -9,7 +9,8 @@
 #include "heaptrace.h"
 
 enum tracer_prog { PROG_ALLOC_ENTER, PROG_ALLOC_RETURN, PROG_FREE_ENTER, PROG_RESET_ENTER,
-		  PROG_ALLOC_SESSION /* entry and return in one uprobe session */ };
+		  PROG_ALLOC_SESSION /* entry and return in one uprobe session */,
+		  PROG_STUB_ALLOC, PROG_STUB_FREE /* the in-process stub's record sites */ };
 
 struct tracer_config {
 	pid_t tgid;
@@ -25,6 +26,7 @@ struct tracer_config {
 	uint64_t sample_rate;   /* --sample-rate bytes, 0: every allocation */
 	bool follow_fork;       /* children added with tracer_add_proc are traced too */
 	uint32_t unwind_rows;   /* HT_STACK_DWARF: CFI rows the array holds */
+	bool stub;              /* the in-process stub reports recorded calls (user/inject/) */
 };
 
 struct tracer {

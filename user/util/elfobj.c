@@ -53,7 +53,7 @@ static Elf_Scn *find_section(struct elfobj *o, Elf64_Word type, GElf_Shdr *shdr)
 	return NULL;
 }
 
-static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name,
+static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name, bool data_sym,
 			  uint64_t *vaddr, uint64_t *size)
 {
 	GElf_Shdr shdr;
@@ -68,7 +68,7 @@ static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name,
 		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
 		int t = GELF_ST_TYPE(sym.st_info);
-		if (t != STT_FUNC && t != STT_GNU_IFUNC)
+		if (data_sym ? t != STT_OBJECT : t != STT_FUNC && t != STT_GNU_IFUNC)
 			continue;
 		const char *s = elf_strptr(o->elf, shdr.sh_link, sym.st_name);
 		if (s && !strcmp(s, name)) {
@@ -82,8 +82,16 @@ static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name,
 
 bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *size)
 {
-	return search_symtab(o, SHT_SYMTAB, name, vaddr, size) ||
-	       search_symtab(o, SHT_DYNSYM, name, vaddr, size);
+	return search_symtab(o, SHT_SYMTAB, name, false, vaddr, size) ||
+	       search_symtab(o, SHT_DYNSYM, name, false, vaddr, size);
+}
+
+bool elfobj_object(struct elfobj *o, const char *name, uint64_t *vaddr)
+{
+	uint64_t size;
+
+	return search_symtab(o, SHT_SYMTAB, name, true, vaddr, &size) ||
+	       search_symtab(o, SHT_DYNSYM, name, true, vaddr, &size);
 }
 
 static void best_start_in(struct elfobj *o, Elf64_Word type, uint64_t vaddr, uint64_t *best)

@@ -23,6 +23,9 @@ void elfobj_close(struct elfobj *o);
  */
 bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *size);
 
+/* A defined data symbol (STT_OBJECT) by name: its virtual address. */
+bool elfobj_object(struct elfobj *o, const char *name, uint64_t *vaddr);
+
 /*
  * The highest function symbol start <= vaddr (.symtab and .dynsym): a known
  * instruction boundary to decode from.  False when there is none.

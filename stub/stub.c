@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The in-process fast path, running inside the traced program.  It is
+ * compiled freestanding (no libc, no TLS of its own, no floating point,
+ * position independent) and must be async-signal-safe, thread-safe and
+ * reentrant: it runs on every malloc and free of the target, from any
+ * thread, from signal handlers, in forked children.  So: no locks, only
+ * atomics; no state but its data page and the caller's stack.
+ *
+ * What it decides: with --sample-rate, whether a call is sampled (one
+ * byte countdown shared by all threads: Poisson sampling over the
+ * program's stream of bytes is as memoryless as over each thread's) and
+ * whether a free is of a sampled block (a set of their addresses); in
+ * exact mode, nothing: everything is recorded.  Only a recorded call
+ * reaches a record site, where heaptrace's uprobe and BPF program walk the
+ * stack and account it.  When heaptrace is gone (SIGKILL), the record sites
+ * are plain nops: the stub keeps running the original code.
+ */
+#include "stub.h"
+
+struct stub_frame {
+	__u64 target;           /* where the handler goes next: the original function */
+	__u64 index;            /* i of entry_i; bit 32 and up: what the entry decided */
+	__u64 fp;
+	__u64 args[6];
+	__u64 ret_addr;         /* the caller's return address: its address is the entry's sp */
+};
+
+enum { MODE_PASS, MODE_CALL, MODE_RECORD, MODE_FREE_OLD };
+
+/* PC-relative: the linker script puts them at fixed offsets from the code. */
+extern const struct stub_cfg stub_cfg __attribute__((visibility("hidden")));
+extern struct stub_data stub_data __attribute__((visibility("hidden")));
+
+#define HIDDEN __attribute__((visibility("hidden")))
+HIDDEN void ht_stub_alloc_site(const struct ht_stub_record *r);
+HIDDEN void ht_stub_free_site(const struct ht_stub_record *r);
+
+/*
+ * The record sites are nops in assembly: tell the compiler that they read
+ * the record, and that memory may change (the BPF side reads, never writes).
+ */
+static inline void site(void (*fn)(const struct ht_stub_record *), const struct ht_stub_record *r)
+{
+	__asm__ volatile("call *%1"
+			 : "+D"(r)
+			 : "r"(fn), "m"(*r)
+			 : "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc");
+}
+
+static inline __u64 thread_pointer(void)
+{
+	__u64 tp;
+
+	/* x86-64 psABI: %fs:0 holds the thread pointer itself, in glibc and musl alike. */
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
+static __u64 eval(const struct ht_expr *e, const __u64 *args, __u64 ret)
+{
+	__u64 sum = 0;
+
+	for (__u32 i = 0; i < e->n && i < HT_EXPR_TERMS; i++) {
+		__u64 prod = 1;
+		for (__u32 j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++) {
+			const struct ht_factor *f = &e->t[i].f[j];
+			prod *= f->kind == HT_FACTOR_CONST ? f->value : f->kind == HT_FACTOR_RET ? ret : args[f->value & 7];
+		}
+		sum += prod;
+	}
+	return sum;
+}
+
+/* args[1..6] as the BPF side numbers them. */
+static void load_args(__u64 *a, const struct stub_frame *f)
+{
+	a[0] = 0;
+	for (int i = 0; i < 6; i++)
+		a[i + 1] = f->args[i];
+	a[7] = 0;
+}
+
+static __u64 request_size(const struct ht_alloc_spec *s, const __u64 *args, __u64 ret)
+{
+	__u64 size = eval(&s->size, args, ret);
+	__u64 page = stub_cfg.page_size;
+
+	return s->page_round ? (size + page - 1) & ~(page - 1) : size;
+}
+
+static __u32 rand32(void)
+{
+	/* xorshift64*: racy updates between threads only mix the state further. */
+	__u64 x = __atomic_load_n(&stub_data.prng, __ATOMIC_RELAXED);
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	__atomic_store_n(&stub_data.prng, x, __ATOMIC_RELAXED);
+	return (x * 0x2545F4914F6CDD1Dull) >> 32;
+}
+
+/* The Poisson byte countdown: is an allocation of size bytes sampled? */
+static int sampled(__u64 size)
+{
+	__s64 left = __atomic_sub_fetch(&stub_data.countdown, (__s64)size, __ATOMIC_RELAXED);
+
+	if (left > 0)
+		return 0;
+	__atomic_store_n(&stub_data.countdown, (__s64)ht_sample_interval(stub_cfg.sample_rate, rand32()),
+			 __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* --- the set of sampled blocks: one cache line per bucket, no probing past it --- */
+
+static __u64 *bucket_of(__u64 ptr)
+{
+	__u64 h = (ptr >> 4) * 0x9E3779B97F4A7C15ull;
+
+	return &stub_data.set[((h >> 32) & stub_cfg.set_mask) * STUB_BUCKET];
+}
+
+/* A full bucket: the allocation is not recorded (its free could not be told), and counted. */
+static int set_add(__u64 ptr)
+{
+	__u64 *b = bucket_of(ptr);
+
+	for (int i = 0; i < STUB_BUCKET; i++) {
+		__u64 empty = 0;
+		if (__atomic_compare_exchange_n(&b[i], &empty, ptr, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return 1;
+	}
+	__atomic_add_fetch(&stub_data.c.set_full, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Take ptr out of the set; whether it was there. */
+static int set_take(__u64 ptr)
+{
+	__u64 *b = bucket_of(ptr);
+
+	for (int i = 0; i < STUB_BUCKET; i++) {
+		__u64 want = ptr;
+		if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == ptr &&
+		    __atomic_compare_exchange_n(&b[i], &want, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return 1;
+	}
+	return 0;
+}
+
+static int set_has(__u64 ptr)
+{
+	__u64 *b = bucket_of(ptr);
+
+	for (int i = 0; i < STUB_BUCKET; i++)
+		if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == ptr)
+			return 1;
+	return 0;
+}
+
+/* --- per-thread nesting: a thread inside a called traced function --- */
+
+static struct stub_depth *depth_slot(__u64 tp, int create)
+{
+	__u32 h = ((tp >> 6) * 0x9E3779B97F4A7C15ull) >> 40;
+
+	for (__u32 i = 0; i < STUB_DEPTH_SLOTS; i++) {
+		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
+		__u64 cur = __atomic_load_n(&d->thread, __ATOMIC_RELAXED);
+
+		if (cur == tp)
+			return d;
+		if (!create)
+			continue;
+		if (!cur && __atomic_compare_exchange_n(&d->thread, &cur, tp, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
+			return d;
+		}
+	}
+	return 0;
+}
+
+/* Is this thread inside a traced function that was called (not passed through)? */
+static int nested(__u64 tp)
+{
+	if (!__atomic_load_n(&stub_data.active, __ATOMIC_RELAXED))
+		return 0;
+	struct stub_depth *d = depth_slot(tp, 0);
+	return d && d->depth;
+}
+
+static int enter(__u64 tp)
+{
+	struct stub_depth *d = depth_slot(tp, 1);
+
+	if (!d) {
+		__atomic_add_fetch(&stub_data.c.depth_full, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	d->depth++;
+	return 1;
+}
+
+static void leave(__u64 tp)
+{
+	struct stub_depth *d = depth_slot(tp, 0);
+
+	/* The slot is only this thread's to change while it holds it. */
+	if (d && !--d->depth) {
+		__atomic_store_n(&d->thread, 0, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* --- the handlers --- */
+
+int stub_alloc_enter(struct stub_frame *f)
+{
+	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
+	__u64 args[8], tp;
+	int mode;
+
+	f->target = fn->orig;
+	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
+		return 0;
+	tp = thread_pointer();
+	if (nested(tp))
+		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
+	load_args(args, f);
+	if (!stub_cfg.sample_rate || (!fn->s.size_at_return && sampled(request_size(&fn->s, args, 0))))
+		mode = MODE_RECORD;
+	else if (fn->s.size_at_return)
+		mode = MODE_CALL;       /* decided at the exit */
+	else if (fn->s.old_ptr_arg && set_has(args[fn->s.old_ptr_arg & 7]))
+		mode = MODE_FREE_OLD;   /* an unsampled realloc of a sampled block: the old one goes */
+	else if (fn->flags & STUB_FN_NESTS)
+		mode = MODE_CALL;       /* what it calls must not be sampled again */
+	else
+		return 0;
+	if (!enter(tp))
+		return 0;
+	f->index |= (__u64)mode << 32;
+	return 1;
+}
+
+__u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
+{
+	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
+	int mode = f->index >> 32;
+	struct ht_stub_record r;
+	__u64 ptr = ret, size;
+
+	leave(thread_pointer());
+	load_args(r.args, f);
+	size = request_size(&fn->s, r.args, ret);
+	if (mode == MODE_CALL && fn->s.size_at_return && sampled(size))
+		mode = MODE_RECORD;
+	if (mode == MODE_CALL)
+		return ret;
+	if (fn->s.out_ptr_arg)
+		ptr = (int)ret == 0 ? *(const __u64 *)r.args[fn->s.out_ptr_arg & 7] : 0;
+	if (stub_cfg.sample_rate) {
+		__u64 old = fn->s.old_ptr_arg ? r.args[fn->s.old_ptr_arg & 7] : 0;
+		/* The same rule as the BPF side: the old block is gone when a new one came, or size 0 freed it. */
+		if (old && (ptr || !size))
+			set_take(old);
+		if (mode == MODE_RECORD && ptr && !set_add(ptr))
+			mode = MODE_FREE_OLD;
+	}
+	r.ret = ret;
+	r.sp = (__u64)&f->ret_addr;
+	r.fp = f->fp;
+	r.spec = fn->spec;
+	r.flags = mode == MODE_RECORD ? HT_STUB_SAMPLED : 0;
+	site(ht_stub_alloc_site, &r);
+	return ret;
+}
+
+int stub_free_enter(struct stub_frame *f)
+{
+	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
+	struct ht_stub_record r;
+	__u64 ptr;
+
+	f->target = fn->orig;
+	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
+		return 0;
+	load_args(r.args, f);
+	ptr = eval(&fn->s.ptr, r.args, 0);
+	/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
+	if (!ptr || nested(thread_pointer()))
+		return 0;
+	if (stub_cfg.sample_rate && !set_take(ptr))
+		return 0;
+	r.ret = 0;
+	r.sp = (__u64)&f->ret_addr;
+	r.fp = f->fp;
+	r.spec = fn->spec;
+	r.flags = 0;
+	site(ht_stub_free_site, &r);
+	return 0;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The in-process fast path: the layout shared by the stub (stub.c,
+ * entry.S, compiled freestanding into a flat blob) and the injector
+ * (user/inject/) that maps it into the target.
+ *
+ * The stub is one file (a memfd), mapped private (uprobes refuse shared
+ * mappings) read+execute and never writable,
+ * followed by an anonymous read-write mapping for its data:
+ *
+ *   +0                 the blob: fixed entry points (below), then code
+ *   STUB_TRAMP_OFF     per function: entry_i (mov $i,%r11d; jmp handler)
+ *                      and orig_i (the displaced prologue, relocated,
+ *                      then a jump back into the function)
+ *   STUB_CFG_OFF       struct stub_cfg: what each function does
+ *   STUB_FILE_SIZE     end of the file
+ *   STUB_DATA_OFF      struct stub_data (anonymous, read-write, private:
+ *                      a forked child gets its own copy)
+ *
+ * The code reaches its configuration and data PC-relatively, so the stub
+ * works wherever it is mapped: near each allocator object, within a rel32
+ * jump of the functions it serves.
+ */
+#ifndef HT_STUB_H
+#define HT_STUB_H
+
+#include <linux/types.h>
+
+#include "heaptrace.h"
+
+#define STUB_MAX_FNS 16                 /* the malloc family fits, with room for a second object */
+#define STUB_TRAMP_OFF 0x3000
+#define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
+#define STUB_CFG_OFF 0x4000
+#define STUB_FILE_SIZE 0x10000
+#define STUB_DATA_OFF 0x10000
+
+/* Fixed entry points at the start of the blob (entry.S). */
+#define STUB_ENTRY_ALLOC 0              /* jmp stub_alloc: allocators */
+#define STUB_ENTRY_FREE 8               /* jmp stub_free: free-like functions */
+#define STUB_SITE_ALLOC 16              /* nop5; ret: an allocation recorded (uprobe here) */
+#define STUB_SITE_FREE 24               /* nop5; ret: a free recorded (uprobe here) */
+
+/* Nested calls are told apart per thread, by its thread pointer (%fs:0). */
+#define STUB_DEPTH_SLOTS 512
+
+/* Sampled blocks are kept in buckets of one cache line each. */
+#define STUB_BUCKET 8
+
+enum stub_fn_flags {
+	STUB_FN_FREE = 1,               /* a free: the block is args' ptr */
+	STUB_FN_NESTS = 2,              /* may call other traced functions: always called, depth kept */
+};
+
+struct stub_fn {
+	__u64 orig;                     /* orig_i: the function, displaced prologue and all */
+	__u32 spec;                     /* index of its descriptor in the BPF side's specs */
+	__u32 flags;                    /* enum stub_fn_flags */
+	struct ht_alloc_spec s;         /* a copy of that descriptor: sizes, roles */
+};
+
+struct stub_cfg {
+	__u32 n_fns;
+	__u32 page_size;
+	__u64 sample_rate;              /* 0: exact, every call is recorded */
+	__u64 set_mask;                 /* buckets - 1 of the sampled-block set */
+	struct stub_fn fns[STUB_MAX_FNS];
+};
+
+struct stub_depth {
+	__u64 thread;                   /* thread pointer; 0: free slot */
+	__u64 depth;
+};
+
+/*
+ * Counters of the stub, read by heaptrace through /proc/PID/mem.  Every
+ * loss is one of bpf/heaptrace.h's counters, under the same name.
+ */
+struct stub_counters {
+	__u64 set_full;                 /* HT_SAMPLED_SET_FULL */
+	__u64 depth_full;               /* HT_CALL_MAP_FULL */
+};
+
+struct stub_data {
+	__u32 enabled;                  /* 0: every call goes straight to the original */
+	__u32 active;                   /* threads inside a called function (depth slots in use) */
+	__s64 countdown;                /* bytes until the next sample (shared by all threads) */
+	__u64 prng;                     /* xorshift64* state, seeded by heaptrace */
+	struct stub_counters c;
+	struct stub_depth depth[STUB_DEPTH_SLOTS];
+	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
+	__u64 set[];
+};
+
+#define STUB_DATA_SIZE(buckets) (sizeof(struct stub_data) + (buckets) * STUB_BUCKET * sizeof(__u64))
+
+#endif

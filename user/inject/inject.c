@@ -1,0 +1,504 @@
+/*
+ * Installing and removing the fast path.  The order is what keeps the
+ * target correct: the stub is mapped and its record sites carry their
+ * uprobes before any function jumps to it, and it starts disabled (every
+ * call goes straight to the original) until all is in place; at the end it
+ * is disabled before the bytes are put back.  Every write happens with all
+ * threads stopped and no thread's instruction pointer inside the bytes
+ * being replaced.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "inject/inject.h"
+#include "inject/relocate.h"
+#include "stub_blob.h"
+#include "util/elfobj.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+_Static_assert(sizeof(stub_blob) <= STUB_TRAMP_OFF, "the stub blob overlaps its trampolines");
+_Static_assert(STUB_TRAMP_OFF + STUB_MAX_FNS * STUB_TRAMP_SIZE <= STUB_CFG_OFF, "trampolines overlap the config");
+_Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the config does not fit the file");
+
+#define REACH (2000ull << 20)   /* what a rel32 jump reaches, with a margin */
+
+int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
+{
+	const char *object = NULL;
+
+	memset(in, 0, sizeof(*in));
+	in->pid = pid;
+	in->file_fd = -1;
+	in->sample_rate = sample_rate;
+	in->max_live = max_live;
+	for (int k = 0; k < plan->n && in->n < STUB_MAX_FNS; k++) {
+		struct probe *p = &plan->probes[k];
+
+		if (!p->family)
+			continue;
+		/* One stub, near one object: the allocator the program calls (the first one planned). */
+		if (!object)
+			object = p->path;
+		if (p->path != object) {
+			ht_info("fast path: %s in %s keeps its uprobes (the stub serves %s)", p->func, p->path, object);
+			continue;
+		}
+		if (!p->stub_len) {
+			ht_info("fast path: %s keeps its uprobes: %s", p->func, p->stub_why);
+			continue;
+		}
+		p->stub = true;
+		in->fns[in->n++] = (struct inject_fn){ .probe = k, .len = p->stub_len };
+	}
+	return in->n;
+}
+
+/* Every function the stub was given goes back to its uprobes. */
+static void give_back(struct inject *in, struct probe_plan *plan)
+{
+	for (int i = 0; i < in->n; i++)
+		if (!in->fns[i].patched)
+			plan->probes[in->fns[i].probe].stub = false;
+}
+
+/* The mapping of a file at a file offset, in /proc/PID/maps: its address there; 0 when not mapped. */
+static uint64_t runtime_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off)
+{
+	for (const char *line = maps; line && *line;) {
+		unsigned long lo, hi, moff, inode;
+		unsigned maj, min;
+		char perms[8];
+		const char *nl = strchrnul(line, '\n');
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &moff, &maj, &min, &inode) == 7 &&
+		    inode == ino && makedev(maj, min) == dev && perms[2] == 'x' && off >= moff && off < moff + (hi - lo))
+			return lo + (off - moff);
+		line = *nl ? nl + 1 : nl;
+	}
+	return 0;
+}
+
+/*
+ * Free address space for the stub within a rel32 jump of every function:
+ * the gap closest to them.  0 when there is none.
+ */
+static uint64_t place(const char *maps, uint64_t lo_fn, uint64_t hi_fn, uint64_t size)
+{
+	uint64_t prev_end = 0x10000, best = 0, best_dist = UINT64_MAX;
+	struct map_entry e;
+
+	for (const char *pos = maps;; prev_end = e.hi) {
+		bool more = maps_next(&pos, &e);
+		uint64_t gap_lo = (prev_end + 0xffff) & ~0xffffull, gap_hi = more ? e.lo : 0x7ffffffff000ull;
+
+		if (gap_hi > gap_lo && gap_hi - gap_lo >= size + 0x20000) {
+			/* Keep a guard gap on both sides: stacks grow, heaps grow up. */
+			uint64_t at = gap_hi <= lo_fn ? gap_hi - size - 0x10000 : gap_lo + 0x10000;
+			uint64_t far = at < lo_fn ? hi_fn - at : at + size - lo_fn;
+			if (far < REACH && far < best_dist) {
+				best = at;
+				best_dist = far;
+			}
+		}
+		if (!more)
+			break;
+	}
+	return best;
+}
+
+/* The stub's file: blob, trampolines (entry_i, orig_i), configuration. */
+static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t *img, char *why, size_t len)
+{
+	struct stub_cfg *cfg = (struct stub_cfg *)(img + STUB_CFG_OFF);
+
+	memset(img, 0, STUB_FILE_SIZE);
+	memcpy(img, stub_blob, sizeof(stub_blob));
+	cfg->n_fns = in->n;
+	cfg->page_size = sysconf(_SC_PAGESIZE);
+	cfg->sample_rate = in->sample_rate;
+	cfg->set_mask = in->buckets - 1;
+	for (int i = 0; i < in->n; i++) {
+		struct inject_fn *f = &in->fns[i];
+		const struct probe *p = &plan->probes[f->probe];
+		uint64_t entry = in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE, orig = entry + 16;
+		uint64_t handler = in->base + (p->kind == HT_SPEC_FREE ? STUB_ENTRY_FREE : STUB_ENTRY_ALLOC);
+		uint8_t *t = img + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE;
+		int32_t rel = (int32_t)(handler - (entry + 11));
+		size_t orig_len;
+
+		/* mov $i, %r11d; jmp handler */
+		t[0] = 0x41, t[1] = 0xbb;
+		memcpy(t + 2, &(uint32_t){ i }, 4);
+		t[6] = 0xe9;
+		memcpy(t + 7, &rel, 4);
+		if (relocate_prologue(f->saved, sizeof(f->saved), p->func_size, f->addr, orig, t + 16, &orig_len, why,
+				      len) != (int)f->len)
+			return -1;
+		if (16 + orig_len > STUB_TRAMP_SIZE) {
+			snprintf(why, len, "the displaced code of %s does not fit", p->func);
+			return -1;
+		}
+		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
+						.flags = (p->kind == HT_SPEC_FREE ? STUB_FN_FREE : 0) |
+							 (strcmp(p->func, "malloc") && strcmp(p->func, "calloc") &&
+									  strcmp(p->func, "free") ? STUB_FN_NESTS : 0) };
+	}
+	return 0;
+}
+
+static long rsys(struct remote *r, long nr, long a, long b, long c, long d, long e, long f, int *err)
+{
+	long args[6] = { a, b, c, d, e, f }, ret = -ENOSYS;
+
+	*err = remote_syscall(r, nr, args, &ret);
+	if (!*err && ret < 0 && ret > -4096)
+		*err = (int)ret;
+	return ret;
+}
+
+/* The stub's file in the target (a memfd of its own, closed after mapping) and its data. */
+static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, char *why, size_t len)
+{
+	struct remote_thread *t = &r->t[0];
+	static const char name[16] = "heaptrace-stub";
+	uint8_t saved[16];
+	char path[64];
+	int err;
+
+	/* memfd_create's name, briefly on the stopped thread's stack, then the stack as it was. */
+	if ((err = remote_read(r, t->regs.rsp, saved, sizeof(saved))) || (err = remote_write(r, t->regs.rsp, name, 16))) {
+		snprintf(why, len, "cannot write the target's memory: %s", strerror(-err));
+		return -1;
+	}
+	long fd = rsys(r, SYS_memfd_create, (long)t->regs.rsp, MFD_CLOEXEC, 0, 0, 0, 0, &err);
+	remote_write(r, t->regs.rsp, saved, sizeof(saved));
+	if (err) {
+		snprintf(why, len, "memfd_create in the target: %s", strerror(-err));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", in->pid, fd);
+	in->file_fd = open(path, O_RDWR | O_CLOEXEC);
+	bool ok = in->file_fd >= 0 && pwrite(in->file_fd, img, STUB_FILE_SIZE, 0) == STUB_FILE_SIZE;
+	if (!ok)
+		snprintf(why, len, "cannot write the stub's file %s: %s", path, strerror(errno));
+	long at = ok ? rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
+			    MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0, &err) : 0;
+	if (ok && (err || (uint64_t)at != in->base)) {
+		snprintf(why, len, "mmap of the stub in the target: %s", err ? strerror(-err) : "elsewhere");
+		ok = false;
+	}
+	rsys(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
+	if (!ok)
+		return -1;
+	at = rsys(r, SYS_mmap, in->base + STUB_DATA_OFF, in->data_size, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &err);
+	if (err || (uint64_t)at != in->base + STUB_DATA_OFF) {
+		snprintf(why, len, "mmap of the stub's data in the target: %s", err ? strerror(-err) : "elsewhere");
+		return -1;
+	}
+	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
+	return 0;
+}
+
+static int write_data(struct inject *in, struct remote *r, size_t field, const void *v, size_t len)
+{
+	return remote_write(r, in->base + STUB_DATA_OFF + field, v, len);
+}
+
+static int set_enabled(struct inject *in, struct remote *r, uint32_t on)
+{
+	return write_data(in, r, offsetof(struct stub_data, enabled), &on, sizeof(on));
+}
+
+static int attach_sites(struct inject *in, struct tracer *tr)
+{
+	uint64_t off = STUB_SITE_ALLOC, cookie = 0;
+	int err = tracer_attach_multi(tr, PROG_STUB_ALLOC, in->path, &off, &cookie, 1, in->pid);
+
+	off = STUB_SITE_FREE;
+	return err ? err : tracer_attach_multi(tr, PROG_STUB_FREE, in->path, &off, &cookie, 1, in->pid);
+}
+
+static uint32_t pow2_at_least(uint64_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v && p < (1u << 24))
+		p <<= 1;
+	return p;
+}
+
+int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan, struct tracer *tr)
+{
+	char path[64], why[200] = "";
+	uint64_t lo = UINT64_MAX, hi = 0;
+	uint8_t *img = NULL;
+	int good = 0;
+
+	in->done = true;
+	snprintf(path, sizeof(path), "/proc/%d/maps", in->pid);
+	char *maps = read_text_file(path);
+	if (!maps || !tr->multi) {
+		snprintf(why, sizeof(why), !maps ? "cannot read its memory map" : "no uprobe_multi in this kernel");
+		goto fail;
+	}
+	/* Where each function is, and that its bytes are the file's: no breakpoint, no earlier stub. */
+	for (int i = 0; i < in->n; i++) {
+		struct inject_fn *f = &in->fns[i];
+		const struct probe *p = &plan->probes[f->probe];
+		uint64_t off = p->offset - p->delta;
+		uint8_t file[sizeof(f->saved)];
+		struct stat st;
+		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || fstat(fd, &st) || pread(fd, file, sizeof(file), off) != sizeof(file) ||
+		    !(f->addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) ||
+		    remote_read(r, f->addr, f->saved, sizeof(f->saved)) || memcmp(file, f->saved, f->len)) {
+			ht_info("fast path: %s keeps its uprobes: %s", p->func,
+				!f->addr ? "not mapped in the target" : "its code in the target is not the file's "
+									"(another tool's breakpoint, or an earlier stub)");
+			f->addr = 0;
+		} else if (remote_pc_in(r, f->addr, f->addr + f->len)) {
+			ht_info("fast path: %s keeps its uprobes: a thread is stopped inside its first bytes", p->func);
+			f->addr = 0;
+		} else {
+			lo = f->addr < lo ? f->addr : lo;
+			hi = f->addr > hi ? f->addr : hi;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	/* Only the functions found stay. */
+	int n = 0;
+	for (int i = 0; i < in->n; i++) {
+		if (in->fns[i].addr)
+			in->fns[n++] = in->fns[i];
+		else
+			plan->probes[in->fns[i].probe].stub = false;
+	}
+	in->n = n;
+	if (!n) {
+		snprintf(why, sizeof(why), "no function to redirect");
+		goto fail;
+	}
+	in->buckets = in->sample_rate ? pow2_at_least(in->max_live / 4 > 1024 ? in->max_live / 4 : 1024) : 1;
+	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
+	if (!(in->base = place(maps, lo, hi, STUB_DATA_OFF + in->data_size))) {
+		snprintf(why, sizeof(why), "no free address space within 2 GiB of the allocator");
+		goto fail;
+	}
+	if (!(img = malloc(STUB_FILE_SIZE)) || build_image(in, plan, img, why, sizeof(why)) ||
+	    map_stub(in, r, img, why, sizeof(why)))
+		goto fail;
+
+	uint64_t seed = 0;
+	int64_t countdown;
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed) || !seed)
+		seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+	countdown = in->sample_rate ? (int64_t)ht_sample_interval(in->sample_rate, (uint32_t)(seed >> 32)) : 0;
+	if (write_data(in, r, offsetof(struct stub_data, prng), &seed, sizeof(seed)) ||
+	    write_data(in, r, offsetof(struct stub_data, countdown), &countdown, sizeof(countdown))) {
+		snprintf(why, sizeof(why), "cannot write the stub's data");
+		goto fail;
+	}
+	int err = attach_sites(in, tr);
+	if (err) {
+		snprintf(why, sizeof(why), "cannot attach the record sites' uprobes: %s", strerror(-err));
+		goto fail;
+	}
+	for (int i = 0; i < in->n; i++) {
+		struct inject_fn *f = &in->fns[i];
+		uint8_t jmp[sizeof(f->saved)];
+		int32_t rel = (int32_t)(in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE - (f->addr + JMP_REL32_LEN));
+
+		/* The jump, then int3 over the rest of what was displaced: nothing may run there. */
+		memset(jmp, 0xcc, f->len);
+		jmp[0] = 0xe9;
+		memcpy(jmp + 1, &rel, 4);
+		if (remote_write(r, f->addr, jmp, f->len)) {
+			ht_info("fast path: %s keeps its uprobes: cannot write its code", plan->probes[f->probe].func);
+			continue;
+		}
+		f->patched = true;
+		good++;
+	}
+	give_back(in, plan);
+	if (!good || set_enabled(in, r, 1)) {
+		snprintf(why, sizeof(why), "no function redirected");
+		inject_remove(in, r);
+		give_back(in, plan);
+		goto fail;
+	}
+	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
+		in->sample_rate ? "unsampled calls stay in the process" : "one record site per call");
+	free(img);
+	free(maps);
+	return 0;
+fail:
+	give_back(in, plan);
+	ht_info("fast path: not installed (%s): uprobes instead", why);
+	free(img);
+	free(maps);
+	return -1;
+}
+
+void inject_remove(struct inject *in, struct remote *r)
+{
+	if (!in->base)
+		return;
+	set_enabled(in, r, 0);
+	for (int i = 0; i < in->n; i++) {
+		struct inject_fn *f = &in->fns[i];
+		if (f->patched && !remote_write(r, f->addr, f->saved, f->len))
+			f->patched = false;
+	}
+}
+
+void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
+{
+	struct stub_counters c;
+	char path[64];
+	int fd;
+
+	if (!in->base)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/mem", in->pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (pread(fd, &c, sizeof(c), in->base + STUB_DATA_OFF + offsetof(struct stub_data, c)) == sizeof(c)) {
+		counters[HT_SAMPLED_SET_FULL] += c.set_full;
+		counters[HT_CALL_MAP_FULL] += c.depth_full;
+	}
+	close(fd);
+}
+
+/* --- a launched command: installed once the dynamic loader has mapped the allocator --- */
+
+/* The dynamic loader's base (AT_BASE) and path, from the auxiliary vector and the memory map. */
+static uint64_t loader_base(pid_t pid, char *path, size_t len)
+{
+	char file[64];
+	uint64_t av[2], base = 0;
+	int fd;
+
+	snprintf(file, sizeof(file), "/proc/%d/auxv", pid);
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	while (read(fd, av, sizeof(av)) == sizeof(av) && av[0])
+		if (av[0] == 7 /* AT_BASE */)
+			base = av[1];
+	close(fd);
+	if (!base)
+		return 0;
+	snprintf(file, sizeof(file), "/proc/%d/maps", pid);
+	char *maps = read_text_file(file);
+	struct map_entry e;
+	path[0] = '\0';
+	for (const char *pos = maps; maps && maps_next(&pos, &e);)
+		if (e.lo == base && e.path[0] == '/') {
+			snprintf(path, len, "/proc/%d/root%s", pid, e.path);
+			break;
+		}
+	free(maps);
+	return path[0] ? base : 0;
+}
+
+int inject_arm(struct inject *in, struct remote *r)
+{
+	char path[4300];
+	struct elfobj o;
+	uint64_t base = loader_base(in->pid, path, sizeof(path)), brk, rdebug, size;
+	uint8_t int3 = 0xcc;
+
+	if (!base)
+		return -1;      /* a static program: everything is mapped already */
+	if (elfobj_open(&o, path, false))
+		return -1;
+	bool found = elfobj_func(&o, "_dl_debug_state", &brk, &size);
+	bool have_r_debug = elfobj_object(&o, "_r_debug", &rdebug);
+	elfobj_close(&o);
+	if (!found || !have_r_debug)
+		return -1;
+	in->r_brk = base + brk;
+	in->r_state = base + rdebug + 24;       /* struct r_debug: r_version, r_map, r_brk, then r_state */
+	if (remote_read(r, in->r_brk, &in->r_brk_byte, 1) || remote_write(r, in->r_brk, &int3, 1))
+		return -1;
+	in->armed = true;
+	return 0;
+}
+
+/* Is the allocator mapped yet (the first function's object)? */
+static bool allocator_mapped(struct inject *in, const struct probe_plan *plan)
+{
+	char path[64];
+	struct stat st;
+	const struct probe *p = &plan->probes[in->fns[0].probe];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", in->pid);
+	char *maps = read_text_file(path);
+	bool mapped = maps && !stat(p->path, &st) && runtime_addr(maps, st.st_dev, st.st_ino, p->offset - p->delta);
+	free(maps);
+	return mapped;
+}
+
+int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr)
+{
+	struct remote r;
+	int32_t state = -1;
+
+	if (!in->armed || remote_adopt(&r, in->pid, tid))
+		goto not_ours;
+	if (r.t[0].regs.rip != in->r_brk + 1) {
+		remote_free(&r);
+		goto not_ours;
+	}
+	/* Our int3: run the real first instruction from where the breakpoint was. */
+	r.t[0].regs.rip = in->r_brk;
+	remote_read(&r, in->r_state, &state, sizeof(state));
+	remote_write(&r, in->r_brk, &in->r_brk_byte, 1);
+	if (state == 0 /* RT_CONSISTENT */ && allocator_mapped(in, plan)) {
+		in->armed = false;
+		if (inject_install(in, &r, plan, tr))
+			probes_attach_fallback(plan, tr, in->pid);
+		remote_sync(&r);
+	} else {
+		/* Not yet: step over the real instruction, put the breakpoint back. */
+		uint8_t int3 = 0xcc;
+		if (remote_step(&r) || remote_write(&r, in->r_brk, &int3, 1) || remote_sync(&r))
+			in->armed = false;
+	}
+	remote_free(&r);
+	return 1;
+not_ours:
+	return 0;
+}
+
+void inject_reset(struct inject *in)
+{
+	inject_free(in);
+	in->base = 0;
+	in->done = in->armed = false;
+	for (int i = 0; i < in->n; i++) {
+		in->fns[i].addr = 0;
+		in->fns[i].patched = false;
+	}
+}
+
+void inject_free(struct inject *in)
+{
+	if (in->file_fd >= 0)
+		close(in->file_fd);
+	in->file_fd = -1;
+}

@@ -1,0 +1,92 @@
+/*
+ * The in-process fast path: heaptrace maps a small stub (stub/) into the
+ * target, near the allocator, and redirects the entry of each malloc-family
+ * function to it with a 5-byte jump.  The stub decides in the target
+ * whether a call is recorded (with --sample-rate most are not, and cost a
+ * few instructions and no trap); a recorded call reaches one record site,
+ * a 5-byte nop carrying a uprobe, which the kernel turns into a call into
+ * its uprobe trampoline.  Functions the stub cannot take keep their
+ * uprobes.  See docs/fast-path.md.
+ */
+#ifndef HT_INJECT_H
+#define HT_INJECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "inject/remote.h"
+#include "probe/plan.h"
+#include "stub/stub.h"
+#include "tracer/tracer.h"
+
+struct inject_fn {
+	int probe;                      /* its probe in the plan */
+	uint64_t addr;                  /* the function's entry in the target */
+	uint32_t len;                   /* bytes replaced by the jump */
+	uint8_t saved[32];              /* what they were */
+	bool patched;
+};
+
+struct inject {
+	pid_t pid;
+	uint64_t sample_rate;
+	uint32_t max_live;
+	uint64_t base;                  /* the stub's address in the target; 0: none mapped */
+	uint64_t data_size;
+	uint32_t buckets;
+	int file_fd;                    /* heaptrace's descriptor of the stub's file */
+	char path[64];                  /* /proc/self/fd/N: where the record sites' uprobes go */
+	struct inject_fn fns[STUB_MAX_FNS];
+	int n;
+	/* A launched command: the dynamic loader's breakpoint, until the allocator is mapped. */
+	uint64_t r_brk, r_state;
+	uint8_t r_brk_byte;
+	bool armed;
+	bool done;                      /* installed, or given up: the uprobes took over */
+};
+
+/*
+ * Give the stub the malloc-family functions of the plan's primary object
+ * that it can take (marks their probes p->stub).  Returns how many.
+ */
+int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live);
+
+/*
+ * With every thread of the target stopped (r): map the stub, attach the
+ * record sites' programs, redirect the functions, turn it on.  Functions
+ * it could not take get p->stub cleared (the caller attaches their
+ * uprobes).  0, or -1 when nothing was installed (reason at -v).
+ */
+int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan, struct tracer *tr);
+
+/*
+ * With every thread stopped: turn the stub off and put every byte back.
+ * The stub stays mapped (a thread may still be inside it, or return into
+ * it from the original function); it then only jumps to the originals.
+ */
+void inject_remove(struct inject *in, struct remote *r);
+
+/*
+ * A launched command stopped at its exec: where the dynamic loader tells
+ * debuggers that its objects are mapped (r_brk), a breakpoint.  The
+ * program's own code has not run yet.  0, or -1: install now (no loader).
+ */
+int inject_arm(struct inject *in, struct remote *r);
+
+/*
+ * The command stopped with SIGTRAP.  1: at our breakpoint (handled: the
+ * stub is installed once the allocator is mapped; resume the thread without
+ * a signal), 0: not ours.
+ */
+int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr);
+
+/* The stub's losses, added to the BPF side's counters (read while the target lives). */
+void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
+
+/* The process executed a new program: its stub is gone; install again (inject_arm) for the same functions. */
+void inject_reset(struct inject *in);
+
+void inject_free(struct inject *in);
+
+#endif

@@ -1,0 +1,323 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "inject/remote.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+static struct remote_thread *find(struct remote *r, pid_t tid)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->t[i].tid == tid)
+			return &r->t[i];
+	return NULL;
+}
+
+static struct remote_thread *add(struct remote *r, pid_t tid)
+{
+	if (r->n == r->cap) {
+		size_t c = r->cap ? 2 * r->cap : 16;
+		struct remote_thread *g = realloc(r->t, c * sizeof(*g));
+		if (!g)
+			return NULL;
+		r->t = g;
+		r->cap = c;
+	}
+	r->t[r->n] = (struct remote_thread){ .tid = tid };
+	return &r->t[r->n++];
+}
+
+static void drop(struct remote *r, struct remote_thread *t)
+{
+	*t = r->t[--r->n];
+}
+
+static int open_mem(struct remote *r, pid_t pid)
+{
+	char path[64];
+
+	r->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	r->mem_fd = open(path, O_RDWR | O_CLOEXEC);
+	return r->mem_fd < 0 ? -errno : 0;
+}
+
+/*
+ * Wait until an interrupted thread is in its interrupt stop.  A signal
+ * that arrives first is held back and sent again at the resume; a thread
+ * that exits meanwhile is forgotten.  1: stopped, 0: gone, -errno.
+ */
+static int wait_stopped(struct remote *r, struct remote_thread *t)
+{
+	for (;;) {
+		int st;
+		pid_t w = waitpid(t->tid, &st, __WALL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			if (t->tid == r->pid) {
+				r->exited = true;
+				r->exit_status = st;
+			}
+			return 0;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		int event = st >> 16, sig = WSTOPSIG(st);
+		if (event == PTRACE_EVENT_STOP)
+			return 1;
+		if (event == PTRACE_EVENT_EXIT) {
+			ptrace(PTRACE_CONT, t->tid, 0, 0);
+			continue;
+		}
+		if (!event && sig != SIGTRAP)
+			t->requeue = sig;
+		ptrace(PTRACE_CONT, t->tid, 0, 0);
+	}
+}
+
+static int stop_one(struct remote *r, pid_t tid, bool traced)
+{
+	struct remote_thread *t = add(r, tid);
+
+	if (!t)
+		return -ENOMEM;
+	if (!traced) {
+		if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
+			int e = errno;
+			drop(r, t);
+			return e == ESRCH ? 0 : -e;
+		}
+		t->seized = true;
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0)) {
+		int e = errno;
+		if (t->seized)
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+		drop(r, t);
+		return e == ESRCH ? 0 : -e;
+	}
+	int w = wait_stopped(r, t);
+	if (w <= 0) {
+		drop(r, t);
+		return w;
+	}
+	t->stopped = true;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs))
+		return -errno;
+	return 0;
+}
+
+int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid), void *arg)
+{
+	char path[64];
+	bool added = true;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if ((err = open_mem(r, pid)))
+		return err;
+	/* A thread may start another until it is stopped itself: go round until no new one appears. */
+	while (added) {
+		added = false;
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		DIR *d = opendir(path);
+		if (!d)
+			return -errno;
+		for (struct dirent *e; (e = readdir(d));) {
+			pid_t tid = atoi(e->d_name);
+			if (tid <= 0 || find(r, tid))
+				continue;
+			if ((err = stop_one(r, tid, traced && traced(arg, tid)))) {
+				closedir(d);
+				return err;
+			}
+			added = true;
+		}
+		closedir(d);
+	}
+	if (r->exited || !r->n)
+		return -ESRCH;
+	return 0;
+}
+
+int remote_adopt(struct remote *r, pid_t pid, pid_t tid)
+{
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if ((err = open_mem(r, pid)))
+		return err;
+	struct remote_thread *t = add(r, tid);
+	if (!t)
+		return -ENOMEM;
+	t->stopped = true;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs))
+		return -errno;
+	return 0;
+}
+
+void remote_resume(struct remote *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		struct remote_thread *t = &r->t[i];
+
+		if (!t->stopped)
+			continue;
+		ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
+		if (t->seized)
+			ptrace(PTRACE_DETACH, t->tid, 0, 0);
+		else
+			ptrace(PTRACE_CONT, t->tid, 0, 0);
+		/* An event stop cannot carry a signal on: send it again. */
+		if (t->requeue)
+			syscall(SYS_tgkill, r->pid, t->tid, t->requeue);
+		t->stopped = false;
+	}
+}
+
+int remote_write(struct remote *r, uint64_t addr, const void *buf, size_t len)
+{
+	ssize_t w = pwrite(r->mem_fd, buf, len, (off_t)addr);
+
+	return w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+}
+
+int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = pread(r->mem_fd, buf, len, (off_t)addr);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* A `syscall` instruction: the vDSO's fallbacks have some, and every process maps the vDSO. */
+static int find_syscall(struct remote *r)
+{
+	char path[64];
+	struct map_entry e;
+	uint8_t buf[65536];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
+	char *maps = read_text_file(path);
+	if (!maps)
+		return -errno;
+	for (const char *pos = maps; maps_next(&pos, &e) && !r->syscall_insn;) {
+		if (e.perms[2] != 'x' || (strcmp(e.path, "[vdso]") && !strstr(e.path, "libc.so")))
+			continue;
+		size_t len = e.hi - e.lo < sizeof(buf) ? e.hi - e.lo : sizeof(buf);
+		if (remote_read(r, e.lo, buf, len))
+			continue;
+		for (size_t i = 0; i + 1 < len; i++)
+			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
+				r->syscall_insn = e.lo + i;
+				break;
+			}
+	}
+	free(maps);
+	return r->syscall_insn ? 0 : -ENOENT;
+}
+
+int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
+{
+	struct remote_thread *t = NULL;
+	int err;
+
+	for (size_t i = 0; i < r->n && !t; i++)
+		if (r->t[i].stopped)
+			t = &r->t[i];
+	if (!t)
+		return -ESRCH;
+	if (!r->syscall_insn && (err = find_syscall(r)))
+		return err;
+
+	struct user_regs_struct regs = t->regs;
+	regs.rip = r->syscall_insn;
+	regs.rax = nr;
+	/* No system call restart for this one: the interrupted call's own restart is in t->regs. */
+	regs.orig_rax = -1;
+	regs.rdi = args[0];
+	regs.rsi = args[1];
+	regs.rdx = args[2];
+	regs.r10 = args[3];
+	regs.r8 = args[4];
+	regs.r9 = args[5];
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &regs) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
+		return -errno;
+	for (;;) {
+		int st;
+		pid_t w = waitpid(t->tid, &st, __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (!WIFSTOPPED(st)) {
+			t->stopped = false;
+			return -ESRCH;
+		}
+		if (WSTOPSIG(st) == SIGTRAP)
+			break;
+		/* Another signal first: keep it for the resume, step on. */
+		if (!(st >> 16))
+			t->requeue = WSTOPSIG(st);
+		if (ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
+			return -errno;
+	}
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &regs))
+		return -errno;
+	*ret = regs.rax;
+	/* The thread's own registers come back at the resume; until then it stays where it is. */
+	return ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) ? -errno : 0;
+}
+
+int remote_sync(struct remote *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->t[i].stopped && ptrace(PTRACE_SETREGS, r->t[i].tid, 0, &r->t[i].regs))
+			return -errno;
+	return 0;
+}
+
+int remote_step(struct remote *r)
+{
+	struct remote_thread *t = &r->t[0];
+	int st;
+
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
+		return -errno;
+	while (waitpid(t->tid, &st, __WALL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFSTOPPED(st))
+		return -ESRCH;
+	if (WSTOPSIG(st) != SIGTRAP && !(st >> 16))
+		t->requeue = WSTOPSIG(st);
+	return ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) ? -errno : 0;
+}
+
+bool remote_pc_in(const struct remote *r, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->t[i].stopped && r->t[i].regs.rip >= lo && r->t[i].regs.rip < hi)
+			return true;
+	return false;
+}
+
+void remote_free(struct remote *r)
+{
+	if (r->mem_fd > 0)
+		close(r->mem_fd);
+	free(r->t);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,65 @@
+/*
+ * Working inside another process: every thread stopped (ptrace), its
+ * memory written through /proc/PID/mem (as debuggers and the kernel's own
+ * uprobes do: the target's text never becomes writable), and system calls
+ * made on its behalf by one of its stopped threads.
+ */
+#ifndef HT_REMOTE_H
+#define HT_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+struct remote_thread {
+	pid_t tid;
+	bool seized;            /* seized here: detached when done (else heaptrace's ptrace loop owns it) */
+	bool stopped;
+	int requeue;            /* a signal that arrived while stopping it, sent again at the resume */
+	struct user_regs_struct regs;
+};
+
+struct remote {
+	pid_t pid;
+	int mem_fd;                     /* /proc/PID/mem, read-write */
+	struct remote_thread *t;
+	size_t n, cap;
+	uint64_t syscall_insn;          /* the address of a `syscall` instruction in the target */
+	int exit_status;                /* the process ended while being stopped: its wait status */
+	bool exited;
+};
+
+/*
+ * Stop every thread of pid.  traced(arg, tid) says whether heaptrace's
+ * ptrace loop already traces a thread (launched commands, --follow-fork):
+ * those are interrupted and continued, the others seized and detached.
+ * 0, or -errno with the reason printed at -v.
+ */
+int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid), void *arg);
+
+/* One thread that is already stopped in a ptrace stop of heaptrace's (a breakpoint at exec). */
+int remote_adopt(struct remote *r, pid_t pid, pid_t tid);
+
+/* Let every thread go, registers as they were; a seized one is detached. */
+void remote_resume(struct remote *r);
+
+/* A system call made by the first stopped thread; its result (or -errno) in *ret.  0 or -errno. */
+int remote_syscall(struct remote *r, long nr, const long args[6], long *ret);
+
+int remote_write(struct remote *r, uint64_t addr, const void *buf, size_t len);
+int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
+
+/* Is any stopped thread's instruction pointer in [lo, hi)? */
+/* Write every stopped thread's registers back now (the caller resumes it: remote_adopt). */
+int remote_sync(struct remote *r);
+
+/* Run one instruction of the first thread, from its registers; 0 or -errno. */
+int remote_step(struct remote *r);
+
+bool remote_pc_in(const struct remote *r, uint64_t lo, uint64_t hi);
+
+void remote_free(struct remote *r);
+
+#endif
