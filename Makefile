@@ -211,7 +211,7 @@ demo: deps
 
 test: deps
 	$(MAKE) all test-targets
-	bash tests/run.sh
+	bash tests/run.sh $(T)
 
 # bench: heaptrace's per-allocation overhead against trap floors and peers
 # (bench/run.sh).  churn keeps frame pointers and -O2, like a typical build.
@@ -245,7 +245,7 @@ check-asan: deps
 	HEAPTRACE=$(CURDIR)/$(ASAN_BUILD)/heaptrace HEAPTRACE_PRELOAD_BIN=$(CURDIR)/$(BUILD)/heaptrace \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1 \
-		bash tests/run.sh $(filter-out valgrind,$(shell sed -n 's/^SCENARIOS="\(.*\)"/\1/p' tests/run.sh))
+		bash tests/run.sh --skip valgrind $(T)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

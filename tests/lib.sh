@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Helpers for tests/run.sh (sourced; expects ROOT, HT, TB, TMP, VALUES).
+# Helpers shared by the areas of tests/run.sh, tests/scenarios/*.sh (those of
+# one area are in its file).  Sourced; expects ROOT, HT, TB, TMP, VALUES.
 #
 # Every run of heaptrace is named by a KEY; its files are $TMP/KEY.out
 # (stdout), $TMP/KEY.err (stderr) and $TMP/KEY.cmd (the command line).
@@ -412,40 +413,6 @@ pprof_has_record() {
 	grep -qE "^ *$2: +$3 \[ *$4: +$5\] @( 0x[0-9a-fA-F]+)+[[:space:]]*\$" "$1" 2>/dev/null
 }
 
-# google-pprof --text [OPT] BINARY PROF, as KEY.
-gpprof() {
-	local key=$1 opt=$2 prof=$3 args=(--text)
-	[ -n "$opt" ] && args+=("$opt")
-	echo "google-pprof ${args[*]} build/tests/t_pprof $(rel "$prof")" >"$TMP/$key.cmd"
-	if ! command -v google-pprof >/dev/null; then
-		echo "google-pprof not installed" >"$TMP/$key.err"; : >"$TMP/$key.out"
-		echo 127 >"$TMP/$key.rc"
-		return
-	fi
-	PPROF_TMPDIR=$TMP/pprof-tmp timeout -k 5 "$(tmo)" \
-		google-pprof "${args[@]}" "$TB/t_pprof" "$prof" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
-	echo $? >"$TMP/$key.rc"
-}
-
-# go tool pprof -top [OPT] BINARY PROF, as KEY; never touches the network.
-gopprof() {
-	local key=$1 opt=$2 prof=$3 args=(-top)
-	[ -n "$opt" ] && args+=("$opt")
-	echo "go tool pprof ${args[*]} build/tests/t_pprof $(rel "$prof")" >"$TMP/$key.cmd"
-	if ! command -v go >/dev/null; then
-		echo "go not installed" >"$TMP/$key.err"; : >"$TMP/$key.out"
-		echo 127 >"$TMP/$key.rc"
-		return
-	fi
-	mkdir -p "$TMP/go/home" "$TMP/go/cache" "$TMP/go/path" "$TMP/pprof-tmp"
-	env HOME="$TMP/go/home" GOCACHE="$TMP/go/cache" GOPATH="$TMP/go/path" \
-		GOTOOLCHAIN=local GOPROXY=off GOFLAGS= \
-		PPROF_TMPDIR="$TMP/pprof-tmp" \
-		timeout -k 5 "$(tmo)" go tool pprof "${args[@]}" "$TB/t_pprof" "$prof" \
-		>"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
-	echo $? >"$TMP/$key.rc"
-}
-
 # Rows of pprof text reports: "flat flat% sum% cum cum% name".
 pprof_rows() {
 	awk '$1 ~ /^[0-9.]+[A-Za-z]*$/ && $2 ~ /^[0-9.]+%$/ && $3 ~ /^[0-9.]+%$/' "$TMP/$1.out"
@@ -476,14 +443,6 @@ flat_is() {
 # site_line SRC FN: the line number of the "@site FN" marker in SRC.
 site_line() {
 	grep -n "@site $2 \*/" "$1" | head -1 | cut -d: -f1
-}
-
-# free_pid: a pid no process has.
-free_pid() {
-	local p
-	p=$(( $(cat /proc/sys/kernel/pid_max) - 1 ))
-	while [ -e "/proc/$p" ]; do p=$((p - 1)); done
-	echo "$p"
 }
 
 # wait_for FILE REGEX SECS [PID]: until FILE has a line matching REGEX;
@@ -632,18 +591,9 @@ prerequisites() {
 	report "setup: root, build/heaptrace and build/tests/* present" "$d"
 }
 
-# order_diag FILE FIRST SECOND: a diagnostic unless FIRST is listed before SECOND.
-order_diag() {
-	local a b
-	a=$(grep -nw "$2" "$1" | head -1 | cut -d: -f1)
-	b=$(grep -nw "$3" "$1" | head -1 | cut -d: -f1)
-	if [ -z "$a" ] || [ -z "$b" ] || [ "$a" -ge "$b" ]; then
-		echo "$2 (line ${a:-none}) is not listed before $3 (line ${b:-none})"
-	fi
-}
-
 # ---------------------------------------------------------------------------
-# Heap over time (scenario_overtime).
+# heaptrace in the background, and the pprof tools (areas sampling, timeline,
+# unwinding).
 
 # ht_bg KEY ARG...: start heaptrace ARG... in the background, like ht: the
 # command line in KEY.cmd, stdout in KEY.tout (a launched command's output
@@ -670,69 +620,6 @@ ht_bg_wait() {
 	echo "$WRC" >"$TMP/$1.rc"
 }
 
-# snap_count KEY: the number of "heaptrace: snapshot N: " lines (-v) in KEY.err.
-snap_count() {
-	grep -cE '^heaptrace: snapshot [0-9]+: ' "$TMP/$1.err" 2>/dev/null
-}
-
-# wait_snaps KEY N SECS PID: until KEY.err has N snapshot lines; gives up
-# after SECS seconds or once PID has exited.
-wait_snaps() {
-	local n=$(($3 * 10))
-	while [ "$n" -gt 0 ]; do
-		[ "$(snap_count "$1")" -ge "$2" ] && return 0
-		kill -0 "$4" 2>/dev/null || break
-		sleep 0.1
-		n=$((n - 1))
-	done
-	[ "$(snap_count "$1")" -ge "$2" ]
-}
-
-# snap_line KEY N: "K stacks, B bytes in use" of the -v line of snapshot N.
-snap_line() {
-	sed -nE "s/^heaptrace: snapshot $2: [^,]*, ([0-9]+ stacks, -?[0-9]+ bytes in use), [0-9]+ ms\$/\\1/p" \
-		"$TMP/$1.err" | head -1
-}
-
-# signed_leafval KEY FN: like leafval, for lines whose value may be negative
-# ("a;b;fn -15000", heaptrace diff -f collapsed).
-signed_leafval() {
-	awk -v fn="$2" '
-	match($0, / -?[0-9]+$/) {
-		v = substr($0, RSTART + 1) + 0
-		n = split(substr($0, 1, RSTART - 1), f, ";")
-		if (f[n] == fn) s += v
-	}
-	END { printf "%.0f\n", s }' "$TMP/$1.out" 2>/dev/null
-}
-
-# top_entry FILE FN: the ranked entry of a -f top report whose innermost
-# frame is FN: its "#N ..." line and, when it has one, its "freed ..." line,
-# one per output line.
-top_entry() {
-	awk -v fn="$2" '
-	/^#[0-9]+ / { head = $0; freed = ""; first = 1; next }
-	/^      freed / { freed = $0; next }
-	/^        / && first {
-		first = 0
-		name = $0
-		sub(/^ +/, "", name)
-		sub(/  .*$/, "", name)
-		if (name == fn) {
-			print head
-			if (freed != "") print freed
-			exit
-		}
-	}' "$1" 2>/dev/null
-}
-
-# lifetimes_sum LINE: the sum of the ">=BUCKET:COUNT" counts of a
-# "freed F, temporary (< 1 ms) T; lifetimes: ..." line.
-lifetimes_sum() {
-	echo "$1" | tr ' ' '\n' | sed -nE 's/^>=[0-9]+(us|ms|s):([0-9]+)$/\2/p' |
-		awk '{ s += $1 } END { print s + 0 }'
-}
-
 # pprof_tool KEY TOOL ARG...: "go tool pprof ARG..." (TOOL go) or
 # "google-pprof ARG..." (TOOL perl), as KEY, never touching the network.
 pprof_tool() {
@@ -751,4 +638,113 @@ pprof_tool() {
 		GOTOOLCHAIN=local GOPROXY=off GOFLAGS= PPROF_TMPDIR="$TMP/pprof-tmp" \
 		timeout -k 5 "$(tmo)" "${cmd[@]}" "$@" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
 	echo $? >"$TMP/$key.rc"
+}
+
+# ---------------------------------------------------------------------------
+# t_entrypoints's numbers (scenarios entrypoints, custom, unwind).
+
+# expect_entrypoints4 KEY [CALLERS]: every function of t_entrypoints in the
+# four runs of profile4 KEY; with CALLERS, the sums of the whole stacks
+# "CALLERS;FUNCTION" (expect_stack4) instead of the innermost frames.
+expect_entrypoints4() {
+	local key=$1 callers=${2:-}
+	#                                               alloc   alloc    inuse   inuse
+	#                                               objects space    objects space
+	ep_check "$key" "$callers" ep_malloc              4    4000     3    3000  # 4 x malloc(1000), ep_free frees 1
+	ep_check "$key" "$callers" ep_calloc              2     600     1     300  # 2 x calloc(10, 30), 1 freed
+	ep_check "$key" "$callers" ep_grow_seed           1      50     0       0  # malloc(50), then realloc'ed
+	ep_check "$key" "$callers" ep_realloc_grow        1    5000     1    5000  # realloc(p, 5000)
+	ep_check "$key" "$callers" ep_shrink_seed         1    2000     0       0  # malloc(2000), then realloc'ed
+	ep_check "$key" "$callers" ep_realloc_shrink      1     200     1     200  # realloc(p, 200), in place
+	ep_check "$key" "$callers" ep_realloc_null        1     333     1     333  # realloc(NULL, 333) = malloc
+	ep_check "$key" "$callers" ep_zero_seed           1     444     0       0  # malloc(444), freed by realloc(p, 0)
+	ep_check "$key" "$callers" ep_big_seed            1  200000     0       0  # mmapped malloc(200000)
+	ep_check "$key" "$callers" ep_realloc_big         1  400000     1  400000  # realloc(p, 400000): mremap
+	ep_check "$key" "$callers" ep_reallocarray_null   1     400     1     400  # reallocarray(NULL, 16, 25)
+	ep_check "$key" "$callers" ep_ra_seed             1      60     0       0  # malloc(60), then reallocarray'ed
+	ep_check "$key" "$callers" ep_reallocarray_grow   1     600     1     600  # reallocarray(p, 30, 20)
+	ep_check "$key" "$callers" ep_posix_memalign      2    2468     1    1234  # 2 x posix_memalign(64, 1234), 1 freed
+	ep_check "$key" "$callers" ep_posix_memalign_small 1    321     1     321  # posix_memalign(16, 321): malloc inside
+	ep_check "$key" "$callers" ep_aligned_alloc       2    4096     1    2048  # 2 x aligned_alloc(256, 2048), 1 freed
+	ep_check "$key" "$callers" ep_aligned_alloc_small 1      96     1      96  # aligned_alloc(16, 96): malloc inside
+	ep_check "$key" "$callers" ep_memalign            1     777     1     777  # memalign(128, 777)
+	ep_check "$key" "$callers" ep_valloc              2    6000     1    3000  # 2 x valloc(3000), 1 freed
+	ep_check "$key" "$callers" ep_pvalloc             1    8192     1    8192  # pvalloc(5000) -> 2 pages
+}
+
+# ep_check KEY CALLERS FUNCTION AO AS IO IS: expect4 KEY FUNCTION ..., or with
+# CALLERS, expect_stack4 KEY "CALLERS;FUNCTION" ...
+ep_check() {
+	local key=$1 callers=$2 fn=$3
+	shift 3
+	if [ -n "$callers" ]; then
+		expect_stack4 "$key" "$callers;$fn" "$@"
+	else
+		expect4 "$key" "$fn" "$@"
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# Reliability and safety (faults, limits, badinput, stress, soak, fork).
+# Helpers are prefixed rl_; those of one area are in its file.
+
+# rl_rc KEY WANT: "exit status X, want WANT" unless WRC is WANT; records it.
+rl_rc() {
+	echo "$WRC" >"$TMP/$1.rc"
+	[ "$WRC" = "$2" ] || echo "exit status $WRC, want $2"
+}
+
+# rl_events_num KEY NAME: a counter of the events line on KEY.err.
+rl_events_num() {
+	grep -m1 '^heaptrace: events:' "$TMP/$1.err" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+
+# rl_header FILE: "IO IB AO AB" from the first line of a pprof heap profile.
+rl_header() {
+	head -1 "$1" 2>/dev/null |
+		sed -nE 's/^heap profile: *([0-9]+): *([0-9]+) \[ *([0-9]+): *([0-9]+)\] @ heapprofile.*/\1 \2 \3 \4/p'
+}
+
+# rl_bpf_ids PID: "prog N" and "link N" for every BPF program and link
+# PID holds open (its fdinfo), one a line.
+rl_bpf_ids() {
+	grep -h -E '^(prog_id|link_id):' /proc/"$1"/fdinfo/* 2>/dev/null |
+		awk '{ sub(/_id:/, "", $1); print $1, $2 }' | sort -u
+}
+
+# rl_bpf_left IDS_FILE: which of those programs and links still exist, and
+# links of those programs (bpftool), after up to 5 s for the kernel to
+# release them; empty when none.
+rl_bpf_left() {
+	local ids=$1 progs links left
+	for _ in $(seq 50); do
+		progs=$(bpftool -j prog show 2>/dev/null | grep -oE '"id":[0-9]+' | cut -d: -f2)
+		links=$(bpftool -j link show 2>/dev/null | grep -oE '"(id|prog_id)":[0-9]+')
+		left=$(while read -r kind id; do
+			case $kind in
+			prog)
+				printf '%s\n' "$progs" | grep -qx "$id" && echo "program $id still loaded"
+				printf '%s\n' "$links" | grep -qx "\"prog_id\":$id" && echo "a link of program $id still exists"
+				;;
+			link)
+				printf '%s\n' "$links" | grep -qx "\"id\":$id" && echo "link $id still exists"
+				;;
+			esac
+		done <"$ids")
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	echo "$left"
+	bpftool link show 2>/dev/null | head -20
+}
+
+# rl_uprobe_events: lines of the kprobe/uprobe tracefs list naming heaptrace.
+rl_uprobe_events() {
+	local tr=/sys/kernel/tracing
+	[ -e "$tr/uprobe_events" ] || mount -t tracefs nodev "$tr" 2>/dev/null
+	if [ ! -r "$tr/uprobe_events" ]; then
+		echo "cannot read $tr/uprobe_events"
+		return
+	fi
+	grep -i heaptrace "$tr/uprobe_events" | sed 's/^/uprobe_events: /'
 }

@@ -1,0 +1,243 @@
+# shellcheck shell=bash
+# Area "load" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# full maps and long, heavy runs: scenarios limits, stress, soak.
+
+# rl_ht LIMIT KEY ARG...: ht with a fixed timeout of LIMIT seconds, for the
+# long runs (ht's timeout shrinks to 10 s once the run is past its budget).
+rl_ht() {
+	local limit=$1 key=$2 t0=$SECONDS
+	shift 2
+	echo "heaptrace $(rel "$@")" >"$TMP/$key.cmd"
+	timeout -k 5 "$limit" "$HT" "$@" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
+	RC=$?
+	echo "$RC" >"$TMP/$key.rc"
+	[ $((SECONDS - t0)) -ge "$limit" ] && echo "timed out after $limit s" >>"$TMP/$key.err"
+	return 0
+}
+
+# rl_peak_rss KEY: N of "heaptrace: heaptrace peak RSS: N KiB" (-v).
+rl_peak_rss() {
+	sed -nE 's/^heaptrace: heaptrace peak RSS: ([0-9]+) KiB.*/\1/p' "$TMP/$1.err" | head -1
+}
+
+# ---------------------------------------------------------------------------
+# Full maps: an event that does not fit is counted as a loss, never guessed.
+# t_limits live: lim_keep 100 x 100 all live, lim_release frees them,
+# lim_again 30 x 300 kept.  --max-allocs 40: 40 of lim_keep's blocks are
+# tracked, 60 not (live_map_full=60), but all 100 are counted allocated;
+# their frees: 40 matched, 60 unmatched; then the map is empty again and
+# all 30 of lim_again's are tracked.  In use 30 / 9000, allocated
+# 130 / 10000 + 9000 = 19000.
+# t_limits stacks: st_K does K x malloc(100 K), K = 1..10 in order.
+# --max-stacks 4: st_1..st_4's stacks are stored (first seen), the 5 + ... +
+# 10 = 45 allocations of st_5..st_10 have no room (stack_errors=45) and
+# are counted under "[lost stack]": 100 x (25 + 36 + 49 + 64 + 81 + 100) =
+# 35500 bytes; totals stay exact: 55 objects, 38500 bytes.
+scenario_limits() {
+	ht lim_live -v --max-allocs 40 -o "$TMP/lim_live.prof" -- "$TB/t_limits" live
+	check_rc lim_live 0 "limits: --max-allocs 40 run exits 0"
+	expect_events lim_live allocs=130 frees=40 live_map_full=60 unmatched_frees=60 missed_frees=0 \
+		stack_errors=0 site_map_full=0
+	pprof_header "$TMP/lim_live.prof" "limits: --max-allocs 40: pprof header" 30 9000 130 19000
+
+	# Without -v the events line comes because a loss counter is not 0.
+	ht lim_live_c --max-allocs 40 -f collapsed --value alloc_objects -- "$TB/t_limits" live
+	check_rc lim_live_c 0 "limits: --max-allocs 40 collapsed run exits 0"
+	expect_leaf lim_live_c lim_keep 100
+	expect_leaf lim_live_c lim_again 30
+	leafset lim_live_c lim_keep lim_again
+	expect_events lim_live_c live_map_full=60 unmatched_frees=60
+	ht lim_live_is --max-allocs 40 -f collapsed --value inuse_space -- "$TB/t_limits" live
+	expect_leaf lim_live_is lim_again 9000
+	leafset lim_live_is lim_again
+
+	ht lim_live_top --max-allocs 40 -f top -- "$TB/t_limits" live
+	check_rc lim_live_top 0 "limits: --max-allocs 40 -f top exits 0"
+	local l d=""
+	l=$(grep -m1 '^ *losses:' "$TMP/lim_live_top.out")
+	echo "$l" | grep -qw 'live_map_full=60' || d+="no live_map_full=60"$'\n'
+	echo "$l" | grep -qw 'unmatched_frees=60' || d+="no unmatched_frees=60"$'\n'
+	report "limits: -f top --max-allocs 40: losses: line shows live_map_full=60 unmatched_frees=60" \
+		"$d${d:+losses line: \"$l\"}"
+
+	ht lim_st -v --max-stacks 4 -o "$TMP/lim_st.prof" -- "$TB/t_limits" stacks
+	check_rc lim_st 0 "limits: --max-stacks 4 run exits 0"
+	expect_events lim_st allocs=55 frees=0 stack_errors=45 stack_collisions=0 site_map_full=0 live_map_full=0
+	pprof_header "$TMP/lim_st.prof" "limits: --max-stacks 4: pprof header counts every allocation" 55 38500 55 38500
+	ht lim_st_as --max-stacks 4 -f collapsed --value alloc_space -- "$TB/t_limits" stacks
+	expect_leaf lim_st_as st_1 100
+	expect_leaf lim_st_as st_2 400
+	expect_leaf lim_st_as st_3 900
+	expect_leaf lim_st_as st_4 1600
+	expect_leaf lim_st_as "[lost stack]" 35500
+	leafset lim_st_as st_1 st_2 st_3 st_4 "[lost stack]"
+	expect_events lim_st_as stack_errors=45
+	ht lim_st_ao --max-stacks 4 -f collapsed --value alloc_objects -- "$TB/t_limits" stacks
+	expect_leaf lim_st_ao "[lost stack]" 45
+	expect_leaf lim_st_ao st_4 4
+
+	ht lim_st_top --max-stacks 4 -f top -- "$TB/t_limits" stacks
+	check_rc lim_st_top 0 "limits: --max-stacks 4 -f top exits 0"
+	l=$(grep -m1 '^ *losses:' "$TMP/lim_st_top.out")
+	report "limits: -f top --max-stacks 4: losses: line shows stack_errors=45" \
+		"$(echo "$l" | grep -qw 'stack_errors=45' || echo "losses line: '$l'")"
+}
+
+# ---------------------------------------------------------------------------
+# t_stress: 16 threads, 2,000,000 malloc/free pairs from stress_alloc, random
+# sizes and lifetimes; the target prints its own totals:
+#   stress: allocs N bytes N live N live_bytes N
+# heaptrace must agree exactly (stress_alloc has one stack: one record),
+# lose nothing with the default limits, and stay under 100000 KiB of RSS.
+# unmatched_frees is not 0: at thread exit glibc's tcache_thread_shutdown()
+# frees again every chunk in the thread's tcache (already freed once) and
+# the tcache itself (never allocated through malloc); a tcache holds at most
+# 7 chunks in each of 64 bins: at most 16 x (7 x 64 + 1) = 7184.
+scenario_stress() {
+	local key=stress d="" line allocs bytes live lbytes h io ao rss um
+	rl_ht 180 $key -v -o "$TMP/$key.prof" -- "$TB/t_stress"
+	check_rc $key 0 "stress: heaptrace -v -o FILE t_stress exits 0"
+	line=$(grep -m1 '^stress: ' "$TMP/$key.out")
+	read -r allocs bytes live lbytes <<<"$(echo "$line" |
+		sed -nE 's/^stress: allocs ([0-9]+) bytes ([0-9]+) live ([0-9]+) live_bytes ([0-9]+)$/\1 \2 \3 \4/p')"
+	if [ -z "$lbytes" ] || [ "$allocs" != 2000000 ]; then
+		fail "stress: the target reports 2000000 allocations" "target output: '$line'"$'\n'"$(ctx $key)"
+		return
+	fi
+	pass "stress: the target reports 2000000 allocations ($line)"
+	d=""
+	pprof_has_record "$TMP/$key.prof" "$live" "$lbytes" "$allocs" "$bytes" ||
+		d="no record $live: $lbytes [$allocs: $bytes]"$'\n'"$(sed -n '1,6p' "$TMP/$key.prof")"
+	report "stress: stress_alloc's record is exactly the target's own count: $live: $lbytes [$allocs: $bytes]" "$d"
+	expect_events $key live_map_full=0 stack_collisions=0 stack_errors=0 site_map_full=0 \
+		returns_without_entry=0 missed_returns=0 call_map_full=0 missed_frees=0 failed_allocs=0 arena_map_full=0
+	h=$(rl_header "$TMP/$key.prof")
+	io=$(echo "$h" | cut -d' ' -f1)
+	ao=$(echo "$h" | cut -d' ' -f3)
+	d=""
+	if [ -z "$h" ]; then
+		d="no pprof header"
+	else
+		[ "$(rl_events_num $key allocs)" = "$ao" ] || d+="allocs=$(rl_events_num $key allocs), profile: $ao allocated"$'\n'
+		[ "$(rl_events_num $key frees)" = "$((ao - io))" ] ||
+			d+="frees=$(rl_events_num $key frees), profile: $ao - $io = $((ao - io))"$'\n'
+	fi
+	um=$(rl_events_num $key unmatched_frees)
+	{ [ -n "$um" ] && [ "$um" -le 7184 ]; } || d+="unmatched_frees=${um:-<missing>}, want at most 7184 (glibc's tcache teardown)"$'\n'
+	report "stress: events agree with the profile (allocs = allocated, frees = allocated - in use); unmatched_frees=$um <= 7184" "$d"
+	rss=$(rl_peak_rss $key)
+	report "stress: heaptrace peak RSS ${rss:-?} KiB < 100000" \
+		"$([ -n "$rss" ] && [ "$rss" -lt 100000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
+
+	# The same run by function name (collapsed), in use and allocated.
+	local v want
+	for v in inuse_space alloc_objects; do
+		rl_ht 180 $key.$v -f collapsed --value $v -- "$TB/t_stress"
+		check_rc $key.$v 0 "stress: -f collapsed --value $v exits 0"
+		line=$(grep -m1 '^stress: ' "$TMP/$key.$v.err")
+		read -r allocs bytes live lbytes <<<"$(echo "$line" |
+			sed -nE 's/^stress: allocs ([0-9]+) bytes ([0-9]+) live ([0-9]+) live_bytes ([0-9]+)$/\1 \2 \3 \4/p')"
+		want=$lbytes
+		[ $v = alloc_objects ] && want=$allocs
+		expect_leaf $key.$v stress_alloc "${want:-target-did-not-report}"
+		expect_events $key.$v live_map_full=0 missed_returns=0 returns_without_entry=0
+	done
+}
+
+# ---------------------------------------------------------------------------
+# Soak: t_soak under heaptrace -i 1 -o $TMP/soak --http for at least 60 s
+# of churn phases.  At each quiescent point (the target blocked on its
+# FIFO, with its own live count printed) /debug/pprof/heap?debug=1 must
+# show exactly the target's in-use objects and bytes: no drift, ever.  At
+# the end: exit 0, snapshots numbered 0001.. without a gap (>= 55), the
+# last one (written after the exit) with the final live counts, no losses,
+# RSS bounded.
+scenario_soak() {
+	local key=soak d="" port p k=0 t0 line objs bytes hdr io ib mism=0 checks=0 n last ms0 ms maxms=0 slow=0
+	for p in $(shuf -i 20000-60000 -n 50); do
+		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { port=$p; break; }
+	done
+	mkfifo "$TMP/$key.fifo"
+	echo "heaptrace -v -i 1 -o \$TMP/soak --http 127.0.0.1:$port -- build/tests/t_soak \$TMP/soak.fifo" >"$TMP/$key.cmd"
+	timeout -k 5 240 "$HT" -v -i 1 -o "$TMP/soak" --http "127.0.0.1:$port" -- "$TB/t_soak" "$TMP/$key.fifo" \
+		>"$TMP/$key.tout" 2>"$TMP/$key.err" </dev/null &
+	HPID=$!
+	# The target's lines: on heaptrace's stdout, or its stderr if heaptrace
+	# sends the command's output there.
+	rl_soak_wait() {
+		local re=$1 n=$(($2 * 20))
+		while [ "$n" -gt 0 ]; do
+			grep -hE "$re" "$TMP/$key.tout" "$TMP/$key.err" 2>/dev/null | tail -1 | grep . && return 0
+			kill -0 "$HPID" 2>/dev/null || break
+			sleep 0.05
+			n=$((n - 1))
+		done
+		grep -hE "$re" "$TMP/$key.tout" "$TMP/$key.err" 2>/dev/null | tail -1 | grep .
+	}
+	if ! rl_soak_wait '^ready$' 30 >/dev/null ||
+		! wait_for "$TMP/$key.err" '^heaptrace: serving ' 30 "$HPID"; then
+		fail "soak: t_soak starts under heaptrace --http 127.0.0.1:$port" "$(ctx $key)"
+		kill_tree "$HPID"
+		return
+	fi
+	t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 70 ]; do
+		k=$((k + 1))
+		ms0=$(date +%s%N)
+		# shellcheck disable=SC2016
+		if ! timeout 10 bash -c 'echo "$2" >"$1"' _ "$TMP/$key.fifo" "churn $k"; then
+			d+="could not send phase $k to the target"$'\n'
+			break
+		fi
+		if ! line=$(rl_soak_wait "^live $k " 30); then
+			d+="no 'live $k' line from the target within 30 s"$'\n'
+			break
+		fi
+		read -r _ _ objs bytes <<<"$line"
+		hdr=$(curl -s --max-time 10 "http://127.0.0.1:$port/debug/pprof/heap?debug=1" | head -1)
+		io=$(echo "$hdr" | sed -nE 's/^heap profile: *([0-9]+): *([0-9]+) \[.*/\1/p')
+		ib=$(echo "$hdr" | sed -nE 's/^heap profile: *([0-9]+): *([0-9]+) \[.*/\2/p')
+		checks=$((checks + 1))
+		ms=$((($(date +%s%N) - ms0) / 1000000))
+		[ "$ms" -gt "$maxms" ] && maxms=$ms
+		[ "$ms" -gt 2000 ] && slow=$((slow + 1))
+		if [ "$io $ib" != "$objs $bytes" ]; then
+			mism=$((mism + 1))
+			[ "$mism" -le 5 ] && d+="phase $k at $((SECONDS - t0)) s: target $objs objects $bytes bytes, /debug/pprof/heap: '$hdr'"$'\n'
+		fi
+	done
+	local secs=$((SECONDS - t0))
+	# shellcheck disable=SC2016
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	[ "$secs" -ge 60 ] || d+="only $secs s of soak"$'\n'
+	[ "$mism" = 0 ] || d+="$mism of $checks quiescent points disagree"$'\n'
+	report "soak: $checks quiescent points over $secs s: /debug/pprof/heap in use = the target's own live objects and bytes, every time" "$d"
+	echo "# soak: slowest phase + fetch took $maxms ms; $slow took over 2 s"
+	d=""
+	if ! wait_exit "$HPID" 30; then
+		d+="heaptrace still running 30 s after quit"$'\n'
+		kill_tree "$HPID"
+	fi
+	d+=$(rl_rc $key 0)
+	rl_soak_wait '^bye$' 1 >/dev/null || d+=$'\n'"the target did not say bye"
+	report "soak: heaptrace exits 0 at the end" "$d${d:+$'\n'$(ctx $key)}"
+
+	# Snapshots: $TMP/soak.0001.heap, ... consecutive.
+	n=$(find "$TMP" -maxdepth 1 -name 'soak.[0-9]*.heap' | wc -l)
+	d=""
+	[ "$n" -ge 55 ] || d+="$n snapshots, want at least 55"$'\n'
+	for ((i = 1; i <= n; i++)); do
+		[ -e "$TMP/soak.$(printf %04d "$i").heap" ] || { d+="soak.$(printf %04d "$i").heap missing (of $n)"$'\n'; break; }
+	done
+	report "soak: $n snapshots soak.0001.heap .. soak.$(printf %04d "$n").heap, no gap, at least 55" "$d"
+	last=$TMP/soak.$(printf %04d "$n").heap
+	hdr=$(rl_header "$last")
+	report "soak: the last snapshot holds the final live counts: $objs objects, $bytes bytes" \
+		"$([ "${hdr% * *}" = "$objs $bytes" ] || echo "$(basename "$last"): $(head -1 "$last" 2>/dev/null)")"
+	expect_events $key live_map_full=0 stack_errors=0 stack_collisions=0 site_map_full=0 \
+		returns_without_entry=0 missed_returns=0 call_map_full=0 unmatched_frees=0 missed_frees=0 failed_allocs=0
+	local rss
+	rss=$(rl_peak_rss $key)
+	report "soak: heaptrace peak RSS ${rss:-?} KiB < 100000" \
+		"$([ -n "$rss" ] && [ "$rss" -lt 100000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
+}

@@ -1,0 +1,187 @@
+# shellcheck shell=bash
+# Area "misuse" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# errors and bad input: one line on stderr, the right exit status:
+# scenarios errors, badinput.
+
+# free_pid: a pid no process has.
+free_pid() {
+	local p
+	p=$(( $(cat /proc/sys/kernel/pid_max) - 1 ))
+	while [ -e "/proc/$p" ]; do p=$((p - 1)); done
+	echo "$p"
+}
+
+# ---------------------------------------------------------------------------
+# Errors: one line on stderr, non-zero exit.
+scenario_errors() {
+	local name="heaptrace-no-such-command-$$" d
+	ht notfound -- "$name"
+	d=$(rc_diag notfound 127)
+	d+=$(one_line_diag notfound)
+	report "errors: command not found -> exit 127, one line on stderr" "$d"
+
+	local pid
+	pid=$(free_pid)
+	ht nopid -p "$pid"
+	d=""
+	if [ "$RC" = 0 ] || [ "$RC" -ge 124 ]; then
+		d+="exit status $RC, want a non-zero error exit"$'\n'
+	fi
+	d+=$(one_line_diag nopid)
+	report "errors: -p $pid (no such process) -> non-zero exit, one line on stderr" "$d"
+
+	# Without privileges the BPF load fails: the error names what is needed.
+	echo "setpriv (nobody, no capabilities) heaptrace /bin/true" >"$TMP/noperm.cmd"
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+		"$HT" /bin/true >"$TMP/noperm.out" 2>"$TMP/noperm.err" </dev/null
+	RC=$?
+	echo "$RC" >"$TMP/noperm.rc"
+	d=""
+	[ "$RC" = 0 ] && d+="exit status 0, want an error exit"$'\n'
+	d+=$(one_line_diag noperm)
+	grep -q 'CAP_BPF' "$TMP/noperm.err" && grep -q 'CAP_PERFMON' "$TMP/noperm.err" ||
+		d+="the error does not name CAP_BPF and CAP_PERFMON: $(head -1 "$TMP/noperm.err")"$'\n'
+	report "errors: unprivileged -> non-zero exit, one line naming CAP_BPF and CAP_PERFMON" "$d"
+
+	# A static program with no malloc at all: nothing to probe.
+	cat >"$TMP/nomalloc.c" <<'EOC'
+void _start(void)
+{
+	__asm__ volatile("mov $60, %eax\n\txor %edi, %edi\n\tsyscall");
+}
+EOC
+	if gcc -nostdlib -static -O1 "$TMP/nomalloc.c" -o "$TMP/nomalloc" 2>"$TMP/nomalloc.cc"; then
+		ht nomalloc -- "$TMP/nomalloc"
+		d=""
+		[ "$RC" = 0 ] && d+="exit status 0, want an error exit"$'\n'
+		d+=$(one_line_diag nomalloc)
+		grep -q 'no allocator found' "$TMP/nomalloc.err" ||
+			d+="stderr does not say 'no allocator found': $(head -1 "$TMP/nomalloc.err")"$'\n'
+		report "errors: a program without malloc -> 'no allocator found', non-zero exit" "$d"
+	else
+		fail "errors: cannot build the no-malloc program" "$(cat "$TMP/nomalloc.cc")"
+	fi
+
+	# Bad options: exit 2 and one line.
+	ht badfmt -f xml -- /bin/true
+	d=$(rc_diag badfmt 2)
+	d+=$(one_line_diag badfmt)
+	report "errors: -f xml -> exit 2, one line on stderr" "$d"
+	ht bothmodes -p 1 -- /bin/true
+	d=$(rc_diag bothmodes 2)
+	d+=$(one_line_diag bothmodes)
+	report "errors: -p and a command together -> exit 2, one line on stderr" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# Bad input: exactly one line on stderr, the right exit status, and nothing
+# traced.  A row is "ARGS|EXIT|WORDS": ARGS split at spaces (@TMP@, @TB@,
+# @NOPID@ and @MARKER@ replaced); EXIT a number or "nz" (an error: 1-123);
+# WORDS comma-separated, each to be on the line (case-insensitive, "A|B"
+# for either).  Every command is "touch @MARKER@": it must not have run.
+# Rows with "-o" must fail in under 2 s (before any tracing).
+scenario_badinput() {
+	local nopid t=/usr/bin/touch row args rc words key i=0 d w x t0 ms
+	local marker=$TMP/bi.marker
+	nopid=$(free_pid)
+	cp /bin/true "$TMP/bi.noexec" && chmod 644 "$TMP/bi.noexec"
+	echo keep >"$TMP/bi.victim"
+	ln -s "$TMP/bi.victim" "$TMP/bi.link"
+	ht bi.real -o "$TMP/bi.real.prof" -- "$TB/t_pprof"
+	check_rc bi.real 0 "badinput: a real profile to start from"
+	head -c 40 "$TMP/bi.real.prof" >"$TMP/bi.trunc.prof"
+	: >"$TMP/bi.empty.prof"
+	printf 'heap profile:    1:  99999999999999999999999 [    1:  99999999999999999999999] @ heapprofile\n' \
+		>"$TMP/bi.huge.prof"
+	printf '     1:  99999999999999999999999 [     1:  99999999999999999999999] @ 0x0000000000401000\n' \
+		>>"$TMP/bi.huge.prof"
+	printf 'heap profile:    1:  5 [    1:  5] @ heapprofile\n 99999999999999999999999: 5 [ 1: 5] @ 0x401000\n' \
+		>"$TMP/bi.hugerec.prof"
+	[ "$(cat /proc/2/comm 2>/dev/null)" = kthreadd ] ||
+		fail "badinput: PID 2 is kthreadd (a kernel thread)" "PID 2 is '$(cat /proc/2/comm 2>/dev/null)'"
+	local rows=(
+		"--bogus-option -- $t @MARKER@|2|unknown option,--bogus-option"
+		"-x -- $t @MARKER@|2|unknown option,-x"
+		"-p|2|-p,needs a value"
+		"-o|2|-o,needs a value"
+		"-f|2|-f,needs a value"
+		"-d|2|-d,needs a value"
+		"-i|2|-i,needs a value"
+		"--max-allocs|2|--max-allocs,needs a value"
+		"--unwind|2|--unwind,needs a value"
+		"-d 0 -- $t @MARKER@|2|-d,0"
+		"-d -1 -- $t @MARKER@|2|-d,-1"
+		"-d abc -- $t @MARKER@|2|-d,abc"
+		"-i 0 -- $t @MARKER@|2|-i,0"
+		"--max-allocs 0 -- $t @MARKER@|2|--max-allocs,0"
+		"--max-depth 200 -- $t @MARKER@|2|--max-depth,200"
+		"--unwind bogus -- $t @MARKER@|2|--unwind,bogus"
+		"--top x -- $t @MARKER@|2|--top,'x'"
+		"--http nonsense -- $t @MARKER@|2|--http,nonsense"
+		"--sample-rate|2|--sample-rate,needs a value"
+		"--sample-rate abc -- $t @MARKER@|2|--sample-rate,'abc'"
+		"--sample-rate -1 -- $t @MARKER@|2|--sample-rate,'-1'"
+		"--sample-rate 64X -- $t @MARKER@|2|--sample-rate,'64X'"
+		"--sample-rate 1.5K -- $t @MARKER@|2|--sample-rate,'1.5K'"
+		"--sample-rate 2G -- $t @MARKER@|2|--sample-rate,'2G'"
+		"--sample-rate 1073741825 -- $t @MARKER@|2|--sample-rate,'1073741825'"
+		"--sample-rate 99999999999999999999 -- $t @MARKER@|2|--sample-rate,'99999999999999999999'"
+		"-p @NOPID@|nz|@NOPID@"
+		"-p 2|nz|kernel thread"
+		"-p 0|2|-p,0"
+		"-p abc|2|-p,abc"
+		"-- heaptrace-no-such-command|127|heaptrace-no-such-command,not found"
+		"-- @TMP@/bi.noexec|126|bi.noexec,permission denied"
+		"--sym nosuchsym_xyz -- $t @MARKER@|2|nosuchsym_xyz"
+		"--sym malloc:size=arg1+ -- $t @MARKER@|2|malloc:size=arg1+,expression"
+		"--sym malloc:size=(arg1) -- $t @MARKER@|2|expression"
+		"-o /nonexistent/dir/x -- $t @MARKER@|nz|/nonexistent/dir"
+		"-i 1 -o /nonexistent/dir/x -- $t @MARKER@|nz|/nonexistent/dir"
+		"-o @TMP@/bi.link -- $t @MARKER@|nz|bi.link"
+		"diff @TMP@/bi.real.prof @TMP@/bi.trunc.prof|nz|bi.trunc.prof,heap profile"
+		"diff @TMP@/bi.trunc.prof @TMP@/bi.real.prof|nz|bi.trunc.prof,heap profile"
+		"diff @TMP@/bi.real.prof /bin/true|nz|/bin/true,heap profile"
+		"diff @TMP@/bi.real.prof @TMP@/bi.empty.prof|nz|bi.empty.prof,empty"
+		"diff @TMP@/bi.huge.prof @TMP@/bi.real.prof|nz|bi.huge.prof"
+		"diff @TMP@/bi.real.prof @TMP@/bi.hugerec.prof|nz|bi.hugerec.prof"
+		"diff @TMP@/bi.real.prof @TMP@/bi.missing.prof|nz|bi.missing.prof"
+		"diff @TMP@/bi.real.prof|2|usage"
+	)
+	for row in "${rows[@]}"; do
+		IFS='|' read -r args rc words <<<"$row"
+		i=$((i + 1))
+		key=bi.$i
+		args=${args//@TMP@/$TMP}
+		args=${args//@TB@/$TB}
+		args=${args//@NOPID@/$nopid}
+		args=${args//@MARKER@/$marker}
+		words=${words//@NOPID@/$nopid}
+		rm -f "$marker"
+		t0=$(date +%s%N)
+		# shellcheck disable=SC2086
+		ht $key $args
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		if [ "$rc" = nz ]; then
+			d=$(one_line_diag $key)
+			{ [ "$RC" -ge 1 ] && [ "$RC" -le 123 ]; } || d+="exit status $RC, want an error (1-123)"$'\n'
+			IFS=, read -r -a w <<<"$words"
+			for x in "${w[@]}"; do
+				local ok=0 alt y
+				IFS='|' read -r -a alt <<<"$x"
+				for y in "${alt[@]}"; do grep -qiF -- "$y" "$TMP/$key.err" && ok=1; done
+				[ "$ok" = 1 ] || d+="stderr does not mention '$x': $(head -1 "$TMP/$key.err")"$'\n'
+			done
+		else
+			IFS=, read -r -a w <<<"$words"
+			d=$(err_diag $key "$rc" "${w[@]}")
+		fi
+		[ -e "$marker" ] && d+=$'\n'"the command ran (it created its marker file)"
+		case " $args " in
+		*" -o "*) [ "$ms" -lt 2000 ] || d+=$'\n'"took $ms ms, want under 2000 (fail before tracing)" ;;
+		esac
+		case $args in
+		*bi.link*) [ "$(cat "$TMP/bi.victim")" = keep ] || d+=$'\n'"the symlink's target was written" ;;
+		esac
+		report "badinput: heaptrace $(rel "$args") -> exit $rc, one line with: $words" "$d"
+	done
+}
