@@ -105,6 +105,14 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx)
 	if (!s || bpf_probe_read_user(&s->rec, sizeof(s->rec), (void *)PT_REGS_PARM1(ctx)))
 		return NULL;
 	s->rec.spec &= HT_MAX_SPECS - 1;
+	/*
+	 * Made from inside a call traced by uprobes (an arena allocator
+	 * mallocing its chunks, a --sym function): that call is the request.
+	 * The stub tells nesting among its own functions itself.
+	 */
+	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (c && ((c->depth && s->rec.sp <= c->sp) || nested_in_skipped(c, s->rec.sp, s->rec.spec)))
+		return NULL;
 	return s;
 }
 
@@ -122,7 +130,8 @@ int stub_alloc(struct pt_regs *ctx)
 	s->regs.ip = ra;
 	s->regs.sp = s->rec.sp + 8;
 	s->regs.bp = s->rec.fp;
-	finish_alloc(ctx, &s->regs, 0, proc, s->rec.spec, s->rec.args, s->rec.ret, s->rec.flags & HT_STUB_SAMPLED);
+	finish_alloc(ctx, &s->regs, s->rec.func_ip, proc, s->rec.spec, s->rec.args, s->rec.ret,
+		     s->rec.flags & HT_STUB_SAMPLED);
 	return 0;
 }
 

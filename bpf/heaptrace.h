@@ -354,6 +354,7 @@ struct ht_stub_record {
 	__u64 ret;              /* the return value (allocations) */
 	__u64 sp;               /* the stack pointer at the entry: the caller's return address is at sp */
 	__u64 fp;               /* rbp at the entry */
+	__u64 func_ip;          /* the function's probe address, as bpf_get_func_ip gives it: its object's bias */
 	__u32 spec;             /* the function's descriptor: index into the specs, like an attach cookie */
 	__u32 flags;            /* enum ht_stub_flags */
 };

@@ -182,22 +182,32 @@ static struct stub_depth *depth_slot(__u64 tp, int create)
 	return 0;
 }
 
-/* Is this thread inside a traced function that was called (not passed through)? */
-static int nested(__u64 tp)
+/*
+ * Is this thread inside a traced function that was called (not passed
+ * through)?  Only at or below that call's stack pointer: a thread that left
+ * such a call by longjmp, or a new thread given a dead one's thread
+ * pointer, is not.
+ */
+static int nested(__u64 tp, __u64 sp)
 {
 	if (!__atomic_load_n(&stub_data.active, __ATOMIC_RELAXED))
 		return 0;
 	struct stub_depth *d = depth_slot(tp, 0);
-	return d && d->depth;
+	/* At the same sp too: glibc's realloc(NULL, n) and others tail-jump to malloc. */
+	return d && d->depth && sp <= d->sp;
 }
 
-static int enter(__u64 tp)
+static int enter(__u64 tp, __u64 sp)
 {
 	struct stub_depth *d = depth_slot(tp, 1);
 
 	if (!d) {
 		__atomic_add_fetch(&stub_data.c.depth_full, 1, __ATOMIC_RELAXED);
 		return 0;
+	}
+	if (!d->depth || sp > d->sp) {
+		d->depth = 0;   /* stale: that call was left without returning */
+		d->sp = sp;
 	}
 	d->depth++;
 	return 1;
@@ -226,7 +236,7 @@ int stub_alloc_enter(struct stub_frame *f)
 	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
 		return 0;
 	tp = thread_pointer();
-	if (nested(tp))
+	if (nested(tp, (__u64)&f->ret_addr))
 		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
 	load_args(args, f);
 	if (!stub_cfg.sample_rate || (!fn->s.size_at_return && sampled(request_size(&fn->s, args, 0))))
@@ -239,7 +249,7 @@ int stub_alloc_enter(struct stub_frame *f)
 		mode = MODE_CALL;       /* what it calls must not be sampled again */
 	else
 		return 0;
-	if (!enter(tp))
+	if (!enter(tp, (__u64)&f->ret_addr))
 		return 0;
 	f->index |= (__u64)mode << 32;
 	return 1;
@@ -272,6 +282,7 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	r.ret = ret;
 	r.sp = (__u64)&f->ret_addr;
 	r.fp = f->fp;
+	r.func_ip = fn->func_ip;
 	r.spec = fn->spec;
 	r.flags = mode == MODE_RECORD ? HT_STUB_SAMPLED : 0;
 	site(ht_stub_alloc_site, &r);
@@ -290,13 +301,14 @@ int stub_free_enter(struct stub_frame *f)
 	load_args(r.args, f);
 	ptr = eval(&fn->s.ptr, r.args, 0);
 	/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
-	if (!ptr || nested(thread_pointer()))
+	if (!ptr || nested(thread_pointer(), (__u64)&f->ret_addr))
 		return 0;
 	if (stub_cfg.sample_rate && !set_take(ptr))
 		return 0;
 	r.ret = 0;
 	r.sp = (__u64)&f->ret_addr;
 	r.fp = f->fp;
+	r.func_ip = fn->func_ip;
 	r.spec = fn->spec;
 	r.flags = 0;
 	site(ht_stub_free_site, &r);

@@ -54,6 +54,7 @@ enum stub_fn_flags {
 
 struct stub_fn {
 	__u64 orig;                     /* orig_i: the function, displaced prologue and all */
+	__u64 func_ip;                  /* where its uprobe would be: the descriptor's probe_vaddr, loaded */
 	__u32 spec;                     /* index of its descriptor in the BPF side's specs */
 	__u32 flags;                    /* enum stub_fn_flags */
 	struct ht_alloc_spec s;         /* a copy of that descriptor: sizes, roles */
@@ -70,6 +71,7 @@ struct stub_cfg {
 struct stub_depth {
 	__u64 thread;                   /* thread pointer; 0: free slot */
 	__u64 depth;
+	__u64 sp;                       /* the outermost call's entry stack pointer */
 };
 
 /*

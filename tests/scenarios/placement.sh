@@ -7,6 +7,8 @@
 # instructions the kernel would single-step.  It must change nothing: for
 # glibc, jemalloc and tcmalloc (preloaded), every entry point gives the same
 # exact per-function sums as probes at the entries, and the known numbers.
+# Placement is about uprobes: --no-inject keeps the in-process fast path
+# (which takes the malloc family by default) out of it.
 scenario_placement() {
 	local lib name v d
 	for lib in libc /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; do
@@ -18,9 +20,9 @@ scenario_placement() {
 		for v in alloc_space inuse_objects; do
 			for at in auto entry; do
 				if [ "$lib" = libc ]; then
-					ht "pl.$name.$v.$at" -v --probe-at=$at -f collapsed --value $v -- "$TB/t_entrypoints"
+					ht "pl.$name.$v.$at" -v --no-inject --probe-at=$at -f collapsed --value $v -- "$TB/t_entrypoints"
 				else
-					LD_PRELOAD=$lib ht "pl.$name.$v.$at" -v --probe-at=$at -f collapsed --value $v -- "$TB/t_entrypoints"
+					LD_PRELOAD=$lib ht "pl.$name.$v.$at" -v --no-inject --probe-at=$at -f collapsed --value $v -- "$TB/t_entrypoints"
 				fi
 			done
 			d=$(rc_diag "pl.$name.$v.auto" 0)$(rc_diag "pl.$name.$v.entry" 0)

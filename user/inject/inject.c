@@ -91,6 +91,26 @@ static uint64_t runtime_addr(const char *maps, dev_t dev, ino_t ino, uint64_t of
 }
 
 /*
+ * An earlier heaptrace's jump (it was killed before it could restore the
+ * function): the jump leads into a stub mapping.  Its bytes can be put back
+ * from the file now, with every thread stopped; the old stub stays mapped.
+ */
+static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
+{
+	int32_t rel;
+	struct map_entry e;
+
+	if (code[0] != 0xe9)
+		return false;
+	memcpy(&rel, code + 1, 4);
+	uint64_t to = addr + JMP_REL32_LEN + rel;
+	for (const char *pos = maps; maps_next(&pos, &e);)
+		if (to >= e.lo && to < e.hi)
+			return strstr(e.path, "memfd:heaptrace-stub") != NULL;
+	return false;
+}
+
+/*
  * Free address space for the stub within a rel32 jump of every function:
  * the gap closest to them.  0 when there is none.
  */
@@ -151,6 +171,7 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 			return -1;
 		}
 		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
+						.func_ip = f->addr + p->delta,
 						.flags = (p->kind == HT_SPEC_FREE ? STUB_FN_FREE : 0) |
 							 (strcmp(p->func, "malloc") && strcmp(p->func, "calloc") &&
 									  strcmp(p->func, "free") ? STUB_FN_NESTS : 0) };
@@ -208,6 +229,17 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 		snprintf(why, len, "mmap of the stub's data in the target: %s", err ? strerror(-err) : "elsewhere");
 		return -1;
 	}
+	/*
+	 * A forked child gets the data zeroed, so its stub is disabled from its
+	 * first instruction: the kernel does not copy the uprobe trampoline
+	 * that the record sites call into (6.18), so a child that reached one
+	 * would crash; untraced, it only runs the originals.
+	 */
+	rsys(r, SYS_madvise, in->base + STUB_DATA_OFF, in->data_size, MADV_WIPEONFORK, 0, 0, 0, &err);
+	if (err) {
+		snprintf(why, len, "madvise(MADV_WIPEONFORK) in the target: %s", strerror(-err));
+		return -1;
+	}
 	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
 	return 0;
 }
@@ -263,9 +295,14 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		struct stat st;
 		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
 
-		if (fd < 0 || fstat(fd, &st) || pread(fd, file, sizeof(file), off) != sizeof(file) ||
-		    !(f->addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) ||
-		    remote_read(r, f->addr, f->saved, sizeof(f->saved)) || memcmp(file, f->saved, f->len)) {
+		if (fd >= 0 && !fstat(fd, &st) && pread(fd, file, sizeof(file), off) == sizeof(file) &&
+		    (f->addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) &&
+		    !remote_read(r, f->addr, f->saved, sizeof(f->saved)) && memcmp(file, f->saved, f->len) &&
+		    earlier_stub(maps, f->addr, f->saved) && !remote_write(r, f->addr, file, f->len)) {
+			ht_info("fast path: %s still jumped to an earlier heaptrace's stub: restored", p->func);
+			memcpy(f->saved, file, sizeof(f->saved));
+		}
+		if (fd < 0 || !f->addr || memcmp(file, f->saved, f->len)) {
 			ht_info("fast path: %s keeps its uprobes: %s", p->func,
 				!f->addr ? "not mapped in the target" : "its code in the target is not the file's "
 									"(another tool's breakpoint, or an earlier stub)");
