@@ -24,7 +24,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deps demo test bench test-targets fuzz check-asan
+.PHONY: all clean install deps demo test test-noinject bench bench-redis test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
@@ -213,6 +213,13 @@ test: deps
 	$(MAKE) all test-targets
 	bash tests/run.sh $(T)
 
+# The areas whose checks are exact counts, again with the fast path off
+# (--no-inject: uprobes only): both paths must give the same numbers.
+NOINJECT_AREAS := core custom sampling unwinding formats fork faults
+test-noinject: deps
+	$(MAKE) all test-targets
+	bash tests/run.sh --no-inject $(or $(T),$(NOINJECT_AREAS))
+
 # bench: heaptrace's per-allocation overhead against trap floors and peers
 # (bench/run.sh).  churn keeps frame pointers and -O2, like a typical build.
 BENCH := $(BUILD)/bench
@@ -234,6 +241,12 @@ $(BENCH)/floor: bench/floor.c user/probe/uprobe_multi.c user/probe/uprobe_multi.
 bench: deps
 	$(MAKE) all $(BENCH)/churn $(BENCH)/floor $(BUILD)/tests/nofp/t_shop
 	bash bench/run.sh
+
+# A real server: redis-server (jemalloc) under heaptrace -p, driven by
+# redis-benchmark on 127.0.0.1 (bench/redis.sh installs both).
+bench-redis: deps
+	$(MAKE) all
+	bash bench/redis.sh
 
 # The whole test suite against a heaptrace built with ASan and UBSan (all but
 # the valgrind scenario, which cannot run an ASan binary).

@@ -182,8 +182,13 @@ run_config() {
 		timeout $RUN_TIMEOUT "$FLOOR" --entry-only "$TMP/probes.auto" "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace)
 		timeout $RUN_TIMEOUT "$HT" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_noinject)
+		timeout $RUN_TIMEOUT "$HT" --no-inject -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_s512k_noinject)
+		timeout $RUN_TIMEOUT "$HT" --no-inject --sample-rate 512k -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
 	heaptrace_entry)
-		timeout $RUN_TIMEOUT "$HT" --probe-at=entry -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+		timeout $RUN_TIMEOUT "$HT" --no-inject --probe-at=entry -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_fp)
 		timeout $RUN_TIMEOUT "$HT" --unwind fp -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	dwarf16|fp16)
@@ -230,7 +235,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s64k heaptrace_s512k_ret)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_s512k_ret)
 if [ "$PEERS" != 0 ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
@@ -315,20 +320,37 @@ diff_ns() {
 	fi
 }
 
-echo "targets (depth $DEPTH):"
-target "heaptrace / trap+stack floor" "$(ratio "${MED[heaptrace]:-}" "${MED[stack]:-}")" "<=" 1.15
-target "heaptrace / trap floor" "$(ratio "${MED[heaptrace]:-}" "${MED[trap]:-}")" "<=" 1.4
-target "entry floor / heaptrace" "$(ratio "${MED[entry]:-}" "${MED[heaptrace]:-}")" ">=" 5
-target "CFI / frame-pointer unwinding, depth 16" "$(ratio "${MED[dwarf16]:-}" "${MED[fp16]:-}")" "<=" 1.5
-printf '  %-44s %8s ns\n' "heaptrace above the trap+stack floor, per pair" \
-	"$(diff_ns "${MED[heaptrace]:-}" "${MED[stack]:-}")"
-printf '  %-44s %8s ns\n' "heaptrace above the trap floor, per pair" \
-	"$(diff_ns "${MED[heaptrace]:-}" "${MED[trap]:-}")"
+# ns per call of the fast path's unsampled calls: a pair is a malloc and a free.
+per_call() {
+	[ -n "$1" ] && [ -n "$2" ] || { echo -; return; }
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a - b) / 2 }'
+}
+
+echo "the in-process fast path (the default; --no-inject: uprobes only), depth $DEPTH:"
+target "exact: heaptrace / trap floor" "$(ratio "${MED[heaptrace]:-}" "${MED[trap]:-}")" "<=" 1.0
+target "512K: unsampled path, ns per call above bare" \
+	"$(per_call "${MED[heaptrace_s512k]:-}" "${MED[bare]:-}")" "<=" 20
+printf '  %-44s %8s\n' "exact: heaptrace / --no-inject" "$(ratio "${MED[heaptrace]:-}" "${MED[heaptrace_noinject]:-}")"
+printf '  %-44s %8s\n' "512K: heaptrace / --no-inject" \
+	"$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace_s512k_noinject]:-}")"
+printf '  %-44s %8s\n' "512K: heaptrace / bare" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[bare]:-}")"
 echo
-echo "sampling (--sample-rate, unsampled calls skip their return probe):"
+echo "uprobes (--no-inject), depth $DEPTH:"
+target "--no-inject / trap+stack floor" "$(ratio "${MED[heaptrace_noinject]:-}" "${MED[stack]:-}")" "<=" 1.15
+target "--no-inject / trap floor" "$(ratio "${MED[heaptrace_noinject]:-}" "${MED[trap]:-}")" "<=" 1.4
+target "entry floor / --no-inject" "$(ratio "${MED[entry]:-}" "${MED[heaptrace_noinject]:-}")" ">=" 5
+target "CFI / frame-pointer unwinding, depth 16" "$(ratio "${MED[dwarf16]:-}" "${MED[fp16]:-}")" "<=" 1.5
+printf '  %-44s %8s ns\n' "--no-inject above the trap+stack floor, per pair" \
+	"$(diff_ns "${MED[heaptrace_noinject]:-}" "${MED[stack]:-}")"
+printf '  %-44s %8s ns\n' "--no-inject above the trap floor, per pair" \
+	"$(diff_ns "${MED[heaptrace_noinject]:-}" "${MED[trap]:-}")"
+echo
+echo "sampling (--sample-rate):"
 target "--sample-rate 512K / heaptrace (exact)" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace]:-}")" "<=" 0.6
 target "--sample-rate 64K / heaptrace (exact)" "$(ratio "${MED[heaptrace_s64k]:-}" "${MED[heaptrace]:-}")" "<=" 0.6
 target "--sample-rate 512K / entry-only floor" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[entryonly]:-}")" "<=" 1.25
+printf '  %-44s %8s\n' "--no-inject 512K / entry-only floor (sessions)" \
+	"$(ratio "${MED[heaptrace_s512k_noinject]:-}" "${MED[entryonly]:-}")"
 printf '  %-44s %8s\n' "--sample-rate 64K / entry-only floor" "$(ratio "${MED[heaptrace_s64k]:-}" "${MED[entryonly]:-}")"
 printf '  %-44s %8s\n' "512K with return probes / with sessions" \
 	"$(ratio "${MED[heaptrace_s512k_ret]:-}" "${MED[heaptrace_s512k]:-}")"

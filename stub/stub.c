@@ -160,67 +160,69 @@ static int set_has(__u64 ptr)
 	return 0;
 }
 
-/* --- per-thread nesting: a thread inside a called traced function --- */
+/*
+ * --- per-thread nesting: a thread inside a called (not passed-through)
+ * traced function holds a slot (its thread pointer, the call's entry stack
+ * pointer).  A signal handler is a nested execution of the same thread: it
+ * may run between any two instructions here, so a slot is claimed by one
+ * compare-and-swap and only published (sp) once claimed, and a handler
+ * never takes over its interrupted thread's slot: it claims another.  A
+ * thread's slots lie within STUB_PROBES of its hash, all of which a lookup
+ * reads (a freed slot leaves no hole that could hide another).
+ */
+#define STUB_PROBES 16
 
-static struct stub_depth *depth_slot(__u64 tp, int create)
+static __u32 depth_hash(__u64 tp)
 {
-	__u32 h = ((tp >> 6) * 0x9E3779B97F4A7C15ull) >> 40;
-
-	for (__u32 i = 0; i < STUB_DEPTH_SLOTS; i++) {
-		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
-		__u64 cur = __atomic_load_n(&d->thread, __ATOMIC_RELAXED);
-
-		if (cur == tp)
-			return d;
-		if (!create)
-			continue;
-		if (!cur && __atomic_compare_exchange_n(&d->thread, &cur, tp, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-			__atomic_add_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
-			return d;
-		}
-	}
-	return 0;
+	return ((tp >> 6) * 0x9E3779B97F4A7C15ull) >> 40;
 }
 
-/*
- * Is this thread inside a traced function that was called (not passed
- * through)?  Only at or below that call's stack pointer: a thread that left
- * such a call by longjmp, or a new thread given a dead one's thread
- * pointer, is not.
- */
+/* Is the thread inside such a call, at or above sp (tail-jumped: at the same sp)? */
 static int nested(__u64 tp, __u64 sp)
 {
 	if (!__atomic_load_n(&stub_data.active, __ATOMIC_RELAXED))
 		return 0;
-	struct stub_depth *d = depth_slot(tp, 0);
-	/* At the same sp too: glibc's realloc(NULL, n) and others tail-jump to malloc. */
-	return d && d->depth && sp <= d->sp;
+	__u32 h = depth_hash(tp);
+	for (__u32 i = 0; i < STUB_PROBES; i++) {
+		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
+		__u64 at;
+		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) == tp &&
+		    (at = __atomic_load_n(&d->sp, __ATOMIC_RELAXED)) && sp <= at)
+			return 1;
+	}
+	return 0;
 }
 
 static int enter(__u64 tp, __u64 sp)
 {
-	struct stub_depth *d = depth_slot(tp, 1);
+	__u32 h = depth_hash(tp);
 
-	if (!d) {
-		__atomic_add_fetch(&stub_data.c.depth_full, 1, __ATOMIC_RELAXED);
-		return 0;
+	for (__u32 i = 0; i < STUB_PROBES; i++) {
+		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
+		__u64 free_slot = 0;
+		if (__atomic_compare_exchange_n(&d->thread, &free_slot, tp, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&d->sp, sp, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
+			return 1;
+		}
 	}
-	if (!d->depth || sp > d->sp) {
-		d->depth = 0;   /* stale: that call was left without returning */
-		d->sp = sp;
-	}
-	d->depth++;
-	return 1;
+	__atomic_add_fetch(&stub_data.c.depth_full, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
-static void leave(__u64 tp)
+static void leave(__u64 tp, __u64 sp)
 {
-	struct stub_depth *d = depth_slot(tp, 0);
+	__u32 h = depth_hash(tp);
 
-	/* The slot is only this thread's to change while it holds it. */
-	if (d && !--d->depth) {
-		__atomic_store_n(&d->thread, 0, __ATOMIC_RELAXED);
-		__atomic_sub_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
+	for (__u32 i = 0; i < STUB_PROBES; i++) {
+		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
+		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) == tp &&
+		    __atomic_load_n(&d->sp, __ATOMIC_RELAXED) == sp) {
+			__atomic_store_n(&d->sp, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&d->thread, 0, __ATOMIC_RELEASE);
+			__atomic_sub_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
+			return;
+		}
 	}
 }
 
@@ -262,7 +264,7 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	struct ht_stub_record r;
 	__u64 ptr = ret, size;
 
-	leave(thread_pointer());
+	leave(thread_pointer(), (__u64)&f->ret_addr);
 	load_args(r.args, f);
 	size = request_size(&fn->s, r.args, ret);
 	if (mode == MODE_CALL && fn->s.size_at_return && sampled(size))

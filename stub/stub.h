@@ -70,8 +70,7 @@ struct stub_cfg {
 
 struct stub_depth {
 	__u64 thread;                   /* thread pointer; 0: free slot */
-	__u64 depth;
-	__u64 sp;                       /* the outermost call's entry stack pointer */
+	__u64 sp;                       /* the call's entry stack pointer; 0: not yet published */
 };
 
 /*

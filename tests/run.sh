@@ -16,10 +16,12 @@
 # scenario_NAME function a file defines is of its area); shared helpers in
 # tests/lib.sh.
 #
-# Usage: tests/run.sh [--list] [--skip NAME]... [NAME...]
+# Usage: tests/run.sh [--list] [--no-inject] [--skip NAME]... [NAME...]
 #   NAME is a scenario or an area; default: all, in the order of SCENARIOS
 #   below (an area's scenarios also run in that order).  --skip NAME leaves
 #   out a scenario or area.  An unknown name is an error (exit 2).
+#   --no-inject runs every heaptrace with --no-inject (uprobes only), so
+#   the same checks hold for both paths (`make test-noinject`).
 # HEAPTRACE_KEEP_TMP=1 keeps the scratch directory with every output.
 set -u
 # Symbols come from local files only: no debuginfod lookups during tests.
@@ -38,7 +40,7 @@ trap 'exit 130' INT TERM
 
 VALUES="alloc_objects alloc_space inuse_objects inuse_space"
 
-SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep unwind dlopen signal errors attach pprof top proto valgrind faults limits badinput stress soak liveview overtime fork sample"
+SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep unwind dlopen signal errors attach pprof top proto valgrind faults limits badinput stress soak liveview overtime fork sample inject inject_cycles"
 
 # The areas: AREA_OF[SCENARIO] is the file (tests/scenarios/AREA.sh) that
 # defines scenario_SCENARIO.
@@ -94,7 +96,13 @@ main() {
 			[ $# -ge 2 ] || harness_error "--skip needs a scenario or area name"
 			skip+=("$2")
 			shift ;;
-		-*) harness_error "unknown option $1 (usage: tests/run.sh [--list] [--skip NAME]... [NAME...])" ;;
+		--no-inject)
+			# Every heaptrace the scenarios start, through one wrapper; not the diff command.
+			printf '#!/bin/sh\ncase "${1:-}" in diff|trace) exec "%s" "$@" ;; esac\nexec "%s" --no-inject "$@"\n' \
+				"$HT" "$HT" >"$TMP/heaptrace-no-inject"
+			chmod +x "$TMP/heaptrace-no-inject"
+			HT=$TMP/heaptrace-no-inject ;;
+		-*) harness_error "unknown option $1 (usage: tests/run.sh [--list] [--no-inject] [--skip NAME]... [NAME...])" ;;
 		*) names+=("$1") ;;
 		esac
 		shift

@@ -57,6 +57,10 @@ int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uin
 	uint64_t addr = from;
 
 	while (in && done < JMP_REL32_LEN) {
+		if (!left || done >= func_size) {
+			snprintf(why, why_len, "the function is shorter than a jump (%lu bytes)", (unsigned long)func_size);
+			goto out;
+		}
 		if (!cs_disasm_iter(cs, &p, &left, &addr, in)) {
 			snprintf(why, why_len, "undecodable instruction at +%zu", done);
 			goto out;

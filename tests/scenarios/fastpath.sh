@@ -1,0 +1,146 @@
+# shellcheck shell=bash
+# Area "fastpath" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# the in-process fast path (user/inject/, stub/), which heaptrace installs by
+# default: scenarios inject (what is redirected, what falls back and why,
+# signal handlers that malloc) and inject_cycles (attach and detach 50 times
+# to one running multithreaded target, then SIGKILL heaptrace 20 times).
+# Exactness with the fast path on is what every other area checks too;
+# `make test-noinject` runs the exact areas again with --no-inject.
+
+# ---------------------------------------------------------------------------
+scenario_inject() {
+	local key d n h allocs frees
+	# The malloc family of glibc goes to the stub; -v says so.
+	key=fp_ep
+	ht $key -v -f collapsed --value alloc_objects -- "$TB/t_entrypoints"
+	check_rc $key 0 "inject: t_entrypoints under heaptrace -v exits 0"
+	d=""
+	grep -qE '^heaptrace: fast path: a stub at 0x[0-9a-f]+ \(/proc/self/fd/[0-9]+\), 9 functions redirected' \
+		"$TMP/$key.err" || d+="no 'fast path: a stub at ..., 9 functions redirected' line: $(grep 'fast path' "$TMP/$key.err")"$'\n'
+	for f in malloc calloc realloc reallocarray posix_memalign aligned_alloc valloc pvalloc free; do
+		grep -qE "^heaptrace: probe $f +[^ ]*libc\.so\.6\+0x[0-9a-f]+: the fast path \(stub\), [0-9]+ bytes displaced" \
+			"$TMP/$key.err" || d+="$f is not taken by the stub"$'\n'
+	done
+	report "inject: glibc's 9 malloc-family functions go to the stub (memalign is an alias)" "$d"
+	expect_leaf $key ep_malloc 4
+	expect_leaf $key ep_realloc_null 1
+	expect_leaf $key ep_posix_memalign 2
+	expect_events $key allocs=27 frees=10 unmatched_frees=0 missed_frees=0 missed_returns=0 sampled_set_full=0
+
+	# A function whose first bytes cannot move keeps its uprobes, says why,
+	# and the counts stay exact across the two paths (malloc: uprobes, free: stub).
+	key=fp_um
+	ht $key -v -f collapsed --value inuse_space -- "$TB/t_unmovable"
+	check_rc $key 0 "inject: t_unmovable exits 0"
+	d=""
+	grep -q '^heaptrace: fast path: malloc keeps its uprobes: a branch lands inside its first 6 bytes$' "$TMP/$key.err" ||
+		d+="no 'malloc keeps its uprobes: a branch lands inside its first 6 bytes': $(grep 'fast path: malloc' "$TMP/$key.err")"$'\n'
+	grep -qE '^heaptrace: probe free +[^ ]*t_unmovable\+0x[0-9a-f]+: the fast path \(stub\)' "$TMP/$key.err" ||
+		d+="free of t_unmovable is not taken by the stub"$'\n'
+	grep -qE '^heaptrace: probe malloc +[^ ]*t_unmovable\+0x[0-9a-f]+ = malloc\+0 `nop`' "$TMP/$key.err" ||
+		d+="malloc of t_unmovable has no uprobe at malloc+0"$'\n'
+	report "inject: a prologue a branch lands in falls back to uprobes, and -v says why" "$d"
+	expect_leaf $key um_alloc 600
+	expect_events $key allocs=10 frees=4 unmatched_frees=0 missed_frees=0
+
+	# Signal handlers that malloc, 20,000 times a second, in exact and sampled mode.
+	for mode in exact sampled; do
+		key=fp_sig_$mode
+		if [ $mode = exact ]; then
+			ht $key -v -f collapsed --value alloc_objects -- "$TB/t_inject" signals 30000
+		else
+			ht $key -v --sample-rate 1 -f collapsed --value alloc_objects -- "$TB/t_inject" signals 30000
+		fi
+		check_rc $key 0 "inject: $mode: t_inject signals exits 0 (its blocks intact)"
+		h=$(sed -n 's/^handler \([0-9]*\) errors 0$/\1/p' "$TMP/$key.err")
+		allocs=$(rl_events_num $key allocs)
+		frees=$(rl_events_num $key frees)
+		d=""
+		[ -n "$h" ] && [ "$h" -gt 100 ] || d+="the handler ran ${h:-?} times, want over 100: $(grep handler "$TMP/$key.err")"$'\n'
+		[ "$(leafval $key signal_loop)" = 30000 ] || d+="signal_loop alloc_objects=$(leafval $key signal_loop), want 30000"$'\n'
+		n=$(leafval $key on_alarm)
+		[ "$n" -le "${h:-0}" ] || d+="on_alarm alloc_objects=$n, more than the handler's ${h:-?} calls"$'\n'
+		[ -n "$allocs" ] && [ "$allocs" = "$frees" ] && [ "$allocs" = $((30000 + n + 1)) ] ||
+			d+="events allocs=${allocs:-?} frees=${frees:-?}, want both 30000 + $n (handler) + 1 (the primer)"$'\n'
+		report "inject: $mode: signal handlers that malloc: the main loop's 30000 exact, the handler's balanced" "$d"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# t_inject churn: 4 threads allocate without pause and check every block;
+# heaptrace attaches (-p), the target runs one phase (100 x malloc(1000+K)
+# in phase_keep), heaptrace stops on SIGINT: 50 times over one process,
+# each profile exact; then 20 times heaptrace is SIGKILLed instead (its
+# stub stays behind, the next one restores the jumps it finds); at the end
+# the target's own check finds no damaged block and it exits 0.
+scenario_inject_cycles() {
+	local key=fp_cyc d="" i tpid hpid bad=0 kills=0 first="" k
+	mkfifo "$TMP/$key.fifo"
+	"$TB/t_inject" churn "$TMP/$key.fifo" 4 >"$TMP/$key.tout" 2>&1 &
+	tpid=$!
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
+		fail "inject_cycles: t_inject churn starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tpid"
+		return
+	fi
+	for i in $(seq 1 70); do
+		k=$key.$i
+		timeout -k 5 60 "$HT" -v -f collapsed --value inuse_space -p "$tpid" >"$TMP/$k.out" 2>"$TMP/$k.err" </dev/null &
+		hpid=$!
+		if ! wait_for "$TMP/$k.err" "^heaptrace: tracing PID $tpid" 30 "$hpid"; then
+			d+="cycle $i: heaptrace did not attach: $(tail -3 "$TMP/$k.err")"$'\n'
+			kill_tree "$hpid"
+			bad=$((bad + 1))
+			[ "$bad" -gt 3 ] && break
+			continue
+		fi
+		# shellcheck disable=SC2016
+		timeout 10 bash -c 'echo "phase $2" >"$1"' _ "$TMP/$key.fifo" "$i"
+		if ! wait_for "$TMP/$key.tout" "^phase $i done$" 20 "$tpid"; then
+			d+="cycle $i: the target did not finish its phase"$'\n'
+			kill_tree "$hpid"
+			break
+		fi
+		if [ "$i" -le 50 ]; then
+			# heaptrace itself, not its timeout wrapper (which would send the signal twice).
+			kill -INT "$(pgrep -P "$hpid" | head -1)" 2>/dev/null || kill -INT "$hpid"
+			wait_exit "$hpid" 30 || { d+="cycle $i: heaptrace still running 30 s after SIGINT"$'\n'; kill_tree "$hpid"; }
+			[ "$WRC" = 0 ] || d+="cycle $i: heaptrace exit status $WRC"$'\n'
+			grep -q '^heaptrace: fast path: a stub at' "$TMP/$k.err" || d+="cycle $i: no fast path: $(grep 'fast path' "$TMP/$k.err" | head -2)"$'\n'
+			[ "$(leafval "$k" phase_keep)" = $((100 * (1000 + i))) ] ||
+				d+="cycle $i: phase_keep inuse_space=$(leafval "$k" phase_keep), want $((100 * (1000 + i)))"$'\n'
+		else
+			# SIGKILL: nothing is written; the target must run on.
+			kill -KILL "$(pgrep -P "$hpid" | head -1)" 2>/dev/null || kill -KILL "$hpid"
+			wait "$hpid" 2>/dev/null
+			kills=$((kills + 1))
+		fi
+		kill -0 "$tpid" 2>/dev/null || { d+="cycle $i: the target died: $(tail -3 "$TMP/$key.tout")"$'\n'; break; }
+	done
+	report "inject_cycles: 50 attach/detach cycles on a running 4-thread target: each profile exact (phase_keep = 100 x (1000+K) bytes)" "$d"
+	# After the SIGKILLs, one more heaptrace finds the jumps of the killed one and restores them.
+	k=$key.last
+	ht_bg "$k" -v -f collapsed --value inuse_space -p "$tpid"
+	wait_for "$TMP/$k.err" "^heaptrace: tracing PID $tpid" 30 "$HPID"
+	timeout 10 bash -c 'echo "phase 99" >"$1"' _ "$TMP/$key.fifo"
+	wait_for "$TMP/$key.tout" "^phase 99 done$" 20 "$tpid"
+	kill -INT "$(pgrep -P "$HPID" | head -1)" 2>/dev/null
+	ht_bg_wait "$k" "$HPID" 30
+	d=""
+	[ "$kills" = 20 ] || d+="$kills SIGKILLs, want 20"$'\n'
+	grep -q "still jumped to an earlier heaptrace's stub: restored" "$TMP/$k.err" ||
+		d+="no 'earlier heaptrace's stub: restored' line: $(grep 'fast path' "$TMP/$k.err" | head -3)"$'\n'
+	[ "$(leafval "$k" phase_keep)" = $((100 * 1099)) ] || d+="phase_keep inuse_space=$(leafval "$k" phase_keep), want 109900"$'\n'
+	report "inject_cycles: 20 SIGKILLs of heaptrace later the target runs on, and the next heaptrace restores the old jumps and counts exactly" "$d"
+	# The target's own verdict.
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	d=""
+	if wait_exit "$tpid" 20; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC"$'\n'
+	else
+		d+="target still running 20 s after quit"$'\n'
+		kill_tree "$tpid"
+	fi
+	grep -q '^bye errors=0$' "$TMP/$key.tout" || d+="target: $(tail -2 "$TMP/$key.tout")"$'\n'
+	report "inject_cycles: the target checked every block it ever allocated: none damaged, exit 0" "$d"
+}
