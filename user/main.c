@@ -19,6 +19,13 @@ int main(int argc, char **argv)
 {
 	/* HTTP request threads would each get a malloc arena that is never given back. */
 	mallopt(M_ARENA_MAX, 2);
+	/*
+	 * Reading a profile takes buffers of megabytes (hash tables sized by
+	 * --max-stacks, batches of map values) for a moment, every snapshot
+	 * and scrape.  A fixed threshold keeps them mmapped, so they go back
+	 * when freed; glibc's sliding one would move them into the heap for good.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
