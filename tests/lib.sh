@@ -585,7 +585,7 @@ prerequisites() {
 	local d="" t
 	[ "$(id -u)" = 0 ] || d+="not running as root"$'\n'
 	[ -x "$HT" ] || d+="$HT not built (make)"$'\n'
-	for t in t_entrypoints t_threads t_ctor t_exit t_failed t_deep t_signal t_wait t_pprof t_arena t_pool t_reset; do
+	for t in t_entrypoints t_threads t_ctor t_exit t_failed t_deep t_signal t_wait t_pprof t_arena t_pool t_reset t_jobs; do
 		[ -x "$TB/$t" ] || d+="$TB/$t not built (make test-targets)"$'\n'
 	done
 	report "setup: root, build/heaptrace and build/tests/* present" "$d"

@@ -76,8 +76,11 @@ static int wait_stopped(struct remote *r, struct remote_thread *t)
 		if (!WIFSTOPPED(st))
 			continue;
 		int event = st >> 16, sig = WSTOPSIG(st);
-		if (event == PTRACE_EVENT_STOP)
+		if (event == PTRACE_EVENT_STOP) {
+			/* Stopped by job control (SIGSTOP, SIGTSTP, ...) too: it stays so at the resume. */
+			t->group_stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 			return 1;
+		}
 		if (event == PTRACE_EVENT_EXIT) {
 			ptrace(PTRACE_CONT, t->tid, 0, 0);
 			continue;
@@ -177,9 +180,14 @@ void remote_resume(struct remote *r)
 		if (!t->stopped)
 			continue;
 		ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
+		/*
+		 * A detached thread goes back to its group-stop by itself; a
+		 * traced one listens for SIGCONT (unless it made a system call
+		 * for us since: only the stop of a PTRACE_EVENT_STOP can listen).
+		 */
 		if (t->seized)
 			ptrace(PTRACE_DETACH, t->tid, 0, 0);
-		else
+		else if (!t->group_stop || ptrace(PTRACE_LISTEN, t->tid, 0, 0))
 			ptrace(PTRACE_CONT, t->tid, 0, 0);
 		/* An event stop cannot carry a signal on: send it again. */
 		if (t->requeue)
@@ -266,7 +274,8 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 			t->stopped = false;
 			return -ESRCH;
 		}
-		if (WSTOPSIG(st) == SIGTRAP)
+		/* The step's trap; not a PTRACE_EVENT_STOP with SIGTRAP (a SIGCONT's notification). */
+		if (WSTOPSIG(st) == SIGTRAP && !(st >> 16))
 			break;
 		/* Another signal first: keep it for the resume, step on. */
 		if (!(st >> 16))

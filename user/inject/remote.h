@@ -17,6 +17,7 @@ struct remote_thread {
 	pid_t tid;
 	bool seized;            /* seized here: detached when done (else heaptrace's ptrace loop owns it) */
 	bool stopped;
+	bool group_stop;        /* its stop was a group-stop (job control): traced, it is resumed listening */
 	int requeue;            /* a signal that arrived while stopping it, sent again at the resume */
 	struct user_regs_struct regs;
 };

@@ -247,6 +247,12 @@ static void on_first_stop(struct tracee *f, pid_t tid)
 	}
 }
 
+/* A PTRACE_EVENT_STOP with one of these is a group-stop (ptrace(2)); any other is continued. */
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 void tracee_reap(struct tracee *f, bool wait)
 {
 	struct target *t = f->t;
@@ -305,8 +311,14 @@ void tracee_reap(struct tracee *f, bool wait)
 			ptrace(PTRACE_CONT, r, 0, 0);
 			break;
 		case PTRACE_EVENT_STOP:
-			/* Group stop (SIGSTOP, SIGTSTP): stay stopped, as without us. */
-			ptrace(PTRACE_LISTEN, r, 0, 0);
+			/*
+			 * A group-stop (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU): stay
+			 * stopped as without us, yet let a SIGCONT wake it
+			 * (PTRACE_LISTEN).  With SIGTRAP it is the notification
+			 * that a SIGCONT came (or a PTRACE_INTERRUPT): listening
+			 * again would keep it stopped for good; it runs on.
+			 */
+			ptrace(is_stop_signal(sig) ? PTRACE_LISTEN : PTRACE_CONT, r, 0, 0);
 			break;
 		default:
 			if (sig == SIGTRAP && f->on_trap && f->on_trap(f->hook_arg, r))

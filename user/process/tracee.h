@@ -69,7 +69,9 @@ int tracee_seize_all(struct tracee *tc);
  * Handle what waitpid reports, without blocking or (wait) until the target
  * ends: exit stops (capture the maps, let it go), group stops (stay
  * stopped, as without us), signals (delivered), forks (--follow-fork), and
- * the end (sets the target's exited and status).
+ * the end (sets the target's exited and status).  Job control reaches the
+ * tracees as without us: a group-stop stays stopped until a SIGCONT, and
+ * the stop that reports the SIGCONT is continued.
  */
 void tracee_reap(struct tracee *tc, bool wait);
 

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,14 +13,26 @@
 #define MAPS_REFRESH_MS 1000
 
 static int sfd = -1;
+static bool session_leader;     /* a hangup of our terminal is sent to us alone */
+static volatile sig_atomic_t said_wait;
+static volatile sig_atomic_t forward_fd = -1;   /* pidfd of the command that gets our signals */
 
-static sigset_t waited_signals(void)
+/* The signals that stop tracing. */
+static sigset_t stop_signals(void)
 {
 	sigset_t s;
 
 	sigemptyset(&s);
 	sigaddset(&s, SIGINT);
 	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGHUP);
+	return s;
+}
+
+static sigset_t waited_signals(void)
+{
+	sigset_t s = stop_signals();
+
 	sigaddset(&s, SIGCHLD);
 	return s;
 }
@@ -28,10 +41,22 @@ int monitor_init(void)
 {
 	sigset_t s = waited_signals();
 
+	session_leader = getsid(0) == getpid();
 	if (sigprocmask(SIG_BLOCK, &s, NULL))
 		return -1;
 	sfd = signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
 	return sfd < 0 ? -1 : 0;
+}
+
+/*
+ * Did a stop signal reach heaptrace alone, not the command too?  kill(2)
+ * and sigqueue(3) to our PID (or to the group: we cannot tell), and the
+ * hangup of a terminal whose session we lead.  A key (Ctrl-C) or a hangup
+ * reaching the whole foreground group comes from the kernel.
+ */
+static bool sent_to_us(int signo, int code)
+{
+	return code == SI_USER || code == SI_QUEUE || (signo == SIGHUP && code == SI_KERNEL && session_leader);
 }
 
 static double now_s(void)
@@ -108,7 +133,7 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 					continue;
 				st.why = STOP_SIGNAL;
 				st.signo = si.ssi_signo;
-				st.sent_to_us = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE;
+				st.sent_to_us = sent_to_us(si.ssi_signo, si.ssi_code);
 				return st;
 			}
 		}
@@ -122,12 +147,42 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 	}
 }
 
-void monitor_release_signals(void)
+static void after_stop(int signo, siginfo_t *si, void *uc)
 {
-	sigset_t s;
+	static const char msg[] = "heaptrace: writing profile, please wait\n";
+	int saved = errno;
 
-	sigemptyset(&s);
-	sigaddset(&s, SIGINT);
-	sigaddset(&s, SIGTERM);
+	(void)uc;
+	if (forward_fd >= 0) {
+		if (sent_to_us(signo, si->si_code))
+			syscall(SYS_pidfd_send_signal, (int)forward_fd, signo, NULL, 0);
+	} else if (!said_wait) {
+		said_wait = 1;
+		ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)n;
+	}
+	errno = saved;
+}
+
+void monitor_hold_signals(void)
+{
+	struct sigaction sa = { .sa_sigaction = after_stop, .sa_flags = SA_SIGINFO | SA_RESTART }, old;
+	sigset_t s = stop_signals();
+
+	/* In place before they are unblocked: one pending since the stop (a second Ctrl-C) is handled too. */
+	sa.sa_mask = s;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (!sigismember(&s, sig))
+			continue;
+		/* Ignored (nohup): stays ignored. */
+		if (!sigaction(sig, NULL, &old) && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sig, &sa, NULL);
+	}
 	sigprocmask(SIG_UNBLOCK, &s, NULL);
+}
+
+void monitor_forward_to(int pidfd)
+{
+	forward_fd = pidfd;
 }

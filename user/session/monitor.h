@@ -8,8 +8,8 @@ enum stop_reason { STOP_TARGET_EXITED, STOP_SIGNAL, STOP_DURATION };
 
 struct stop {
 	enum stop_reason why;
-	int signo;          /* STOP_SIGNAL: SIGINT or SIGTERM */
-	bool sent_to_us;    /* kill(2)ed to heaptrace alone, not from the terminal to the group */
+	int signo;          /* STOP_SIGNAL: SIGINT, SIGTERM or SIGHUP */
+	bool sent_to_us;    /* kill(2)ed to heaptrace (or the hangup of the terminal it leads), not a key */
 };
 
 /* Call before creating the target: the signals we wait for are taken from then on. */
@@ -21,7 +21,19 @@ int monitor_init(void);
  */
 struct stop monitor_run(struct tracee *tc, double duration, double interval, void (*tick)(void *), void *arg);
 
-/* After the stop: a second SIGINT or SIGTERM ends heaptrace at once. */
-void monitor_release_signals(void);
+/*
+ * After the stop, until heaptrace exits: SIGINT, SIGTERM and SIGHUP never
+ * end it (only SIGKILL does), so that the profile is written and a launched
+ * command reaped.  The first one while the profile is written says
+ * "writing profile, please wait"; the others say nothing.
+ */
+void monitor_hold_signals(void);
+
+/*
+ * The profile is written: from now on those sent to heaptrace alone are
+ * passed on to the command of pidfd (a launched command heaptrace waits
+ * for), as the first one was.
+ */
+void monitor_forward_to(int pidfd);
 
 #endif

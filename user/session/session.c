@@ -516,7 +516,7 @@ static int trace(struct session *s, FILE *out, double t0)
 
 	struct stop st = monitor_run(&s->tc, o->duration, o->interval, snapshot_tick, &ss);
 	s->stopped = true;
-	monitor_release_signals();
+	monitor_hold_signals();
 	http_stop(http);
 	if (!t->exited)
 		target_refresh_maps(t);
@@ -530,6 +530,7 @@ static int trace(struct session *s, FILE *out, double t0)
 		/* Like time(1): the command runs to its end and its status is ours. */
 		if (!t->exited && st.why == STOP_SIGNAL && st.sent_to_us)
 			kill(t->pid, st.signo);
+		monitor_forward_to(t->pidfd);
 		tracee_reap(&s->tc, true);
 		if (!rc)
 			rc = target_exit_code(t);
