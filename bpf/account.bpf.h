@@ -141,7 +141,7 @@ static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
 	bpf_map_update_elem(&sites, &key, &zero, BPF_NOEXIST);
 	s = bpf_map_lookup_elem(&sites, &key);
 	if (!s)
-		count(HT_SITE_MAP_FULL);
+		count(proc, HT_SITE_MAP_FULL);
 	return s;
 }
 
@@ -164,7 +164,7 @@ static __always_inline void arena_add(const struct ht_block *b, __u32 proc, __s6
 		bpf_map_update_elem(&arena_sites, &key, &zero, BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&arena_sites, &key);
 		if (!a) {
-			count(HT_ARENA_MAP_FULL);
+			count(proc, HT_ARENA_MAP_FULL);
 			return;
 		}
 	}
@@ -230,9 +230,9 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 	if (!live_b) {
 		/* Sampling: most blocks were never recorded, and their frees are no news. */
 		if (inherited(ptr, proc))
-			count(HT_INHERITED_FREES);
+			count(proc, HT_INHERITED_FREES);
 		else if (!sample_rate)
-			count(HT_UNMATCHED_FREES);
+			count(proc, HT_UNMATCHED_FREES);
 		return;
 	}
 	struct ht_block b = *live_b;
@@ -241,7 +241,7 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 		return;
 	if (release(&b, proc)) {
 		record_lifetime(&b, proc);
-		count(HT_FREES);
+		count(proc, HT_FREES);
 	}
 }
 
@@ -261,21 +261,21 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 	__sync_fetch_and_add(&s->alloc_bytes, size);
 	__sync_fetch_and_add(&s->est_alloc_objects, b.weight * b.objects);
 	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, b.weight));
-	count(HT_ALLOCS);
+	count(proc, HT_ALLOCS);
 
 	if (bpf_map_update_elem(&live, &key, &b, BPF_NOEXIST)) {
 		struct ht_block *old = bpf_map_lookup_elem(&live, &key);
 
 		if (!old) {
-			count(HT_LIVE_MAP_FULL);
+			count(proc, HT_LIVE_MAP_FULL);
 			return;
 		}
 		/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
 		struct ht_block stale = *old;
 		if (release(&stale, proc))
-			count(HT_MISSED_FREES);
+			count(proc, HT_MISSED_FREES);
 		if (bpf_map_update_elem(&live, &key, &b, BPF_EXIST)) {
-			count(HT_LIVE_MAP_FULL);
+			count(proc, HT_LIVE_MAP_FULL);
 			return;
 		}
 	}

@@ -112,7 +112,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
 						 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c) {
-		count(HT_CALL_MAP_FULL);
+		count(proc, HT_CALL_MAP_FULL);
 		return false;
 	}
 	__u64 sp = PT_REGS_SP(ctx);
@@ -133,7 +133,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 			c->depth++;
 			return true;
 		}
-		count(HT_MISSED_RETURNS);
+		count(proc, HT_MISSED_RETURNS);
 	}
 	if (session && nested_in_skipped(c, sp, spec))
 		return false;
@@ -179,14 +179,14 @@ static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *re
 			free_block(old_ptr, proc);
 		if (!ptr) {
 			if (size && record)
-				count(HT_FAILED_ALLOCS);
+				count(proc, HT_FAILED_ALLOCS);
 			return;
 		}
 	}
 	/* With --sample-rate, failed calls are counted among the sampled ones only. */
 	if (!ptr) {
 		if (record)
-			count(HT_FAILED_ALLOCS);
+			count(proc, HT_FAILED_ALLOCS);
 		return;
 	}
 	if (record)
@@ -204,7 +204,7 @@ static __always_inline void alloc_exit(struct pt_regs *ctx)
 
 	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 	if (!cur || !cur->depth) {
-		count(HT_RETURNS_WITHOUT_ENTRY);
+		count(proc, HT_RETURNS_WITHOUT_ENTRY);
 		return;
 	}
 	if (cur->depth > 1) {

@@ -12,24 +12,32 @@
 #include <bpf/bpf_helpers.h>
 #include "heaptrace.h"
 
+/*
+ * HT_COUNTER_MAX counters per process slot: slot * HT_COUNTER_MAX +
+ * counter, so that each profile reports its own process's losses and
+ * counting stays one lookup in one array.  Sized by the loader: one slot
+ * without --follow-fork.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, HT_COUNTER_MAX);
+	__uint(max_entries, HT_MAX_PROCS * HT_COUNTER_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
 
-static __always_inline void count_n(__u32 which, __u64 n)
+static __always_inline void count_n(__u32 proc, __u32 which, __u64 n)
 {
-	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+	__u32 key = proc * HT_COUNTER_MAX + which;
+	__u64 *v = bpf_map_lookup_elem(&counters, &key);
 
 	if (v)
 		*v += n;
 }
 
-static __always_inline void count(__u32 which)
+/* Count an event of the process in slot proc (proc_slot()). */
+static __always_inline void count(__u32 proc, __u32 which)
 {
-	count_n(which, 1);
+	count_n(proc, which, 1);
 }
 
 #endif /* HT_COUNTERS_BPF_H */

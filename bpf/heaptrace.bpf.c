@@ -200,11 +200,11 @@ int reset_enter(struct pt_regs *ctx)
 	} else {
 		__u32 one = 1;
 		if (bpf_map_update_elem(&arenas, &ak, &one, BPF_NOEXIST))
-			count(HT_ARENA_MAP_FULL);
+			count(proc, HT_ARENA_MAP_FULL);
 	}
 	bpf_for_each_map_elem(&arena_sites, reset_site, &rc, 0);
-	count(HT_ARENA_RESETS);
-	count_n(HT_RESET_OBJECTS, rc.objects);
+	count(proc, HT_ARENA_RESETS);
+	count_n(proc, HT_RESET_OBJECTS, rc.objects);
 	return 0;
 }
 
@@ -243,8 +243,8 @@ int process_exec(void *ctx)
 		c->trampoline = 0;
 	}
 	bpf_for_each_map_elem(&live, drop_block, &x, 0);
-	count(HT_EXECS);
-	count_n(HT_EXEC_DROPPED, x.dropped);
+	count(proc, HT_EXECS);
+	count_n(proc, HT_EXEC_DROPPED, x.dropped);
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &x.proc);
 	if (t) {
 		__sync_fetch_and_add(&t->execs, 1);

@@ -267,7 +267,7 @@ struct ht_totals {
 	__u64 epoch;
 	__u64 epoch_bytes;              /* in-use bytes when the current epoch started */
 	__u64 epoch_ns;
-	__u64 execs;                    /* this process's execve()s (HT_EXECS counts all) */
+	__u64 execs;                    /* this process's execve()s (its HT_EXECS too) */
 	__u64 exec_dropped;
 };
 
@@ -360,11 +360,14 @@ struct ht_stub_record {
 };
 
 /*
- * Event and loss counters, a per-CPU array indexed by enum ht_counter.  One
- * row each: the identifier (HT_<ID>), the one name it has everywhere (the
- * events line of -v, the top report, /metrics, the docs), and whether it is
- * a loss (shown whenever it is non-zero) or an event (shown with -v).
- * Every list of counters in user space is generated from this table.
+ * Event and loss counters: a per-CPU array of HT_COUNTER_MAX counters per
+ * process slot, indexed by slot * HT_COUNTER_MAX + enum ht_counter, so that
+ * each profile reports its own process's and the events line of -v their
+ * sum.  One row each: the identifier (HT_<ID>), the one name it has
+ * everywhere (the events line of -v, the top report, /metrics, the docs),
+ * and whether it is a loss (shown whenever it is non-zero) or an event
+ * (shown with -v).  Every list of counters in user space is generated from
+ * this table.
  */
 #define HT_COUNTERS(X)                                                                                          \
 	X(ALLOCS, "allocs", 0)                  /* allocations counted */                                       \

@@ -128,27 +128,27 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, struct pt_regs *
 		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(regs, sc, proc, spec, func_ip) :
 						       walk_stack(regs, sc);
 	if (!sc->st.depth) {
-		count(HT_STACK_ERRORS);
+		count(proc, HT_STACK_ERRORS);
 		return HT_STACK_LOST;
 	}
 	if (sc->st.flags & HT_STACK_TRUNCATED)
-		count(HT_STACKS_TRUNCATED);
+		count(proc, HT_STACKS_TRUNCATED);
 	if (sc->st.flags & HT_STACK_MAX_DEPTH)
-		count(HT_STACKS_AT_MAX_DEPTH);
+		count(proc, HT_STACKS_AT_MAX_DEPTH);
 
 	__u64 h = hash_stack(&sc->st);
 	struct ht_stack *known = bpf_map_lookup_elem(&stacks, &h);
 	if (known) {
 		/* A cheap check that catches all but astronomically unlucky collisions. */
 		if (known->depth != sc->st.depth || known->pcs[0] != sc->st.pcs[0]) {
-			count(HT_STACK_COLLISIONS);
+			count(proc, HT_STACK_COLLISIONS);
 			return HT_STACK_LOST;
 		}
 		return h;
 	}
 	if (bpf_map_update_elem(&stacks, &h, &sc->st, BPF_NOEXIST) &&
 	    !bpf_map_lookup_elem(&stacks, &h)) {
-		count(HT_STACK_ERRORS);
+		count(proc, HT_STACK_ERRORS);
 		return HT_STACK_LOST;
 	}
 	return h;

@@ -304,7 +304,7 @@ static long unwind_step(__u32 i, struct unwind *u)
 	if (!r || r->cfa == HT_CFA_UNKNOWN) {
 		__u64 frame[2];
 
-		count(HT_UNWIND_FP_FRAMES);
+		count(u->proc, HT_UNWIND_FP_FRAMES);
 		if (u->fp < min_frame_addr) {
 			if (!m)
 				u->flags |= HT_STACK_TRUNCATED;

@@ -7,6 +7,9 @@
  *               child_temp   1 x 500, freed
  *               free of fork_shared's block: inherited, not the child's own
  *   grandchild: grandchild_keep 2 x 700 kept
+ * With a FIFO (heaptrace -p) the parent first allocates fork_pre, 2 x 100,
+ * before it says "ready": allocated before heaptrace attached, so the
+ * child's frees of its copies are unmatched_frees, the child's alone.
  * Each process waits for its children, and the parent allocates after its
  * child ended, so the order is fixed.  No stdio: nothing else allocates.
  * Usage: t_fork [plain|exec [FIFO]]: with exec the grandchild runs
@@ -23,7 +26,13 @@
 
 #define NOINLINE __attribute__((noinline))
 
-void *volatile before, *volatile shared, *volatile after, *volatile keep[3], *volatile gkeep[2];
+void *volatile pre[2], *volatile before, *volatile shared, *volatile after, *volatile keep[3], *volatile gkeep[2];
+
+NOINLINE void fork_pre(void)
+{
+	for (int i = 0; i < 2; i++)
+		pre[i] = malloc(100);
+}
 
 NOINLINE void fork_before(void) { before = malloc(1000); }
 NOINLINE void fork_shared(void) { shared = malloc(3000); }
@@ -60,6 +69,7 @@ static void wait_all(void)
 int main(int argc, char **argv)
 {
 	if (argc > 2) {
+		fork_pre();
 		say("ready\n");
 		wait_line(argv[2]);
 	}
@@ -72,6 +82,9 @@ int main(int argc, char **argv)
 		child_keep();
 		child_temp();
 		free(shared);
+		for (int i = 0; i < 2; i++)
+			if (pre[i])
+				free(pre[i]);
 		pid_t g = fork();
 		if (g == 0) {
 			if (argc > 1 && !strcmp(argv[1], "exec"))

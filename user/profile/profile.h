@@ -38,7 +38,7 @@ struct profile {
 	struct prof_stack *stacks;
 	size_t n;
 	struct ht_site total;
-	uint64_t counters[HT_COUNTER_MAX];
+	uint64_t counters[HT_COUNTER_MAX];     /* this process's events and losses (its slot's) */
 	pid_t pid;
 	const char *maps;       /* the target's /proc/PID/maps text (borrowed) */
 	size_t trimmed;         /* stacks cut where a frame left executable memory */
@@ -64,7 +64,7 @@ struct profile_source {
 	double min_age;         /* --min-age SEC */
 	uint64_t start_ns;      /* when tracing started */
 	const char *command;    /* the traced command line */
-	/* Losses counted outside the BPF maps (the in-process stub's), added to theirs; may be NULL. */
+	/* Losses counted outside the BPF maps (the in-process stub's: the target's), added to theirs; may be NULL. */
 	void (*more_counters)(void *arg, uint64_t counters[HT_COUNTER_MAX]);
 	void *more_arg;
 };
@@ -77,6 +77,11 @@ struct profile_source {
  * followed children's, -i snapshots and --http's.
  */
 int profile_take(const struct profile_source *src, uint32_t slot, pid_t pid, const char *maps, struct profile *p);
+/*
+ * The whole session's event and loss counters: every traced process's,
+ * where a profile carries its own process's (the -v events line, /metrics).
+ */
+void profile_session_counters(const struct profile_source *src, uint64_t counters[HT_COUNTER_MAX]);
 /* Sort stacks by frames, merge identical ones, recount the totals. */
 void profile_normalize(struct profile *p);
 

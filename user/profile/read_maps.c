@@ -267,6 +267,13 @@ static void to_estimates(struct prof_stack *s)
 	c->est_alloc_objects = c->est_alloc_bytes = 0;
 }
 
+void profile_session_counters(const struct profile_source *src, uint64_t counters[HT_COUNTER_MAX])
+{
+	tracer_session_counters(src->tr, counters);
+	if (src->more_counters)
+		src->more_counters(src->more_arg, counters);
+}
+
 int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, const char *maps, struct profile *p)
 {
 	const struct tracer *tr = src->tr;
@@ -281,7 +288,7 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 	p->min_age = src->min_age;
 	p->command = src->command;
 	p->sample_rate = tr->sample_rate;
-	tracer_counters(tr, p->counters);
+	tracer_counters(tr, proc, p->counters);
 	if (src->more_counters && proc == 0)
 		src->more_counters(src->more_arg, p->counters);
 	tracer_totals(tr, proc, &p->totals);

@@ -94,7 +94,7 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 	if (!m)
 		return MHD_NO;
 	tracer_totals(h->src.tr, 0, &tot);
-	tracer_counters(h->src.tr, counters);
+	profile_session_counters(&h->src, counters);
 	fprintf(m, "# HELP heaptrace_inuse_bytes Bytes in live heap blocks of the traced process.\n"
 		   "# TYPE heaptrace_inuse_bytes gauge\nheaptrace_inuse_bytes %" PRId64 "\n"
 		   "# HELP heaptrace_inuse_objects Live heap objects of the traced process.\n"
@@ -102,7 +102,7 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 		   "# HELP heaptrace_peak_inuse_bytes Highest in-use bytes seen.\n"
 		   "# TYPE heaptrace_peak_inuse_bytes gauge\nheaptrace_peak_inuse_bytes %" PRIu64 "\n",
 		(int64_t)tot.inuse_bytes, (int64_t)ht_q16_round(tot.inuse_objects), (uint64_t)tot.peak_bytes);
-	fprintf(m, "# HELP heaptrace_events_total Allocator events and losses, by kind.\n"
+	fprintf(m, "# HELP heaptrace_events_total Allocator events and losses of every traced process, by kind.\n"
 		   "# TYPE heaptrace_events_total counter\n");
 	for (int i = 0; i < HT_COUNTER_MAX; i++)
 		fprintf(m, "heaptrace_events_total{event=\"%s\"} %" PRIu64 "\n", counter_name(i), counters[i]);

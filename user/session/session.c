@@ -383,10 +383,13 @@ static void report_resources(const struct tracer *tr)
 		ht_info("heaptrace peak RSS: %ld KiB", ru.ru_maxrss);
 }
 
-static void report_counters(const uint64_t counters[HT_COUNTER_MAX])
+/* The whole session's counters (each profile carries its own process's). */
+static void report_counters(const struct profile_source *src)
 {
+	uint64_t counters[HT_COUNTER_MAX];
 	char buf[1024];
 
+	profile_session_counters(src, counters);
 	output_losses(buf, sizeof(buf), counters, false);
 	if (!*buf && !ht_verbose)
 		return;
@@ -426,7 +429,7 @@ static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
 		return 1;
 	}
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
-	report_counters(prof.counters);
+	report_counters(&s->src);
 	/* A launched command's own first execve is ours, not news. */
 	if (prof.totals.execs > (t->launched ? 1u : 0u))
 		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "

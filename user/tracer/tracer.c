@@ -68,6 +68,8 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 	skel->rodata->stack_mode = cfg->stack_mode;
 	skel->rodata->sample_rate = cfg->sample_rate;
 	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
+	/* Counters per process slot; without --follow-fork only the target's. */
+	bpf_map__set_max_entries(skel->maps.counters, (cfg->follow_fork ? HT_MAX_PROCS : 1) * HT_COUNTER_MAX);
 	bpf_map__set_max_entries(skel->maps.unwind_rows, cfg->unwind_rows ? cfg->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.stacks, cfg->max_stacks);
 	/* A stack holds at most max_depth frames: smaller values, less kernel memory per stack. */
@@ -122,6 +124,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	tr->multi = cfg->multi;
 	tr->session = session;
 	tr->sample_rate = cfg->sample_rate;
+	tr->n_slots = 1;
 	tr->exec_link = bpf_program__attach(skel->progs.process_exec);
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
@@ -217,19 +220,34 @@ void tracer_close(struct tracer *tr)
 	tr->skel = NULL;
 }
 
-void tracer_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX])
+/* Add the counters of slots [from, to) to out. */
+static void add_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_t out[HT_COUNTER_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	int fd = bpf_map__fd(tr->skel->maps.counters);
 
-	for (uint32_t k = 0; k < HT_COUNTER_MAX; k++) {
-		out[k] = 0;
-		if (vals && !bpf_map_lookup_elem(fd, &k, vals))
-			for (int c = 0; c < ncpu; c++)
-				out[k] += vals[c];
-	}
+	for (uint32_t slot = from; vals && slot < to; slot++)
+		for (uint32_t c = 0; c < HT_COUNTER_MAX; c++) {
+			uint32_t k = slot * HT_COUNTER_MAX + c;
+			if (!bpf_map_lookup_elem(fd, &k, vals))
+				for (int i = 0; i < ncpu; i++)
+					out[c] += vals[i];
+		}
 	free(vals);
+}
+
+void tracer_counters(const struct tracer *tr, uint32_t slot, uint64_t out[HT_COUNTER_MAX])
+{
+	memset(out, 0, HT_COUNTER_MAX * sizeof(*out));
+	add_counters(tr, slot, slot + 1, out);
+}
+
+void tracer_session_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX])
+{
+	memset(out, 0, HT_COUNTER_MAX * sizeof(*out));
+	/* --http's thread reads it while the ptrace loop adds children. */
+	add_counters(tr, 0, __atomic_load_n(&tr->n_slots, __ATOMIC_RELAXED), out);
 }
 
 int tracer_sites_fd(const struct tracer *tr)
@@ -332,6 +350,8 @@ int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent
 		ht_err("cannot add PID %d to the traced processes: %s", pid, strerror(errno));
 		return -1;
 	}
+	if (slot >= tr->n_slots)
+		__atomic_store_n(&tr->n_slots, slot + 1, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -40,6 +40,7 @@ struct tracer {
 	bool session;                   /* loaded for uprobe sessions: attach PROG_ALLOC_SESSION */
 	int n_session;                  /* session links made */
 	uint64_t sample_rate;
+	uint32_t n_slots;               /* process slots in use: 0 .. n_slots-1 (tracer_add_proc adds) */
 };
 
 /*
@@ -68,8 +69,10 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
 void tracer_detach(struct tracer *tr);
 void tracer_close(struct tracer *tr);
 
-/* Sum the per-CPU event and loss counters. */
-void tracer_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX]);
+/* The event and loss counters of the process in a slot (0: the target), summed over CPUs. */
+void tracer_counters(const struct tracer *tr, uint32_t slot, uint64_t out[HT_COUNTER_MAX]);
+/* The same summed over every process slot: the whole session's. */
+void tracer_session_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX]);
 
 /* Kernel memory charged to the maps (fdinfo memlock), in bytes; per map for the live map. */
 uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32_t *live_entries);
