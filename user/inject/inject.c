@@ -208,6 +208,17 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 		snprintf(why, len, "mmap of the stub's data in the target: %s", err ? strerror(-err) : "elsewhere");
 		return -1;
 	}
+	/*
+	 * A forked child keeps the redirected functions and the stub, but not
+	 * the kernel's [uprobes-trampoline] page that the record sites call
+	 * into: its copy of the data starts zeroed, so disabled (every call
+	 * straight to the original), as an untraced child's should be.
+	 */
+	rsys(r, SYS_madvise, in->base + STUB_DATA_OFF, in->data_size, MADV_WIPEONFORK, 0, 0, 0, &err);
+	if (err) {
+		snprintf(why, len, "madvise(MADV_WIPEONFORK) of the stub's data in the target: %s", strerror(-err));
+		return -1;
+	}
 	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
 	return 0;
 }
