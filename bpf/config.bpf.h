@@ -23,7 +23,6 @@ const volatile __u64 peak_step = 0;             /* bytes; 0: max(5% of the last 
 const volatile bool follow_fork = false;
 const volatile bool multi_links = false;        /* attached by uprobe_multi or session links: bpf_get_func_ip works */
 const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every allocation */
-const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
 
 /*
  * Set by user space when tracing stops, before the links are closed: each
@@ -31,6 +30,14 @@ const volatile struct ht_alloc_spec specs[HT_MAX_SPECS] = {};
  * freeing, and the profile is to be the heap as it was at the stop.
  */
 volatile __u32 tracing_stopped = 0;
+
+/*
+ * The allocator descriptors, by attach cookie.  Written, not read-only:
+ * a process that executes a program with another allocator gets that
+ * object's probes and their descriptors while tracing runs (a slot is
+ * written before any link carries its cookie).
+ */
+volatile struct ht_alloc_spec specs[HT_MAX_SPECS];
 
 /* --follow-fork: children, added by user space while the child is held at its fork. */
 struct {

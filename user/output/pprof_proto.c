@@ -262,7 +262,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	struct mapping *maps = read_mappings(p->maps, &nmap);
 	static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
 	static const char *const units[] = { "count", "bytes", "count", "bytes" };
-	char *comments[4] = { 0 };
+	char *comments[5] = { 0 };
 	int err = 0;
 
 	for (int i = 0; i < 4; i++) {
@@ -348,15 +348,17 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 
 	/* Comments: who wrote this, for what, and what was lost. */
 	char losses[1024];
-	int64_t cidx[4];
-	int ncomments = p->sample_rate ? 4 : 3;
+	int64_t cidx[5];
+	int ncomments = 3;
 	output_losses(losses, sizeof(losses), p->counters, true);
 	if (asprintf(&comments[0], "heaptrace %s", HEAPTRACE_VERSION) < 0 ||
 	    asprintf(&comments[1], "command: %s", p->command ? p->command : "?") < 0 ||
 	    asprintf(&comments[2], "events: %s", losses) < 0 ||
 	    (p->sample_rate &&
-	     asprintf(&comments[3], "sampled: one allocation per %" PRIu64 " bytes on average; values are estimates",
-		      p->sample_rate) < 0)) {
+	     asprintf(&comments[ncomments++], "sampled: one allocation per %" PRIu64 " bytes on average; values are estimates",
+		      p->sample_rate) < 0) ||
+	    /* pprof's "File:" is the executable's mapping, the real file: the name the user knows, beside it. */
+	    (p->name && asprintf(&comments[ncomments++], "program: %s", p->name) < 0)) {
 		err = -1;
 		goto done;
 	}
@@ -404,7 +406,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	if (zr != Z_STREAM_END)
 		err = -1;
 done:
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		free(comments[i]);
 	for (size_t i = 0; i < nmap; i++)
 		free(maps[i].path);

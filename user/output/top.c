@@ -97,6 +97,8 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 		fprintf(f, "heaptrace diff: stacks by growth of %s, largest first\n", value_name(v));
 	else
 		fprintf(f, "heaptrace: PID %d, stacks by %s\n", p->pid, value_name(v));
+	if (!p->is_diff && p->name)
+		fprintf(f, "  program:   %s\n", p->name);
 	fprintf(f, "  in use:    %14s bytes in %s objects\n", grouped(p->total.inuse_bytes, a, sizeof(a)),
 		grouped(p->total.inuse_objects, b, sizeof(b)));
 	fprintf(f, "  allocated: %14s bytes in %s objects\n", grouped(p->total.alloc_bytes, c, sizeof(c)),

@@ -119,11 +119,10 @@ static char *search_dirs(const char *list, const char *origin, const char *name,
 
 /* ld.so's order: DT_RPATH (without RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH, ld.so.conf, defaults. */
 static char *resolve_needed(const char *name, const char *requester, const struct elf_dyninfo *di,
-			    const struct objlist *conf, const GElf_Ehdr *want)
+			    const struct objlist *conf, const GElf_Ehdr *want, const char *llp)
 {
 	char *origin_buf = strdup(requester);
 	const char *origin = dirname(origin_buf);
-	const char *llp = getenv("LD_LIBRARY_PATH");
 	char *r = NULL;
 
 	if (strchr(name, '/'))
@@ -142,12 +141,14 @@ static char *resolve_needed(const char *name, const char *requester, const struc
 	return r;
 }
 
-/* The objects a launched executable will load, in the loader's symbol search order. */
-static int load_order(const char *exe, struct objlist *objs)
+/*
+ * The objects a launched executable will load, in the loader's symbol
+ * search order, given the LD_PRELOAD and LD_LIBRARY_PATH it runs with.
+ */
+static int load_order(const char *exe, struct objlist *objs, const char *pre, const char *llp)
 {
 	struct objlist conf = { 0 };
 	struct elfobj o;
-	const char *pre = getenv("LD_PRELOAD");
 
 	if (elfobj_open(&o, exe, true))
 		return -1;
@@ -163,7 +164,7 @@ static int load_order(const char *exe, struct objlist *objs)
 		char *copy = strdup(pre), *save = NULL;
 		for (char *p = strtok_r(copy, ": \t", &save); p; p = strtok_r(NULL, ": \t", &save)) {
 			struct elf_dyninfo none = { 0 };
-			char *r = resolve_needed(p, exe, &none, &conf, &want);
+			char *r = resolve_needed(p, exe, &none, &conf, &want, llp);
 			if (r)
 				objlist_add(objs, r);
 			free(r);
@@ -179,7 +180,7 @@ static int load_order(const char *exe, struct objlist *objs)
 		elfobj_dyninfo(&o, &di);
 		elfobj_close(&o);
 		for (int k = 0; k < di.n_needed; k++) {
-			char *r = resolve_needed(di.needed[k], objs->p[i], &di, &conf, &want);
+			char *r = resolve_needed(di.needed[k], objs->p[i], &di, &conf, &want, llp);
 			if (r)
 				objlist_add(objs, r);
 			else
@@ -230,7 +231,8 @@ int target_objects(const struct target *t, struct objlist *objs)
 	memset(objs, 0, sizeof(*objs));
 	if (t->launched) {
 		objs->root = "";
-		if (load_order(t->exe, objs)) {
+		/* The command runs with our environment. */
+		if (load_order(t->image ? t->image : t->exe, objs, getenv("LD_PRELOAD"), getenv("LD_LIBRARY_PATH"))) {
 			objlist_free(objs);
 			return -1;
 		}
@@ -240,6 +242,27 @@ int target_objects(const struct target *t, struct objlist *objs)
 	objs->root = objs->root_buf;
 	mapped_objects(t, objs);
 	return 0;
+}
+
+int image_objects(pid_t pid, const char *root, struct objlist *objs)
+{
+	char *exe = proc_exe(pid), *pre = proc_getenv(pid, "LD_PRELOAD"), *llp = proc_getenv(pid, "LD_LIBRARY_PATH");
+	char path[4200];
+	int rc = -1;
+
+	memset(objs, 0, sizeof(*objs));
+	snprintf(objs->root_buf, sizeof(objs->root_buf), "%s", root);
+	objs->root = objs->root_buf;
+	if (exe) {
+		snprintf(path, sizeof(path), "%s%s", root, exe);
+		rc = load_order(path, objs, pre, llp);
+	}
+	if (rc)
+		objlist_free(objs);
+	free(exe);
+	free(pre);
+	free(llp);
+	return rc;
 }
 
 int allocator_choose(const struct objlist *objs, const char *override, char **primary, char **libc)

@@ -26,6 +26,14 @@ struct objlist {
 int target_objects(const struct target *t, struct objlist *objs);
 void objlist_free(struct objlist *objs);
 
+/*
+ * The objects of the program a process has just executed (stopped at the
+ * exec, its libraries not mapped yet), in the loader's order, with the
+ * LD_PRELOAD and LD_LIBRARY_PATH of its environment; root: "" or
+ * "/proc/PID/root", the prefix that reaches its files.  0 or -1 (printed).
+ */
+int image_objects(pid_t pid, const char *root, struct objlist *objs);
+
 /* The object's path as the target names it (without the /proc/PID/root prefix). */
 const char *objlist_name(const struct objlist *objs, int i);
 

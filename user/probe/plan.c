@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/elfobj.h"
 #include "util/log.h"
@@ -245,7 +246,8 @@ static bool prog_of_kind(enum tracer_prog prog, enum ht_spec_kind k)
  * or a free seen without its entry or allocation is merely counted.
  * tracer_detach() goes in the reverse order.
  */
-static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t pid, bool (*want)(const struct probe *))
+static int attach_multi(const struct probe_plan *plan, int from, struct tracer *tr, pid_t pid,
+			bool (*want)(const struct probe *))
 {
 	static const enum tracer_prog plain[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_RETURN,
 						  PROG_ALLOC_ENTER };
@@ -257,7 +259,7 @@ static int attach_multi(const struct probe_plan *plan, struct tracer *tr, pid_t 
 	for (size_t k = 0; k < nprogs; k++) {
 		for (int o = 0; o < plan->n_paths; o++) {
 			uint32_t n = 0;
-			for (int i = 0; i < plan->n; i++) {
+			for (int i = from; i < plan->n; i++) {
 				const struct probe *p = &plan->probes[i];
 				if (p->path != plan->paths[o] || !prog_of_kind(progs[k], p->kind) || !want(p))
 					continue;
@@ -282,10 +284,11 @@ static int pass_prog(int pass, enum ht_spec_kind kind)
 	return pass == 1 ? PROG_ALLOC_RETURN : pass == 2 ? PROG_ALLOC_ENTER : -1;
 }
 
-static int attach_each(const struct probe_plan *plan, struct tracer *tr, pid_t pid, bool (*want)(const struct probe *))
+static int attach_each(const struct probe_plan *plan, int from, struct tracer *tr, pid_t pid,
+		       bool (*want)(const struct probe *))
 {
 	for (int pass = 0; pass < 3; pass++) {
-		for (int k = 0; k < plan->n; k++) {
+		for (int k = from; k < plan->n; k++) {
 			const struct probe *p = &plan->probes[k];
 			int prog = want(p) ? pass_prog(pass, p->kind) : -1;
 			int err = prog < 0 ? 0 : tracer_attach(tr, prog, p->path, p->offset, p->spec, pid);
@@ -317,7 +320,7 @@ static void say_stub(const struct probe *p)
 
 int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	int err = tr->multi ? attach_multi(plan, tr, pid, fell_back) : attach_each(plan, tr, pid, fell_back);
+	int err = tr->multi ? attach_multi(plan, 0, tr, pid, fell_back) : attach_each(plan, 0, tr, pid, fell_back);
 
 	if (err) {
 		ht_err("cannot attach uprobes: %s", strerror(-err));
@@ -332,7 +335,7 @@ int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
 	bool first = !tr->n_links && !tr->n_multi;      /* followed children repeat the same plan */
-	int err = tr->multi ? attach_multi(plan, tr, pid, uprobed) : attach_each(plan, tr, pid, uprobed);
+	int err = tr->multi ? attach_multi(plan, 0, tr, pid, uprobed) : attach_each(plan, 0, tr, pid, uprobed);
 
 	if (err == -EOPNOTSUPP)
 		return 1;
@@ -357,6 +360,36 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 		ht_info("attached with %s", tr->session ? "uprobe_multi links, allocators as uprobe sessions" :
 					    tr->multi ? "uprobe_multi links" : "one perf event per probe");
 	return 0;
+}
+
+int probes_attach_new(const struct probe_plan *plan, int from, struct tracer *tr, pid_t pid)
+{
+	int err = tr->multi ? attach_multi(plan, from, tr, pid, uprobed) : attach_each(plan, from, tr, pid, uprobed);
+
+	if (err) {
+		if (tr->multi)
+			ht_err("cannot attach uprobes: %s", strerror(-err));
+		return -1;
+	}
+	for (int k = from; k < plan->n; k++) {
+		const struct probe *p = &plan->probes[k];
+		if (!p->stub)
+			ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s (PID %d)", p->func, p->path, p->offset, p->func,
+				p->delta, p->where.insn, p->where.why, pid);
+	}
+	return 0;
+}
+
+bool probes_have_object(const struct probe_plan *plan, const char *path)
+{
+	struct stat a, b;
+	bool have = stat(path, &a);     /* a file we cannot see is no new object to probe */
+
+	/* By inode: /lib/x86_64-linux-gnu/libc.so.6 and /usr/lib/... are one file, probed once. */
+	for (int i = 0; i < plan->n_paths && !have; i++)
+		have = !strcmp(plan->paths[i], path) ||
+		       (!stat(plan->paths[i], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+	return have;
 }
 
 void probes_print(const struct probe_plan *plan, FILE *f)

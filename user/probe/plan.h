@@ -68,6 +68,16 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
  */
 int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid);
 
+/*
+ * Probes plan->probes[from ..] added after the tracer was loaded (a new
+ * program's allocator), attached for one process; their descriptors must
+ * be in the tracer already (tracer_set_specs).  0 or -1 (printed).
+ */
+int probes_attach_new(const struct probe_plan *plan, int from, struct tracer *tr, pid_t pid);
+
+/* Does the plan probe functions of this object? */
+bool probes_have_object(const struct probe_plan *plan, const char *path);
+
 /* The plan as lines "FUNC PATH 0xOFFSET +DELTA KIND `INSN` WHY", for scripts (--list-probes). */
 void probes_print(const struct probe_plan *plan, FILE *f);
 

@@ -92,6 +92,72 @@ static char *resolve_command(const char *cmd, int *err)
 	return NULL;
 }
 
+/*
+ * The ELF file the kernel runs for path: itself, or the interpreter of its
+ * "#!" line (absolute, or relative to the current directory, as the
+ * kernel opens it), recursively; a file that is neither is run by /bin/sh
+ * (*sh set), as execvp and the shell do.  The kernel's own depth limit is
+ * 4 interpreters.  NULL with the error printed and *rc heaptrace's exit code.
+ */
+static char *resolve_image(const char *cmd, const char *path, bool *sh, int *rc)
+{
+	char cur[4096];
+
+	*sh = false;
+	*rc = 126;
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (int depth = 0; depth <= 4; depth++) {
+		char head[256];
+		ssize_t n = -1;
+		int fd = open(cur, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			n = read(fd, head, sizeof(head) - 1);
+			close(fd);
+		}
+		if (n < 0) {
+			ht_err("%s: cannot read %s: %s", cmd, cur, strerror(errno));
+			return NULL;
+		}
+		head[n] = '\0';
+		if (n >= 4 && !memcmp(head, "\177ELF", 4)) {
+			/* The file itself, as /proc/PID/exe will name it (and ld.so's $ORIGIN is its directory). */
+			char *real = realpath(cur, NULL);
+			return real ? real : strdup(cur);
+		}
+		if (n < 2 || head[0] != '#' || head[1] != '!') {
+			/* ENOEXEC: a shell script without "#!" (or a file no shell can run: sh says so). */
+			if (*sh) {
+				ht_err("%s: /bin/sh is not an ELF file", cmd);
+				return NULL;
+			}
+			*sh = true;
+			snprintf(cur, sizeof(cur), "/bin/sh");
+			continue;
+		}
+		/* "#!INTERP [ARG]": the interpreter ends at the first blank. */
+		char *p = head + 2 + strspn(head + 2, " \t");
+		size_t len = strcspn(p, " \t\n");
+		if (!p[len] && (size_t)n == sizeof(head) - 1) {
+			ht_err("%s: its #! line is too long", cmd);
+			return NULL;
+		}
+		if (!len) {
+			ht_err("%s: its #! line names no interpreter", cmd);
+			return NULL;
+		}
+		p[len] = '\0';
+		if (access(p, X_OK)) {
+			/* As bash words it. */
+			ht_err("%s: %s: bad interpreter: %s", cmd, p, strerror(errno));
+			return NULL;
+		}
+		snprintf(cur, sizeof(cur), "%s", p);
+	}
+	ht_err("%s: too many levels of #! interpreters", cmd);
+	return NULL;
+}
+
 static pid_t open_pidfd(pid_t pid)
 {
 	return syscall(SYS_pidfd_open, pid, 0);
@@ -109,7 +175,47 @@ int target_prepare(struct target *t, char *const argv[])
 		ht_err("%s: %s", argv[0], err == ENOENT ? "command not found" : strerror(err));
 		return err == ENOENT ? 127 : 126;
 	}
+	bool sh;
+	int rc;
+	if (!(t->image = resolve_image(argv[0], t->exe, &sh, &rc)))
+		return rc;
+	t->script = sh || strcmp(t->image, t->exe);
+	if (t->script) {
+		/* A link to an ELF file is no script: the real paths are the same. */
+		char *real = realpath(t->exe, NULL);
+		t->script = sh || !real || strcmp(real, t->image);
+		free(real);
+	}
+	t->name = strdup(t->exe);
+	if (sh) {
+		/* execvp's way: /bin/sh FILE ARG...; built now, since the child must not malloc. */
+		size_t n = 0;
+		while (argv[n])
+			n++;
+		if (!(t->sh_argv = calloc(n + 2, sizeof(char *))))
+			return 1;
+		t->sh_argv[0] = "/bin/sh";
+		t->sh_argv[1] = t->exe;
+		for (size_t i = 1; i < n; i++)
+			t->sh_argv[i + 1] = argv[i];
+	}
 	return 0;
+}
+
+bool target_exec(struct target *t)
+{
+	char *image = proc_exe(t->pid), *name = proc_program_name(t->pid);
+
+	if (!image || !name) {
+		free(image);
+		free(name);
+		return false;
+	}
+	free(t->image);
+	free(t->name);
+	t->image = image;
+	t->name = name;
+	return true;
 }
 
 int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
@@ -145,6 +251,8 @@ int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
 		if (read(pipefd[0], &go, 1) != 1)
 			_exit(1);
 		execv(t->exe, argv);
+		if (errno == ENOEXEC && t->sh_argv)
+			execv(t->sh_argv[0], t->sh_argv);
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	close(pipefd[0]);
@@ -192,6 +300,9 @@ int target_attach(struct target *t, pid_t pid)
 		       errno == EACCES || errno == EPERM ? " (run as root or as the process's owner)" : "");
 		return 1;
 	}
+	t->image = strdup(t->exe);
+	if (!(t->name = proc_program_name(pid)))
+		t->name = strdup(t->exe);
 	t->pidfd = open_pidfd(pid);
 	snprintf(t->root, sizeof(t->root), "/proc/%d/root", pid);
 	target_refresh_maps(t);
@@ -230,6 +341,9 @@ void target_free(struct target *t)
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	free(t->exe);
+	free(t->image);
+	free(t->name);
+	free(t->sh_argv);
 	free(t->maps);
 	memset(t, 0, sizeof(*t));
 }

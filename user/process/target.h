@@ -12,7 +12,17 @@ struct target {
 	bool launched;      /* our child, held before execve until target_start() */
 	int go_fd;          /* launched: writing to it lets the child exec */
 	int pidfd;          /* readable once the process has exited */
-	char *exe;          /* executable path (launched: resolved from PATH) */
+	char *exe;          /* executable path (launched: resolved from PATH, maybe a script or a link; -p: the real file) */
+	/*
+	 * The ELF file the process runs: launched, the command itself or the
+	 * interpreter its "#!" line names (resolved like the kernel does) or
+	 * /bin/sh for a script without one, as execvp runs it; after an exec,
+	 * the new program's file.
+	 */
+	char *image;
+	bool script;        /* launched: image is an interpreter the command names (#!), or /bin/sh */
+	char *name;         /* the program as the user knows it (the path it was executed by), for profiles and -v */
+	char **sh_argv;     /* launched: /bin/sh FILE ARG..., for a file the kernel cannot execute (ENOEXEC) */
 	char *maps;         /* /proc/PID/maps as last captured while the process lived */
 	bool exited;        /* we reaped it (launched) or saw it go (-p) */
 	int status;         /* launched: wait status once exited */
@@ -31,7 +41,10 @@ struct target {
  */
 int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr);
 
-/* The first half of target_launch: resolve the command, start nothing. */
+/*
+ * The first half of target_launch: resolve the command as the shell would
+ * (PATH, then "#!" interpreters, recursively, or /bin/sh), start nothing.
+ */
 int target_prepare(struct target *t, char *const argv[]);
 int target_attach(struct target *t, pid_t pid);
 int target_start(struct target *t);
@@ -50,6 +63,12 @@ char *target_maps_copy(struct target *t);
  * launched command's exec.  The last copy if the process is gone.
  */
 char *target_maps_now(struct target *t);
+
+/*
+ * The process executed a new program (it is stopped at the exec): its
+ * image and name from /proc.  Returns true when that read worked.
+ */
+bool target_exec(struct target *t);
 
 /* heaptrace's exit code for a launched command's wait status, like time(1). */
 int target_exit_code(const struct target *t);

@@ -15,7 +15,7 @@
 
 static int ptrace_options(const struct tracee *tc)
 {
-	return PTRACE_O_TRACEEXIT | (tc->on_exec ? PTRACE_O_TRACEEXEC : 0) |
+	return PTRACE_O_TRACEEXIT | (tc->on_exec || tc->on_child_exec ? PTRACE_O_TRACEEXEC : 0) |
 	       (tc->follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE : 0);
 }
 
@@ -206,10 +206,12 @@ static void on_new_process(struct tracee *f, pid_t parent_tid, pid_t child)
 		if (!k->slot)
 			k->slot = NO_SLOT;
 	}
-	if (k->slot == NO_SLOT)
+	if (k->slot == NO_SLOT) {
 		f->not_followed++;
-	else
+	} else {
 		refresh_kid_maps(k);
+		k->name = proc_program_name(child);
+	}
 	/* Its first stop may have come before this event: then it waits for us. */
 	struct tracee_tid *ct = find_tid(f, child);
 	if (ct && ct->held) {
@@ -305,11 +307,23 @@ void tracee_reap(struct tracee *f, bool wait)
 			ptrace(PTRACE_CONT, r, 0, 0);
 			break;
 		}
-		case PTRACE_EVENT_EXEC:
-			if (f->on_exec && tgid_of(r) == t->pid)
+		case PTRACE_EVENT_EXEC: {
+			/* r is the thread group's leader now, whichever thread called execve. */
+			struct tracee_child *k = find_kid(f, r);
+			if (f->on_exec && tgid_of(r) == t->pid) {
 				f->on_exec(f->hook_arg, r);
+			} else if (f->on_child_exec && k && k->slot != NO_SLOT) {
+				refresh_kid_maps(k);
+				char *name = proc_program_name(r);
+				if (name) {
+					free(k->name);
+					k->name = name;
+				}
+				f->on_child_exec(f->hook_arg, k);
+			}
 			ptrace(PTRACE_CONT, r, 0, 0);
 			break;
+		}
 		case PTRACE_EVENT_STOP:
 			/*
 			 * A group-stop (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU): stay
@@ -330,8 +344,10 @@ void tracee_reap(struct tracee *f, bool wait)
 
 void tracee_free(struct tracee *f)
 {
-	for (size_t i = 0; i < f->n_kids; i++)
+	for (size_t i = 0; i < f->n_kids; i++) {
 		free(f->kids[i].maps);
+		free(f->kids[i].name);
+	}
 	free(f->kids);
 	free(f->tids);
 	f->kids = NULL;

@@ -20,6 +20,7 @@ struct tracee_child {
 	pid_t parent;
 	uint32_t slot;          /* the BPF side's process slot; 0: not traced */
 	char *maps;             /* /proc/PID/maps as last read while it lived */
+	char *name;             /* the program it runs, as its user knows it (proc_program_name) */
 	bool exited;
 };
 
@@ -52,6 +53,12 @@ struct tracee {
 	 */
 	void (*on_exec)(void *arg, pid_t tid);
 	bool (*on_trap)(void *arg, pid_t tid);
+	/*
+	 * A followed child's exec, stopped before the new program's first
+	 * instruction, its maps and name read afresh (k).  Exec events are
+	 * asked for when on_exec or on_child_exec is set.
+	 */
+	void (*on_child_exec)(void *arg, struct tracee_child *k);
 	void *hook_arg;
 };
 

@@ -48,6 +48,7 @@ struct profile {
 	double min_age;                 /* >0: in-use counts only blocks live at least this long (s) */
 	bool is_diff;                   /* counters are changes between two profiles */
 	const char *command;            /* the target's command line, for the record */
+	const char *name;               /* the program, as its user knows it (the path it was executed by); may be NULL */
 	bool snapshot;                  /* one of a series (-i), to be compared with the others */
 	/*
 	 * --sample-rate: the counters are estimates from allocations sampled

@@ -72,6 +72,7 @@ void snapshot_tick(void *arg)
 		ss->failed++;
 		return;
 	}
+	p.name = ss->t->name;
 	snapshot_write(ss, &p);
 	profile_free(&p);
 }

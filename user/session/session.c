@@ -24,6 +24,7 @@
 #include "profile/profile.h"
 #include "serve/http.h"
 #include "serve/snapshot.h"
+#include "session/exec.h"
 #include "session/monitor.h"
 #include "session/session.h"
 #include "tracer/tracer.h"
@@ -42,6 +43,8 @@ struct session {
 	struct inject in;       /* the in-process fast path; in.n: functions given to it */
 	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
 	bool stopped;           /* tracing is over: later children run untraced */
+	struct exec_follow ex;  /* following execs: what is attached for each process */
+	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
 };
 
 static double now_ms(void)
@@ -104,12 +107,62 @@ static void stub_counters(void *arg, uint64_t counters[HT_COUNTER_MAX])
 	inject_counters(arg, counters);
 }
 
-/* A launched command's exec: arm the loader's breakpoint (or install now: a static program). */
+/* The root prefix that reaches a process's files: our own for a launched command's tree. */
+static void proc_root(const struct session *s, pid_t pid, char *buf, size_t len)
+{
+	if (s->t.launched)
+		snprintf(buf, len, "%s", "");
+	else
+		snprintf(buf, len, "/proc/%d/root", pid);
+}
+
+/*
+ * The target executed a new program (after a launched command's own
+ * execve: its script's interpreter, a wrapper like env, a shim): trace
+ * that one, with its tables, its allocator and its name.
+ */
+static void follow_target_exec(struct session *s)
+{
+	struct target *t = &s->t;
+	char root[64], what[8400];
+
+	proc_root(s, t->pid, root, sizeof(root));
+	target_exec(t);
+	target_refresh_maps(t);
+	exec_follow(&s->ex, t->pid, 0, t->maps, root);
+	/* Only now: whoever reads this line may rely on the new program's tables and probes. */
+	exec_describe(what, sizeof(what), t->name, t->image);
+	ht_info("tracing PID %d: now %s", t->pid, what);
+}
+
+/* --follow-fork: a child executed a new program (a compiler driver's cc1, say): the same for it. */
+static void on_child_exec(void *arg, struct tracee_child *k)
+{
+	struct session *s = arg;
+	char root[64], *image = proc_exe(k->pid), what[8400];
+
+	if (s->stopped)
+		return;
+	proc_root(s, k->pid, root, sizeof(root));
+	exec_follow(&s->ex, k->pid, k->slot, k->maps, root);
+	exec_describe(what, sizeof(what), k->name, image);
+	free(image);
+	ht_info("following child PID %d: now %s", k->pid, what);
+}
+
+/*
+ * The target's exec: a launched command's first is its own (planned
+ * before it started); later ones are followed.  Then the fast path: arm
+ * the loader's breakpoint (or install now: a static program).
+ */
 static void on_exec(void *arg, pid_t tid)
 {
 	struct session *s = arg;
 	struct remote r;
 
+	if (!s->stopped && (!s->t.launched || s->target_execs))
+		follow_target_exec(s);
+	s->target_execs++;
 	if (!s->in.n)
 		return;
 	/* A later exec replaced the image: the stub and its patches went with it; the same functions again. */
@@ -230,6 +283,7 @@ static uint32_t trace_child(void *arg, pid_t child, uint32_t parent_slot)
 		ht_err("--follow-fork: cannot trace child PID %d", child);
 		return 0;
 	}
+	s->ex.upto[slot] = s->plan.n;
 	s->next_slot++;
 	ht_info("following child PID %d", child);
 	return slot;
@@ -258,9 +312,11 @@ static int write_children(struct session *s)
 			rc = 1;
 			continue;
 		}
+		p.name = k->name;
 		if (p.totals.execs)
-			ht_err("child PID %d executed a new program: %" PRIu64 " live blocks of the old one were "
-			       "dropped; tracing went on in the new one", k->pid, (uint64_t)p.totals.exec_dropped);
+			ht_err("child PID %d executed a new program (%s): %" PRIu64 " live blocks of the old one were "
+			       "dropped; its profile is the new one's", k->pid, k->name ? k->name : "?",
+			       (uint64_t)p.totals.exec_dropped);
 		if (output_file(path, o->format, &p, o->value, o->top)) {
 			ht_err("cannot write the profile of child PID %d to %s: %s", k->pid, path, strerror(errno));
 			rc = 1;
@@ -301,6 +357,9 @@ static enum ht_stack_mode plan_unwind(struct session *s)
 	}
 	s->t.maps_changed = maps_changed;
 	s->t.maps_changed_arg = &s->uw;
+	/* Programs executed later need room for their tables: a script's, a compiler driver's children. */
+	s->uw.execs = o->follow_fork || s->t.script;
+	s->ex.uw = &s->uw;
 	return HT_STACK_DWARF;
 }
 
@@ -365,7 +424,13 @@ static int attach(struct session *s, double t0)
 		ht_info("sampling one allocation per %" PRIu64 " bytes on average; %s", o->sample_rate,
 			s->tr.session ? "unsampled calls skip their return probe (uprobe sessions)" :
 					"unsampled calls still take their return probe");
-	ht_info("tracing PID %d (%s), attached in %.1f ms", t->pid, t->exe, now_ms() - t0);
+	s->ex.upto[0] = s->plan.n;
+	char what[8400];
+	if (t->script)
+		snprintf(what, sizeof(what), "%s, run by %s", t->name, t->image);
+	else
+		exec_describe(what, sizeof(what), t->name, t->image);
+	ht_info("tracing PID %d (%s), attached in %.1f ms", t->pid, what, now_ms() - t0);
 	return 0;
 }
 
@@ -428,10 +493,19 @@ static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
 		snapshots_free(ss);
 		return 1;
 	}
+	prof.name = t->name;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
 	report_counters(&s->src);
-	/* A launched command's own first execve is ours, not news. */
-	if (prof.totals.execs > (t->launched ? 1u : 0u))
+	/*
+	 * A launched command's own first execve is ours, not news, and so are
+	 * the execs followed (a script's interpreter, a wrapper): -v said them.
+	 */
+	unsigned own = t->launched ? 1u : 0u;
+	if (prof.totals.execs > own && s->target_execs > own)
+		ht_info("PID %d executed %" PRIu64 " programs; the profile is the last one's (%" PRIu64
+			" live blocks of the others dropped)", t->pid, (uint64_t)prof.totals.execs,
+			(uint64_t)prof.totals.exec_dropped);
+	else if (prof.totals.execs > own)
 		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
 		       "tracing went on in the new one", t->pid, (uint64_t)prof.totals.exec_dropped);
 	t1 = now_ms();
@@ -442,6 +516,7 @@ static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
 		/* snapshot_write kept the profile as the previous one */
 		prof = ss->prev;
 		prof.maps = t->maps;
+		prof.name = t->name;
 		ss->have_prev = false;
 	} else {
 		rc = output_write(out, o->format, &prof, o->value, o->top) ? 1 : 0;
@@ -558,6 +633,7 @@ int session_run(struct trace_opts *o)
 	int rc = 1;
 
 	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = trace_child, .arg = &s };
+	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr };
 	s.in.file_fd = -1;
 	if (check_output(o, &out))
 		return 1;
@@ -576,11 +652,15 @@ int session_run(struct trace_opts *o)
 		goto done;
 	}
 	plan_inject(&s);
-	if (o->argv && s.in.n) {
+	/* Execs are followed wherever heaptrace is the tracer: a launched command, a --follow-fork tree. */
+	if (o->argv || o->follow_fork) {
 		s.tc.on_exec = on_exec;
-		s.tc.on_trap = on_trap;
 		s.tc.hook_arg = &s;
 	}
+	if (o->follow_fork)
+		s.tc.on_child_exec = on_child_exec;
+	if (o->argv && s.in.n)
+		s.tc.on_trap = on_trap;
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
 	bool profile_on_stdout = !o->output && (!o->interval || (o->format == FMT_TOP && isatty(STDOUT_FILENO)));
 	if (o->argv) {

@@ -60,7 +60,7 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 	skel->rodata->follow_fork = cfg->follow_fork;
 	skel->rodata->multi_links = cfg->multi;
 	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
-	memcpy(skel->rodata->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
+	memcpy((void *)skel->bss->specs, cfg->specs, cfg->n_specs * sizeof(*cfg->specs));
 
 	skel->rodata->max_depth = cfg->max_depth;
 	skel->rodata->peak_step = cfg->peak_step;
@@ -359,4 +359,68 @@ void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t)
 {
 	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &proc, t))
 		memset(t, 0, sizeof(*t));
+}
+
+int tracer_set_specs(struct tracer *tr, const struct ht_alloc_spec *specs, int from, int n)
+{
+	if (from < 0 || from + n > HT_MAX_SPECS || !tr->skel->bss)
+		return -1;
+	memcpy((void *)&tr->skel->bss->specs[from], &specs[from], n * sizeof(*specs));
+	return 0;
+}
+
+/* Every key of a hash map whose process slot (at proc_off) is slot, deleted. */
+static size_t forget_keys(int fd, size_t ksz, size_t proc_off, uint32_t slot)
+{
+	char *keys = NULL, *g;
+	size_t n = 0, cap = 0, gone = 0;
+	char key[32], last[32], *prev = NULL;
+
+	/* Keys first, then the deletions: a deleted key would restart get_next_key. */
+	while (!bpf_map_get_next_key(fd, prev, key)) {
+		uint32_t proc;
+		memcpy(&proc, key + proc_off, sizeof(proc));
+		if (proc == slot) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 256;
+				if (!(g = realloc(keys, cap * ksz)))
+					break;
+				keys = g;
+			}
+			memcpy(keys + n++ * ksz, key, ksz);
+		}
+		prev = last;
+		memcpy(prev, key, ksz);
+	}
+	for (size_t i = 0; i < n; i++)
+		gone += !bpf_map_delete_elem(fd, keys + i * ksz);
+	free(keys);
+	return gone;
+}
+
+size_t tracer_forget_proc(struct tracer *tr, uint32_t slot)
+{
+	struct heaptrace *skel = tr->skel;
+	int fd = bpf_map__fd(skel->maps.totals);
+	struct ht_totals t, fresh = { 0 };
+	size_t gone = 0;
+
+	_Static_assert(sizeof(struct ht_site_key) <= 32 && sizeof(struct ht_arena_site_key) <= 32 &&
+		       sizeof(struct ht_arena_key) <= 32, "keys fit forget_keys' buffers");
+	if (bpf_map_lookup_elem(fd, &slot, &t))
+		return 0;
+	/* Nothing was ever in use: nothing was recorded (saves reading every key in a busy tree). */
+	if (t.peak_bytes || t.inuse_objects) {
+		gone = forget_keys(bpf_map__fd(skel->maps.sites), sizeof(struct ht_site_key),
+				   offsetof(struct ht_site_key, proc), slot);
+		forget_keys(bpf_map__fd(skel->maps.arena_sites), sizeof(struct ht_arena_site_key),
+			    offsetof(struct ht_arena_site_key, proc), slot);
+		forget_keys(bpf_map__fd(skel->maps.arenas), sizeof(struct ht_arena_key),
+			    offsetof(struct ht_arena_key, proc), slot);
+	}
+	/* A new program, a new peak; its execs stay counted. */
+	fresh.execs = t.execs;
+	fresh.exec_dropped = t.exec_dropped;
+	bpf_map_update_elem(fd, &slot, &fresh, BPF_ANY);
+	return gone;
 }

@@ -98,6 +98,17 @@ void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t);
 int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent);
 uint32_t tracer_max_stacks(const struct tracer *tr);
 
+/* Descriptors specs[from .. from+n) into the loaded object, before any link carries their cookies.  0 or -1. */
+int tracer_set_specs(struct tracer *tr, const struct ht_alloc_spec *specs, int from, int n);
+
+/*
+ * A process slot's stacks, arenas, totals and peak, gone: its process
+ * executed a new program (stopped at the exec, its blocks already dropped),
+ * whose profile starts afresh.  Its exec counts stay.  Returns the stacks
+ * forgotten.
+ */
+size_t tracer_forget_proc(struct tracer *tr, uint32_t slot);
+
 /* Bytes of a stored stack of max_depth frames (a prefix of struct ht_stack). */
 uint32_t tracer_stack_size(uint32_t max_depth);
 uint32_t tracer_stack_value_size(const struct tracer *tr);

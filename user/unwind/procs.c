@@ -17,6 +17,11 @@
 
 /* Libraries a process may dlopen later: room for this many rows beyond the initial tables. */
 #define HEADROOM_ROWS (512 * 1024)
+/*
+ * Programs executed later (u->execs): room for a compiler's (gcc's cc1 and
+ * its libraries hold 600,000 rows, cc1plus more) and what it runs, 32 MiB.
+ */
+#define EXEC_HEADROOM_ROWS (2048 * 1024)
 
 /* Array map elements are 8-byte aligned: a row takes 16 bytes in the mmapped array. */
 struct map_row {
@@ -173,7 +178,7 @@ void unwind_add_objects(struct unwind *u, char *const *paths, int n)
 
 size_t unwind_capacity(const struct unwind *u)
 {
-	return u->rows + HEADROOM_ROWS;
+	return u->rows + (u->execs ? EXEC_HEADROOM_ROWS : HEADROOM_ROWS);
 }
 
 int unwind_load(struct unwind *u, struct tracer *tr)
@@ -215,7 +220,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
  * thread holds the mmap lock, as malloc's arena growth does all the time
  * in a busy threaded program.  Mappings met later still go through it.
  */
-static void populate(struct unwind *u, const char *maps, const char *root)
+static void populate(struct unwind *u, uint32_t slot, const char *maps, const char *root)
 {
 	static struct ht_unwind_proc p;
 	struct map_entry e;
@@ -228,6 +233,10 @@ static void populate(struct unwind *u, const char *maps, const char *root)
 			continue;
 		snprintf(path, sizeof(path), "%s%s", root, e.path);
 		const struct unwind_object *o = find(u, path, NULL);
+		struct ht_unwind_object_key key;
+		/* Another process's view of a known file (/proc/PID/root/...): by inode. */
+		if (!o && !unwind_object_key(path, &key))
+			o = find(u, path, &key);
 		if (!o)
 			continue;
 		struct ht_unwind_module *m = &p.mods[p.n++];
@@ -240,7 +249,7 @@ static void populate(struct unwind *u, const char *maps, const char *root)
 		}
 		m->ready = 1;
 	}
-	tracer_unwind_set(u->tr, 0, &p);
+	tracer_unwind_set(u->tr, slot, &p);
 }
 
 void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
@@ -284,12 +293,25 @@ void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
 	 * The target's cache is replaced by the map's view in one update, not
 	 * emptied first: an empty cache sends every stack to bpf_find_vma.
 	 */
-	populate(u, maps_start, root);
+	populate(u, 0, maps_start, root);
 	tracer_unwind_flush(u->tr, 1);
 	if (u->rows == rows)
 		return;
 	/* Only now: whoever reads this line may rely on the tables being in force. */
 	ht_info("unwind tables for %zu objects mapped since the start (%zu rows)", u->n - before, u->rows - rows);
+}
+
+void unwind_exec(struct unwind *u, uint32_t slot, char *const *paths, int n, const char *maps, const char *root)
+{
+	size_t before = u->n, rows = u->rows;
+
+	if (!u->map)
+		return;
+	unwind_add_objects(u, paths, n);
+	if (u->rows != rows)
+		ht_info("unwind tables for %zu objects of a new program (%zu rows)", u->n - before, u->rows - rows);
+	/* The old program's code mappings go from the slot's cache; the new one's are in it. */
+	populate(u, slot, maps, root);
 }
 
 void unwind_free(struct unwind *u)

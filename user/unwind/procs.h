@@ -35,6 +35,7 @@ struct unwind {
 	double build_ms;
 	size_t from_cache;
 	uint64_t code_maps;             /* a hash of the code mappings last seen: cached by the BPF side */
+	bool execs;                     /* new programs may be executed (a script, --follow-fork): more room */
 };
 
 /*
@@ -55,6 +56,14 @@ int unwind_load(struct unwind *u, struct tracer *tr);
  * side's caches of code mappings started afresh when code moved.
  */
 void unwind_maps_changed(struct unwind *u, const char *maps, const char *root);
+
+/*
+ * The process in this slot executed a new program, stopped before its
+ * first instruction: tables for its objects (paths as seen from
+ * heaptrace; its libraries are not mapped yet), and the slot's cache of
+ * code mappings replaced with those of maps, the new image's.
+ */
+void unwind_exec(struct unwind *u, uint32_t slot, char *const *paths, int n, const char *maps, const char *root);
 
 void unwind_free(struct unwind *u);
 

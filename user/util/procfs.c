@@ -4,10 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/types.h>
 
 #include "util/procfs.h"
 
 char *read_text_file(const char *path)
+{
+	return read_file_len(path, NULL);
+}
+
+char *read_file_len(const char *path, size_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0, cap = 65536;
@@ -41,6 +47,8 @@ char *read_text_file(const char *path)
 	close(fd);
 	if (buf)
 		buf[len] = '\0';
+	if (size)
+		*size = buf ? len : 0;
 	return buf;
 }
 
@@ -62,4 +70,79 @@ bool maps_next(const char **pos, struct map_entry *e)
 		return true;
 	}
 	return false;
+}
+
+char *proc_exe(pid_t pid)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+char *proc_getenv(pid_t pid, const char *name)
+{
+	char path[64];
+	size_t len, nl = strlen(name);
+	char *env, *r = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	if (!(env = read_file_len(path, &len)))
+		return NULL;
+	for (char *v = env; v < env + len; v += strlen(v) + 1) {
+		if (!strncmp(v, name, nl) && v[nl] == '=') {
+			r = strdup(v + nl + 1);
+			break;
+		}
+	}
+	free(env);
+	return r;
+}
+
+/* path's last component is the kernel's comm of a process that executed it (15 characters at most). */
+static bool names_comm(const char *path, const char *comm)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return *comm && !strncmp(b, comm, 15) && strlen(comm) == (strlen(b) < 15 ? strlen(b) : 15);
+}
+
+char *proc_program_name(pid_t pid)
+{
+	char path[64], *comm, *args, *exe, *r = NULL;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (!(comm = read_text_file(path)))
+		return proc_exe(pid);
+	comm[strcspn(comm, "\n")] = '\0';
+	/*
+	 * The kernel names a process (comm) after the file it was executed
+	 * by, symbolic link or script, not the one it runs: the argument that
+	 * bears that name is the path the user knows.  A script's interpreter
+	 * comes before it: "/bin/sh ./run.sh", "/usr/bin/env python3 ./x.py".
+	 */
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	args = read_file_len(path, &len);
+	int i = 0;
+	for (char *a = args; a && a < args + len && i < 4 && !r; a += strlen(a) + 1, i++)
+		if (names_comm(a, comm))
+			r = strdup(a);
+	free(args);
+	if (!r && (exe = proc_exe(pid))) {
+		if (names_comm(exe, comm))
+			r = exe;
+		else
+			free(exe);
+	}
+	if (!r)
+		r = strdup(comm);
+	free(comm);
+	return r;
 }

@@ -3,6 +3,8 @@
 #define HT_PROCFS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 /* One line of a /proc/PID/maps text. */
 struct map_entry {
@@ -16,5 +18,22 @@ bool maps_next(const char **pos, struct map_entry *e);
 
 /* Read a whole (proc) file; NULL on error.  The size is not returned: proc files hold no NUL. */
 char *read_text_file(const char *path);
+
+/* The same, NULs and all (cmdline, environ): *size bytes, then a NUL; size may be NULL. */
+char *read_file_len(const char *path, size_t *size);
+
+/* The file a process runs (/proc/PID/exe), as the process's mount namespace names it; NULL if gone. */
+char *proc_exe(pid_t pid);
+
+/* A variable of a process's environment; NULL when unset or unreadable. */
+char *proc_getenv(pid_t pid, const char *name);
+
+/*
+ * The program a process runs, named as its user knows it: the path it was
+ * executed by (a symbolic link, a script), from its arguments, when it
+ * bears the process's name (comm); else the file it runs if that does;
+ * else its comm.  NULL when the process is gone.
+ */
+char *proc_program_name(pid_t pid);
 
 #endif

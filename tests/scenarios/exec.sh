@@ -1,0 +1,201 @@
+# shellcheck shell=bash
+# Area "exec" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# following execve (user/session/exec.c): scenarios script (a launched
+# command started as the shell would: PATH, "#!" interpreters, wrappers),
+# spawn (--follow-fork children that execute another program) and progname
+# (a process named as its user knows it).
+
+# ---------------------------------------------------------------------------
+# A launched command that is no ELF file runs as the shell would run it, and
+# the profile is the program that finally runs: the scripts below exec
+# t_entrypoints, whose numbers (expect_entrypoints4) must be exact, with no
+# other innermost frame: the interpreter's stacks are left out
+# (leafset4).  Events lines are not checked: they count the interpreter's
+# allocations too.
+#   ep.sh        #!/bin/sh, exec t_entrypoints
+#   ep-env       #!/usr/bin/env sh (an interpreter run by an interpreter),
+#                found on PATH, exec t_entrypoints; with --no-inject
+#   ep-nohash    no "#!" line: execvp and the shell run it with /bin/sh
+#   env FOO=1 t_entrypoints: a wrapper that is an ELF program itself
+#   ep-static.sh exec t_entrypoints built -static (here, as custom_static
+#                builds t_static), whose malloc is in the executable: probes
+#                for another allocator object at the exec
+#   bad-interp   #!/nonexistent: 126 and one line, as bash says it
+scenario_script() {
+	local d key
+	mkdir -p "$TMP/bin"
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$TB/t_entrypoints" >"$TMP/ep.sh"
+	printf '#!/usr/bin/env sh\nexec "%s" "$@"\n' "$TB/t_entrypoints" >"$TMP/bin/ep-env"
+	printf 'exec "%s" "$@"\n' "$TB/t_entrypoints" >"$TMP/ep-nohash"
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$TMP/t_entrypoints.static" >"$TMP/ep-static.sh"
+	printf '#!/nonexistent/interp\nexit 0\n' >"$TMP/bad-interp"
+	chmod +x "$TMP/ep.sh" "$TMP/bin/ep-env" "$TMP/ep-nohash" "$TMP/ep-static.sh" "$TMP/bad-interp"
+
+	profile4 sc.sh 0 "$TMP/ep.sh"
+	expect_entrypoints4 sc.sh
+	leafset4 sc.sh
+	# -v (the alloc_objects run) says which image is traced, first and after the exec.
+	key=sc.sh.alloc_objects
+	d=""
+	grep -qE "^heaptrace: tracing PID [0-9]+ \\($TMP/ep.sh, run by /[^ ]*sh\\), attached" "$TMP/$key.err" ||
+		d+="no 'tracing PID N (\$TMP/ep.sh, run by /.../sh)': $(grep -m1 'tracing PID' "$TMP/$key.err")"$'\n'
+	grep -qxE "heaptrace: tracing PID [0-9]+: now $TB/t_entrypoints" "$TMP/$key.err" ||
+		d+="no 'tracing PID N: now $(rel "$TB")/t_entrypoints'"$'\n'
+	grep -q 'executed a new program' "$TMP/$key.err" && d+="the script's own exec was reported as news"$'\n'
+	report "script: -v says 'tracing PID N (ep.sh, run by .../sh)', then 'now .../t_entrypoints'; no exec warning" "$d"
+
+	PATH="$TMP/bin:$PATH" profile4x sc.env 0 --no-inject -- ep-env
+	expect_entrypoints4 sc.env
+	leafset4 sc.env
+
+	profile4 sc.nohash 0 "$TMP/ep-nohash"
+	expect_entrypoints4 sc.nohash
+	leafset4 sc.nohash
+
+	profile4 sc.wrap 0 env FOO=1 "$TB/t_entrypoints"
+	expect_entrypoints4 sc.wrap
+	leafset4 sc.wrap
+
+	# Static glibc allocates for itself before main (not checked): whole stacks from main.
+	gcc -static -O0 -g -fno-omit-frame-pointer -fno-inline -o "$TMP/t_entrypoints.static" \
+		"$ROOT/tests/targets/t_entrypoints.c" 2>"$TMP/t_entrypoints.static.cc" ||
+		fail "script: gcc -static tests/targets/t_entrypoints.c" "$(cat "$TMP/t_entrypoints.static.cc")"
+	profile4 sc.static 0 "$TMP/ep-static.sh"
+	expect_entrypoints4 sc.static main
+	d=$(grep -m1 '^heaptrace: events:' "$TMP/sc.static.alloc_objects.err")
+	if [ -z "$d" ]; then
+		d="no events line"$'\n'$(ctx sc.static.alloc_objects)
+	else
+		d=$(grep -oE ' (unmatched_frees|missed_frees|returns_without_entry)=[1-9][0-9]*' <<<"$d")
+	fi
+	report "script: static/t_entrypoints via a script: no unmatched frees, missed frees or returns without entry (no probe twice)" "$d"
+
+	# The command's status is heaptrace's: the script's own.
+	printf '#!/bin/sh\nexit 7\n' >"$TMP/exit7.sh"
+	chmod +x "$TMP/exit7.sh"
+	ht sc.exit7 -o /dev/null -- "$TMP/exit7.sh"
+	check_rc sc.exit7 7 "script: a script's exit status 7 is heaptrace's"
+
+	ht sc.bad -o /dev/null -- "$TMP/bad-interp"
+	report "script: #!/nonexistent/interp: exit 126, one line: bad interpreter" \
+		"$(err_diag sc.bad 126 'bad-interp' '/nonexistent/interp: bad interpreter')"
+}
+
+# ---------------------------------------------------------------------------
+# --follow-fork children that execute another program, the way a compiler
+# driver runs cc1 (t_spawn vfork|fork PROG, see its source): the child gets
+# the new program's CFI tables, so the -O2 -fomit-frame-pointer programs of
+# build/tests/nofp/ have whole stacks in its profile, as when launched
+# (scenario unwind's numbers); the parent keeps its own (spawn_keep).
+spawn_child_file() {
+	fork_files "$1" | sed -n 1p | cut -d' ' -f2-
+}
+
+# spawn_run KEY MODE PROG: heaptrace -v --follow-fork, collapsed alloc_space,
+# over t_spawn MODE PROG; the parent's profile in KEY.prof, the child's
+# copied to KEY.child.out (for the helpers that read KEY.out).
+spawn_run() {
+	local key=$1 f
+	ht "$key" -v --follow-fork -f collapsed --value alloc_space -o "$TMP/$key.prof" -- "$TB/t_spawn" "$2" "$3"
+	f=$(spawn_child_file "$key")
+	if [ -n "$f" ] && [ -f "$f" ]; then cp "$f" "$TMP/$key.child.out"; else : >"$TMP/$key.child.out"; fi
+	cp "$TMP/$key.prof" "$TMP/$key.parent.out" 2>/dev/null || : >"$TMP/$key.parent.out"
+}
+
+scenario_spawn() {
+	local key d deep
+	deep="$(printf 'recurse;%.0s' {1..63})deep_leaf 4242"
+	for mode in vfork fork; do
+		key=sp.$mode
+		spawn_run $key $mode "$TB/nofp/t_deep"
+		check_rc $key 0 "spawn: t_spawn $mode nofp/t_deep under --follow-fork exits 0"
+		d=$([ "$(fork_files $key | wc -l)" = 1 ] || echo "$(fork_files $key | wc -l) child profiles, want 1")
+		grep -qxE "heaptrace: following child PID [0-9]+: now $TB/nofp/t_deep" "$TMP/$key.err" ||
+			d+=$'\n'"no 'following child PID N: now $(rel "$TB")/nofp/t_deep'"
+		report "$key: one child profile; -v says the child now runs nofp/t_deep" "$d"
+		# t_deep's numbers (scenario unwind): the deep line is 64 frames, the
+		# innermost of 301; shallow_leaf's stack reaches main.
+		uw_expect_line $key.child "$deep"
+		uw_expect_stack $key.child "main;shallow_leaf" 1717
+		leafset $key.child deep_leaf shallow_leaf
+		d=$(grep '^\[truncated\]' "$TMP/$key.child.out" | cut -c1-160)
+		report "$key: no stack of the child is [truncated]" "$d"
+		expect_events $key stacks_truncated=0
+		uw_expect_stack $key.parent "main;spawn_keep" 1111
+		leafset $key.parent spawn_keep
+	done
+
+	# A whole program: t_entrypoints' exact numbers, innermost frames and whole stacks from main.
+	key=sp.ep
+	spawn_run $key vfork "$TB/nofp/t_entrypoints"
+	check_rc $key 0 "spawn: t_spawn vfork nofp/t_entrypoints under --follow-fork exits 0"
+	d=""
+	for f in "ep_malloc 4000" "ep_calloc 600" "ep_realloc_grow 5000" "ep_realloc_big 400000" "ep_posix_memalign 2468" \
+		"ep_aligned_alloc 4096" "ep_valloc 6000" "ep_pvalloc 8192"; do
+		[ "$(stackval $key.child "main;${f% *}")" = "${f#* }" ] ||
+			d+="stacks ending main;${f% *}: $(stackval $key.child "main;${f% *}"), want ${f#* }"$'\n'
+	done
+	[ -n "$d" ] && d+=$(head -5 "$TMP/$key.child.out")
+	report "$key: the child's whole stacks from main (alloc_space): ep_malloc 4000 ... ep_pvalloc 8192" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# A program run by a symbolic link to it ($TMP/my-prog -> t_entrypoints; for
+# -p, $TMP/my-server -> t_wait): heaptrace names it by the link, as the
+# user typed it (the top report's "program:" line, -v), and keeps the real
+# file in the memory map it writes (pprof's MAPPED_LIBRARIES).
+scenario_progname() {
+	local key d tp hp
+	ln -sf "$TB/t_entrypoints" "$TMP/my-prog"
+	ln -sf "$TB/t_wait" "$TMP/my-server"
+
+	key=pn.top
+	ht $key -v -f top -- "$TMP/my-prog"
+	check_rc $key 0 "progname: heaptrace -f top \$TMP/my-prog exits 0"
+	d=""
+	[ "$(sed -n 2p "$TMP/$key.out")" = "  program:   $TMP/my-prog" ] ||
+		d+="line 2 of the report: '$(sed -n 2p "$TMP/$key.out")', want '  program:   \$TMP/my-prog'"$'\n'
+	grep -qE "^heaptrace: tracing PID [0-9]+ \\($TMP/my-prog -> $TB/t_entrypoints\\)," "$TMP/$key.err" ||
+		d+="no 'tracing PID N (\$TMP/my-prog -> $(rel "$TB")/t_entrypoints)': $(grep -m1 'tracing PID' "$TMP/$key.err")"$'\n'
+	report "progname: the top report says 'program: \$TMP/my-prog'; -v names the link and the file" "$d"
+
+	key=pn.pprof
+	ht $key -o "$TMP/$key.heap" -- "$TMP/my-prog"
+	d=$(rc_diag $key 0)
+	grep -qE " $TB/t_entrypoints\$" "$TMP/$key.heap" || d+="MAPPED_LIBRARIES does not name $(rel "$TB")/t_entrypoints"$'\n'
+	grep -q "my-prog" "$TMP/$key.heap" && d+="MAPPED_LIBRARIES names the link"$'\n'
+	report "progname: the pprof profile's memory map names the real file, not the link" "$d"
+
+	# -p: t_wait started by the link; its comm and argv[0] are the link's.
+	key=pn.p
+	mkfifo "$TMP/$key.fifo"
+	"$TMP/my-server" "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
+	tp=$!
+	# shellcheck disable=SC2034 # read by target_finishes (tests/lib.sh)
+	TPID=$tp
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$tp"; then
+		fail "progname: \$TMP/my-server (t_wait) starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tp"
+		return
+	fi
+	echo "heaptrace -v -f top -o \$TMP/$key.out -p PID" >"$TMP/$key.cmd"
+	timeout -k 5 "$(tmo)" "$HT" -v -f top -o "$TMP/$key.out" -p "$tp" 2>"$TMP/$key.err" </dev/null &
+	hp=$!
+	d=""
+	if wait_for "$TMP/$key.err" "^heaptrace: tracing PID $tp " 30 "$hp"; then
+		release $key
+		wait_for "$TMP/$key.tout" '^done$' 10 "$tp" || d+="the target did not run its traced phase"$'\n'
+		kill -INT "$hp"
+		wait_exit "$hp" 15 || { kill_tree "$hp"; d+="heaptrace still running 15 s after SIGINT"$'\n'; }
+	else
+		d+="heaptrace did not attach"$'\n'
+		kill_tree "$hp"
+	fi
+	target_finishes $key
+	d+=$FIN
+	grep -qE "^heaptrace: tracing PID $tp \\($TMP/my-server -> $TB/t_wait\\)," "$TMP/$key.err" ||
+		d+="no 'tracing PID $tp (\$TMP/my-server -> $(rel "$TB")/t_wait)': $(grep -m1 'tracing PID' "$TMP/$key.err")"$'\n'
+	[ "$(sed -n 2p "$TMP/$key.out")" = "  program:   $TMP/my-server" ] ||
+		d+="line 2 of the report: '$(sed -n 2p "$TMP/$key.out")', want '  program:   \$TMP/my-server'"$'\n'
+	report "progname: -p on a process started by a link: -v and the top report name the link (\$TMP/my-server)" "$d"
+}
