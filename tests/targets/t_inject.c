@@ -18,12 +18,13 @@
  *       use, under phase_keep, whatever the threads do meanwhile.
  *
  *   t_inject signals N
- *       One thread: N rounds of malloc/free of 100-1123 bytes while a
- *       timer sends SIGALRM every 50 us; the handler mallocs and frees 48
+ *       One thread: N rounds (and on until the handler ran 200 times) of
+ *       malloc/free of 100-1123 bytes while a
+ *       timer sends SIGALRM every 200 us; the handler mallocs and frees 48
  *       bytes (a size the main loop never uses, served from its own tcache
  *       bin, so glibc takes no lock the interrupted code may hold) and
- *       checks its pattern.  Prints "handler H errors N" and exits 0 when N
- *       is 0.
+ *       checks its pattern.  Prints "main M handler H errors N" and exits 0
+ *       when N is 0.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -202,9 +203,12 @@ static void on_alarm(int sig)
 	handled++;
 }
 
-NOINLINE static void signal_loop(long n)
+/* At least n rounds, and on until the handler ran 200 times (at most 100 x n rounds). */
+NOINLINE static long signal_loop(long n)
 {
-	for (long i = 0; i < n; i++) {
+	long i;
+
+	for (i = 0; (i < n || handled < 200) && i < 100 * n; i++) {
 		size_t sz = 100 + (i % 1024);
 		unsigned char *p = malloc(sz);
 		if (!p)
@@ -214,22 +218,24 @@ NOINLINE static void signal_loop(long n)
 			atomic_fetch_add(&errors, 1);
 		free(p);
 	}
+	return i;
 }
 
 static int do_signals(long n)
 {
 	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
-	struct itimerval it = { { 0, 50 }, { 0, 50 } };
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
 	char out[96];
 
 	/* The handler's size class in this thread's tcache before the first signal. */
 	free(malloc(48));
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &it, NULL);
-	signal_loop(n);
+	long rounds = signal_loop(n);
 	it = (struct itimerval){ { 0, 0 }, { 0, 0 } };
 	setitimer(ITIMER_REAL, &it, NULL);
-	snprintf(out, sizeof(out), "handler %ld errors %ld\n", (long)handled, atomic_load(&errors));
+	snprintf(out, sizeof(out), "main %ld handler %ld errors %ld\n", rounds, (long)handled,
+		 atomic_load(&errors));
 	say(out);
 	return atomic_load(&errors) ? 3 : 0;
 }
