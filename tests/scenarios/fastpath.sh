@@ -128,6 +128,7 @@ scenario_inject_cycles() {
 	wait_for "$TMP/$key.tout" "^phase 99 done$" 20 "$tpid"
 	kill -INT "$(pgrep -P "$HPID" | head -1)" 2>/dev/null
 	ht_bg_wait "$k" "$HPID" 30
+	cp "$TMP/$k.tout" "$TMP/$k.out"         # ht_bg's stdout: the profile
 	d=""
 	[ "$kills" = 20 ] || d+="$kills SIGKILLs, want 20"$'\n'
 	grep -q "still jumped to an earlier heaptrace's stub: restored" "$TMP/$k.err" ||
