@@ -51,6 +51,15 @@ static int open_mem(struct remote *r, pid_t pid)
 	return r->mem_fd < 0 ? -errno : 0;
 }
 
+/* waitpid for one thread, through EINTR: 0, or -errno. */
+static int wait_tid(pid_t tid, int *st)
+{
+	while (waitpid(tid, st, __WALL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
 /*
  * Wait until an interrupted thread is in its interrupt stop.  A signal
  * that arrives first is held back and sent again at the resume; a thread
@@ -59,13 +68,10 @@ static int open_mem(struct remote *r, pid_t pid)
 static int wait_stopped(struct remote *r, struct remote_thread *t)
 {
 	for (;;) {
-		int st;
-		pid_t w = waitpid(t->tid, &st, __WALL);
+		int st, err = wait_tid(t->tid, &st);
 
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
+		if (err)
+			return err;
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			if (t->tid == r->pid) {
 				r->exited = true;
@@ -264,12 +270,10 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &regs) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
 		return -errno;
 	for (;;) {
-		int st;
-		pid_t w = waitpid(t->tid, &st, __WALL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
+		int st, err = wait_tid(t->tid, &st);
+
+		if (err)
+			return err;
 		if (!WIFSTOPPED(st)) {
 			t->stopped = false;
 			return -ESRCH;
@@ -301,13 +305,12 @@ int remote_sync(struct remote *r)
 int remote_step(struct remote *r)
 {
 	struct remote_thread *t = &r->t[0];
-	int st;
+	int st, err;
 
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
 		return -errno;
-	while (waitpid(t->tid, &st, __WALL) < 0)
-		if (errno != EINTR)
-			return -errno;
+	if ((err = wait_tid(t->tid, &st)))
+		return err;
 	if (!WIFSTOPPED(st))
 		return -ESRCH;
 	if (WSTOPSIG(st) != SIGTRAP && !(st >> 16))
