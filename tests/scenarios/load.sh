@@ -126,8 +126,8 @@ scenario_stress() {
 	{ [ -n "$um" ] && [ "$um" -le 7184 ]; } || d+="unmatched_frees=${um:-<missing>}, want at most 7184 (glibc's tcache teardown)"$'\n'
 	report "stress: events agree with the profile (allocs = allocated, frees = allocated - in use); unmatched_frees=$um <= 7184" "$d"
 	rss=$(rl_peak_rss $key)
-	report "stress: heaptrace peak RSS ${rss:-?} KiB < 100000" \
-		"$([ -n "$rss" ] && [ "$rss" -lt 100000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
+	report "stress: heaptrace peak RSS ${rss:-?} KiB < 50000" \
+		"$([ -n "$rss" ] && [ "$rss" -lt 50000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
 
 	# The same run by function name (collapsed), in use and allocated.
 	local v want
@@ -238,6 +238,6 @@ scenario_soak() {
 		returns_without_entry=0 missed_returns=0 call_map_full=0 unmatched_frees=0 missed_frees=0 failed_allocs=0
 	local rss
 	rss=$(rl_peak_rss $key)
-	report "soak: heaptrace peak RSS ${rss:-?} KiB < 100000" \
-		"$([ -n "$rss" ] && [ "$rss" -lt 100000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
+	report "soak: heaptrace peak RSS ${rss:-?} KiB < 50000" \
+		"$([ -n "$rss" ] && [ "$rss" -lt 50000 ] || echo "no 'peak RSS' line or too much: '${rss}'")"
 }

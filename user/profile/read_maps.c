@@ -125,13 +125,61 @@ out:
 	return err;
 }
 
-/* Frames by stack hash: open addressing, filled from the stack map. */
+/*
+ * Frames by stack hash: open addressing, filled from the stack map.  The
+ * table grows with the stacks actually read, not with the map's capacity:
+ * sized for max_stacks it cost tens of MB of pages per profile even for a
+ * target with a handful of stacks (the free loop touched every slot).
+ */
 struct frames {
 	uint64_t *hash;
 	struct prof_stack *st;
-	size_t mask;
+	size_t mask, n;
 	uint32_t max_depth;
 };
+
+static size_t frames_slot(const struct frames *t, uint64_t h)
+{
+	size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask;
+
+	while (t->hash[i] && t->hash[i] != h)
+		i = (i + 1) & t->mask;
+	return i;
+}
+
+/* Keeps the load at most 1/2; slots = mask + 1 is a power of two. */
+static int frames_grow(struct frames *t)
+{
+	size_t slots = t->hash ? 2 * (t->mask + 1) : 1024;
+	struct frames g = { .mask = slots - 1, .n = t->n, .max_depth = t->max_depth };
+
+	g.hash = calloc(slots, sizeof(*g.hash));
+	g.st = calloc(slots, sizeof(*g.st));
+	if (!g.hash || !g.st) {
+		free(g.hash);
+		free(g.st);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; t->hash && i <= t->mask; i++) {
+		if (!t->hash[i])
+			continue;
+		size_t k = frames_slot(&g, t->hash[i]);
+		g.hash[k] = t->hash[i];
+		g.st[k] = t->st[i];
+	}
+	free(t->hash);
+	free(t->st);
+	*t = g;
+	return 0;
+}
+
+static void frames_free(struct frames *t)
+{
+	for (size_t i = 0; t->st && i <= t->mask; i++)
+		free(t->st[i].pcs);
+	free(t->hash);
+	free(t->st);
+}
 
 static int add_frames(const void *key, const void *value, void *arg)
 {
@@ -139,10 +187,13 @@ static int add_frames(const void *key, const void *value, void *arg)
 	const struct ht_stack *st = value;     /* only its first t->max_depth frames exist */
 	uint64_t h = *(const uint64_t *)key;
 	uint32_t depth = st->depth < t->max_depth ? st->depth : t->max_depth;
-	size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask;
 
-	while (t->hash[i])
-		i = (i + 1) & t->mask;
+	if (2 * (t->n + 1) > t->mask + 1 && frames_grow(t))
+		return -ENOMEM;
+	size_t i = frames_slot(t, h);
+	if (t->hash[i])
+		return 0;       /* a map yields each key once; be safe if it does not */
+	t->n++;
 	t->hash[i] = h;
 	t->st[i].depth = depth;
 	t->st[i].flags = st->flags;
@@ -155,10 +206,9 @@ static int add_frames(const void *key, const void *value, void *arg)
 
 static struct prof_stack *find_frames(struct frames *t, uint64_t h)
 {
-	for (size_t i = (h * 0x9e3779b97f4a7c15ull) & t->mask; t->hash[i]; i = (i + 1) & t->mask)
-		if (t->hash[i] == h)
-			return &t->st[i];
-	return NULL;
+	size_t i = frames_slot(t, h);
+
+	return t->hash[i] ? &t->st[i] : NULL;
 }
 
 struct join {
@@ -278,7 +328,6 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 {
 	const struct tracer *tr = src->tr;
 	struct frames t = { 0 };
-	size_t slots = 1024;
 	int err;
 
 	memset(p, 0, sizeof(*p));
@@ -294,21 +343,14 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 	tracer_totals(tr, proc, &p->totals);
 	p->now_ns = monotonic_ns();
 
-	while (slots < 2 * (size_t)tracer_max_stacks(tr))
-		slots <<= 1;
-	t.hash = calloc(slots, sizeof(*t.hash));
-	t.st = calloc(slots, sizeof(*t.st));
-	t.mask = slots - 1;
 	t.max_depth = (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t);
 	struct join j = { .p = p, .frames = &t, .aged = p->min_age > 0, .proc = proc };
-	err = !t.hash || !t.st ? -ENOMEM :
-	      read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), add_frames, &t);
+	err = frames_grow(&t);
+	if (!err)
+		err = read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), add_frames, &t);
 	if (!err)
 		err = read_map(tracer_sites_fd(tr), sizeof(struct ht_site_key), sizeof(struct ht_site), add_site, &j);
-	for (size_t i = 0; t.st && i < slots; i++)
-		free(t.st[i].pcs);
-	free(t.hash);
-	free(t.st);
+	frames_free(&t);
 	if (!err && j.aged) {
 		struct aged a = { .p = p, .born_before = p->now_ns - (uint64_t)(p->min_age * 1e9),
 				  .arenas_fd = tracer_arenas_fd(tr), .proc = proc };
