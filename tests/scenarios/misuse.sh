@@ -185,3 +185,88 @@ scenario_badinput() {
 		report "badinput: heaptrace $(rel "$args") -> exit $rc, one line with: $words" "$d"
 	done
 }
+
+# ---------------------------------------------------------------------------
+# Output files (issue: safe as root on a shared machine).  Another local user
+# plants things where root heaptrace will write: a FIFO must not block it, a
+# planted file in a sticky directory must not receive the profile, and a run
+# that fails must leave the previous file as it was.  A profile that cannot be
+# put in place is kept under its temporary name, never dropped.
+scenario_outfiles() {
+	local u=htout$$ dir d="" nopid f ino
+	nopid=$(free_pid)
+	if ! useradd -M -N -s /usr/sbin/nologin "$u" 2>"$TMP/of.useradd"; then
+		fail "outfiles: create test user $u" "$(cat "$TMP/of.useradd")"
+		return
+	fi
+	dir=$(mktemp -d /tmp/ht-sticky.XXXXXX)
+	chmod 1777 "$dir"
+	runuser -u "$u" -- mkfifo "$dir/fifo.heap"
+	runuser -u "$u" -- sh -c "echo planted >'$dir/planted.heap'; chmod 666 '$dir/planted.heap'"
+
+	ht of.fifo -o "$dir/fifo.heap" -- "$TB/t_pprof"
+	d=$(one_line_diag of.fifo)
+	{ [ "$RC" -ge 1 ] && [ "$RC" -le 123 ]; } || d+="exit status $RC, want an error (1-123)"$'\n'
+	grep -q 'not a regular file' "$TMP/of.fifo.err" || d+="stderr: $(head -1 "$TMP/of.fifo.err")"$'\n'
+	[ -p "$dir/fifo.heap" ] || d+="the FIFO was replaced"$'\n'
+	report "outfiles: -o at another user's FIFO -> refused at once (exit $RC), not blocked, FIFO untouched" "$d"
+
+	ht of.planted -o "$dir/planted.heap" -- "$TB/t_pprof"
+	d=$(one_line_diag of.planted)
+	{ [ "$RC" -ge 1 ] && [ "$RC" -le 123 ]; } || d+="exit status $RC, want an error (1-123)"$'\n'
+	grep -q "belongs to user $(id -u "$u") in the sticky directory" "$TMP/of.planted.err" ||
+		d+="stderr: $(head -1 "$TMP/of.planted.err")"$'\n'
+	[ "$(cat "$dir/planted.heap")" = planted ] || d+="the planted file was written"$'\n'
+	report "outfiles: -o at another user's file in a sticky directory -> refused, the file untouched" "$d"
+
+	# Failed runs keep what was there (a bad PID, a bad --sym).
+	echo data >"$TMP/of.keep"
+	ino=$(stat -c %i "$TMP/of.keep")
+	ht of.nopid -o "$TMP/of.keep" -p "$nopid"
+	ht of.badsym -o "$TMP/of.keep" --sym nosuchsym_xyz -- "$TB/t_pprof"
+	d=""
+	[ "$(cat "$TMP/of.keep")" = data ] || d+="of.keep now holds: $(head -c 80 "$TMP/of.keep")"$'\n'
+	[ "$(cat "$TMP/of.nopid.rc")" != 0 ] && [ "$(cat "$TMP/of.badsym.rc")" != 0 ] ||
+		d+="exit statuses $(cat "$TMP/of.nopid.rc") and $(cat "$TMP/of.badsym.rc"), want errors"$'\n'
+	report "outfiles: failed runs (-p $nopid, a bad --sym) leave the previous -o file as it was" "$d"
+
+	# A good run replaces it with a new file; nothing temporary is left.
+	ht of.good -o "$TMP/of.keep" -- "$TB/t_pprof"
+	d=$(rc_diag of.good 0)
+	head -1 "$TMP/of.keep" | grep -q '^heap profile:' || d+="not a profile: $(head -1 "$TMP/of.keep")"$'\n'
+	[ "$(stat -c %i "$TMP/of.keep")" != "$ino" ] || d+="written in place (same inode), not replaced"$'\n'
+	f=$(find "$TMP" -maxdepth 1 -name '.of.keep.*')
+	[ -z "$f" ] || d+="temporary files left: $f"$'\n'
+	report "outfiles: a good run replaces the -o file with a new one (new inode), no temporary left" "$d"
+
+	# Under sudo the profile belongs to the user who asked for it.
+	echo "SUDO_UID=$(id -u "$u") SUDO_GID=$(id -g "$u") heaptrace -o \$TMP/of.sudo.heap -- build/tests/t_pprof" \
+		>"$TMP/of.sudo.cmd"
+	SUDO_UID=$(id -u "$u") SUDO_GID=$(id -g "$u") "$HT" -o "$TMP/of.sudo.heap" -- "$TB/t_pprof" \
+		>"$TMP/of.sudo.out" 2>"$TMP/of.sudo.err" </dev/null
+	echo $? >"$TMP/of.sudo.rc"
+	d=$(rc_diag of.sudo 0)
+	[ "$(stat -c %U:%a "$TMP/of.sudo.heap" 2>&1)" = "$u:644" ] ||
+		d+="owner and mode: $(stat -c %U:%a "$TMP/of.sudo.heap" 2>&1)"$'\n'
+	report "outfiles: under sudo the profile is the invoking user's (SUDO_UID), mode 644" "$d"
+
+	# Planted while tracing: the profile stays under its temporary name, said on stderr.
+	echo "heaptrace -d 2 -o \$DIR/late.heap -- sleep 30 (user $u creates late.heap meanwhile)" >"$TMP/of.late.cmd"
+	timeout -k 5 60 "$HT" -d 2 -o "$dir/late.heap" -- sleep 30 >"$TMP/of.late.out" 2>"$TMP/of.late.err" </dev/null &
+	local hp=$!
+	sleep 1
+	runuser -u "$u" -- sh -c "echo mine >'$dir/late.heap'"
+	wait "$hp"
+	echo $? >"$TMP/of.late.rc"
+	d=""
+	[ "$(cat "$TMP/of.late.rc")" != 0 ] || d+="exit status 0, want an error"$'\n'
+	[ "$(cat "$dir/late.heap")" = mine ] || d+="the planted file was replaced"$'\n'
+	f=$(sed -nE 's/.*will not replace .*: the profile is in (.*)$/\1/p' "$TMP/of.late.err")
+	if [ -z "$f" ] || ! head -1 "$f" 2>/dev/null | grep -q '^heap profile:'; then
+		d+="no kept profile named on stderr: $(cat "$TMP/of.late.err")"$'\n'
+	fi
+	report "outfiles: a file planted during tracing is not replaced; the profile is kept and named" "$d"
+
+	rm -rf "$dir"
+	userdel "$u" 2>/dev/null
+}

@@ -5,6 +5,7 @@
 
 #include "util/log.h"
 #include "output/output.h"
+#include "output/outfile.h"
 
 static const struct format_info formats[FMT_COUNT] = {
 	[FMT_PPROF] = { "pprof", "heap", "text/plain; charset=utf-8", false, output_pprof_text },
@@ -55,19 +56,19 @@ int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum 
 
 int output_file(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top)
 {
-	FILE *f = create_output(path);
-	int err, saved;
+	struct outfile of;
+	FILE *f = outfile_begin(&of, path);
+	int saved;
 
 	if (!f)
 		return -1;
-	err = output_write(f, fmt, p, v, top);
-	saved = errno;
-	if (fclose(f) && !err) {
-		err = -1;
+	if (output_write(f, fmt, p, v, top)) {
 		saved = errno;
+		outfile_abort(&of);
+		errno = saved;
+		return -1;
 	}
-	errno = saved;
-	return err ? -1 : 0;
+	return outfile_commit(&of);
 }
 
 /* The innermost frame with a name, for one-line summaries. */

@@ -33,8 +33,8 @@ int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum 
 		     struct symbolizer *sym);
 
 /*
- * Write p into a new file at path (see create_output).  0, or -1 with
- * errno set and nothing printed: the caller says which profile was lost.
+ * Write p into a new file that replaces path when complete (outfile.h).  0,
+ * or -1 with errno set: the caller says which profile was lost.
  */
 int output_file(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top);
 

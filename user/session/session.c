@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "output/output.h"
+#include "output/outfile.h"
 #include "inject/inject.h"
 #include "probe/allocator.h"
 #include "probe/plan.h"
@@ -481,7 +482,7 @@ static int write_at_peak(struct session *s, struct profile *prof, const char *pr
 }
 
 /* After the stop: the final profile (or last snapshot), at-peak, children.  heaptrace's status. */
-static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
+static int write_profiles(struct session *s, struct snapshots *ss)
 {
 	const struct trace_opts *o = s->o;
 	struct target *t = &s->t;
@@ -518,8 +519,12 @@ static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
 		prof.maps = t->maps;
 		prof.name = t->name;
 		ss->have_prev = false;
+	} else if (o->output) {
+		rc = output_file(o->output, o->format, &prof, o->value, o->top) ? 1 : 0;
+		if (rc)
+			ht_err("cannot write the profile to %s: %s", o->output, strerror(errno));
 	} else {
-		rc = output_write(out, o->format, &prof, o->value, o->top) ? 1 : 0;
+		rc = output_write(stdout, o->format, &prof, o->value, o->top) ? 1 : 0;
 		if (rc)
 			ht_err("cannot write the profile: %s", strerror(errno));
 	}
@@ -536,13 +541,30 @@ static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
 	return rc;
 }
 
-/* Where the output goes is checked now, not after an hour of tracing. */
-static int check_output(const struct trace_opts *o, FILE **out)
+/* --list-probes: on stdout, or into -o like a profile. */
+static int list_probes(struct session *s)
 {
-	if (o->output && !o->interval && !(*out = create_output(o->output))) {
-		ht_err("cannot create %s: %s", o->output, strerror(errno));
-		return -1;
+	struct outfile of;
+	FILE *f = stdout;
+
+	if (s->o->output && !(f = outfile_begin(&of, s->o->output))) {
+		ht_err("cannot write %s: %s", s->o->output, strerror(errno));
+		return 1;
 	}
+	probes_print(&s->plan, f);
+	if (s->o->output && outfile_commit(&of)) {
+		ht_err("cannot write %s: %s", s->o->output, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* Where the output goes is checked now, not after an hour of tracing. */
+static int check_output(const struct trace_opts *o)
+{
+	/* Checked only: the file is replaced when there is a profile to put in it. */
+	if (o->output && !o->interval && outfile_check(o->output))
+		return -1;
 	if ((o->interval && o->output) || o->at_peak) {
 		char dir[4096];
 		snprintf(dir, sizeof(dir), "%s", o->output ? o->output : ".");
@@ -560,7 +582,7 @@ static int check_output(const struct trace_opts *o, FILE **out)
 }
 
 /* Trace from the moment the target runs until the stop; then the profiles. */
-static int trace(struct session *s, FILE *out, double t0)
+static int trace(struct session *s, double t0)
 {
 	struct trace_opts *o = s->o;
 	struct target *t = &s->t;
@@ -603,7 +625,7 @@ static int trace(struct session *s, FILE *out, double t0)
 	if (st.why == STOP_DURATION)
 		ht_info("stopped after %g s", o->duration);
 
-	rc = write_profiles(s, &ss, out);
+	rc = write_profiles(s, &ss);
 	if (t->launched) {
 		/* Like time(1): the command runs to its end and its status is ours. */
 		if (!t->exited && st.why == STOP_SIGNAL && st.sent_to_us)
@@ -628,14 +650,13 @@ int session_run(struct trace_opts *o)
 {
 	struct session s = { .o = o, .t = { .go_fd = -1, .pidfd = -1 }, .next_slot = 1 };
 	struct target *t = &s.t;
-	FILE *out = stdout;
 	double t0 = now_ms();
 	int rc = 1;
 
 	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = trace_child, .arg = &s };
 	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr };
 	s.in.file_fd = -1;
-	if (check_output(o, &out))
+	if (check_output(o))
 		return 1;
 	if (monitor_init()) {
 		ht_err("cannot set up signal handling: %s", strerror(errno));
@@ -648,7 +669,7 @@ int session_run(struct trace_opts *o)
 		goto done;
 	}
 	if (o->list_probes) {
-		probes_print(&s.plan, out);
+		rc = list_probes(&s);
 		goto done;
 	}
 	plan_inject(&s);
@@ -672,7 +693,7 @@ int session_run(struct trace_opts *o)
 			goto done;
 		}
 	}
-	rc = trace(&s, out, t0);
+	rc = trace(&s, t0);
 done:
 	free((char *)s.src.command);
 	tracer_close(&s.tr);
@@ -681,7 +702,5 @@ done:
 	tracee_free(&s.tc);
 	inject_free(&s.in);
 	unwind_free(&s.uw);
-	if (out != stdout)
-		fclose(out);
 	return rc;
 }

@@ -1,6 +1,4 @@
-#include <fcntl.h>
 #include <stdarg.h>
-#include <unistd.h>
 #include <stdio.h>
 
 #include "util/log.h"
@@ -35,16 +33,4 @@ void ht_info(const char *fmt, ...)
 	va_start(ap, fmt);
 	vline(fmt, ap);
 	va_end(ap);
-}
-
-FILE *create_output(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	FILE *f;
-
-	if (fd < 0)
-		return NULL;
-	if (!(f = fdopen(fd, "w")))
-		close(fd);
-	return f;
 }

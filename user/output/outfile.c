@@ -1,0 +1,199 @@
+/*
+ * Profile files: where one may be written, and writing it so that nobody
+ * sees half of it and nothing is lost or destroyed when tracing fails.
+ *
+ * heaptrace usually runs as root and often writes into /tmp.  Opening the
+ * -o path itself would let another local user decide what root writes to:
+ * a FIFO there blocks the open forever, a planted regular file receives the
+ * profile and stays the planter's.  So the profile goes to a new file that
+ * heaptrace creates (O_EXCL) beside the destination, and is renamed over it
+ * once complete: rename() opens nothing, a failed run leaves the previous
+ * file as it was, and a reader sees the old profile or the whole new one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "output/outfile.h"
+
+/* The user heaptrace works for: under sudo, the one who typed the command. */
+static void invoking_ids(uid_t *uid, gid_t *gid)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	char *end;
+
+	*uid = getuid();
+	*gid = getgid();
+	if (geteuid() != 0 || !u || !g)
+		return;
+	unsigned long a = strtoul(u, &end, 10);
+	if (*u && !*end) {
+		unsigned long b = strtoul(g, &end, 10);
+		if (*g && !*end) {
+			*uid = (uid_t)a;
+			*gid = (gid_t)b;
+		}
+	}
+}
+
+static void dir_of(const char *path, char *dir, size_t n)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, n, ".");
+	else if (slash == path)
+		snprintf(dir, n, "/");
+	else
+		snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+/* Why path must not be replaced, or NULL.  Its directory is dir (stat'ed as d). */
+static const char *refuse(const char *path, const struct stat *d, char *why, size_t n)
+{
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+
+	if (lstat(path, &st)) {
+		if (errno == ENOENT)
+			return NULL;
+		snprintf(why, n, "%s", strerror(errno));
+		return why;
+	}
+	if (S_ISLNK(st.st_mode))
+		return "it is a symbolic link; heaptrace does not write through links";
+	if (S_ISDIR(st.st_mode))
+		return "it is a directory";
+	if (!S_ISREG(st.st_mode))
+		return "it is not a regular file (a FIFO, socket or device)";
+	invoking_ids(&uid, &gid);
+	/* In a sticky directory (/tmp) a file of another user was planted, not ours to replace. */
+	if ((d->st_mode & S_ISVTX) && st.st_uid != geteuid() && st.st_uid != uid) {
+		snprintf(why, n, "it belongs to user %u in the sticky directory; remove it or choose another name",
+			 (unsigned)st.st_uid);
+		return why;
+	}
+	return NULL;
+}
+
+int outfile_check(const char *path)
+{
+	char dir[PATH_MAX], why[128];
+	const char *r;
+	struct stat d;
+
+	if (!*path) {
+		ht_err("an empty output file name");
+		return -1;
+	}
+	dir_of(path, dir, sizeof(dir));
+	if (stat(dir, &d)) {
+		ht_err("cannot write %s: %s: %s", path, dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(d.st_mode)) {
+		ht_err("cannot write %s: %s is not a directory", path, dir);
+		return -1;
+	}
+	if ((r = refuse(path, &d, why, sizeof(why)))) {
+		ht_err("will not write %s: %s", path, r);
+		return -1;
+	}
+	/* A real trial, not access(): root passes access() on a read-only file system. */
+	struct outfile of;
+	if (!outfile_begin(&of, path)) {
+		ht_err("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	outfile_abort(&of);
+	return 0;
+}
+
+FILE *outfile_begin(struct outfile *of, const char *path)
+{
+	char dir[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	int fd;
+
+	memset(of, 0, sizeof(*of));
+	of->path = path;
+	dir_of(path, dir, sizeof(dir));
+	base = base ? base + 1 : path;
+	/* Hidden, beside the destination (rename() does not cross file systems). */
+	if (snprintf(of->tmp, sizeof(of->tmp), "%s/.%s.XXXXXX", dir, base) >= (int)sizeof(of->tmp)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	/* mkostemp: O_EXCL and mode 0600; the mode is widened at the end like a plain open's. */
+	if ((fd = mkostemp(of->tmp, O_CLOEXEC)) < 0)
+		return NULL;
+	if (!(of->f = fdopen(fd, "w"))) {
+		int e = errno;
+		close(fd);
+		unlink(of->tmp);
+		errno = e;
+		return NULL;
+	}
+	return of->f;
+}
+
+void outfile_abort(struct outfile *of)
+{
+	if (of->f) {
+		fclose(of->f);
+		unlink(of->tmp);
+		of->f = NULL;
+	}
+}
+
+int outfile_commit(struct outfile *of)
+{
+	char dir[PATH_MAX], why[128];
+	const char *r = NULL;
+	mode_t mask = umask(0);
+	struct stat d;
+	uid_t uid;
+	gid_t gid;
+	int fd = fileno(of->f), e;
+
+	umask(mask);
+	invoking_ids(&uid, &gid);
+	/* What open(path, O_CREAT, 0644) would have made, owned by the user who asked for it. */
+	if (fflush(of->f) || fchmod(fd, 0644 & ~mask) || (geteuid() == 0 && uid && fchown(fd, uid, gid)))
+		goto fail;
+	if (fclose(of->f)) {
+		of->f = NULL;
+		goto fail;
+	}
+	of->f = NULL;
+	/* Planted since outfile_check(): keep the profile under its temporary name and say so. */
+	dir_of(of->path, dir, sizeof(dir));
+	if (!stat(dir, &d) && (r = refuse(of->path, &d, why, sizeof(why)))) {
+		ht_err("will not replace %s (%s): the profile is in %s", of->path, r, of->tmp);
+		errno = EEXIST;
+		return -1;
+	}
+	if (rename(of->tmp, of->path)) {
+		e = errno;
+		ht_err("cannot rename the profile to %s: %s; it is in %s", of->path, strerror(e), of->tmp);
+		errno = e;
+		return -1;
+	}
+	return 0;
+fail:
+	/* Nothing complete was written: no partial file stays behind. */
+	e = errno;
+	if (of->f)
+		fclose(of->f);
+	of->f = NULL;
+	unlink(of->tmp);
+	errno = e;
+	return -1;
+}
