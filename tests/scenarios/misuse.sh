@@ -97,6 +97,16 @@ scenario_badinput() {
 		>>"$TMP/bi.huge.prof"
 	printf 'heap profile:    1:  5 [    1:  5] @ heapprofile\n 99999999999999999999999: 5 [ 1: 5] @ 0x401000\n' \
 		>"$TMP/bi.hugerec.prof"
+	# Hostile profiles for diff: 64 MB of zeros gzipped (a bomb), counts out
+	# of range, too many records, an endless line.
+	head -c 67108864 /dev/zero | gzip -1 >"$TMP/bi.zeros.gz"
+	printf 'heap profile:    1:  5 [    1:  5] @ heapprofile\n    -1:  5 [    1:  5] @ 0x401000\n' >"$TMP/bi.neg.prof"
+	printf 'heap profile:    2:  5 [    2:  5] @ heapprofile\n' >"$TMP/bi.sum.prof"
+	printf '     1: 9223372036854775807 [     1:  5] @ 0x%x\n' 4198400 4198401 >>"$TMP/bi.sum.prof"
+	{ echo 'heap profile:    1:  5 [    1:  5] @ heapprofile'; seq -f '1: 1 [1: 1] @ 0x%.0f' 1 1100000; } \
+		>"$TMP/bi.many.prof"
+	{ printf 'heap profile:    1:  5 [    1:  5] @ heapprofile\n     1:  5 [    1:  5] @'
+	  head -c 2000000 /dev/zero | tr '\0' ' '; echo ' 0x401000'; } >"$TMP/bi.longline.prof"
 	[ "$(cat /proc/2/comm 2>/dev/null)" = kthreadd ] ||
 		fail "badinput: PID 2 is kthreadd (a kernel thread)" "PID 2 is '$(cat /proc/2/comm 2>/dev/null)'"
 	local rows=(
@@ -146,6 +156,23 @@ scenario_badinput() {
 		"diff @TMP@/bi.real.prof @TMP@/bi.hugerec.prof|nz|bi.hugerec.prof"
 		"diff @TMP@/bi.real.prof @TMP@/bi.missing.prof|nz|bi.missing.prof"
 		"diff @TMP@/bi.real.prof|2|usage"
+		"-p +5 -- $t @MARKER@|2|-p,'+5'"
+		"-p -5 -- $t @MARKER@|2|-p,'-5'"
+		"-d 0x10 -- $t @MARKER@|2|-d,'0x10'"
+		"-d inf -- $t @MARKER@|2|-d,'inf'"
+		"-d +1 -- $t @MARKER@|2|-d,'+1'"
+		"--max-allocs +5 -- $t @MARKER@|2|--max-allocs,'+5'"
+		"--sym malloc: -- $t @MARKER@|2|malloc:,nothing after ':'"
+		"--sym ,,,, -- $t @MARKER@|2|is not a symbol name"
+		"--sym malloc:size=arg1,size=arg2 -- $t @MARKER@|2|field 'size' given twice"
+		"--sym malloc:size=arg1,,objects=1 -- $t @MARKER@|2|an empty field"
+		"diff @TMP@/bi.real.prof /dev/zero|nz|/dev/zero,not a heap profile"
+		"diff @TMP@/bi.real.prof @TMP@|nz|is a directory"
+		"diff @TMP@/bi.real.prof @TMP@/bi.zeros.gz|nz|bi.zeros.gz,not a profile.proto inside"
+		"diff @TMP@/bi.real.prof @TMP@/bi.neg.prof|nz|bi.neg.prof,negative"
+		"diff @TMP@/bi.real.prof @TMP@/bi.sum.prof|nz|bi.sum.prof,past 64 bits"
+		"diff @TMP@/bi.real.prof @TMP@/bi.many.prof|nz|bi.many.prof,more stacks than"
+		"diff @TMP@/bi.real.prof @TMP@/bi.longline.prof|nz|bi.longline.prof,longer than"
 	)
 	for row in "${rows[@]}"; do
 		IFS='|' read -r args rc words <<<"$row"
@@ -184,6 +211,25 @@ scenario_badinput() {
 		esac
 		report "badinput: heaptrace $(rel "$args") -> exit $rc, one line with: $words" "$d"
 	done
+
+	# A profile with CRLF line ends is the same profile.
+	sed 's/$/\r/' "$TMP/bi.real.prof" >"$TMP/bi.crlf.prof"
+	ht bi.crlf diff -f collapsed "$TMP/bi.real.prof" "$TMP/bi.crlf.prof"
+	ht bi.lf diff -f collapsed "$TMP/bi.real.prof" "$TMP/bi.real.prof"
+	d=$(rc_diag bi.crlf 0)
+	cmp -s "$TMP/bi.crlf.out" "$TMP/bi.lf.out" || d+="the CRLF diff differs from the LF one"$'\n'
+	report "badinput: heaptrace diff reads a CRLF profile like the LF one" "$d"
+
+	# Root refused by the kernel is not told to run as root.
+	if ! readlink /proc/1/exe >/dev/null 2>&1; then
+		ht bi.pid1 -p 1 -d 1
+		d=$(one_line_diag bi.pid1)
+		grep -q 'run as root' "$TMP/bi.pid1.err" && d+="says 'run as root' to root: $(cat "$TMP/bi.pid1.err")"$'\n'
+		grep -q 'even for root' "$TMP/bi.pid1.err" || d+="no reason given: $(cat "$TMP/bi.pid1.err")"$'\n'
+		report "badinput: -p 1 refused to root -> the reason, not 'run as root'" "$d"
+	else
+		echo "# badinput: PID 1 is readable by root here; the refused-root message is not exercised"
+	fi
 }
 
 # ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * "--opt=value" and "--" behave as in every GNU tool); its tables are
  * built here from the command's struct opt rows.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -31,7 +32,8 @@ static int parse_u32(const char *s, uint32_t *out, uint64_t min, uint64_t max)
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
 
-	if (errno || end == s || *end || *s == '-' || v < min || v > max || v > UINT32_MAX)
+	/* strtoul takes " 5", "+5" and "-5" (wrapped): a number is digits only. */
+	if (!isdigit((unsigned char)*s) || errno || *end || v < min || v > max || v > UINT32_MAX)
 		return -1;
 	*out = v;
 	return 0;
@@ -45,7 +47,7 @@ static int parse_bytes(const char *s, uint64_t *out, uint64_t min, uint64_t max)
 	unsigned long long v = strtoull(s, &end, 10);
 	unsigned shift = 0;
 
-	if (errno || end == s || *s == '-' || *s == '+' || *s == ' ')
+	if (!isdigit((unsigned char)*s) || errno)
 		return -1;
 	if (*end && !end[1]) {
 		const char *units = "kKmMgG", *u = strchr(units, *end);
@@ -64,6 +66,9 @@ static int parse_seconds(const char *s, double *out)
 {
 	char *end;
 
+	/* strtod also takes " 1", "+1", "0x10", "inf" and "1e3": seconds are written 2, 0.5 or .5. */
+	if (!*s || s[strspn(s, "0123456789.")])
+		return -1;
 	errno = 0;
 	*out = strtod(s, &end);
 	return errno || end == s || *end || !(*out > 0) || *out > 1e9 ? -1 : 0;

@@ -145,6 +145,15 @@ int symspec_parse(const char *text, enum ht_spec_kind kind, struct sym_spec *out
 		snprintf(err, len, "'%s': %s", text, !*name ? "no symbol name" : "no object after '@'");
 		goto bad;
 	}
+	/* ELF symbol names as compilers write them (C, mangled C++ and Rust, versions after '@'). */
+	if (name[strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.$")]) {
+		snprintf(err, len, "'%s': '%s' is not a symbol name", text, name);
+		goto bad;
+	}
+	if (colon && !colon[1]) {
+		snprintf(err, len, "'%s': nothing after ':' (FIELD=EXPR,...)", text);
+		goto bad;
+	}
 
 	struct ht_alloc_spec *s = &out->spec;
 	s->kind = kind;
@@ -164,10 +173,18 @@ int symspec_parse(const char *text, enum ht_spec_kind kind, struct sym_spec *out
 		[HT_SPEC_FREE] = { [F_PTR] = true },
 		[HT_SPEC_RESET] = { [F_ARENA] = true },
 	};
-	char *fields = colon ? strdup(colon + 1) : NULL, *save = NULL;
-	for (char *f = fields ? strtok_r(fields, ",", &save) : NULL; f; f = strtok_r(NULL, ",", &save)) {
+	char *fields = colon ? strdup(colon + 1) : NULL, *rest = fields, *f;
+	bool seen[F_COUNT] = { false };
+	/* strsep, not strtok: "a,,b" has an empty field, which is a mistake to report. */
+	while ((f = rest ? strsep(&rest, ",") : NULL)) {
 		char *eq = strchr(f, '=');
 		int which = -1;
+
+		if (!*f) {
+			snprintf(err, len, "'%s': an empty field (FIELD=EXPR,...)", text);
+			free(fields);
+			goto bad;
+		}
 
 		if (eq)
 			*eq = '\0';
@@ -182,6 +199,12 @@ int symspec_parse(const char *text, enum ht_spec_kind kind, struct sym_spec *out
 			free(fields);
 			goto bad;
 		}
+		if (seen[which]) {
+			snprintf(err, len, "'%s': field '%s' given twice", text, f);
+			free(fields);
+			goto bad;
+		}
+		seen[which] = true;
 		if (!eq || !eq[1]) {
 			snprintf(err, len, "'%s': field '%s' needs a value (%s=EXPR)", text, f, f);
 			free(fields);

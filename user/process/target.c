@@ -278,6 +278,35 @@ static bool is_kernel_thread(pid_t pid)
 	return flags & 0x00200000;
 }
 
+/*
+ * Why the kernel refused access to pid's /proc files.  Root is refused too
+ * when the process holds capabilities heaptrace lacks (ptrace's rule that a
+ * tracer be at least as privileged), so "run as root" is only the answer
+ * for a user who is not.
+ */
+static void denied_why(pid_t pid, char *why, size_t n)
+{
+	char path[64], *st, *ours;
+	unsigned long long theirs = 0, mine = 0;
+
+	if (geteuid() != 0) {
+		snprintf(why, n, " (run as root or as the process's owner)");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	st = read_text_file(path);
+	ours = read_text_file("/proc/self/status");
+	const char *a = st ? strstr(st, "\nCapPrm:") : NULL, *b = ours ? strstr(ours, "\nCapEff:") : NULL;
+	if (a && b && sscanf(a, "\nCapPrm: %llx", &theirs) == 1 && sscanf(b, "\nCapEff: %llx", &mine) == 1 &&
+	    (theirs & ~mine))
+		snprintf(why, n, " (even for root: PID %d holds capabilities heaptrace lacks, mask %#llx)", pid,
+			 theirs & ~mine);
+	else
+		snprintf(why, n, " (even for root: a security module or another user namespace protects PID %d)", pid);
+	free(st);
+	free(ours);
+}
+
 int target_attach(struct target *t, pid_t pid)
 {
 	char path[64];
@@ -296,8 +325,11 @@ int target_attach(struct target *t, pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	t->exe = realpath(path, NULL);
 	if (!t->exe) {
-		ht_err("cannot read %s: %s%s", path, strerror(errno),
-		       errno == EACCES || errno == EPERM ? " (run as root or as the process's owner)" : "");
+		int e = errno;
+		char why[160] = "";
+		if (e == EACCES || e == EPERM)
+			denied_why(pid, why, sizeof(why));
+		ht_err("cannot read %s: %s%s", path, strerror(e), why);
 		return 1;
 	}
 	t->image = strdup(t->exe);

@@ -1,11 +1,13 @@
 /* Profiles as data: counters, merging, at-peak views, diffs and orders. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include "profile/profile.h"
+#include "util/log.h"
 
 static const char *const value_names[] = {
 	[V_INUSE_SPACE] = "inuse_space",
@@ -36,6 +38,30 @@ int64_t site_value(const struct ht_site *c, enum ht_value v)
 	case V_INUSE_OBJECTS: return c->inuse_objects;
 	case V_ALLOC_SPACE: return c->alloc_bytes;
 	case V_ALLOC_OBJECTS: return c->alloc_objects;
+	}
+	return 0;
+}
+
+int profile_check_range(const struct profile *p, const char *path)
+{
+	static const char *const names[4] = { "in-use objects", "in-use bytes", "allocated objects",
+					      "allocated bytes" };
+	int64_t sum[4] = { 0 };
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct ht_site *c = &p->stacks[i].c;
+		int64_t v[4] = { (int64_t)c->inuse_objects, (int64_t)c->inuse_bytes, (int64_t)c->alloc_objects,
+				 (int64_t)c->alloc_bytes };
+		for (int k = 0; k < 4; k++) {
+			if (v[k] < 0) {
+				ht_err("%s: record %zu has negative %s (%" PRId64 ")", path, i + 1, names[k], v[k]);
+				return -1;
+			}
+			if (__builtin_add_overflow(sum[k], v[k], &sum[k])) {
+				ht_err("%s: the %s of its records add up past 64 bits", path, names[k]);
+				return -1;
+			}
+		}
 	}
 	return 0;
 }

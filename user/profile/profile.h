@@ -94,6 +94,23 @@ void profile_normalize(struct profile *p);
  */
 int profile_read_text(const char *path, struct profile *p, char **maps);
 
+/*
+ * Profiles read back are bounded: at most PROFILE_MAX_BYTES of text or of
+ * inflated protobuf, PROFILE_MAX_LINE bytes a line, PROFILE_MAX_RECORDS
+ * stacks.
+ */
+#define PROFILE_MAX_BYTES (1ull << 30)
+#define PROFILE_MAX_LINE (1u << 20)
+/* Records (stacks) per profile: heaptrace keeps 65,536 stacks by default; each costs ~250 bytes read back. */
+#define PROFILE_MAX_RECORDS (1u << 20)
+
+/*
+ * A profile read back must hold counts a heap can have: none negative, and
+ * every counter's sum over all stacks within 64 bits (so merging and
+ * diffing cannot wrap).  -1 with the error printed.
+ */
+int profile_check_range(const struct profile *p, const char *path);
+
 /* The same from a gzipped pprof protobuf in memory (heaptrace's -f proto). */
 int profile_read_proto(const uint8_t *gz, size_t len, const char *path, struct profile *p, char **maps);
 

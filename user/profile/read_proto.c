@@ -98,14 +98,34 @@ static int repeated(uint64_t **arr, size_t *n, size_t *cap, int wt, uint64_t v, 
 	return sub->bad ? -1 : 0;
 }
 
-static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
+/*
+ * A profile.proto starts with a tag of one of its fields (1 to 14, varint
+ * or length-delimited).  Checked on the first bytes inflated, so that a
+ * gzip bomb of zeros is turned away before it costs memory.
+ */
+static bool proto_start(const uint8_t *d, size_t n)
+{
+	unsigned num = n ? d[0] >> 3 : 0, wt = n ? d[0] & 7 : 7;
+
+	return n && !(d[0] & 0x80) && num >= 1 && num <= 14 && (wt == 0 || wt == 2);
+}
+
+/*
+ * Inflated size is bounded twice: absolutely (PROFILE_MAX_BYTES) and
+ * relative to the input.  heaptrace's own profiles inflate about 3 to 10
+ * times; 64 times plus 1 MiB leaves room for any real profile.
+ */
+static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len, const char **why)
 {
 	z_stream z = { 0 };
-	size_t cap = len * 4 + 4096, n = 0;
-	uint8_t *out = malloc(cap);
-	int r;
+	size_t cap = len * 4 + 4096, n = 0, max = len * 64 + (1 << 20);
+	uint8_t *out;
+	int r = Z_OK;
 
-	if (!out || inflateInit2(&z, 15 + 32) != Z_OK) {
+	if (max > PROFILE_MAX_BYTES)
+		max = PROFILE_MAX_BYTES;
+	*why = "not a gzipped profile";
+	if (!(out = malloc(cap)) || inflateInit2(&z, 15 + 32) != Z_OK) {
 		free(out);
 		return NULL;
 	}
@@ -113,7 +133,13 @@ static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
 	z.avail_in = len;
 	do {
 		if (n == cap) {
-			uint8_t *g = realloc(out, cap *= 2);
+			if (cap >= max) {
+				*why = "inflates to more than a real profile could (a gzip bomb?)";
+				r = Z_MEM_ERROR;
+				break;
+			}
+			cap = cap * 2 < max ? cap * 2 : max;
+			uint8_t *g = realloc(out, cap);
 			if (!g)
 				break;
 			out = g;
@@ -122,6 +148,11 @@ static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
 		z.avail_out = cap - n;
 		r = inflate(&z, Z_NO_FLUSH);
 		n = cap - z.avail_out;
+		if (n && !proto_start(out, n)) {
+			*why = "gzip, but not a profile.proto inside";
+			r = Z_DATA_ERROR;
+			break;
+		}
 	} while (r == Z_OK);
 	inflateEnd(&z);
 	if (r != Z_STREAM_END) {
@@ -139,7 +170,8 @@ struct loc {
 int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct profile *p, char **maps)
 {
 	size_t len;
-	uint8_t *data = gunzip(gz, gzlen, &len);
+	const char *why;
+	uint8_t *data = gunzip(gz, gzlen, &len, &why);
 	struct pb b, sub, s2;
 	int num, wt, num2, wt2;
 	uint64_t v, v2;
@@ -158,7 +190,7 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 	memset(p, 0, sizeof(*p));
 	*maps = NULL;
 	if (!data) {
-		ht_err("%s: not a gzipped profile", path);
+		ht_err("%s: %s", path, why);
 		return -1;
 	}
 	mf = open_memstream(maps, &maplen);
@@ -243,6 +275,13 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 			if (num2 == 2 && repeated(&vals, &nval, &cval, wt2, v2, &s2))
 				break;
 		}
+		if (p->n == PROFILE_MAX_RECORDS) {
+			ht_err("%s: more than %u samples, more stacks than any profile heaptrace reads", path,
+			       PROFILE_MAX_RECORDS);
+			free(ids);
+			free(vals);
+			goto out;
+		}
 		if (p->n == cap) {
 			cap = cap ? 2 * cap : 256;
 			struct prof_stack *g = realloc(p->stacks, cap * sizeof(*g));
@@ -258,6 +297,11 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 		s->pcs = malloc((nid ? nid : 1) * sizeof(uint64_t));
 		for (size_t i = 0; s->pcs && i < nid; i++) {
 			/* Locations hold return address - 1: back to what the text profile holds. */
+			if (ids[i] - 1 < nloc && locs[ids[i] - 1].id == ids[i]) {
+				/* ids are 1..n in order, as every writer numbers them: no search */
+				s->pcs[s->depth++] = locs[ids[i] - 1].address + 1;
+				continue;
+			}
 			for (size_t k = 0; k < nloc; k++)
 				if (locs[k].id == ids[i]) {
 					s->pcs[s->depth++] = locs[k].address + 1;
@@ -293,6 +337,12 @@ out:
 		return -1;
 	}
 	p->maps = *maps;
+	if (profile_check_range(p, path)) {
+		profile_free(p);
+		free(*maps);
+		*maps = NULL;
+		return -1;
+	}
 	profile_normalize(p);
 	return 0;
 }

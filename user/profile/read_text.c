@@ -1,10 +1,13 @@
 /* Reading the legacy heap profile text back, for `heaptrace diff`. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/log.h"
 #include "profile/profile.h"
@@ -38,6 +41,12 @@ static bool parse_stack(char *line, struct prof_stack *s)
 		}
 		s->pcs[s->depth++] = strtoull(tok, NULL, 16);
 	}
+	/* Exactly as many as read: a profile of many shallow records costs no more than its text. */
+	if (s->pcs && s->depth < cap) {
+		uint64_t *n = realloc(s->pcs, (s->depth ? s->depth : 1) * sizeof(uint64_t));
+		if (n)
+			s->pcs = n;
+	}
 	return s->pcs != NULL;
 }
 
@@ -69,45 +78,135 @@ static void unsample(int64_t *count, int64_t *bytes, uint64_t rate)
 	*bytes = b < 9e18 ? (int64_t)b : INT64_MAX;
 }
 
+/*
+ * The whole file, NUL-terminated, if it can be a profile: it starts like one
+ * (gzip, or "heap profile:" text) and is at most PROFILE_MAX_BYTES.  The
+ * start is checked on the first read, so /dev/zero or a big binary is
+ * turned away at once instead of read until memory runs out.  NULL with
+ * the error printed.
+ */
+static char *load(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0, cap = 65536;
+	char *buf = NULL;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		ht_err("cannot read %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ht_err("%s is a directory, not a heap profile", path);
+		goto fail;
+	}
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > PROFILE_MAX_BYTES) {
+		ht_err("%s is %" PRIu64 " MiB, larger than any profile heaptrace reads (%llu MiB)", path,
+		       (uint64_t)st.st_size >> 20, PROFILE_MAX_BYTES >> 20);
+		goto fail;
+	}
+	if (S_ISREG(st.st_mode))
+		cap = st.st_size + 1;
+	for (;;) {
+		if (n + 1 >= cap) {
+			if (cap > PROFILE_MAX_BYTES) {
+				ht_err("%s: more than %llu MiB, larger than any profile heaptrace reads", path,
+				       PROFILE_MAX_BYTES >> 20);
+				goto fail;
+			}
+			char *g = realloc(buf, cap *= 2);
+			if (!g)
+				goto nomem;
+			buf = g;
+		} else if (!buf && !(buf = malloc(cap))) {
+			goto nomem;
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ht_err("cannot read %s: %s", path, strerror(errno));
+			goto fail;
+		}
+		size_t was = n;
+		n += r;
+		if (!r)
+			break;
+		if (was < 13 && n >= 13 && !((uint8_t)buf[0] == 0x1f && (uint8_t)buf[1] == 0x8b) &&
+		    strncmp(buf, "heap profile:", 13)) {
+			ht_err("%s is not a heap profile (neither 'heap profile:' text nor a gzipped profile.proto)",
+			       path);
+			goto fail;
+		}
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+nomem:
+	ht_err("cannot read %s: %s", path, strerror(ENOMEM));
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
 int profile_read_text(const char *path, struct profile *p, char **maps)
 {
-	char *text = read_text_file(path), *save = NULL;
-	size_t cap = 0;
+	char *save = NULL, *text;
+	size_t cap = 0, len;
 	int lineno = 0;
 	uint64_t rate = 0;
 
 	memset(p, 0, sizeof(*p));
 	*maps = NULL;
-	if (!text) {
-		ht_err("cannot read %s: %s", path, strerror(errno));
+	if (!(text = load(path, &len)))
 		return -1;
+	if (len >= 2 && (uint8_t)text[0] == 0x1f && (uint8_t)text[1] == 0x8b) {
+		int r = profile_read_proto((uint8_t *)text, len, path, p, maps);
+		free(text);
+		return r;
 	}
-	if ((uint8_t)text[0] == 0x1f && (uint8_t)text[1] == 0x8b) {
-		/* gzip: a -f proto profile.  read_text_file stops at no NUL, so take the size from the file. */
-		FILE *f = fopen(path, "re");
-		uint8_t *buf = NULL;
-		long size = -1;
-		if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) &&
-		    (buf = malloc(size)) && fread(buf, 1, size, f) == (size_t)size) {
-			free(text);
-			fclose(f);
-			int r = profile_read_proto(buf, size, path, p, maps);
-			free(buf);
-			return r;
-		}
-		if (f)
-			fclose(f);
-		free(buf);
+	if (strlen(text) != len) {
+		int at = 1;
+		for (const char *c = text; *c; c++)
+			at += *c == '\n';
+		ht_err("%s:%d: a NUL byte in a text profile", path, at);
+		goto bad;
+	}
+	/* CRLF (a profile that passed through Windows) reads as LF. */
+	if (strchr(text, '\r')) {
+		char *w = text;
+		for (const char *r = text; *r; r++)
+			if (!(r[0] == '\r' && r[1] == '\n'))
+				*w++ = *r;
+		*w = '\0';
 	}
 	char *mapped = strstr(text, "\nMAPPED_LIBRARIES:\n");
 	if (mapped) {
 		*maps = strdup(mapped + strlen("\nMAPPED_LIBRARIES:\n"));
 		mapped[1] = '\0';
 	}
+	/* Counted before any is parsed: a file of too many records costs no memory. */
+	size_t lines = 0;
+	for (const char *c = text; (c = strchr(c, '\n')); c++)
+		lines++;
+	if (lines > PROFILE_MAX_RECORDS + 1) {
+		ht_err("%s: %zu lines, more stacks than any profile heaptrace reads (%u)", path, lines,
+		       PROFILE_MAX_RECORDS);
+		goto bad;
+	}
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct prof_stack s;
+		size_t ll = strlen(line);
 
-		if (++lineno == 1) {
+		++lineno;
+		if (ll > PROFILE_MAX_LINE) {
+			ht_err("%s:%d: a line of %zu bytes, longer than any profile record", path, lineno, ll);
+			goto bad;
+		}
+		if (lineno == 1) {
 			struct prof_stack hdr;
 			rate = header_rate(line);
 			if (strncmp(line, "heap profile:", 13) || !parse_stack(line + 13, &hdr)) {
@@ -131,6 +230,12 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 			s.c.alloc_objects = ao;
 			s.c.alloc_bytes = ab;
 		}
+		if (p->n == PROFILE_MAX_RECORDS) {
+			ht_err("%s: more than %u records, more stacks than any profile heaptrace reads", path,
+			       PROFILE_MAX_RECORDS);
+			free(s.pcs);
+			goto bad;
+		}
 		if (p->n == cap) {
 			cap = cap ? 2 * cap : 256;
 			struct prof_stack *n = realloc(p->stacks, cap * sizeof(*n));
@@ -148,6 +253,8 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 		goto bad_freed;
 	}
 	p->maps = *maps;
+	if (profile_check_range(p, path))
+		goto bad_freed;
 	profile_normalize(p);
 	return 0;
 bad:
