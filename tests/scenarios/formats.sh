@@ -118,6 +118,31 @@ scenario_top() {
 	d+=$(order_diag "$TMP/top_ao.out" churn big_keeper)
 	[ -n "$d" ] && d+=$(sed -n '1,25p' "$TMP/top_ao.out" | sed 's/^/top: /')
 	report "top: --value alloc_objects names churn with file:line, ranked first" "$d"
+
+	# A process that holds nothing at the end (a server between requests):
+	# top ranks what was allocated and says so, rather than "no stack has any".
+	cat >"$TMP/churnall.c" <<'EOC'
+#include <stdlib.h>
+void *volatile p;
+__attribute__((noinline)) void churn_fn(void) { for (int i = 0; i < 10; i++) { p = malloc(100); free(p); } }
+__attribute__((noinline)) void rare_fn(void) { for (int i = 0; i < 3; i++) { p = malloc(1000); free(p); } }
+int main(void) { churn_fn(); rare_fn(); return 0; }
+EOC
+	if ! gcc -O0 -g -fno-omit-frame-pointer -fno-inline "$TMP/churnall.c" -o "$TMP/churnall" 2>"$TMP/churnall.cc"; then
+		fail "top: build the all-freed target" "$(cat "$TMP/churnall.cc")"
+		return
+	fi
+	ht top_free -f top -- "$TMP/churnall"
+	d=$(rc_diag top_free 0)
+	head -1 "$TMP/top_free.out" | grep -q 'stacks by alloc_space (nothing is in use at the end, so no inuse_space)$' ||
+		d+="header: $(head -1 "$TMP/top_free.out")"$'\n'
+	grep -q '^#1 *3,000 bytes .*allocated 3,000 B / 3 obj' "$TMP/top_free.out" ||
+		d+="#1 is not rare_fn's 3,000 B / 3: $(grep '^#1' "$TMP/top_free.out")"$'\n'
+	grep -q '^#2 *1,000 bytes .*allocated 1,000 B / 10 obj' "$TMP/top_free.out" ||
+		d+="#2 is not churn_fn's 1,000 B / 10: $(grep '^#2' "$TMP/top_free.out")"$'\n'
+	d+=$(order_diag "$TMP/top_free.out" rare_fn churn_fn)
+	grep -q 'no stack has any' "$TMP/top_free.out" && d+="still says 'no stack has any'"$'\n'
+	report "top: nothing in use at the end -> stacks by alloc_space, said in the header (rare_fn 3,000 B, churn_fn 1,000 B)" "$d"
 }
 
 # ---------------------------------------------------------------------------

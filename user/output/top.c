@@ -87,14 +87,28 @@ static void print_frames(FILE *f, const struct prof_stack *s, struct symbolizer 
 
 int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t max_stacks)
 {
+	char a[32], b[32], c[32], d[32], losses[1024];
+	enum ht_value asked = v;
+
+	/*
+	 * A churning process (a server between requests) may hold nothing at
+	 * the end: "no stack has any inuse_space" answers nothing, what it
+	 * allocated does.
+	 */
+	if (!p->is_diff && !site_value(&p->total, v) && (v == V_INUSE_SPACE || v == V_INUSE_OBJECTS) &&
+	    p->total.alloc_objects)
+		v = v == V_INUSE_SPACE ? V_ALLOC_SPACE : V_ALLOC_OBJECTS;
+
 	size_t *order = profile_order(p, v);
 	int64_t total = site_value(&p->total, v);
-	char a[32], b[32], c[32], d[32], losses[1024];
 
 	if (!order)
 		return -1;
 	if (p->is_diff)
 		fprintf(f, "heaptrace diff: stacks by growth of %s, largest first\n", value_name(v));
+	else if (v != asked)
+		fprintf(f, "heaptrace: PID %d, stacks by %s (nothing is in use at the end, so no %s)\n", p->pid,
+			value_name(v), value_name(asked));
 	else
 		fprintf(f, "heaptrace: PID %d, stacks by %s\n", p->pid, value_name(v));
 	if (!p->is_diff && p->name)
