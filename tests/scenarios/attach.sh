@@ -13,6 +13,21 @@
 # After release: final_churn 3 x malloc(77), freed (alloc 3/231), counted only
 # while heaptrace is still attached.
 scenario_attach() {
+	# Without -v: one line says tracing has begun (scripts wait for it); -q: none.
+	local sp d
+	sleep 60 &
+	sp=$!
+	ht attach_line -d 1 -o "$TMP/attach_line.heap" -p "$sp"
+	ht attach_quiet -q -d 1 -o "$TMP/attach_quiet.heap" -p "$sp"
+	kill "$sp" 2>/dev/null
+	wait "$sp" 2>/dev/null
+	d=$(rc_diag attach_line 0)$(rc_diag attach_quiet 0)
+	[ "$(grep -c '' "$TMP/attach_line.err")" = 1 ] &&
+		grep -qE "^heaptrace: tracing PID $sp \(sleep\), [1-9][0-9]* probes\$" "$TMP/attach_line.err" ||
+		d+="stderr without -v: $(cat "$TMP/attach_line.err")"$'\n'
+	[ -s "$TMP/attach_quiet.err" ] && d+="stderr with -q: $(cat "$TMP/attach_quiet.err")"$'\n'
+	report "attach: -p says 'heaptrace: tracing PID N (sleep), M probes' once without -v; -q says nothing" "$d"
+
 	# Stopped by SIGINT, inuse_space.
 	if pstart attach_int -f collapsed --value inuse_space; then
 		pfinish attach_int INT

@@ -146,6 +146,7 @@ static const struct opt trace_opts[] = {
 				 "docs/fast-path.md); for comparison, or where writing into the\n"
 				 "process is not acceptable",
 	       OPT_FLAG, F(no_inject)),
+	OPTION("quiet", 'q', NULL, "no 'tracing PID N' line when tracing of -p PID begins", OPT_FLAG, F(quiet)),
 	OPTION("verbose", 'v', NULL, "say what was attached where, and the event counters", OPT_CALL, .call = set_verbose),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),
 	OPTION("version", 0, NULL, "print the version", OPT_VERSION),

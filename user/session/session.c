@@ -432,6 +432,13 @@ static int attach(struct session *s, double t0)
 	else
 		exec_describe(what, sizeof(what), t->name, t->image);
 	ht_info("tracing PID %d (%s), attached in %.1f ms", t->pid, what, now_ms() - t0);
+	/*
+	 * Attached to a running process, a script must know when tracing has
+	 * begun (to start its load, say): one line unless -q.  A launched
+	 * command is traced from its first instruction, nothing to wait for.
+	 */
+	if (!t->launched && !o->quiet && !ht_verbose)
+		ht_err("tracing PID %d (%s), %zu probes", t->pid, t->name, (size_t)s->plan.n);
 	return 0;
 }
 

@@ -27,6 +27,7 @@ struct trace_opts {
 	uint32_t top;
 	int probe_at_entry;                     /* --probe-at: 0 auto, 1 entry */
 	bool list_probes;
+	bool quiet;             /* -q: no "tracing PID N" line for -p */
 	uint32_t max_depth;
 	int stack_mode;                         /* enum ht_stack_mode: walk or kernel */
 	int unwind;                             /* enum unwind_mode */
