@@ -55,6 +55,17 @@ struct {
 	__type(value, struct ht_totals);
 } totals SEC(".maps");
 
+/*
+ * Each thread's last recorded allocation, for heaptrack's "temporary" (see
+ * free_block()).  Task storage: found from the task, freed with it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ht_last_alloc);
+} last_allocs SEC(".maps");
+
 /* A change of in-use counters: raw counts and estimates (see struct ht_site). */
 struct inuse_delta {
 	__s64 objects, bytes;
@@ -196,8 +207,45 @@ static __always_inline bool release(struct ht_block *b, __u32 proc)
 	return true;
 }
 
-/* A block freed by the program (not a reset): its lifetime goes to its stack's histogram. */
-static __always_inline void record_lifetime(const struct ht_block *b, __u32 proc)
+/*
+ * heaptrack's "temporary": a free that comes right after an allocation of
+ * the same stack and size, with no allocation or free in between.
+ * heaptrack (src/analyze/accumulatedtracedata.cpp) keeps the allocation
+ * info (size, trace) of the last '+' event and compares it with each '-'
+ * event's, then forgets it; so it compares stack and size, not the block:
+ * of 8 blocks from one line freed in order, the first free counts.  Its
+ * one global event order is replaced here by each thread's own: threads
+ * on different CPUs have no order the BPF programs could see without a
+ * shared, contended variable, and a thread's alloc-then-free is a property
+ * of its code, not of the scheduler.  Frees of blocks never recorded
+ * (allocated before attaching, or not sampled) are not events here, as a
+ * free of an unknown pointer is none in heaptrack's analysis.  Always
+ * ends the thread's turn: the next free follows a free.
+ */
+static __always_inline bool follows_last_alloc(const struct ht_block *b)
+{
+	struct ht_last_alloc *l = bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0, 0);
+
+	if (!l || !l->set)
+		return false;
+	l->set = 0;
+	return l->stack == b->stack && l->size == b->size;
+}
+
+static __always_inline void set_last_alloc(const struct ht_block *b)
+{
+	struct ht_last_alloc *l = bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!l)
+		return;
+	l->stack = b->stack;
+	l->size = b->size;
+	l->set = 1;
+}
+
+/* A block freed by the program (not a reset): its lifetime, and whether it was temporary, go to its stack. */
+static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary)
 {
 	struct ht_site_key key = { .stack = b->stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
@@ -206,7 +254,7 @@ static __always_inline void record_lifetime(const struct ht_block *b, __u32 proc
 	if (!s)
 		return;
 	__sync_fetch_and_add(&s->lifetimes[life_bucket(life)], 1);
-	if (life < HT_TEMPORARY_NS)
+	if (temporary)
 		__sync_fetch_and_add(&s->temporary, 1);
 }
 
@@ -239,8 +287,9 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 	/* Only the deleter accounts the free, so a racing double free counts once. */
 	if (bpf_map_delete_elem(&live, &key))
 		return;
+	bool temporary = follows_last_alloc(&b);
 	if (release(&b, proc)) {
-		record_lifetime(&b, proc);
+		record_free(&b, proc, temporary);
 		count(proc, HT_FREES);
 	}
 }
@@ -253,8 +302,10 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc),
 			      .weight = ht_weight_q16(size, sample_rate) };
 	__u64 key = ht_live_key(ptr, proc);
-	struct ht_site *s = site_of(b.stack, proc);
 
+	/* Even a block the maps cannot hold was an allocation in between, for the next free. */
+	set_last_alloc(&b);
+	struct ht_site *s = site_of(b.stack, proc);
 	if (!s)
 		return;
 	__sync_fetch_and_add(&s->alloc_objects, objects);

@@ -218,7 +218,19 @@ struct ht_site_key {
 
 /* Lifetimes of freed blocks, log2 buckets of microseconds: [2^i, 2^(i+1)) us, the first from 0. */
 #define HT_LIFE_BUCKETS 32
-#define HT_TEMPORARY_NS 1000000ull     /* a block freed within 1 ms is temporary */
+
+/*
+ * A thread's last recorded allocation (task storage), for heaptrack's
+ * "temporary": see free_block() in account.bpf.h.  set is cleared by the
+ * thread's next recorded free; a flag, because every stack hash (even
+ * HT_STACK_LOST) and every size (malloc(0)) is a value.
+ */
+struct ht_last_alloc {
+	__u64 stack;
+	__u64 size;
+	__u32 set;
+	__u32 pad;
+};
 
 /*
  * Per-stack counters.  inuse_* and alloc_* count the allocations recorded:
@@ -248,7 +260,7 @@ struct ht_site {
 	__s64 peak_objects;             /* Q16 */
 	__s64 peak_bytes;
 	__u64 epoch;
-	__u64 temporary;                /* blocks freed within HT_TEMPORARY_NS */
+	__u64 temporary;                /* frees right after an allocation of this stack and size (heaptrack's) */
 	__u32 lifetimes[HT_LIFE_BUCKETS];   /* blocks freed, by lifetime */
 };
 

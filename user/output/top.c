@@ -51,8 +51,7 @@ static void print_lifetimes(FILE *f, const struct ht_site *c)
 		freed += c->lifetimes[i];
 	if (!freed)
 		return;
-	fprintf(f, "      freed %lu, temporary (< 1 ms) %lu; lifetimes:", (unsigned long)freed,
-		(unsigned long)c->temporary);
+	fprintf(f, "      freed %lu, temporary %lu; lifetimes:", (unsigned long)freed, (unsigned long)c->temporary);
 	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
 		if (c->lifetimes[i])
 			fprintf(f, " >=%s:%u", bucket_name(i, b, sizeof(b)), c->lifetimes[i]);
@@ -124,7 +123,8 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 	uint64_t temporary = 0;
 	for (size_t k = 0; k < p->n; k++)
 		temporary += p->stacks[k].c.temporary;
-	fprintf(f, "  temporary: %14s allocations freed within 1 ms\n", grouped(temporary, a, sizeof(a)));
+	fprintf(f, "  temporary: %14s allocations freed right after their allocation (heaptrack's count)\n",
+		grouped(temporary, a, sizeof(a)));
 	if (p->totals.peak_bytes)
 		fprintf(f, "  peak:      %14s bytes in use, %.3f s after tracing started\n",
 			grouped(p->totals.peak_bytes, a, sizeof(a)),
@@ -135,7 +135,8 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
 	if (p->sample_rate)
 		fprintf(f, "  sampled:   one allocation per %s bytes on average: counts are estimates,\n"
-			   "             lifetimes those of the sampled blocks\n", grouped(p->sample_rate, a, sizeof(a)));
+			   "             lifetimes and temporary those of the sampled blocks\n",
+			grouped(p->sample_rate, a, sizeof(a)));
 stacks:
 	fputc('\n', f);
 
