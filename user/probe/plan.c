@@ -96,6 +96,12 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 
 	/* A size that only the return value tells is sampled at the return (--sample-rate). */
 	copy.size_at_return = expr_reads_ret(&copy.size);
+	/*
+	 * A --free-sym function may pass its block on to free() (a wrapper);
+	 * the malloc family's free never frees through another traced function,
+	 * and is spared the cost of remembering its blocks.
+	 */
+	copy.free_wraps = copy.kind == HT_SPEC_FREE && !family;
 	struct ht_unwind_object_key key;
 
 	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
