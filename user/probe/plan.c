@@ -225,10 +225,10 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 		return err;
 	}
 	if (s->object && !matched)
-		ht_err("%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
+		ht_err("--%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
 		       s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
 	else
-		ht_err("%s %s: no function %s in %s", option, s->name, s->name, looked);
+		ht_err("--%s %s: no function %s in %s", option, s->name, s->name, looked);
 	return -1;
 }
 
