@@ -123,6 +123,15 @@ $(BUILD)/tests/t_shop: tests/targets/t_shop.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(SHOP_CXXFLAGS) -fno-omit-frame-pointer $< -o $@
 
+# --preset jemalloc: jemalloc's own API, from Debian's libjemalloc2 (no
+# -dev package: the library by its path), which is then the program's
+# malloc too.
+JEMALLOC_SO := /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+
+$(BUILD)/tests/t_jemalloc: tests/targets/t_jemalloc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) $< -o $@ $(JEMALLOC_SO)
+
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
@@ -155,10 +164,11 @@ $(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check
 		tests/unit/test_unwind_table.c user/unwind/table.c user/util/elfobj.c user/util/log.c -o $@ -ldw -lelf -lz -ldl
 
 $(BUILD)/unit/test_symspec: tests/unit/test_symspec.c tests/unit/check.h user/probe/malloc_family.c user/probe/symspec.c \
-		user/probe/symspec.h user/util/log.c bpf/heaptrace.h
+		user/probe/symspec.h user/probe/presets.c user/probe/presets.h user/util/log.c bpf/heaptrace.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
-		tests/unit/test_symspec.c user/probe/malloc_family.c user/probe/symspec.c user/util/log.c -o $@
+		tests/unit/test_symspec.c user/probe/malloc_family.c user/probe/symspec.c user/probe/presets.c \
+		user/util/log.c -o $@
 
 $(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sample.h
 	@mkdir -p $(dir $@)

@@ -270,28 +270,40 @@ static __always_inline bool inherited(__u64 ptr, __u32 proc)
 	return bpf_map_lookup_elem(&live, &key);
 }
 
-static __always_inline void free_block(__u64 ptr, __u32 proc)
+/* A free of a block that is not live: a parent's block, or one never seen allocated. */
+static __always_inline void free_unknown(__u64 ptr, __u32 proc)
+{
+	/* Sampling: most blocks were never recorded, and their frees are no news. */
+	if (inherited(ptr, proc))
+		count(proc, HT_INHERITED_FREES);
+	else if (!sample_rate)
+		count(proc, HT_UNMATCHED_FREES);
+}
+
+/* A free of ptr if it is a live block; false if it is not (the caller tells why). */
+static __always_inline bool free_live(__u64 ptr, __u32 proc)
 {
 	__u64 key = ht_live_key(ptr, proc);
 	struct ht_block *live_b = bpf_map_lookup_elem(&live, &key);
 
-	if (!live_b) {
-		/* Sampling: most blocks were never recorded, and their frees are no news. */
-		if (inherited(ptr, proc))
-			count(proc, HT_INHERITED_FREES);
-		else if (!sample_rate)
-			count(proc, HT_UNMATCHED_FREES);
-		return;
-	}
+	if (!live_b)
+		return false;
 	struct ht_block b = *live_b;
 	/* Only the deleter accounts the free, so a racing double free counts once. */
 	if (bpf_map_delete_elem(&live, &key))
-		return;
+		return true;
 	bool temporary = follows_last_alloc(&b);
 	if (release(&b, proc)) {
 		record_free(&b, proc, temporary);
 		count(proc, HT_FREES);
 	}
+	return true;
+}
+
+static __always_inline void free_block(__u64 ptr, __u32 proc)
+{
+	if (!free_live(ptr, proc))
+		free_unknown(ptr, proc);
 }
 
 static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,

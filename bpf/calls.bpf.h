@@ -222,12 +222,55 @@ static __always_inline void alloc_exit(struct pt_regs *ctx)
 		     record);
 }
 
-/* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
-static __always_inline bool inside_alloc_call(struct pt_regs *ctx)
+/*
+ * A free of ptr entered at sp, inside a free_wraps function's free of the
+ * same block: PyObject_Free(p) calls free(p) for a block of more than 512
+ * bytes.  The outer free accounted for the block, which this one finds
+ * gone: it is no free of a block never seen.  Nested as in
+ * nested_in_skipped(): below the wrapper's stack pointer, or at it in
+ * another function (a tail jump), while the wrapper's return address is
+ * still in its slot.  Asked only of a block that is not live: a block
+ * handed out again since the wrapper's free is live, and its free counts
+ * even when a call from the wrapper's call site (an indirect one, say)
+ * left the same return address in that slot.
+ */
+static __always_inline bool nested_in_free(struct ht_call *c, __u64 sp, __u32 spec, __u64 ptr)
 {
-	struct ht_call *cur = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	__u64 ra;
 
-	return cur && cur->depth && PT_REGS_SP(ctx) <= cur->sp;
+	if (!c || ptr != c->free_ptr || sp > c->free_sp || (sp == c->free_sp && spec == c->free_spec))
+		return false;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)c->free_sp))
+		return false;
+	return ra == c->free_ra || ra == uretprobe_trampoline(c);
+}
+
+/*
+ * A free's entry, from its uprobe or from the stub's record (sp: the stack
+ * pointer at the function's entry; c: the thread's call state, if any).
+ */
+static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, __u32 spec_i, __u64 ptr)
+{
+	/* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
+	if (c && c->depth && sp <= c->sp)
+		return;
+
+	bool live = free_live(ptr, proc);
+	bool nested = !live && nested_in_free(c, sp, spec_i, ptr);
+
+	if (spec_of(spec_i)->free_wraps) {
+		if (!c)
+			c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (c) {
+			c->free_ptr = bpf_probe_read_user(&c->free_ra, sizeof(c->free_ra), (void *)sp) ? 0 : ptr;
+			c->free_sp = sp;
+			c->free_spec = spec_i;
+		} else {
+			count(proc, HT_CALL_MAP_FULL);
+		}
+	}
+	if (!live && !nested)
+		free_unknown(ptr, proc);
 }
 
 #endif /* HT_CALLS_BPF_H */

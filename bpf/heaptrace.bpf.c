@@ -71,10 +71,11 @@ int free_enter(struct pt_regs *ctx)
 
 	__u64 args[8];
 	save_args(ctx, args);
-	__u64 ptr = eval(&spec_of(bpf_get_attach_cookie(ctx))->ptr, args, 0);
-	if (!ptr || inside_alloc_call(ctx))
+	__u32 spec = bpf_get_attach_cookie(ctx);
+	__u64 ptr = eval(&spec_of(spec)->ptr, args, 0);
+	if (!ptr)
 		return 0;
-	free_block(ptr, proc);
+	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx), spec, ptr);
 	return 0;
 }
 
@@ -97,7 +98,7 @@ struct {
 	__type(value, struct stub_scratch);
 } stub_scratch SEC(".maps");
 
-static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx)
+static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, struct ht_call **call)
 {
 	__u32 zero = 0;
 	struct stub_scratch *s = bpf_map_lookup_elem(&stub_scratch, &zero);
@@ -113,6 +114,7 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx)
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 	if (c && ((c->depth && s->rec.sp <= c->sp) || nested_in_skipped(c, s->rec.sp, s->rec.spec)))
 		return NULL;
+	*call = c;
 	return s;
 }
 
@@ -121,8 +123,9 @@ int stub_alloc(struct pt_regs *ctx)
 {
 	int proc = proc_slot();
 	struct stub_scratch *s;
+	struct ht_call *c;
 
-	if (proc < 0 || !(s = stub_record(ctx)))
+	if (proc < 0 || !(s = stub_record(ctx, &c)))
 		return 0;
 	/* The caller's registers just after the call returned: its return address, above it, its frame. */
 	__u64 ra = 0;
@@ -140,12 +143,13 @@ int stub_free(struct pt_regs *ctx)
 {
 	int proc = proc_slot();
 	struct stub_scratch *s;
+	struct ht_call *c;
 
-	if (proc < 0 || !(s = stub_record(ctx)))
+	if (proc < 0 || !(s = stub_record(ctx, &c)))
 		return 0;
 	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
 	if (ptr)
-		free_block(ptr, proc);
+		free_entry(proc, c, s->rec.sp, s->rec.spec, ptr);
 	return 0;
 }
 
@@ -241,6 +245,7 @@ int process_exec(void *ctx)
 		c->depth = 0;
 		c->skip_sp = 0;
 		c->trampoline = 0;
+		c->free_ptr = 0;
 	}
 	bpf_for_each_map_elem(&live, drop_block, &x, 0);
 	count(proc, HT_EXECS);

@@ -114,6 +114,14 @@ struct ht_alloc_spec {
 	__u8 page_round;            /* size rounds up to a whole page (pvalloc) */
 	__u8 size_at_return;        /* the size expression reads ret: sampling is decided at the return */
 	/*
+	 * A --free-sym function, which may hand its block on to another traced
+	 * free (CPython's PyObject_Free calls free() for large blocks): its
+	 * thread remembers the block, so that the inner free of it is not
+	 * taken for the free of a block never seen (nested_in_free()).
+	 */
+	__u8 free_wraps;
+	__u8 pad[7];
+	/*
 	 * --unwind dwarf: where the probe is in its object (ELF address) and
 	 * the object (struct ht_unwind_object_key): the probe's address in the
 	 * process gives the object's load bias without bpf_find_vma.
@@ -150,6 +158,15 @@ struct ht_call {
 	__u8 state;         /* enum ht_call_state */
 	__u8 sampler_ready; /* until_sample has been drawn */
 	__u16 pad;
+	/*
+	 * The last free of a free_wraps function (see nested_in_free()): the
+	 * block, and the stack pointer and return address at its entry.
+	 */
+	__u64 free_ptr;     /* 0: none */
+	__u64 free_sp;
+	__u64 free_ra;
+	__u32 free_spec;
+	__u32 pad2;
 };
 
 /*

@@ -10,6 +10,7 @@ scenario_custom() {
 	custom_arena
 	custom_pool
 	custom_reset
+	custom_wrapfree
 	custom_static
 	custom_preload
 	custom_errors
@@ -167,6 +168,37 @@ custom_reset() {
 	ht resetless -v --no-libc --sym "$ARENA_SPEC" -f collapsed --value alloc_objects -- "$TB/t_reset"
 	check_rc resetless 0 "custom reset: without --reset-sym exits 0"
 	expect_events resetless allocs=17 missed_frees=4 arena_resets=0 reset_objects=0
+}
+
+# t_wrapfree: obj_new(n) = malloc(n); obj_del(p) calls free(p);
+# obj_del_tail(p) jumps to free.  Each wrapper's free is counted once, as
+# the wrapper's: the free() inside it finds the block gone, and is no
+# unmatched free (it was one before heaptrace knew nested frees: 11 of the
+# 12 wrapper frees of the first four sites).  A block handed out again at
+# the same address is freed again, from the same indirect call site, by a
+# function that is no wrapper (drop_indirect): its free counts.
+#   keep_objs  3 x obj_new(100), kept          alloc 3/300   in use 3/300
+#   drop_objs  4 x obj_new(200), obj_del       alloc 4/800   in use 0/0
+#   drop_tail  5 x obj_new(300), obj_del_tail  alloc 5/1500  in use 0/0
+#   drop_plain 2 x malloc(50), obj_del         alloc 2/100   in use 0/0
+#   drop_libc  1 x obj_new(70), free           alloc 1/70    in use 0/0
+#   drop_indirect 2 x obj_new(400), obj_del then a plain free
+#                                              alloc 2/800   in use 0/0
+custom_wrapfree() {
+	profile4x wrapfree 0 --sym obj_new --free-sym obj_del --free-sym obj_del_tail -- "$TB/t_wrapfree"
+	#                                 alloc   alloc  inuse   inuse
+	#                                 objects space  objects space
+	expect4 wrapfree keep_objs          3      300    3       300
+	expect4 wrapfree drop_objs          4      800    0         0
+	expect4 wrapfree drop_tail          5     1500    0         0
+	expect4 wrapfree drop_plain         2      100    0         0
+	expect4 wrapfree drop_libc          1       70    0         0
+	expect4 wrapfree drop_indirect      2      800    0         0
+	absent_leaf4 wrapfree obj_new obj_del obj_del_tail del_plain
+	leafset4 wrapfree
+	# allocs = 3 + 4 + 5 + 2 + 1 + 2 = 17 (the mallocs inside obj_new are
+	# nested); frees = 4 + 5 + 2 + 1 + 2 = 14, none unmatched.
+	expect_events wrapfree.alloc_objects allocs=17 frees=14 unmatched_frees=0 missed_frees=0
 }
 
 # tests/static/t_static.c built with gcc -static: malloc is inside the

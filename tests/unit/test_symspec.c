@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "probe/malloc_family.h"
+#include "probe/presets.h"
 
 static struct ht_expr factor(enum ht_factor_kind kind, unsigned long long v)
 {
@@ -90,5 +91,31 @@ int main(void)
 	      "round takes page only: %s", err);
 	check(symspec_parse("f:free=arg1", HT_SPEC_FREE, &s, err, sizeof(err)) && strstr(err, "unknown field"),
 	      "--free-sym takes no free= field: %s", err);
+
+	/*
+	 * Every preset's specs parse (the table is only parsed when a user asks
+	 * for it), with the roles a reader of --preset list expects.
+	 */
+	const char *text, *option;
+	enum ht_spec_kind kind;
+	int n_python = 0, n_jemalloc = 0;
+	for (i = 0; !preset_spec("python", i, &text, &kind, &option); i++, n_python++) {
+		check(!symspec_parse(text, kind, &s, err, sizeof(err)), "preset python: '%s' parses: %s", text, err);
+		check(!strncmp(s.name, "PyObject_", 9) || !strncmp(s.name, "PyMem_", 6), "preset python: %s", s.name);
+		if (strstr(s.name, "Realloc"))
+			check(s.spec.old_ptr_arg == 1, "preset python: %s frees its arg1", s.name);
+		symspec_free(&s);
+	}
+	check(n_python == 8, "preset python has 8 functions (%d)", n_python);
+	for (i = 0; !preset_spec("jemalloc", i, &text, &kind, &option); i++, n_jemalloc++) {
+		check(!symspec_parse(text, kind, &s, err, sizeof(err)), "preset jemalloc: '%s' parses: %s", text, err);
+		if (!strcmp(s.name, "xallocx"))
+			check(s.spec.old_ptr_arg == 1 && s.spec.ptr.t[0].f[0].kind == HT_FACTOR_ARG &&
+				      s.spec.size.t[0].f[0].kind == HT_FACTOR_RET,
+			      "preset jemalloc: xallocx replaces arg1 by itself, at the size it returns");
+		symspec_free(&s);
+	}
+	check(n_jemalloc == 5, "preset jemalloc has 5 functions (%d)", n_jemalloc);
+	check(preset_spec("nosuch", 0, &text, &kind, &option) == -1, "no preset nosuch");
 	return check_summary();
 }

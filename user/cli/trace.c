@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/opt.h"
+#include "probe/presets.h"
 #include "serve/http.h"
 #include "session/session.h"
 #include "util/log.h"
@@ -68,6 +69,39 @@ static int add_sym(void *opts, const char *arg, const struct opt *o)
 	return 0;
 }
 
+/*
+ * --preset NAME: the preset's specs, as if each had been given with --sym
+ * or --free-sym (repeatable); --preset list prints them, to read or copy.
+ */
+static int add_preset(void *opts, const char *arg, const struct opt *o)
+{
+	struct trace_opts *t = opts;
+	const char *text, *option;
+	enum ht_spec_kind kind;
+	char err[512];
+	int rc;
+
+	(void)o;
+	if (!strcmp(arg, "list")) {
+		presets_print(stdout);
+		exit(0);
+	}
+	for (int i = 0; !(rc = preset_spec(arg, i, &text, &kind, &option)); i++) {
+		if (t->n_syms == HT_MAX_SPECS)
+			return opt_bad("too many symbol specs (at most %s)", STR(HT_MAX_SPECS));
+		if (symspec_parse(text, kind, &t->syms[t->n_syms], err, sizeof(err))) {
+			ht_err("--preset %s: %s", arg, err);    /* a bug in the table */
+			return -1;
+		}
+		t->sym_option[t->n_syms++] = option;
+	}
+	if (rc < 0) {
+		ht_err("unknown preset '%s': %s, or list to print them (see heaptrace --help)", arg, preset_names());
+		return -1;
+	}
+	return 0;
+}
+
 static const char *const probe_at_names[] = { "auto", "entry", NULL };
 static const char *const stack_capture_names[] = { [HT_STACK_WALK] = "walk", [HT_STACK_KERNEL] = "kernel", NULL };
 static const char *const unwind_names[] = { [UNWIND_AUTO] = "auto", [UNWIND_FP] = "fp", [UNWIND_DWARF] = "dwarf",
@@ -124,6 +158,11 @@ static const struct opt trace_opts[] = {
 	OPTION("free-sym", 0, "SPEC", "a function that frees one block: NAME[@OBJECT][:ptr=EXPR]", OPT_CALL, .call = add_sym),
 	OPTION("reset-sym", 0, "SPEC", "a function that frees a whole arena: NAME[@OBJECT][:arena=EXPR]", OPT_CALL,
 	  .call = add_sym),
+	OPTION("preset", 0, "NAME", "trace a runtime's own allocator too, as --sym and --free-sym\n"
+				"specs (repeatable): python (CPython's PyObject_* and PyMem_*),\n"
+				"jemalloc (mallocx, rallocx, xallocx, sdallocx, dallocx);\n"
+				"list: print them",
+	  OPT_CALL, .call = add_preset),
 	OPTION("no-libc", 0, NULL, "trace only the --sym functions, not the malloc family", OPT_FLAG, F(no_libc)),
 	OPTION("lib", 0, "PATH", "the object whose malloc family to trace (default: found)", OPT_STRING, F(lib)),
 	OPTION("unwind", 0, "HOW", "auto (default): CFI (.eh_frame) where objects have it, frame\n"
@@ -173,7 +212,7 @@ static int check(const struct trace_opts *o)
 	if (!o->pid && !o->argv)
 		return opt_bad("nothing to trace: give -p PID or a command%s", "");
 	if (o->no_libc && !o->n_syms)
-		return opt_bad("--no-libc leaves nothing to trace: add --sym%s", "");
+		return opt_bad("--no-libc leaves nothing to trace: add --sym or --preset%s", "");
 	if (o->diff && !o->interval)
 		return opt_bad("--diff summarises growth between snapshots: it needs -i%s", "");
 	return 0;

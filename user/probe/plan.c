@@ -96,6 +96,12 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 
 	/* A size that only the return value tells is sampled at the return (--sample-rate). */
 	copy.size_at_return = expr_reads_ret(&copy.size);
+	/*
+	 * A --free-sym function may pass its block on to free() (a wrapper);
+	 * the malloc family's free never frees through another traced function,
+	 * and is spared the cost of remembering its blocks.
+	 */
+	copy.free_wraps = copy.kind == HT_SPEC_FREE && !family;
 	struct ht_unwind_object_key key;
 
 	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
@@ -219,10 +225,10 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 		return err;
 	}
 	if (s->object && !matched)
-		ht_err("%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
+		ht_err("--%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
 		       s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
 	else
-		ht_err("%s %s: no function %s in %s", option, s->name, s->name, looked);
+		ht_err("--%s %s: no function %s in %s", option, s->name, s->name, looked);
 	return -1;
 }
 

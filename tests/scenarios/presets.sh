@@ -1,0 +1,171 @@
+# shellcheck shell=bash
+# Area "presets" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# scenario presets: --preset python and --preset jemalloc, built-in
+# --sym/--free-sym specs for the allocators of runtimes, on Debian's own
+# binaries (python3, libjemalloc2).
+
+scenario_presets() {
+	presets_list
+	presets_jemalloc
+	presets_python
+	presets_errors
+}
+
+# --preset list prints each preset as the options it stands for.
+presets_list() {
+	local d=""
+	ht plist --preset list
+	d+=$(rc_diag plist 0)
+	grep -qxF -- "  --sym 'PyObject_Malloc:size=arg1'" "$TMP/plist.out" ||
+		d+=$'\n'"no \"  --sym 'PyObject_Malloc:size=arg1'\" line"
+	grep -qxF -- "  --free-sym 'sdallocx:ptr=arg1'" "$TMP/plist.out" ||
+		d+=$'\n'"no \"  --free-sym 'sdallocx:ptr=arg1'\" line"
+	[ -n "$d" ] && d+=$'\n'"$(head -20 "$TMP/plist.out")"
+	report "presets list: --preset list exits 0 and prints the specs as options" "$d"
+}
+
+# preset_options NAME: the options --preset list prints for preset NAME as
+# arguments, one a line: "--sym", then its spec without the quotes.
+preset_options() {
+	awk -v want="--preset $1:" '
+		/^--preset / { on = index($0, want) == 1; next }
+		on && /^  --/ { gsub(/'\''/, ""); print $1; print $2 }' "$TMP/plist.out"
+}
+
+# t_jemalloc calls jemalloc's own API (mallocx, rallocx, xallocx, sdallocx,
+# dallocx); jemalloc is also its malloc.  The numbers are derived in
+# tests/targets/t_jemalloc.c.  Besides main's sites, libstdc++ (which
+# Debian's libjemalloc.so.2 loads) mallocs its emergency exception pool,
+# 72704 bytes, kept: allocs = 19 + 1 = 20; frees = 12.
+presets_jemalloc() {
+	local lib=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 opts=()
+	if [ ! -e "$lib" ] || [ ! -x "$TB/t_jemalloc" ]; then
+		fail "presets jemalloc: $lib (libjemalloc2) or $TB/t_jemalloc missing" ""
+		return
+	fi
+	profile4x pjem 0 --preset jemalloc -- "$TB/t_jemalloc"
+	#                              alloc   alloc  inuse   inuse
+	#                              objects space  objects space
+	expect4 pjem jx_keep             3      300    3       300
+	expect4 pjem jx_align            2      128    2       128
+	expect4 pjem jx_sized            4      800    0         0
+	expect4 pjem jx_dalloc           5      200    0         0
+	expect4 pjem jx_rseed            1     1000    0         0
+	expect4 pjem jx_rallocx          1     5000    1      5000
+	expect4 pjem jx_xseed            1      100    0         0
+	expect4 pjem jx_xallocx          1      112    1       112
+	expect4 pjem jx_malloc           1       24    0         0
+	# Every stack: main's sites above, and libstdc++'s pool.
+	expect_total pjem.alloc_objects 20
+	expect_total pjem.alloc_space $((300 + 128 + 800 + 200 + 1000 + 5000 + 100 + 112 + 24 + 72704))
+	expect_total pjem.inuse_objects 8
+	expect_total pjem.inuse_space $((300 + 128 + 5000 + 112 + 72704))
+	expect_events pjem.alloc_objects allocs=20 frees=12 unmatched_frees=0 missed_frees=0
+
+	# Without the preset only malloc is seen (and its block is never freed,
+	# by dallocx): the preset is what finds the others.
+	ht pjem0 -v -f collapsed --value alloc_objects -- "$TB/t_jemalloc"
+	check_rc pjem0 0 "presets jemalloc: without --preset exits 0"
+	expect_leaf pjem0 jx_malloc 1
+	expect_leaf pjem0 jx_keep 0
+	expect_leaf pjem0 jx_rallocx 0
+	expect_events pjem0 allocs=2 frees=0 unmatched_frees=0 missed_frees=0
+
+	# The preset is exactly the options --preset list prints for it.
+	mapfile -t opts < <(preset_options jemalloc)
+	ht pjemcopy -f collapsed --value alloc_space "${opts[@]}" -- "$TB/t_jemalloc"
+	if [ "${#opts[@]}" = 10 ] && [ -s "$TMP/pjemcopy.out" ] && cmp -s "$TMP/pjemcopy.out" "$TMP/pjem.alloc_space.out"; then
+		pass "presets jemalloc: the 5 options --preset list prints give the profile of --preset jemalloc"
+	else
+		fail "presets jemalloc: the options --preset list prints give the profile of --preset jemalloc" \
+			"options: ${opts[*]}"$'\n'"$(ctx pjemcopy)"$'\n'"$(diff "$TMP/pjem.alloc_space.out" "$TMP/pjemcopy.out" | head -8)"
+	fi
+}
+
+# pprof_records FILE IO IB AO AB: the innermost addresses of the records of
+# a legacy pprof text profile with these counts, one a line.
+pprof_records() {
+	awk -v want="$2 $3 $4 $5" '
+		/ @ / {
+			line = $0
+			gsub(/[\[\]:@]/, " ", line)
+			split(line, f, " ")
+			if (f[1] " " f[2] " " f[3] " " f[4] == want) print f[5]
+		}' "$1" 2>/dev/null
+}
+
+# called_before EXE ADDR: the name of the function called by the
+# instruction that ends at ADDR (a return address), from objdump.
+called_before() {
+	objdump -d --no-show-raw-insn --start-address=$(($2 - 5)) --stop-address=$(($2)) "$1" 2>/dev/null |
+		sed -n 's/.*call .*<\([^>@+]*\)[@+>].*/\1/p' | tail -1
+}
+
+# Debian's python3 (3.11, not PIE): bytes(n) is one PyObject_Calloc(1,
+# 33 + n) call from the interpreter (a call of the exported function, not
+# one of its inlined copies), so
+#   keep_them(3000): 3000 x bytes(200)  -> 3000 blocks of 233 bytes
+#   keep_big(700):    700 x bytes(1000) ->  700 blocks of 1033 bytes
+# both from one native stack (the same bytecode, the same C path); kept,
+# and os._exit() skips the interpreter's finalisation, which would free
+# them.  With --preset python that stack holds exactly 3700 objects,
+# 3000 x 233 + 700 x 1033 = 1422100 bytes, allocated and in use, and its
+# innermost return address follows a call of PyObject_Calloc.  The 1033-byte
+# blocks are larger than pymalloc's 512 and PyObject_Calloc gets them from
+# calloc, a nested call: no second record for them (700: 723100).
+# Without the preset, the 233-byte blocks come from pymalloc's arenas
+# (mmap) and are not seen at all; the 1033-byte ones are seen at calloc,
+# called from inside PyObject_Calloc: 700 objects, 723100 bytes.
+PY_KEEP='
+import os
+def keep_them(n):
+    return [bytes(200) for _ in range(n)]
+def keep_big(n):
+    return [bytes(1000) for _ in range(n)]
+kept = keep_them(3000)
+big = keep_big(700)
+os._exit(0)
+'
+presets_python() {
+	local py exe d addr
+	py=/usr/bin/python3
+	exe=$(readlink -f "$py")
+	if [ ! -x "$exe" ] || ! nm -D "$exe" 2>/dev/null | grep -q ' T PyObject_Calloc$'; then
+		fail "presets python: Debian's python3 ($py, package python3) with PyObject_Calloc" "$(ls -l "$py" 2>&1)"
+		return
+	fi
+	# -I -S: no site packages, no environment, so that nothing else runs.
+	ht ppy -v --preset python -o "$TMP/ppy.heap" -- "$py" -I -S -c "$PY_KEEP"
+	d=$(rc_diag ppy 0)
+	addr=$(pprof_records "$TMP/ppy.heap" 3700 1422100 3700 1422100)
+	if [ "$(echo "$addr" | grep -c .)" != 1 ]; then
+		d+=$'\n'"want one record 3700: 1422100 [3700: 1422100], got ${addr:-none}; the largest:"
+		d+=$'\n'"$(grep ' @ ' "$TMP/ppy.heap" | sort -rn | head -3 | cut -c1-100)"
+	elif [ "$(called_before "$exe" "$addr")" != PyObject_Calloc ]; then
+		d+=$'\n'"its innermost frame $addr follows a call of '$(called_before "$exe" "$addr")', not PyObject_Calloc"
+	fi
+	[ -n "$(pprof_records "$TMP/ppy.heap" 700 723100 700 723100)" ] &&
+		d+=$'\n'"the 700 blocks of 1033 bytes are counted a second time, at calloc"
+	report "presets python: --preset python: one stack, 3700 objects, 1422100 bytes in use, under PyObject_Calloc" "$d"
+
+	ht ppy0 -v -o "$TMP/ppy0.heap" -- "$py" -I -S -c "$PY_KEEP"
+	d=$(rc_diag ppy0 0)
+	grep -qE '^ *(3000|3700): ' "$TMP/ppy0.heap" &&
+		d+=$'\n'"pymalloc's blocks are seen without the preset: $(grep -E '^ *(3000|3700): ' "$TMP/ppy0.heap" | cut -c1-80)"
+	addr=$(pprof_records "$TMP/ppy0.heap" 700 723100 700 723100)
+	if [ "$(echo "$addr" | grep -c .)" != 1 ]; then
+		d+=$'\n'"want one record 700: 723100 [700: 723100], got ${addr:-none}"
+	elif [ "$(called_before "$exe" "$addr")" != calloc ]; then
+		d+=$'\n'"its innermost frame $addr follows a call of '$(called_before "$exe" "$addr")', not calloc"
+	fi
+	report "presets python: without --preset, only the 700 blocks of 1033 bytes, at calloc" "$d"
+}
+
+presets_errors() {
+	ht perr.name --preset nosuch -- "$TB/t_arena"
+	report "presets errors: --preset nosuch -> exit 2, one line naming it and the presets" \
+		"$(err_diag perr.name 2 nosuch python jemalloc)"
+	ht perr.sym --preset jemalloc -- "$TB/t_arena"
+	report "presets errors: --preset jemalloc on a program without jemalloc -> exit 2, one line naming mallocx" \
+		"$(err_diag perr.sym 2 'preset jemalloc' mallocx t_arena)"
+}
