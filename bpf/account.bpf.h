@@ -222,7 +222,12 @@ static __always_inline bool inherited(__u64 ptr, __u32 proc)
 	return bpf_map_lookup_elem(&live, &key);
 }
 
-static __always_inline void free_block(__u64 ptr, __u32 proc)
+/*
+ * The block at ptr is freed.  Returns true for an unmatched free (no block
+ * of the process there), which the caller counts: who called free decides
+ * under which counter (calls.bpf.h, free_call()).
+ */
+static __always_inline bool free_block(__u64 ptr, __u32 proc)
 {
 	__u64 key = ht_live_key(ptr, proc);
 	struct ht_block *live_b = bpf_map_lookup_elem(&live, &key);
@@ -232,17 +237,18 @@ static __always_inline void free_block(__u64 ptr, __u32 proc)
 		if (inherited(ptr, proc))
 			count(proc, HT_INHERITED_FREES);
 		else if (!sample_rate)
-			count(proc, HT_UNMATCHED_FREES);
-		return;
+			return true;
+		return false;
 	}
 	struct ht_block b = *live_b;
 	/* Only the deleter accounts the free, so a racing double free counts once. */
 	if (bpf_map_delete_elem(&live, &key))
-		return;
+		return false;
 	if (release(&b, proc)) {
 		record_lifetime(&b, proc);
 		count(proc, HT_FREES);
 	}
+	return false;
 }
 
 static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,

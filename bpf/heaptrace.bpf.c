@@ -70,11 +70,14 @@ int free_enter(struct pt_regs *ctx)
 		return 0;
 
 	__u64 args[8];
+	__u32 spec = bpf_get_attach_cookie(ctx);
 	save_args(ctx, args);
-	__u64 ptr = eval(&spec_of(bpf_get_attach_cookie(ctx))->ptr, args, 0);
-	if (!ptr || inside_alloc_call(ctx))
+	__u64 ptr = eval(&spec_of(spec)->ptr, args, 0);
+	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	/* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
+	if (!ptr || (c && c->depth && PT_REGS_SP(ctx) <= c->sp))
 		return 0;
-	free_block(ptr, proc);
+	free_call(proc, ptr, PT_REGS_SP(ctx), multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), spec, c);
 	return 0;
 }
 
@@ -97,7 +100,7 @@ struct {
 	__type(value, struct stub_scratch);
 } stub_scratch SEC(".maps");
 
-static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx)
+static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, struct ht_call **call)
 {
 	__u32 zero = 0;
 	struct stub_scratch *s = bpf_map_lookup_elem(&stub_scratch, &zero);
@@ -113,6 +116,7 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx)
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 	if (c && ((c->depth && s->rec.sp <= c->sp) || nested_in_skipped(c, s->rec.sp, s->rec.spec)))
 		return NULL;
+	*call = c;
 	return s;
 }
 
@@ -121,9 +125,11 @@ int stub_alloc(struct pt_regs *ctx)
 {
 	int proc = proc_slot();
 	struct stub_scratch *s;
+	struct ht_call *c;
 
-	if (proc < 0 || !(s = stub_record(ctx)))
+	if (proc < 0 || !(s = stub_record(ctx, &c)))
 		return 0;
+	settle_held(c, proc);
 	/* The caller's registers just after the call returned: its return address, above it, its frame. */
 	__u64 ra = 0;
 	bpf_probe_read_user(&ra, sizeof(ra), (void *)s->rec.sp);
@@ -140,12 +146,13 @@ int stub_free(struct pt_regs *ctx)
 {
 	int proc = proc_slot();
 	struct stub_scratch *s;
+	struct ht_call *c;
 
-	if (proc < 0 || !(s = stub_record(ctx)))
+	if (proc < 0 || !(s = stub_record(ctx, &c)))
 		return 0;
 	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
 	if (ptr)
-		free_block(ptr, proc);
+		free_call(proc, ptr, s->rec.sp, s->rec.func_ip, s->rec.spec, c);
 	return 0;
 }
 
@@ -241,6 +248,7 @@ int process_exec(void *ctx)
 		c->depth = 0;
 		c->skip_sp = 0;
 		c->trampoline = 0;
+		settle_held(c, proc);
 	}
 	bpf_for_each_map_elem(&live, drop_block, &x, 0);
 	count(proc, HT_EXECS);
@@ -250,5 +258,30 @@ int process_exec(void *ctx)
 		__sync_fetch_and_add(&t->execs, 1);
 		__sync_fetch_and_add(&t->exec_dropped, x.dropped);
 	}
+	return 0;
+}
+
+/*
+ * A thread of a traced process exits: the unmatched frees it held
+ * (free_call()) were the allocator emptying its cache, if it is a worker
+ * thread; the main thread's are unmatched_frees.
+ */
+SEC("tracepoint/sched/sched_process_exit")
+int thread_exit(void *ctx)
+{
+	int proc = proc_slot();
+
+	if (proc < 0)
+		return 0;
+	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->held_frees)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	if ((__u32)id == id >> 32) {
+		settle_held(c, proc);
+		return 0;
+	}
+	count_n(proc, HT_THREAD_EXIT_FREES, c->held_frees);
+	c->held_frees = 0;
 	return 0;
 }
