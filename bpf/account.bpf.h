@@ -270,14 +270,19 @@ static __always_inline bool inherited(__u64 ptr, __u32 proc)
 	return bpf_map_lookup_elem(&live, &key);
 }
 
-/* A free of a block that is not live: a parent's block, or one never seen allocated. */
-static __always_inline void free_unknown(__u64 ptr, __u32 proc)
+/*
+ * A free of a block that is not live: a parent's block, or one never seen
+ * allocated.  True for an unmatched free, which the caller counts: who
+ * called free decides under which counter (calls.bpf.h, free_entry()).
+ */
+static __always_inline bool free_unknown(__u64 ptr, __u32 proc)
 {
-	/* Sampling: most blocks were never recorded, and their frees are no news. */
-	if (inherited(ptr, proc))
+	if (inherited(ptr, proc)) {
 		count(proc, HT_INHERITED_FREES);
-	else if (!sample_rate)
-		count(proc, HT_UNMATCHED_FREES);
+		return false;
+	}
+	/* Sampling: most blocks were never recorded, and their frees are no news. */
+	return !sample_rate;
 }
 
 /* A free of ptr if it is a live block; false if it is not (the caller tells why). */
@@ -300,10 +305,10 @@ static __always_inline bool free_live(__u64 ptr, __u32 proc)
 	return true;
 }
 
-static __always_inline void free_block(__u64 ptr, __u32 proc)
+/* A free of ptr; true for an unmatched one, which the caller counts. */
+static __always_inline bool free_block(__u64 ptr, __u32 proc)
 {
-	if (!free_live(ptr, proc))
-		free_unknown(ptr, proc);
+	return !free_live(ptr, proc) && free_unknown(ptr, proc);
 }
 
 static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,

@@ -30,6 +30,59 @@ struct {
 } calls SEC(".maps");
 
 /*
+ * glibc empties a thread's cache of freed chunks (tcache) when the thread
+ * exits: tcache_thread_shutdown() calls free() on every chunk still in it,
+ * blocks the program freed long before (their frees were counted then),
+ * and last on the cache itself, which it allocated with _int_malloc, never
+ * through malloc.  Those frees match no block, yet nothing was lost: 9 per
+ * thread of t_threads, for instance.  No exported symbol marks that code;
+ * what marks it is a free called from the allocator's own object after
+ * which the thread makes no other allocator call before it exits.  So such
+ * an unmatched free is held in the thread's state: a worker thread's exit
+ * counts what it holds as thread_exit_frees (the main thread never runs
+ * that code), any other call of the thread, an exec or the main thread's
+ * exit count it as unmatched_frees.
+ */
+static __always_inline bool from_allocator(__u64 sp, __u64 func_ip, __u32 spec)
+{
+	const volatile struct ht_alloc_spec *s = spec_of(spec);
+	__u64 ra, bias = func_ip - s->probe_vaddr;
+
+	if (!thread_exits_seen || !s->text_hi || !func_ip || bpf_probe_read_user(&ra, sizeof(ra), (void *)sp))
+		return false;
+	return ra - bias >= s->text_lo && ra - bias < s->text_hi;
+}
+
+/* What the thread held is no thread-exit free after all. */
+static __always_inline void settle_held(struct ht_call *c, __u32 proc)
+{
+	if (c && c->held_frees) {
+		count_n(proc, HT_UNMATCHED_FREES, c->held_frees);
+		c->held_frees = 0;
+	}
+}
+
+/*
+ * An unmatched free by the program or the allocator: sp and func_ip are the
+ * stack pointer and the function's address at its entry, c the thread's
+ * state if it has one.  The allocator's own may be a thread-exit free, held.
+ */
+static __always_inline void unmatched_free(__u32 proc, __u64 sp, __u64 func_ip, __u32 spec, struct ht_call *c)
+{
+	if (from_allocator(sp, func_ip, spec)) {
+		if (!c)
+			c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (c) {
+			c->held_frees++;
+			return;
+		}
+	}
+	settle_held(c, proc);
+	count(proc, HT_UNMATCHED_FREES);
+}
+
+/*
  * --sample-rate: does the thread's countdown cover an allocation of size
  * bytes?  If not, the allocation is sampled and the next countdown drawn
  * (bpf/sample.h says why this samples s bytes with probability
@@ -115,6 +168,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 		count(proc, HT_CALL_MAP_FULL);
 		return false;
 	}
+	settle_held(c, proc);
 	__u64 sp = PT_REGS_SP(ctx);
 	__u32 spec = bpf_get_attach_cookie(ctx);
 	if (c->depth) {
@@ -175,8 +229,8 @@ static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *re
 	__u64 old_ptr = spec->old_ptr_arg ? args[spec->old_ptr_arg & 7] : 0;
 	if (old_ptr) {
 		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
-		if (ptr || size == 0)
-			free_block(old_ptr, proc);
+		if ((ptr || size == 0) && free_block(old_ptr, proc))
+			count(proc, HT_UNMATCHED_FREES);
 		if (!ptr) {
 			if (size && record)
 				count(proc, HT_FAILED_ALLOCS);
@@ -246,10 +300,12 @@ static __always_inline bool nested_in_free(struct ht_call *c, __u64 sp, __u32 sp
 }
 
 /*
- * A free's entry, from its uprobe or from the stub's record (sp: the stack
- * pointer at the function's entry; c: the thread's call state, if any).
+ * A free's entry, from its uprobe or from the stub's record (sp and func_ip:
+ * the stack pointer and the function's address at its entry; c: the
+ * thread's call state, if any).
  */
-static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, __u32 spec_i, __u64 ptr)
+static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, __u64 func_ip, __u32 spec_i,
+				       __u64 ptr)
 {
 	/* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
 	if (c && c->depth && sp <= c->sp)
@@ -269,8 +325,12 @@ static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, 
 			count(proc, HT_CALL_MAP_FULL);
 		}
 	}
-	if (!live && !nested)
-		free_unknown(ptr, proc);
+	if (!live && !nested && free_unknown(ptr, proc)) {
+		unmatched_free(proc, sp, func_ip, spec_i, c);
+		return;
+	}
+	/* Any other free shows the thread was not exiting: what it held was unmatched. */
+	settle_held(c, proc);
 }
 
 #endif /* HT_CALLS_BPF_H */

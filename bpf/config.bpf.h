@@ -31,6 +31,9 @@ const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every
  */
 volatile __u32 tracing_stopped = 0;
 
+/* Set by user space once thread_exit is attached: only then may a free wait for it (free_entry()). */
+volatile __u32 thread_exits_seen = 0;
+
 /*
  * The allocator descriptors, by attach cookie.  Written, not read-only:
  * a process that executes a program with another allocator gets that

@@ -70,12 +70,13 @@ int free_enter(struct pt_regs *ctx)
 		return 0;
 
 	__u64 args[8];
-	save_args(ctx, args);
 	__u32 spec = bpf_get_attach_cookie(ctx);
+	save_args(ctx, args);
 	__u64 ptr = eval(&spec_of(spec)->ptr, args, 0);
 	if (!ptr)
 		return 0;
-	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx), spec, ptr);
+	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx),
+		   multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), spec, ptr);
 	return 0;
 }
 
@@ -127,6 +128,7 @@ int stub_alloc(struct pt_regs *ctx)
 
 	if (proc < 0 || !(s = stub_record(ctx, &c)))
 		return 0;
+	settle_held(c, proc);
 	/* The caller's registers just after the call returned: its return address, above it, its frame. */
 	__u64 ra = 0;
 	bpf_probe_read_user(&ra, sizeof(ra), (void *)s->rec.sp);
@@ -149,7 +151,7 @@ int stub_free(struct pt_regs *ctx)
 		return 0;
 	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
 	if (ptr)
-		free_entry(proc, c, s->rec.sp, s->rec.spec, ptr);
+		free_entry(proc, c, s->rec.sp, s->rec.func_ip, s->rec.spec, ptr);
 	return 0;
 }
 
@@ -246,6 +248,7 @@ int process_exec(void *ctx)
 		c->skip_sp = 0;
 		c->trampoline = 0;
 		c->free_ptr = 0;
+		settle_held(c, proc);
 	}
 	bpf_for_each_map_elem(&live, drop_block, &x, 0);
 	count(proc, HT_EXECS);
@@ -255,5 +258,30 @@ int process_exec(void *ctx)
 		__sync_fetch_and_add(&t->execs, 1);
 		__sync_fetch_and_add(&t->exec_dropped, x.dropped);
 	}
+	return 0;
+}
+
+/*
+ * A thread of a traced process exits: the unmatched frees it held
+ * (free_entry()) were the allocator emptying its cache, if it is a worker
+ * thread; the main thread's are unmatched_frees.
+ */
+SEC("tracepoint/sched/sched_process_exit")
+int thread_exit(void *ctx)
+{
+	int proc = proc_slot();
+
+	if (proc < 0)
+		return 0;
+	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->held_frees)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	if ((__u32)id == id >> 32) {
+		settle_held(c, proc);
+		return 0;
+	}
+	count_n(proc, HT_THREAD_EXIT_FREES, c->held_frees);
+	c->held_frees = 0;
 	return 0;
 }

@@ -128,6 +128,12 @@ struct ht_alloc_spec {
 	 */
 	__u64 probe_vaddr;
 	__u64 obj_dev, obj_ino;
+	/*
+	 * The malloc family: the ELF addresses of its object's code.  A free
+	 * of no known block called from there may be the allocator emptying
+	 * a thread's cache at the thread's exit (see hold_free()); 0, 0: none.
+	 */
+	__u64 text_lo, text_hi;
 };
 
 /* What an allocator's entry left for its return (ht_call.state). */
@@ -166,7 +172,7 @@ struct ht_call {
 	__u64 free_sp;
 	__u64 free_ra;
 	__u32 free_spec;
-	__u32 pad2;
+	__u32 held_frees;   /* unmatched frees by the allocator's own code, not counted yet: see hold_free() */
 };
 
 /*
@@ -420,7 +426,8 @@ struct ht_stub_record {
 	X(STACKS_TRUNCATED, "stacks_truncated", 1)      /* the stack walk failed early (HT_STACK_TRUNCATED) */  \
 	X(STACKS_AT_MAX_DEPTH, "stacks_at_max_depth", 0)        /* stack cut at --max-depth: asked for */       \
 	X(UNWIND_FP_FRAMES, "unwind_fp_frames", 0)      /* --unwind dwarf: frames unwound by frame pointer */  \
-	X(SAMPLED_SET_FULL, "sampled_set_full", 1)      /* a sampled allocation not recorded: the stub's set was full */
+	X(SAMPLED_SET_FULL, "sampled_set_full", 1)      /* a sampled allocation not recorded: the stub's set was full */ \
+	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

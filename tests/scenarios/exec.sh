@@ -3,7 +3,7 @@
 # following execve (user/session/exec.c): scenarios script (a launched
 # command started as the shell would: PATH, "#!" interpreters, wrappers),
 # spawn (--follow-fork children that execute another program) and progname
-# (a process named as its user knows it).
+# (a process named as its user knows it) and runas (-u USER).
 
 # ---------------------------------------------------------------------------
 # A launched command that is no ELF file runs as the shell would run it, and
@@ -198,4 +198,73 @@ scenario_progname() {
 	[ "$(sed -n 2p "$TMP/$key.out")" = "  program:   $TMP/my-server" ] ||
 		d+="line 2 of the report: '$(sed -n 2p "$TMP/$key.out")', want '  program:   \$TMP/my-server'"$'\n'
 	report "progname: -p on a process started by a link: -v and the top report name the link (\$TMP/my-server)" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# -u USER: the launched command runs with USER's uid, gid and groups (as
+# initgroups gives them), heaptrace keeps root's and traces it exactly.
+# The user and its two groups are made here (useradd) and removed at the
+# end.  The command is a shell that prints its process's Uid, Gid and
+# Groups lines of /proc/PID/status and its descriptors with builtins only
+# (no fork), then execs t_entrypoints (a copy in a directory the user can
+# reach): the same process, so the same ids, and the profile is
+# t_entrypoints', whose numbers must be exact.  Both paths: the fast path
+# (its stub is mapped from a memfd the target itself creates, as the user)
+# and uprobes.  -u with -p, and an unknown user, are one-line errors.
+scenario_runas() {
+	local u=ht19u$$ d="" dir key opt opts v stub=1 want got
+	[[ $HT == */heaptrace-no-inject ]] && stub=0
+	dir=$(mktemp -d /tmp/heaptrace-runas.XXXXXX) && chmod 755 "$dir" && cp "$TB/t_entrypoints" "$dir/" ||
+		d+="cannot copy t_entrypoints to a directory the user can reach"$'\n'
+	if ! groupadd "${u}p" || ! groupadd "${u}s" || ! useradd -M -g "${u}p" -G "${u}s" -s /usr/sbin/nologin "$u"; then
+		d+="cannot create the user $u (useradd, groupadd)"$'\n'
+	fi
+	report "runas: a user $u with groups ${u}p (primary) and ${u}s" "$d"
+	if [ -z "$d" ]; then
+		# shellcheck disable=SC2016
+		local sh='while read -r l; do case $l in Uid:*|Gid:*|Groups:*) echo "$l";; esac; done </proc/$$/status
+for f in /proc/$$/fd/*; do printf "%s " "${f##*/}"; done; echo; exec "$1"'
+		for opt in "" --no-inject; do
+			key=runas${opt:+.noinject}
+			opts=(-u "$u")
+			[ -n "$opt" ] && opts+=("$opt")
+			profile4x "$key" 0 "${opts[@]}" -- /bin/sh -c "$sh" sh "$dir/t_entrypoints"
+			expect_entrypoints4 "$key"
+			expect_entrypoints4 "$key" main
+			leafset4 "$key"
+			# The shell frees nothing it did not allocate: no vforked child here.
+			expect_events "$key.alloc_objects" unmatched_frees=0
+			# The command's stdout (the profile takes heaptrace's) is in .err.
+			want="Uid: $(id -u "$u") $(id -u "$u") $(id -u "$u") $(id -u "$u")"
+			want+=$'\n'"Gid: $(id -g "$u") $(id -g "$u") $(id -g "$u") $(id -g "$u")"
+			want+=$'\n'"Groups: $(id -G "$u" | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//')"
+			for v in $VALUES; do
+				got=$(grep -E '^(Uid|Gid):' "$TMP/$key.$v.err" | tr -s '\t ' ' ')
+				got+=$'\n'"Groups: $(sed -n 's/^Groups:[[:space:]]*//p' "$TMP/$key.$v.err" | tr -s ' \t' '\n' |
+					sed '/^$/d' | sort -n | tr '\n' ' ' | sed 's/ $//')"
+				report "$key.$v: the command runs as $u: its uid, gid and groups" \
+					"$([ "$got" = "$want" ] || printf 'got:\n%s\nwant:\n%s\n' "$got" "$want")"
+			done
+			# 0-2, and 3: the directory the listing reads; none of heaptrace's.
+			got=$(grep -m1 -E '^[0-9]+( [0-9]+)* ?$' "$TMP/$key.alloc_objects.err" | sed 's/ $//')
+			report "$key: the command holds descriptors 0 1 2 (and 3, its listing's) only" \
+				"$([ "$got" = "0 1 2 3" ] || echo "descriptors: '$got'")"
+			# The program it executed got the fast path (a stub installed after its exec).
+			if [ -z "$opt" ] && [ "$stub" = 1 ]; then
+				report "$key: t_entrypoints, run as $u, gets the fast path" \
+					"$(sed -n '/tracing PID [0-9]*: now/,$p' "$TMP/$key.alloc_objects.err" |
+						grep -q 'fast path: a stub at' || echo "no 'fast path: a stub' line after the exec"$'\n'"$(ctx "$key.alloc_objects")")"
+			fi
+		done
+	fi
+	ht runas.nouser -u "$u-none" -- /bin/true
+	report "runas: -u with an unknown user: exit 1, one line" "$(err_diag runas.nouser 1 "$u-none" "no such user")"
+	ht runas.pid -u "$u" -p $$
+	report "runas: -u with -p: exit 2, one line" "$(err_diag runas.pid 2 "-u" "-p")"
+	userdel "$u" 2>/dev/null
+	groupdel "${u}s" 2>/dev/null
+	groupdel "${u}p" 2>/dev/null
+	[ -n "${dir:-}" ] && rm -rf "$dir"
+	report "runas: the user $u and its groups are removed" \
+		"$(getent passwd "$u"; getent group "${u}p" "${u}s")"
 }

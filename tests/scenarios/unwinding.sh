@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Area "unwinding" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
 # stack unwinding: scenarios stacks, unwind (--unwind on -fomit-frame-pointer
-# code) and dlopen.
+# code), dlopen and unwindcache.
 
 # ---------------------------------------------------------------------------
 # heaptrace's own frame-pointer walk (--unwind fp: one bulk copy of the
@@ -467,4 +467,54 @@ dl_run() {
 		release "$key"
 	fi
 	ht_bg_wait "$key" "$hp" 30
+}
+
+# ---------------------------------------------------------------------------
+# The unwind cache keys its files by build ID, and is shared by every trace
+# of one user (root's by all of root's).  Anyone can make a copy of an
+# object with its build ID kept and its CFI changed, and have root trace it
+# (LD_LIBRARY_PATH, a program of theirs): its rows must not be what later
+# traces of the genuine object get.  Here the copy is nofp/t_entrypoints
+# with every DW_CFA_def_cfa_offset 16 of its .eh_frame made 24 (the same
+# size, the same build ID): its own stacks come out truncated, and the
+# genuine program traced next, with the same cache, must get its own
+# stacks, line for line those of a run with an empty cache.
+scenario_unwindcache() {
+	local g=$TB/nofp/t_entrypoints c=$TMP/uwc/t_entrypoints d="" off size n
+	mkdir -p "$TMP/uwc"
+	cp "$g" "$c" 2>/dev/null || d+="cannot copy $(rel "$g")"$'\n'
+	read -r off size < <(readelf -SW "$c" 2>/dev/null | awk '$2 == ".eh_frame" { print $5, $6 }')
+	[ -n "${size:-}" ] || d+="no .eh_frame in $(rel "$c")"$'\n'
+	if [ -z "$d" ]; then
+		# shellcheck disable=SC2016
+		n=$(perl -e 'my ($f, $o, $n) = @ARGV; open(my $h, "+<:raw", $f) or die;
+			seek($h, $o, 0); read($h, my $b, $n) == $n or die;
+			my $c = ($b =~ s/\x0e\x10/\x0e\x18/g); seek($h, $o, 0); print $h $b; close($h) or die;
+			print "$c\n"' "$c" $((16#$off)) $((16#$size)))
+		[ "${n:-0}" -gt 0 ] || d+="no DW_CFA_def_cfa_offset 16 patched"$'\n'
+		[ "$(readelf -n "$c" | grep 'Build ID')" = "$(readelf -n "$g" | grep 'Build ID')" ] ||
+			d+="the copy's build ID differs"$'\n'
+		cmp -s "$g" "$c" && d+="the copy is the same file"$'\n'
+	fi
+	report "unwindcache: a copy of nofp/t_entrypoints, same build ID, ${n:-0} CFA offsets of its .eh_frame changed" "$d"
+
+	XDG_CACHE_HOME=$TMP/uwc/cache ht uwc.copy -v -f collapsed --value alloc_space -- "$c"
+	check_rc uwc.copy 0 "unwindcache: the copy is traced (its table goes to the cache)"
+	# Its wrong CFI truncates every stack: the walk from each ep_* function
+	# reads its return address at the wrong place.  (If the copy's rows
+	# were right this test could not tell anything.)
+	expect_events uwc.copy allocs=27 stacks_truncated=20
+
+	XDG_CACHE_HOME=$TMP/uwc/cache ht uwc.genuine -v -f collapsed --value alloc_space -- "$g"
+	check_rc uwc.genuine 0 "unwindcache: the genuine program is traced after it, with the same cache"
+	expect_events uwc.genuine allocs=27 stacks_truncated=0
+	report "unwindcache: -v says the cached table was built from other bytes" \
+		"$(grep -q 'built from other bytes' "$TMP/uwc.genuine.err" || ctx uwc.genuine)"
+	XDG_CACHE_HOME=$TMP/uwc/empty ht uwc.clean -f collapsed --value alloc_space -- "$g"
+	uw_same uwc.genuine uwc.clean "unwindcache: the genuine program's stacks are those of a run with an empty cache"
+	# And the stacks are whole: ep_malloc's 4 x 1000 bytes under main and
+	# main's caller (libc's start), not cut at main.
+	expect_leaf uwc.genuine ep_malloc 4000
+	report "unwindcache: ep_malloc's stack goes on above main" \
+		"$(grep -qE ';main;ep_malloc 4000$' "$TMP/uwc.genuine.out" || echo "no ...;main;ep_malloc 4000 line:"$'\n'"$(grep ep_malloc "$TMP/uwc.genuine.out")")"
 }

@@ -1,6 +1,6 @@
 /*
- * NTHREADS threads released together by a barrier, racing through the
- * allocator.  Each thread:
+ * NTHREADS threads (argv[1] if given, at most MAXTHREADS) released together
+ * by a barrier, racing through the allocator.  Each thread:
  *   - thr_churn:   CHURN x malloc(48), each freed at once
  *   - thr_rseed / thr_realloc: RCHAIN x (malloc(32) grown by realloc to 96),
  *                  then freed
@@ -15,14 +15,16 @@
 #define NOINLINE __attribute__((noinline))
 
 #define NTHREADS 4
+#define MAXTHREADS 16
 #define CHURN 5000
 #define RCHAIN 500
 #define KEEP 50
 #define HANDOFF 25
 
 static pthread_barrier_t start;
-void *volatile keep[NTHREADS][KEEP];
-void *volatile handoff[NTHREADS][HANDOFF];
+static int nthreads = NTHREADS;
+void *volatile keep[MAXTHREADS][KEEP];
+void *volatile handoff[MAXTHREADS][HANDOFF];
 
 NOINLINE void *thr_churn(void)
 {
@@ -73,20 +75,24 @@ static void *worker(void *arg)
 
 NOINLINE void main_free_handoff(void)
 {
-	for (int t = 0; t < NTHREADS; t++)
+	for (int t = 0; t < nthreads; t++)
 		for (int i = 0; i < HANDOFF; i++)
 			free(handoff[t][i]);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	pthread_t th[NTHREADS];
+	pthread_t th[MAXTHREADS];
 
-	pthread_barrier_init(&start, NULL, NTHREADS);
-	for (long t = 0; t < NTHREADS; t++)
+	if (argc > 1)
+		nthreads = atoi(argv[1]);
+	if (nthreads < 1 || nthreads > MAXTHREADS)
+		return 2;
+	pthread_barrier_init(&start, NULL, nthreads);
+	for (long t = 0; t < nthreads; t++)
 		if (pthread_create(&th[t], NULL, worker, (void *)t) != 0)
 			return 1;
-	for (int t = 0; t < NTHREADS; t++)
+	for (int t = 0; t < nthreads; t++)
 		pthread_join(th[t], NULL);
 	main_free_handoff();
 	return 0;

@@ -611,6 +611,33 @@ static bool section(const char *path, const char *name, uint64_t *addr, uint64_t
 	return found;
 }
 
+/* A section's file offset and size. */
+static bool section_at(const char *path, const char *name, uint64_t *off, uint64_t *size)
+{
+	struct elfobj o;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	bool found = false;
+
+	if (elfobj_open(&o, path, false))
+		return false;
+	if (!elf_getshdrstrndx(o.elf, &shstrndx)) {
+		while (!found && (scn = elf_nextscn(o.elf, scn))) {
+			GElf_Shdr sh;
+			const char *s;
+
+			if (gelf_getshdr(scn, &sh) && (s = elf_strptr(o.elf, shstrndx, sh.sh_name)) &&
+			    !strcmp(s, name)) {
+				*off = sh.sh_offset;
+				*size = sh.sh_size;
+				found = true;
+			}
+		}
+	}
+	elfobj_close(&o);
+	return found;
+}
+
 static void check_libs(const char *libc, const char *libstdcxx)
 {
 	struct unwind_table t;
@@ -660,8 +687,8 @@ static void check_round_trip(const char *path, const char *what)
 	unwind_table_free(&c);
 }
 
-/* The header unwind_table.c writes: magic[8], version, row size, n (u64), crc, pad. */
-enum { H_VERSION = 8, H_ROWSIZE = 12, H_N = 16, H_CRC = 24, H_SIZE = 32 };
+/* The header unwind_table.c writes: magic[8], version, row size, n (u64), crc, pad, CFI hash (u64). */
+enum { H_VERSION = 8, H_ROWSIZE = 12, H_N = 16, H_CRC = 24, H_HASH = 32, H_SIZE = 40 };
 
 static bool patch(const char *file, long off, const void *bytes, size_t len)
 {
@@ -717,7 +744,8 @@ static void check_corrupt(const char *path)
 	static const char *const names[] = {
 		"a byte of the rows flipped", "truncated", "bad magic", "another format version",
 		"another row size", "row count too large", "rows out of order, checksum right",
-		"a symlink", "empty",
+		"a symlink", "empty", "the hash of other CFI bytes", "writable by its group",
+		"owned by another user", "a second hard link",
 	};
 	struct unwind_table good, t;
 	char file[PATH_MAX], target[PATH_MAX];
@@ -749,6 +777,10 @@ static void check_corrupt(const char *path)
 			break;
 		}
 		case 8: done = !truncate(file, 0); break;
+		case 9: done = flip(file, H_HASH + 3); break;
+		case 10: done = !chmod(file, 0620); break;
+		case 11: done = !chown(file, 65534, 65534); break;
+		case 12: pathf(target, "%s/linked", dir); done = !link(file, target); break;
 		}
 		if (!check(done, "corrupt: %s: made", names[i]))
 			continue;
@@ -759,6 +791,8 @@ static void check_corrupt(const char *path)
 		      t.from_cache && same_rows(&good, &t),
 		      "corrupt: %s: rewritten, then read from the cache", names[i]);
 		unwind_table_free(&t);
+		if (i == 12)
+			unlink(target);
 		if (i == 7) {
 			char buf[32] = "";
 			FILE *f = fopen(target, "r");
@@ -802,6 +836,23 @@ static void check_unusable_dirs(const char *path)
 	}
 	check(!cache_file(dir, xdg), "no cache: nothing written there");
 
+	/* The cache's key (the secret of its entries' hashes) must be ours alone, and whole. */
+	for (int i = 0; i < 2; i++) {
+		char key[PATH_MAX];
+
+		pathf(dir, "%s", fresh_cache());
+		unwind_table_get(path, &t);
+		unwind_table_free(&t);
+		pathf(key, "%s/key", dir);
+		check(i ? !truncate(key, 3) : !chmod(key, 0640), "no cache: key %s: made",
+		      i ? "truncated" : "readable by its group");
+		for (int k = 0; k < 2; k++) {
+			check(unwind_table_get(path, &t) == 0 && t.n && !t.from_cache,
+			      "no cache: key %s: built (%d)", i ? "truncated" : "readable by its group", k + 1);
+			unwind_table_free(&t);
+		}
+	}
+
 	unsetenv("XDG_CACHE_HOME");
 	pathf(xdg, "%s/home", tmp_root);
 	setenv("HOME", xdg, 1);
@@ -812,6 +863,53 @@ static void check_unusable_dirs(const char *path)
 	check(unwind_table_get(path, &t) == 0 && t.from_cache && cache_file(dir, xdg),
 	      "no XDG_CACHE_HOME: $HOME/.cache/heaptrace is used");
 	unwind_table_free(&t);
+}
+
+/*
+ * A copy of an object with its build ID kept and its CFI changed (every
+ * DW_CFA_def_cfa_offset 16 made 24): it shares the original's cache file
+ * name, yet neither gets the other's rows.
+ */
+static void check_same_build_id(const char *path)
+{
+	char copy[PATH_MAX];
+	struct unwind_table good, bad, t;
+	uint64_t off, size;
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	FILE *in, *out;
+	long len;
+
+	fresh_cache();
+	pathf(copy, "%s/copy.so", tmp_root);
+	in = fopen(path, "rb");
+	out = fopen(copy, "wb");
+	if (in && !fseek(in, 0, SEEK_END) && (len = ftell(in)) > 0 && (buf = malloc(len)) && !fseek(in, 0, SEEK_SET) &&
+	    fread(buf, 1, len, in) == (size_t)len && section_at(path, ".eh_frame", &off, &size) &&
+	    off + size <= (uint64_t)len) {
+		for (uint64_t i = off; i + 1 < off + size; i++) {
+			if (buf[i] == 0x0e && buf[i + 1] == 0x10)
+				buf[i + 1] = 0x18, n++;
+		}
+		fwrite(buf, 1, len, out);
+	}
+	free(buf);
+	if (in)
+		fclose(in);
+	if (!check(out && !fclose(out) && n, "same build ID: a copy with %zu CFA offsets changed", n))
+		return;
+	check(unwind_table_get(path, &good) == 0 && !good.from_cache, "same build ID: the original, built");
+	check(unwind_table_get(copy, &bad) == 0 && !bad.from_cache && !same_rows(&good, &bad),
+	      "same build ID: the copy, built, not the original's rows");
+	check(unwind_table_get(path, &t) == 0 && !t.from_cache && same_rows(&good, &t),
+	      "same build ID: the original again: rebuilt, its own rows");
+	unwind_table_free(&t);
+	check(unwind_table_get(path, &t) == 0 && t.from_cache && same_rows(&good, &t),
+	      "same build ID: the original once more: from the cache");
+	unwind_table_free(&t);
+	unwind_table_free(&good);
+	unwind_table_free(&bad);
+	unlink(copy);
 }
 
 /* The no-build-ID object keys its cache file on the file itself. */
@@ -916,6 +1014,7 @@ int main(int argc, char **argv)
 		check_compiled();
 		fixture(path, "unwind_fixture_o2.so");
 		check_corrupt(path);
+		check_same_build_id(path);
 		check_unusable_dirs(path);
 		check_errors();
 	}

@@ -110,6 +110,9 @@ static const char *const unwind_names[] = { [UNWIND_AUTO] = "auto", [UNWIND_FP] 
 static const struct opt trace_opts[] = {
 	OPTION("pid", 'p', "PID", "attach to a running process until Ctrl-C, SIGTERM,\n--duration or its exit",
 	  OPT_U32, F(pid), .min = 1, .max = INT_MAX, .bad = "-p needs a process id, not '%s'"),
+	OPTION("user", 'u', "USER", "run COMMAND with USER's uid, gid and groups\n"
+			       "(heaptrace keeps its own); under sudo,\n-u \"$SUDO_USER\" is the safe habit",
+	  OPT_STRING, F(user)),
 	OPTION("output", 'o', "FILE", "where the profile goes (default: standard output)", OPT_STRING, F(output)),
 	OPTION("format", 'f', "FMT", "pprof (default, legacy text) | proto (gzipped protobuf,\nsymbols inside) | collapsed | top",
 	  OPT_CALL, .call = set_format, .bad = "unknown format '%s': pprof, proto, collapsed or top"),
@@ -211,6 +214,8 @@ static int check(const struct trace_opts *o)
 		return opt_bad("give either -p PID or a command, not both%s", "");
 	if (!o->pid && !o->argv)
 		return opt_bad("nothing to trace: give -p PID or a command%s", "");
+	if (o->user && o->pid)
+		return opt_bad("-u runs a launched command as a user; a -p process keeps its own%s", "");
 	if (o->no_libc && !o->n_syms)
 		return opt_bad("--no-libc leaves nothing to trace: add --sym or --preset%s", "");
 	if (o->diff && !o->interval)

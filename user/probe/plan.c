@@ -87,6 +87,18 @@ static void check_movable(struct probe *p, struct elfobj *o, struct placer *pl)
 	p->stub_len = len;
 }
 
+static int widen_text(const uint8_t *code, size_t len, uint64_t vaddr, void *arg)
+{
+	uint64_t *range = arg;
+
+	(void)code;
+	if (!range[1] || vaddr < range[0])
+		range[0] = vaddr;
+	if (vaddr + len > range[1])
+		range[1] = vaddr + len;
+	return 0;
+}
+
 static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *pl, const char *func,
 		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given, bool family)
 {
@@ -114,6 +126,14 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	if (!unwind_object_key(o->path, &key)) {
 		copy.obj_dev = key.dev;
 		copy.obj_ino = key.ino;
+	}
+	/* The malloc family's frees from its own code may be a thread's cache emptied at its exit (bpf/calls.bpf.h). */
+	if (family) {
+		uint64_t range[2] = { 0, 0 };
+		if (!elfobj_exec_segments(o, widen_text, range)) {
+			copy.text_lo = range[0];
+			copy.text_hi = range[1];
+		}
 	}
 	for (int k = 0; k < plan->n; k++) {
 		struct probe *p = &plan->probes[k];

@@ -2,7 +2,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +206,67 @@ int target_prepare(struct target *t, char *const argv[])
 	return 0;
 }
 
+/* Whether heaptrace may set another user's ids: CAP_SETUID and CAP_SETGID, as root has them. */
+static bool can_set_ids(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return geteuid() == 0;
+	return (d[0].effective & (1u << CAP_SETUID)) && (d[0].effective & (1u << CAP_SETGID));
+}
+
+int target_set_user(struct target *t, const char *user)
+{
+	struct passwd *pw = getpwnam(user);
+	char *end;
+
+	if (!pw && *user) {
+		unsigned long id;
+
+		errno = 0;
+		id = strtoul(user, &end, 10);
+		if (!*end && !errno && id <= UINT32_MAX - 1)
+			pw = getpwuid(id);
+	}
+	if (!pw) {
+		ht_err("-u %s: no such user", user);
+		return 1;
+	}
+	if (!can_set_ids()) {
+		ht_err("-u %s: heaptrace may not change the command's user (it needs root, or CAP_SETUID and "
+		       "CAP_SETGID)", user);
+		return 1;
+	}
+	/* initgroups()'s list, computed here: the child must not malloc, and NSS does. */
+	int n = 32;
+	for (;;) {
+		int want = n;
+		gid_t *g = realloc(t->groups, n * sizeof(*g));
+
+		if (!g)
+			return 1;
+		t->groups = g;
+		if (getgrouplist(pw->pw_name, pw->pw_gid, g, &want) >= 0) {
+			n = want;
+			break;
+		}
+		if (n >= 65536) {
+			ht_err("-u %s: cannot list the user's groups", user);
+			return 1;
+		}
+		n = want > n ? want : n * 2;
+	}
+	t->as_user = true;
+	t->uid = pw->pw_uid;
+	t->gid = pw->pw_gid;
+	t->n_groups = n;
+	if (asprintf(&t->user_err, "heaptrace: -u %s: cannot take the user's ids\n", user) < 0)
+		t->user_err = NULL;
+	return 0;
+}
+
 bool target_exec(struct target *t)
 {
 	char *image = proc_exe(t->pid), *name = proc_program_name(t->pid);
@@ -247,6 +312,21 @@ int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr)
 		close(pipefd[1]);
 		if (stdout_to_stderr)
 			dup2(STDERR_FILENO, STDOUT_FILENO);
+		if (t->as_user) {
+			/*
+			 * The command is another user's: none of heaptrace's
+			 * descriptors (BPF maps and links among them) may reach
+			 * it, should one lack O_CLOEXEC.  Groups first: they
+			 * need the privilege the uid change gives up.
+			 */
+			syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+			if (setgroups(t->n_groups, t->groups) || setresgid(t->gid, t->gid, t->gid) ||
+			    setresuid(t->uid, t->uid, t->uid)) {
+				if (t->user_err && write(STDERR_FILENO, t->user_err, strlen(t->user_err)) < 0)
+					_exit(126);
+				_exit(126);
+			}
+		}
 		/* Our probes are attached for this pid from now on: no malloc here. */
 		if (read(pipefd[0], &go, 1) != 1)
 			_exit(1);
@@ -377,5 +457,7 @@ void target_free(struct target *t)
 	free(t->name);
 	free(t->sh_argv);
 	free(t->maps);
+	free(t->groups);
+	free(t->user_err);
 	memset(t, 0, sizeof(*t));
 }

@@ -30,6 +30,13 @@ struct target {
 	void (*maps_changed)(void *arg, const char *maps, const char *root);
 	void *maps_changed_arg;
 	char root[32];      /* prefix that reaches its files: "/proc/PID/root" (-p), "" (launched) */
+	/* -u: the launched command's ids, resolved before the fork (the child must not malloc). */
+	bool as_user;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	int n_groups;
+	char *user_err;     /* the line the child writes when it cannot take them */
 };
 
 /*
@@ -46,6 +53,13 @@ int target_launch(struct target *t, char *const argv[], bool stdout_to_stderr);
  * (PATH, then "#!" interpreters, recursively, or /bin/sh), start nothing.
  */
 int target_prepare(struct target *t, char *const argv[]);
+/*
+ * -u USER: the launched command will run with USER's uid, gid and groups
+ * (as initgroups gives them); heaptrace keeps its own.  USER is a name or
+ * a number.  0, or 1 with the error printed (no such user, or heaptrace
+ * may not change ids).
+ */
+int target_set_user(struct target *t, const char *user);
 int target_attach(struct target *t, pid_t pid);
 int target_start(struct target *t);
 void target_free(struct target *t);

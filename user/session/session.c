@@ -671,6 +671,8 @@ int session_run(struct trace_opts *o)
 	}
 	if ((rc = o->argv ? target_prepare(t, o->argv) : target_attach(t, o->pid)))
 		goto done;
+	if (o->user && (rc = target_set_user(t, o->user)))
+		goto done;
 	if ((rc = plan_probes(&s))) {
 		rc = rc < 0 ? 1 : rc;
 		goto done;

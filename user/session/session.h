@@ -45,6 +45,7 @@ struct trace_opts {
 	bool follow_fork;
 	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
 	bool no_inject;                         /* --no-inject: uprobes only, nothing written into the target */
+	const char *user;                       /* -u: the launched command runs as this user */
 };
 
 /* Trace as the options say; returns heaptrace's exit status. */

@@ -129,6 +129,12 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
 			strerror(errno));
+	tr->exit_link = bpf_program__attach(skel->progs.thread_exit);
+	if (tr->exit_link)
+		skel->bss->thread_exits_seen = 1;
+	else
+		ht_info("cannot watch thread exits (%s): glibc's thread cache frees count as unmatched_frees",
+			strerror(errno));
 	return 0;
 }
 
@@ -215,6 +221,8 @@ void tracer_close(struct tracer *tr)
 	tracer_detach(tr);
 	bpf_link__destroy(tr->exec_link);
 	tr->exec_link = NULL;
+	bpf_link__destroy(tr->exit_link);
+	tr->exit_link = NULL;
 	if (tr->skel)
 		heaptrace__destroy(tr->skel);
 	tr->skel = NULL;

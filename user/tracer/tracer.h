@@ -34,6 +34,7 @@ struct tracer {
 	struct bpf_link **links;
 	int n_links;
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
+	struct bpf_link *exit_link;     /* a thread's exit: what it held is thread_exit_frees */
 	int *multi_fds;                 /* uprobe_multi link fds */
 	int n_multi;
 	bool multi;
