@@ -17,8 +17,9 @@ USER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(USER_SRCS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-# t_dlopen and its plugin are built without frame pointers only (below).
-TEST_SRCS := $(filter-out tests/targets/t_dlopen.c tests/targets/lib%.c,$(wildcard tests/targets/*.c))
+# t_dlopen and its plugin are built without frame pointers only, t_inline
+# optimised (below).
+TEST_SRCS := $(filter-out tests/targets/t_dlopen.c tests/targets/t_inline.c tests/targets/lib%.c,$(wildcard tests/targets/*.c))
 TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Test targets keep frame pointers and no inlining so that the function that
 # called the allocator is the innermost frame of every stack.
@@ -132,6 +133,12 @@ $(BUILD)/tests/t_jemalloc: tests/targets/t_jemalloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(JEMALLOC_SO)
 
+# scenario inline: inline frames need the optimiser (-O2 -g, as distributions
+# build code); always_inline makes them whatever the compiler's judgement.
+$(BUILD)/tests/t_inline: tests/targets/t_inline.c tests/targets/t_inline.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra $< -o $@
+
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
@@ -204,7 +211,7 @@ fuzz: deps
 			|| { echo "fuzz: $$t crashed; the input is in tests/fuzz/regressions/$$t/"; exit 1; }; \
 	done
 
-test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
+test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_inline $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
 
 $(BUILD)/demo: tests/demo/demo.c | $(BUILD)
 	$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@

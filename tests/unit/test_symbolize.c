@@ -253,6 +253,9 @@ static void test_inline(struct symbolizer *s)
 	      show(f[1].func), f[1].line);
 	check(str_eq(f[0].module, exe_name()) && f[1].module_off == f[0].module_off,
 	      "inline: module on every frame");
+	check(f[0].inlined && !f[1].inlined,
+	      "inline: inline_fn marked inlined, inline_caller not (got %d, %d)", f[0].inlined,
+	      f[1].inlined);
 }
 
 static void test_nested_inline(struct symbolizer *s)
@@ -269,6 +272,9 @@ static void test_nested_inline(struct symbolizer *s)
 	      str_eq(f[2].func, "nested_caller") && f[2].line == nested_caller_line,
 	      "nested inline: nested_inner:%d < nested_outer:%d < nested_caller:%d", inner_line,
 	      outer_line, nested_caller_line);
+	check(f[0].inlined && f[1].inlined && !f[2].inlined,
+	      "nested inline: the two inlined frames marked, nested_caller not (got %d %d %d)",
+	      f[0].inlined, f[1].inlined, f[2].inlined);
 }
 
 static void test_libc(struct symbolizer *s)

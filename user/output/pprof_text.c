@@ -7,7 +7,8 @@
 /*
  * gperftools' spacing, "%6d: %8d [%6d: %8d] @": the Perl pprof needs white
  * space after each colon.  Addresses are return addresses, innermost first;
- * readers subtract one themselves to land on the call.
+ * readers subtract one themselves to land on the call, except from the
+ * first (see leaf_addr).
  */
 static void counts(FILE *f, const struct prof_sampled *c)
 {
@@ -40,6 +41,20 @@ static void put_addr(FILE *f, uint64_t a)
 	for (int i = 0; i < 16; i++)
 		buf[3 + i] = hex[(a >> (60 - 4 * i)) & 15];
 	fwrite_unlocked(buf, 1, sizeof(buf), f);
+}
+
+/*
+ * The first address minus one.  google-pprof and jeprof subtract one from
+ * every address but the first (FixCallerAddresses: in a CPU profile the
+ * first is the interrupted instruction itself), so they would name the
+ * instruction after the allocator call: often in another function than the
+ * call, when the call ends an inlined one.  go tool pprof subtracts one from
+ * each: from here, two, still inside the call instruction (2 bytes at the
+ * least on x86-64, 4 on arm64).  profile_read_text adds the one back.
+ */
+static uint64_t leaf_addr(uint64_t pc)
+{
+	return pc ? pc - 1 : 0;
 }
 
 /*
@@ -88,7 +103,7 @@ int output_pprof_text(FILE *f, const struct profile *p, struct symbolizer *sym, 
 
 		counts(f, &c);
 		for (uint32_t i = 0; i < s->depth; i++)
-			put_addr(f, s->pcs[i]);
+			put_addr(f, i ? s->pcs[i] : leaf_addr(s->pcs[i]));
 		fputc('\n', f);
 	}
 	free(order);

@@ -69,7 +69,7 @@ static void print_frames(FILE *f, const struct prof_stack *s, struct symbolizer 
 		int n = sym_lookup(sym, s->pcs[i], true, &fr);
 
 		for (int k = 0; k < n; k++) {
-			fprintf(f, "        %s%s", k ? "(inlined) " : "",
+			fprintf(f, "        %s%s", fr[k].inlined ? "(inlined) " : "",
 				sym_frame_name(&fr[k], s->pcs[i], name, sizeof(name)));
 			if (fr[k].file)
 				fprintf(f, "  %s:%d", fr[k].file, fr[k].line);

@@ -220,6 +220,15 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 			ht_err("%s:%d: not a heap profile record", path, lineno);
 			goto bad;
 		}
+		/*
+		 * heaptrace writes the first address minus one (output/pprof_text.c);
+		 * back to the return address, so that the stacks of a text profile
+		 * and a proto one match.  gperftools' own first address becomes one
+		 * past its return address: symbolized at the instruction after the
+		 * call, as google-pprof symbolizes it.
+		 */
+		if (s.depth)
+			s.pcs[0]++;
 		if (rate) {
 			/* The counters become estimates, like every reader's of heap_v2. */
 			int64_t io = s.c.inuse_objects, ib = s.c.inuse_bytes, ao = s.c.alloc_objects, ab = s.c.alloc_bytes;

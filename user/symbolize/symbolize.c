@@ -421,7 +421,9 @@ static void dwarf_frames(struct symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr
 			call_site(s, callee, &f);
 		else
 			line_at(s, mod, addr, &f);
-		if (!push_frame(fv, &f) || tag != DW_TAG_inlined_subroutine)
+		/* The mark is the callee's: the caller is where the code was inlined. */
+		f.inlined = tag == DW_TAG_inlined_subroutine;
+		if (!push_frame(fv, &f) || !f.inlined)
 			break;
 		callee = &chain[i];
 	}

@@ -15,6 +15,7 @@ struct sym_frame {
 	const char *system;  /* the name as linked (mangled for C++), NULL when unknown */
 	const char *file;    /* source file, NULL when unknown */
 	int line;            /* 0 when unknown */
+	bool inlined;        /* func was inlined into its caller, the next frame when there is one */
 	const char *module;  /* basename of the mapped object, NULL when the pc is in no module */
 	uint64_t module_off; /* pc relative to the module's load bias (ELF virtual address) */
 };
@@ -28,7 +29,11 @@ struct symbolizer *sym_open(const char *maps_text);
 void sym_close(struct symbolizer *s);
 
 /*
- * Expand pc into its source frames, innermost (deepest inline) first.
+ * Expand pc into its source frames, innermost (deepest inline) first, as
+ * eu-addr2line -i -f prints them: frames[0] is the function the code at pc
+ * is from and the line there; each next frame is the function that the one
+ * before was inlined into (inlined set on the one before) and the line of
+ * that call; the last is the function the machine code belongs to.
  * is_return_addr: pc is a return address, so pc-1 is looked up, which lands
  * on the call instruction rather than the one after it.  Always yields at
  * least one frame (an unknown pc gives func == NULL).  Results are cached per
