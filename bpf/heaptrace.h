@@ -220,6 +220,9 @@ struct ht_site_key {
 #define HT_LIFE_BUCKETS 32
 #define HT_TEMPORARY_NS 1000000ull     /* a block freed within 1 ms is temporary */
 
+/* Allocation sizes, log2 buckets of bytes: [2^i, 2^(i+1)), the first from 0, the last open-ended. */
+#define HT_SIZE_BUCKETS 40
+
 /*
  * Per-stack counters.  inuse_* and alloc_* count the allocations recorded:
  * all of them in exact mode, the sampled ones with --sample-rate (the raw
@@ -269,6 +272,12 @@ struct ht_totals {
 	__u64 epoch_ns;
 	__u64 execs;                    /* this process's execve()s (its HT_EXECS too) */
 	__u64 exec_dropped;
+	/*
+	 * Allocations by size (-f html's histogram): Q16 estimates, like
+	 * inuse_objects.  Process-wide, not per stack: a stack's sizes vary
+	 * (a growing buffer), and its mean would hide that.
+	 */
+	__u64 alloc_sizes[HT_SIZE_BUCKETS];
 };
 
 /*
