@@ -50,6 +50,18 @@ static int set_http(void *opts, const char *arg, const struct opt *o)
 	return 0;
 }
 
+/* --limit-peak, --limit-leak: bytes, and that the limit was given (0 is one). */
+static int set_limit(void *opts, const char *arg, const struct opt *o)
+{
+	struct limits *l = &((struct trace_opts *)opts)->limits;
+	bool peak = !strcmp(o->name, "limit-peak");
+
+	if (opt_parse_bytes(arg, peak ? &l->peak : &l->leak, 0, UINT64_MAX))
+		return -1;
+	*(peak ? &l->peak_set : &l->leak_set) = true;
+	return 0;
+}
+
 /* --sym, --free-sym, --reset-sym: kept in order, each parsed into its BPF descriptor. */
 static int add_sym(void *opts, const char *arg, const struct opt *o)
 {
@@ -146,6 +158,10 @@ static const struct opt trace_opts[] = {
 				 "docs/fast-path.md); for comparison, or where writing into the\n"
 				 "process is not acceptable",
 	       OPT_FLAG, F(no_inject)),
+	OPTION("limit-peak", 0, "SIZE", "exit with status 23 if the peak of in-use bytes goes above\nSIZE (suffixes K, M, G), naming the largest stacks",
+	  OPT_CALL, .call = set_limit, .bad = "--limit-peak takes bytes (suffixes K, M, G), not '%s'"),
+	OPTION("limit-leak", 0, "SIZE", "exit with status 23 if more than SIZE bytes are live at the\nend (0: any leak), naming the stacks that hold them",
+	  OPT_CALL, .call = set_limit, .bad = "--limit-leak takes bytes (suffixes K, M, G), not '%s'"),
 	OPTION("verbose", 'v', NULL, "say what was attached where, and the event counters", OPT_CALL, .call = set_verbose),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),
 	OPTION("version", 0, NULL, "print the version", OPT_VERSION),

@@ -48,6 +48,7 @@ struct session {
 	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
 	struct timeline tl;     /* -f html: the heap over time */
 	struct snapshots *ss;   /* -i */
+	bool over_limit;        /* a process went over --limit-peak or --limit-leak */
 };
 
 static double now_ms(void)
@@ -317,6 +318,8 @@ static int write_children(struct session *s)
 		}
 		p.name = k->name;
 		p.ended = k->exited;
+		if (limits_check(&o->limits, &p))
+			s->over_limit = true;
 		if (p.totals.execs)
 			ht_err("child PID %d executed a new program (%s): %" PRIu64 " live blocks of the old one were "
 			       "dropped; its profile is the new one's", k->pid, k->name ? k->name : "?",
@@ -510,6 +513,8 @@ static int write_profiles(struct session *s, struct snapshots *ss, FILE *out)
 	prof.name = t->name;
 	prof.ended = t->exited;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
+	if (limits_check(&o->limits, &prof))
+		s->over_limit = true;
 	report_counters(&s->src);
 	/*
 	 * A launched command's own first execve is ours, not news, and so are
@@ -662,9 +667,16 @@ static int trace(struct session *s, FILE *out, double t0)
 			kill(t->pid, st.signo);
 		monitor_forward_to(t->pidfd);
 		tracee_reap(&s->tc, true);
-		if (!rc)
-			rc = target_exit_code(t);
 	}
+	/* A limit exceeded is heaptrace's own verdict, above the command's status; a failure of heaptrace's above both. */
+	int status = t->launched ? target_exit_code(t) : 0;
+	if (!rc && s->over_limit) {
+		if (status)
+			ht_err("(the command's own exit status was %d)", status);
+		rc = HT_EXIT_LIMIT;
+	}
+	if (!rc)
+		rc = status;
 	return rc;
 
 kill_child:
