@@ -150,7 +150,8 @@ scenario_html() {
 	[ "$(rp_attr ov_a '<div id="lifetimes"' data-total)" = 19 ] || d+="lifetimes total $(rp_attr ov_a '<div id="lifetimes"' data-total), want 19"$'\n'
 	report "html: size histogram 16 x 512 B+, 4 x 4 KiB+, 16 x 1 MiB+; 19 lifetimes" "$d"
 
-	# A screenshot, not blank: the README's picture comes from here.
+	# A screenshot, not blank.  docs/report.png (the README's picture) is this
+	# file: HEAPTRACE_KEEP_TMP=1 bash tests/run.sh html keeps it.
 	local b png=$TMP/report.png colours
 	d=""
 	if b=$(rp_browser); then
