@@ -157,6 +157,7 @@ scenario_html() {
 	if b=$(rp_browser); then
 		(cd "$TMP" && timeout -k 5 120 "$b" --headless --no-sandbox --disable-gpu --no-first-run \
 			--user-data-dir="$TMP/chromium.shot" --hide-scrollbars --window-size=1200,900 \
+			--run-all-compositor-stages-before-draw --virtual-time-budget=5000 \
 			--screenshot="$png" "file://$f" >/dev/null 2>&1 </dev/null)
 		[ "$(identify -format '%wx%h' "$png" 2>/dev/null)" = 1200x900 ] ||
 			d+="no 1200x900 screenshot: $(identify "$png" 2>&1 | head -1)"$'\n'

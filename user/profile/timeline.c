@@ -46,8 +46,8 @@ static void push(struct tl_series *s, struct tl_point p)
 static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t now)
 {
 	/*
-	 * A peak between two samples (a block allocated and freed within 50
-	 * ms) would fall through the grid: the BPF side keeps its exact value
+	 * A peak between two samples (a block allocated and freed within a
+	 * period) would fall through the grid: the BPF side keeps its exact value
 	 * and time, so it goes in as a point of its own.
 	 */
 	if (t->peak_bytes && t->peak_ns != s->peak_ns && t->peak_ns <= now &&

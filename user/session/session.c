@@ -568,7 +568,7 @@ static void snapshot_and_mark(void *arg)
 }
 
 /*
- * -f html: the heap over time, sampled from the start at 20 points a
+ * -f html: the heap over time, sampled from the start at 25 points a
  * second or once per -i interval when that is finer, and the live blocks
  * by allocation time at the end.
  */
