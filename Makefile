@@ -59,6 +59,18 @@ $(BUILD)/stub_blob.h: $(BUILD)/stub/stub.bin
 	{ echo '/* Generated from stub/ by the Makefile. */'; echo 'static const unsigned char stub_blob[] = {'; \
 	  od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; } > $@
 
+# -f html's page: the template with its style and script inlined, embedded
+# like the stub (the writer puts the profile's data in place of @DATA@).
+REPORT_SRCS := $(wildcard user/output/report/*)
+
+$(BUILD)/report_html.h: $(REPORT_SRCS) | $(BUILD)
+	sed -e '/@STYLE@/{r user/output/report/report.css' -e 'd}' -e '/@SCRIPT@/{r user/output/report/report.js' -e 'd}' \
+		user/output/report/report.html > $(BUILD)/report.html
+	{ echo '/* Generated from user/output/report/ by the Makefile. */'; echo 'static const unsigned char report_html[] = {'; \
+	  od -An -v -tx1 $(BUILD)/report.html | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; } > $@
+
+$(BUILD)/user/output/html.o: $(BUILD)/report_html.h
+
 $(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h) stub/stub.h bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -c $< -o $@

@@ -140,6 +140,28 @@ static __always_inline __u32 life_bucket(__u64 ns)
 	return b < HT_LIFE_BUCKETS ? b : HT_LIFE_BUCKETS - 1;
 }
 
+/* log2 of an allocation's size in bytes, as a histogram bucket. */
+static __always_inline __u32 size_bucket(__u64 size)
+{
+	__u32 b = 0;
+
+	if (size >> 32) { size >>= 32; b += 32; }
+	if (size >> 16) { size >>= 16; b += 16; }
+	if (size >> 8) { size >>= 8; b += 8; }
+	if (size >> 4) { size >>= 4; b += 4; }
+	if (size >> 2) { size >>= 2; b += 2; }
+	if (size >> 1) { b += 1; }
+	return b < HT_SIZE_BUCKETS ? b : HT_SIZE_BUCKETS - 1;
+}
+
+static __always_inline void count_size(__u32 proc, __u64 size, __u64 weight)
+{
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
+
+	if (t)
+		__sync_fetch_and_add(&t->alloc_sizes[size_bucket(size)], weight);
+}
+
 static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
 {
 	struct ht_site_key key = { .stack = stack, .proc = proc };
@@ -330,6 +352,7 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 	__sync_fetch_and_add(&s->est_alloc_objects, b.weight * b.objects);
 	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, b.weight));
 	count(proc, HT_ALLOCS);
+	count_size(proc, size, b.weight);
 
 	if (bpf_map_update_elem(&live, &key, &b, BPF_NOEXIST)) {
 		struct ht_block *old = bpf_map_lookup_elem(&live, &key);

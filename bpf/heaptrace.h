@@ -255,6 +255,9 @@ struct ht_last_alloc {
 	__u32 pad;
 };
 
+/* Allocation sizes, log2 buckets of bytes: [2^i, 2^(i+1)), the first from 0, the last open-ended. */
+#define HT_SIZE_BUCKETS 40
+
 /*
  * Per-stack counters.  inuse_* and alloc_* count the allocations recorded:
  * all of them in exact mode, the sampled ones with --sample-rate (the raw
@@ -304,6 +307,12 @@ struct ht_totals {
 	__u64 epoch_ns;
 	__u64 execs;                    /* this process's execve()s (its HT_EXECS too) */
 	__u64 exec_dropped;
+	/*
+	 * Allocations by size (-f html's histogram): Q16 estimates, like
+	 * inuse_objects.  Process-wide, not per stack: a stack's sizes vary
+	 * (a growing buffer), and its mean would hide that.
+	 */
+	__u64 alloc_sizes[HT_SIZE_BUCKETS];
 };
 
 /*

@@ -62,6 +62,11 @@ static int parse_bytes(const char *s, uint64_t *out, uint64_t min, uint64_t max)
 	return 0;
 }
 
+int opt_parse_bytes(const char *s, uint64_t *out, uint64_t min, uint64_t max)
+{
+	return parse_bytes(s, out, min, max);
+}
+
 static int parse_seconds(const char *s, double *out)
 {
 	char *end;

@@ -59,6 +59,9 @@ int opt_parse(const struct command_opts *c, int argc, char **argv, void *out);
 /* The --help text of a command. */
 void opt_help(const struct command_opts *c, FILE *f);
 
+/* BYTES[K|M|G] (binary multiples) in [min, max], for OPT_CALL parsers: 0, or -1 when it is not. */
+int opt_parse_bytes(const char *s, uint64_t *out, uint64_t min, uint64_t max);
+
 /* A one-line usage error, "heaptrace: MSG (see heaptrace --help)"; returns -1. */
 int opt_bad(const char *fmt, const char *arg);
 

@@ -51,6 +51,18 @@ static int set_http(void *opts, const char *arg, const struct opt *o)
 	return 0;
 }
 
+/* --limit-peak, --limit-leak: bytes, and that the limit was given (0 is one). */
+static int set_limit(void *opts, const char *arg, const struct opt *o)
+{
+	struct limits *l = &((struct trace_opts *)opts)->limits;
+	bool peak = !strcmp(o->name, "limit-peak");
+
+	if (opt_parse_bytes(arg, peak ? &l->peak : &l->leak, 0, UINT64_MAX))
+		return -1;
+	*(peak ? &l->peak_set : &l->leak_set) = true;
+	return 0;
+}
+
 /* --sym, --free-sym, --reset-sym: kept in order, each parsed into its BPF descriptor. */
 static int add_sym(void *opts, const char *arg, const struct opt *o)
 {
@@ -114,8 +126,8 @@ static const struct opt trace_opts[] = {
 			       "(heaptrace keeps its own); under sudo,\n-u \"$SUDO_USER\" is the safe habit",
 	  OPT_STRING, F(user)),
 	OPTION("output", 'o', "FILE", "where the profile goes (default: standard output)", OPT_STRING, F(output)),
-	OPTION("format", 'f', "FMT", "pprof (default, legacy text) | proto (gzipped protobuf,\nsymbols inside) | collapsed | top",
-	  OPT_CALL, .call = set_format, .bad = "unknown format '%s': pprof, proto, collapsed or top"),
+	OPTION("format", 'f', "FMT", "pprof (default, legacy text) | proto (gzipped protobuf,\nsymbols inside) | collapsed | top |\nhtml (a report page) | svg (a flame graph)",
+	  OPT_CALL, .call = set_format, .bad = "unknown format '%s': pprof, proto, collapsed, top, html or svg"),
 	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = set_collapsed),
 	OPTION("value", 0, "V", "inuse_space (default) | inuse_objects | alloc_space |\nalloc_objects: the counter collapsed and top report",
 	  OPT_CALL, .call = set_value,
@@ -188,6 +200,10 @@ static const struct opt trace_opts[] = {
 				 "docs/fast-path.md); for comparison, or where writing into the\n"
 				 "process is not acceptable",
 	       OPT_FLAG, F(no_inject)),
+	OPTION("limit-peak", 0, "SIZE", "exit with status 23 if the peak of in-use bytes goes above\nSIZE (suffixes K, M, G), naming the largest stacks",
+	  OPT_CALL, .call = set_limit, .bad = "--limit-peak takes bytes (suffixes K, M, G), not '%s'"),
+	OPTION("limit-leak", 0, "SIZE", "exit with status 23 if more than SIZE bytes are live at the\nend (0: any leak), naming the stacks that hold them",
+	  OPT_CALL, .call = set_limit, .bad = "--limit-leak takes bytes (suffixes K, M, G), not '%s'"),
 	OPTION("quiet", 'q', NULL, "no 'tracing PID N' line when tracing of -p PID begins", OPT_FLAG, F(quiet)),
 	OPTION("verbose", 'v', NULL, "say what was attached where, and the event counters", OPT_CALL, .call = set_verbose),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),

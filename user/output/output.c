@@ -12,6 +12,8 @@ static const struct format_info formats[FMT_COUNT] = {
 	[FMT_COLLAPSED] = { "collapsed", "collapsed", "text/plain; charset=utf-8", true, output_collapsed },
 	[FMT_TOP] = { "top", "top", "text/plain; charset=utf-8", true, output_top },
 	[FMT_PROTO] = { "proto", "pb.gz", "application/octet-stream", true, output_pprof_proto },
+	[FMT_HTML] = { "html", "html", "text/html; charset=utf-8", true, output_html },
+	[FMT_SVG] = { "svg", "svg", "image/svg+xml", true, output_svg },
 };
 
 const struct format_info *format_info(enum ht_format f)

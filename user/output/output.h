@@ -8,7 +8,7 @@
 #include "profile/profile.h"
 #include "symbolize/symbolize.h"
 
-enum ht_format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP, FMT_PROTO, FMT_COUNT };
+enum ht_format { FMT_PPROF, FMT_COLLAPSED, FMT_TOP, FMT_PROTO, FMT_HTML, FMT_SVG, FMT_COUNT };
 
 /* Every writer's shape; sym is NULL for a format that needs no symbols. */
 typedef int (*output_fn)(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
@@ -58,6 +58,21 @@ int output_collapsed(FILE *f, const struct profile *p, struct symbolizer *sym, e
 
 /* A human-readable report of totals, losses and the heaviest top stacks. */
 int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
+
+/*
+ * One self-contained HTML page: summary, the heap over time, flame graphs
+ * of every counter, top stacks, size and lifetime histograms.
+ */
+int output_html(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
+
+/* The default --peak-step of -f html: its at-peak view is within this of the exact peak. */
+#define HTML_PEAK_STEP 4096
+
+/* Time bins of the live blocks a time range of the html chart lists (profile_source.live_bins). */
+#define HTML_LIVE_BINS 200
+
+/* A static flame graph of v, SVG that needs no script. */
+int output_svg(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top);
 
 /* A counter's one name (HT_COUNTERS in heaptrace.h), and whether it counts a loss. */
 const char *counter_name(enum ht_counter c);

@@ -108,6 +108,24 @@ static void sampled_add(struct prof_sampled *to, const struct prof_sampled *c)
 	ADD(to->alloc_bytes, c->alloc_bytes);
 }
 
+/* Live blocks of a stack merged into another with the same frames: the lists are concatenated. */
+static void live_merge(struct prof_stack *to, struct prof_stack *from)
+{
+	struct prof_live *g;
+
+	if (!from->n_live)
+		return;
+	g = realloc(to->live, (to->n_live + from->n_live) * sizeof(*g));
+	if (g) {
+		memcpy(g + to->n_live, from->live, from->n_live * sizeof(*g));
+		to->live = g;
+		to->n_live += from->n_live;
+	}
+	free(from->live);
+	from->live = NULL;
+	from->n_live = 0;
+}
+
 void profile_normalize(struct profile *p)
 {
 	size_t out = 0;
@@ -118,6 +136,7 @@ void profile_normalize(struct profile *p)
 	for (size_t i = 0; i < p->n; i++) {
 		site_add(&p->total, &p->stacks[i].c);
 		if (out && !cmp_frames(&p->stacks[out - 1], &p->stacks[i])) {
+			live_merge(&p->stacks[out - 1], &p->stacks[i]);
 			site_add(&p->stacks[out - 1].c, &p->stacks[i].c);
 			sampled_add(&p->stacks[out - 1].sampled, &p->stacks[i].sampled);
 			p->stacks[out - 1].hash = 0;
@@ -158,6 +177,8 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 	size_t i = 0, k = 0;
 
 	*d = *new;
+	d->timeline = NULL;     /* new's own; a diff has no time */
+	d->live_bins = 0;
 	d->is_diff = true;
 	d->sample_rate = 0;     /* changes of estimates */
 	d->stacks = calloc(old->n + new->n + 1, sizeof(*d->stacks));
@@ -193,9 +214,12 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 
 void profile_free(struct profile *p)
 {
-	for (size_t i = 0; i < p->n; i++)
+	for (size_t i = 0; i < p->n; i++) {
 		free(p->stacks[i].pcs);
+		free(p->stacks[i].live);
+	}
 	free(p->stacks);
+	free(p->timeline);
 	memset(p, 0, sizeof(*p));
 }
 

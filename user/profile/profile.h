@@ -10,6 +10,15 @@
 #include "heaptrace.h"
 
 struct tracer;
+struct timeline;
+struct tl_series;
+
+/* A stack's blocks live at the end that were allocated in one time bin (profile.live_bin_ns wide). */
+struct prof_live {
+	uint32_t bin;
+	uint32_t objects;
+	uint64_t bytes;
+};
 
 enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS };
 
@@ -32,6 +41,9 @@ struct prof_stack {
 	 */
 	struct ht_site c;
 	struct prof_sampled sampled;    /* profile.sample_rate: the raw counts behind c */
+	/* profile_source.live_bins: its live blocks by allocation time, bins in order (may repeat once merged). */
+	struct prof_live *live;
+	uint32_t n_live;
 };
 
 struct profile {
@@ -57,6 +69,11 @@ struct profile {
 	 * (diffs, at-peak profiles, profiles read back).
 	 */
 	uint64_t sample_rate;
+	/* -f html: the process's heap over time (owned, one allocation; NULL: not sampled) and live blocks by age. */
+	struct tl_series *timeline;
+	uint32_t live_bins;             /* bins of [start_ns, now_ns) in stacks[].live, 0: not read */
+	uint64_t live_bin_ns;
+	bool ended;                     /* the process exited while traced: what is live is leaked */
 };
 
 /* Where profiles of a session come from, and what every one of them records. */
@@ -68,6 +85,8 @@ struct profile_source {
 	/* Losses counted outside the BPF maps (the in-process stub's: the target's), added to theirs; may be NULL. */
 	void (*more_counters)(void *arg, uint64_t counters[HT_COUNTER_MAX]);
 	void *more_arg;
+	struct timeline *timeline;              /* -f html: the heap over time, NULL: none */
+	uint32_t live_bins;                     /* -f html: live blocks read by allocation time, 0: not */
 };
 
 /*

@@ -9,6 +9,7 @@
 #include "util/log.h"
 #include "profile/profile.h"
 #include "util/procfs.h"
+#include "profile/timeline.h"
 #include "tracer/tracer.h"
 
 struct range {
@@ -260,6 +261,105 @@ static int add_aged_block(const void *key, const void *value, void *arg)
 	return 0;
 }
 
+/*
+ * -f html: each live block by its stack and allocation time bin, so that a
+ * time range of the chart can say what it left behind.  Collected as one
+ * row per block, then sorted and summed: a block-by-block search of
+ * per-stack lists would be quadratic in a heap of a million blocks.
+ */
+struct binned {
+	struct profile *p;
+	uint64_t start_ns, bin_ns;
+	int arenas_fd;
+	uint32_t proc, bins;
+	struct live_row {
+		uint32_t stack, bin;
+		uint64_t objects, bytes;
+	} *rows;
+	size_t n, cap;
+};
+
+static int add_binned_block(const void *key, const void *value, void *arg)
+{
+	const struct ht_block *b = value;
+	struct binned *a = arg;
+	struct prof_stack sk = { .hash = b->stack };
+
+	if (ht_live_key_proc(*(const uint64_t *)key) != a->proc)
+		return 0;
+	if (b->arena) {
+		uint32_t gen = 0;
+		struct ht_arena_key ak = { .arena = b->arena, .proc = a->proc };
+		bpf_map_lookup_elem(a->arenas_fd, &ak, &gen);
+		if (gen != b->gen)
+			return 0;
+	}
+	struct prof_stack *s = bsearch(&sk, a->p->stacks, a->p->n, sizeof(*s), cmp_hash);
+	if (!s)
+		return 0;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 4096;
+		struct live_row *g = realloc(a->rows, cap * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		a->rows = g;
+		a->cap = cap;
+	}
+	uint64_t age = b->time_ns > a->start_ns ? b->time_ns - a->start_ns : 0;
+	uint64_t bin = age / a->bin_ns;
+	/* Counted like in-use: estimates with --sample-rate. */
+	a->rows[a->n++] = (struct live_row){ .stack = s - a->p->stacks, .bin = bin < a->bins ? bin : a->bins - 1,
+					     .objects = ht_q16_round(b->weight * b->objects),
+					     .bytes = ht_weighted_bytes(b->size, b->weight) };
+	return 0;
+}
+
+static int cmp_row(const void *x, const void *y)
+{
+	const struct live_row *a = x, *b = y;
+
+	if (a->stack != b->stack)
+		return a->stack < b->stack ? -1 : 1;
+	return a->bin < b->bin ? -1 : a->bin > b->bin;
+}
+
+/* p->stacks sorted by hash; fills stacks[].live. */
+static int read_live_bins(const struct profile_source *src, uint32_t proc, struct profile *p)
+{
+	struct binned a = { .p = p, .start_ns = p->start_ns, .arenas_fd = tracer_arenas_fd(src->tr), .proc = proc,
+			    .bins = src->live_bins };
+	int err;
+
+	p->live_bins = src->live_bins;
+	p->live_bin_ns = (p->now_ns - p->start_ns) / p->live_bins + 1;
+	a.bin_ns = p->live_bin_ns;
+	err = read_map(tracer_live_fd(src->tr), sizeof(uint64_t), sizeof(struct ht_block), add_binned_block, &a);
+	if (a.n)
+		qsort(a.rows, a.n, sizeof(*a.rows), cmp_row);
+	for (size_t i = 0; !err && i < a.n;) {
+		struct prof_stack *s = &p->stacks[a.rows[i].stack];
+		size_t k = i + 1, bins = 1;
+		for (; k < a.n && a.rows[k].stack == a.rows[i].stack; k++)
+			bins += a.rows[k].bin != a.rows[k - 1].bin;
+		if (!(s->live = calloc(bins, sizeof(*s->live)))) {
+			err = -ENOMEM;
+			break;
+		}
+		for (; i < k; i++) {
+			struct prof_live *l = &s->live[s->n_live];
+			if (s->n_live && l[-1].bin == a.rows[i].bin)
+				l--;
+			else
+				s->n_live++;
+			l->bin = a.rows[i].bin;
+			l->objects += a.rows[i].objects;
+			l->bytes += a.rows[i].bytes;
+		}
+	}
+	free(a.rows);
+	return err;
+}
+
 /* A site's counters joined with its frames; the frames move into the profile. */
 static int add_site(const void *key, const void *value, void *arg)
 {
@@ -342,6 +442,7 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 		src->more_counters(src->more_arg, p->counters);
 	tracer_totals(tr, proc, &p->totals);
 	p->now_ns = monotonic_ns();
+	p->timeline = timeline_copy(src->timeline, proc);
 
 	t.max_depth = (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t);
 	struct join j = { .p = p, .frames = &t, .aged = p->min_age > 0, .proc = proc };
@@ -356,6 +457,10 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 				  .arenas_fd = tracer_arenas_fd(tr), .proc = proc };
 		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
 		err = read_map(tracer_live_fd(tr), sizeof(uint64_t), sizeof(struct ht_block), add_aged_block, &a);
+	}
+	if (!err && src->live_bins) {
+		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
+		err = read_live_bins(src, proc, p);
 	}
 	if (err) {
 		ht_err("cannot read the profile from the BPF maps: %s", strerror(-err));

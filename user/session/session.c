@@ -23,6 +23,7 @@
 #include "process/target.h"
 #include "process/tracee.h"
 #include "profile/profile.h"
+#include "profile/timeline.h"
 #include "serve/http.h"
 #include "serve/snapshot.h"
 #include "session/exec.h"
@@ -46,6 +47,9 @@ struct session {
 	bool stopped;           /* tracing is over: later children run untraced */
 	struct exec_follow ex;  /* following execs: what is attached for each process */
 	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
+	struct timeline tl;     /* -f html: the heap over time */
+	struct snapshots *ss;   /* -i */
+	bool over_limit;        /* a process went over --limit-peak or --limit-leak */
 };
 
 static double now_ms(void)
@@ -314,6 +318,9 @@ static int write_children(struct session *s)
 			continue;
 		}
 		p.name = k->name;
+		p.ended = k->exited;
+		if (limits_check(&o->limits, &p))
+			s->over_limit = true;
 		if (p.totals.execs)
 			ht_err("child PID %d executed a new program (%s): %" PRIu64 " live blocks of the old one were "
 			       "dropped; its profile is the new one's", k->pid, k->name ? k->name : "?",
@@ -381,6 +388,16 @@ static int load_tracer(struct session *s)
 }
 
 /*
+ * -f html shows the heap at the peak beside the exact peak: a small fixed
+ * step keeps that state within a few KiB of it even for a program whose
+ * heap never reaches the default step's 1 MiB.
+ */
+static uint64_t peak_step(const struct trace_opts *o)
+{
+	return o->peak_step || o->format != FMT_HTML ? o->peak_step : HTML_PEAK_STEP;
+}
+
+/*
  * Load the BPF side and attach the plan, stepping down to what the kernel
  * has: uprobe_multi links, then uprobe sessions, are tried first.
  */
@@ -398,7 +415,7 @@ static int attach(struct session *s, double t0)
 					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
 					 .session = o->sample_rate && !o->follow_fork, .sample_rate = o->sample_rate,
 					 .max_depth = o->max_depth, .stack_mode = plan_unwind(s),
-					 .peak_step = o->peak_step, .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
+					 .peak_step = peak_step(o), .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
 	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
 	if (load_tracer(s))
 		return -1;
@@ -502,7 +519,10 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 		return 1;
 	}
 	prof.name = t->name;
+	prof.ended = t->exited;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
+	if (limits_check(&o->limits, &prof))
+		s->over_limit = true;
 	report_counters(&s->src);
 	/*
 	 * A launched command's own first execve is ours, not news, and so are
@@ -525,6 +545,7 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 		prof = ss->prev;
 		prof.maps = t->maps;
 		prof.name = t->name;
+		prof.ended = t->exited;
 		ss->have_prev = false;
 	} else if (o->output) {
 		rc = output_file(o->output, o->format, &prof, o->value, o->top) ? 1 : 0;
@@ -546,6 +567,33 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory", prof.trimmed);
 	profile_free(&prof);
 	return rc;
+}
+
+/* -i: the next snapshot, its time marked on the timeline. */
+static void snapshot_and_mark(void *arg)
+{
+	struct session *s = arg;
+
+	if (s->src.timeline)
+		timeline_mark(&s->tl);
+	snapshot_tick(s->ss);
+}
+
+/*
+ * -f html: the heap over time, sampled from the start at 25 points a
+ * second or once per -i interval when that is finer, and the live blocks
+ * by allocation time at the end.
+ */
+static int plan_timeline(struct session *s)
+{
+	const struct trace_opts *o = s->o;
+	double period = o->interval > 0 && o->interval < TL_PERIOD ? o->interval : TL_PERIOD;
+
+	if (o->format != FMT_HTML)
+		return 0;
+	s->src.timeline = &s->tl;
+	s->src.live_bins = HTML_LIVE_BINS;
+	return timeline_start(&s->tl, &s->tr, period);
 }
 
 /* --list-probes: on stdout, or into -o like a profile. */
@@ -604,6 +652,7 @@ static int trace(struct session *s, double t0)
 					  .more_arg = &s->in };
 	struct snapshots ss = { .fmt = o->format, .value = o->value, .top = o->top, .diff = o->diff,
 				.src = &s->src, .t = t };
+	s->ss = &ss;
 	if (o->interval) {
 		if (o->output)
 			snprintf(prefix, sizeof(prefix), "%s", o->output);
@@ -614,6 +663,8 @@ static int trace(struct session *s, double t0)
 	}
 
 	/* Everything that can fail is set up before a launched command runs its first instruction. */
+	if (plan_timeline(s))
+		goto kill_child;
 	if (o->http && !(http = http_start(o->http, &s->src, t)))
 		goto kill_child;
 	if (target_start(t)) {
@@ -621,7 +672,7 @@ static int trace(struct session *s, double t0)
 		goto kill_child;
 	}
 
-	struct stop st = monitor_run(&s->tc, o->duration, o->interval, snapshot_tick, &ss);
+	struct stop st = monitor_run(&s->tc, o->duration, o->interval, snapshot_and_mark, s);
 	s->stopped = true;
 	monitor_hold_signals();
 	http_stop(http);
@@ -629,6 +680,12 @@ static int trace(struct session *s, double t0)
 		target_refresh_maps(t);
 	remove_inject(s);
 	tracer_detach(&s->tr);
+	/* The end of the timeline: the heap at the stop (and the final snapshot's time). */
+	if (s->src.timeline) {
+		timeline_stop(&s->tl);
+		if (o->interval)
+			timeline_mark(&s->tl);
+	}
 	if (st.why == STOP_DURATION)
 		ht_info("stopped after %g s", o->duration);
 
@@ -639,9 +696,16 @@ static int trace(struct session *s, double t0)
 			kill(t->pid, st.signo);
 		monitor_forward_to(t->pidfd);
 		tracee_reap(&s->tc, true);
-		if (!rc)
-			rc = target_exit_code(t);
 	}
+	/* A limit exceeded is heaptrace's own verdict, above the command's status; a failure of heaptrace's above both. */
+	int status = t->launched ? target_exit_code(t) : 0;
+	if (!rc && s->over_limit) {
+		if (status)
+			ht_err("(the command's own exit status was %d)", status);
+		rc = HT_EXIT_LIMIT;
+	}
+	if (!rc)
+		rc = status;
 	return rc;
 
 kill_child:
@@ -705,6 +769,7 @@ int session_run(struct trace_opts *o)
 	rc = trace(&s, t0);
 done:
 	free((char *)s.src.command);
+	timeline_free(&s.tl);   /* its thread reads the maps: before they close */
 	tracer_close(&s.tr);
 	probes_free(&s.plan);
 	target_free(t);

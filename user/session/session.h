@@ -13,6 +13,7 @@
 #include "heaptrace.h"
 #include "output/output.h"
 #include "probe/symspec.h"
+#include "session/limits.h"
 
 enum unwind_mode { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF };
 
@@ -46,6 +47,7 @@ struct trace_opts {
 	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
 	bool no_inject;                         /* --no-inject: uprobes only, nothing written into the target */
 	const char *user;                       /* -u: the launched command runs as this user */
+	struct limits limits;                   /* --limit-peak, --limit-leak */
 };
 
 /* Trace as the options say; returns heaptrace's exit status. */

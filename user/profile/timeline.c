@@ -1,0 +1,182 @@
+/* The heap over time: samples of the BPF totals, taken by a thread while tracing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "profile/profile.h"
+#include "profile/timeline.h"
+#include "tracer/tracer.h"
+#include "util/log.h"
+
+/*
+ * A long run keeps its whole span at half the resolution rather than
+ * losing its start: neighbours merge into the higher of the two, so the
+ * peak and every spike stay visible.
+ */
+static void halve(struct tl_series *s)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < s->n; i += 2) {
+		struct tl_point p = s->pt[i];
+		if (i + 1 < s->n && s->pt[i + 1].bytes >= p.bytes)
+			p = s->pt[i + 1];
+		s->pt[out++] = p;
+	}
+	s->n = out;
+	s->period *= 2;
+}
+
+static void push(struct tl_series *s, struct tl_point p)
+{
+	if (s->n == TL_MAX_POINTS)
+		halve(s);
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		struct tl_point *g = realloc(s->pt, cap * sizeof(*g));
+		if (!g)
+			return;
+		s->pt = g;
+		s->cap = cap;
+	}
+	s->pt[s->n++] = p;
+}
+
+static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t now)
+{
+	/*
+	 * A peak between two samples (a block allocated and freed within a
+	 * period) would fall through the grid: the BPF side keeps its exact value
+	 * and time, so it goes in as a point of its own.
+	 */
+	if (t->peak_bytes && t->peak_ns != s->peak_ns && t->peak_ns <= now &&
+	    (!s->n || t->peak_ns > s->pt[s->n - 1].ns)) {
+		s->peak_ns = t->peak_ns;
+		if ((int64_t)t->peak_bytes > t->inuse_bytes)
+			push(s, (struct tl_point){ t->peak_ns, (int64_t)t->peak_bytes, TL_NO_OBJECTS });
+	}
+	push(s, (struct tl_point){ now, t->inuse_bytes, ht_q16_round(t->inuse_objects) });
+}
+
+static void sample(struct timeline *tl)
+{
+	/* The ptrace loop adds children while we run. */
+	uint32_t n = __atomic_load_n(&tl->tr->n_slots, __ATOMIC_RELAXED);
+
+	pthread_mutex_lock(&tl->lock);
+	for (uint32_t slot = 0; slot < n && slot < HT_MAX_PROCS; slot++) {
+		struct ht_totals t;
+		tracer_totals(tl->tr, slot, &t);
+		/* Read after the totals: a peak they hold is not later than now. */
+		sample_slot(&tl->s[slot], &t, monotonic_ns());
+	}
+	pthread_mutex_unlock(&tl->lock);
+}
+
+/* Samples on a fixed grid from the start; one that comes late is not made up for. */
+static void *sampler(void *arg)
+{
+	struct timeline *tl = arg;
+	struct timespec next;
+	uint64_t step = tl->period * 1e9;
+
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!tl->stop) {
+		sample(tl);
+		uint64_t now = monotonic_ns(), at = next.tv_sec * 1000000000ull + next.tv_nsec;
+		do
+			at += step;
+		while (at <= now);
+		next.tv_sec = at / 1000000000ull;
+		next.tv_nsec = at % 1000000000ull;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+	}
+	return NULL;
+}
+
+int timeline_start(struct timeline *tl, const struct tracer *tr, double period)
+{
+	int err;
+
+	memset(tl, 0, sizeof(*tl));
+	tl->tr = tr;
+	tl->period = period;
+	for (int i = 0; i < HT_MAX_PROCS; i++)
+		tl->s[i].period = period;
+	pthread_mutex_init(&tl->lock, NULL);
+	if ((err = pthread_create(&tl->thread, NULL, sampler, tl))) {
+		ht_err("cannot start the timeline's sampler: %s", strerror(err));
+		return -1;
+	}
+	tl->running = true;
+	return 0;
+}
+
+void timeline_stop(struct timeline *tl)
+{
+	if (!tl->running)
+		return;
+	tl->stop = true;
+	pthread_join(tl->thread, NULL);
+	tl->running = false;
+	sample(tl);
+}
+
+void timeline_mark(struct timeline *tl)
+{
+	pthread_mutex_lock(&tl->lock);
+	if (tl->n_marks == tl->cap_marks) {
+		size_t cap = tl->cap_marks ? 2 * tl->cap_marks : 64;
+		uint64_t *g = realloc(tl->marks, cap * sizeof(*g));
+		if (g) {
+			tl->marks = g;
+			tl->cap_marks = cap;
+		}
+	}
+	if (tl->n_marks < tl->cap_marks)
+		tl->marks[tl->n_marks++] = monotonic_ns();
+	pthread_mutex_unlock(&tl->lock);
+}
+
+struct tl_series *timeline_copy(struct timeline *tl, uint32_t slot)
+{
+	struct tl_series *c = NULL;
+
+	if (!tl || !tl->tr || slot >= HT_MAX_PROCS)
+		return NULL;
+	pthread_mutex_lock(&tl->lock);
+	const struct tl_series *s = &tl->s[slot];
+	/* A profile taken while tracing (-i, --http) ends its series now, with a peak reached since the last sample. */
+	if (tl->running && s->n) {
+		struct ht_totals t;
+		tracer_totals(tl->tr, slot, &t);
+		sample_slot(&tl->s[slot], &t, monotonic_ns());
+	}
+	size_t marks = slot == 0 ? tl->n_marks : 0;
+	if (s->n && (c = malloc(sizeof(*c) + s->n * sizeof(*s->pt) + marks * sizeof(*tl->marks)))) {
+		*c = *s;
+		c->pt = (struct tl_point *)(c + 1);
+		c->cap = c->n;
+		memcpy(c->pt, s->pt, s->n * sizeof(*s->pt));
+		c->marks = (uint64_t *)(c->pt + c->n);
+		c->n_marks = marks;
+		if (marks)
+			memcpy(c->marks, tl->marks, marks * sizeof(*tl->marks));
+	}
+	pthread_mutex_unlock(&tl->lock);
+	return c;
+}
+
+void timeline_free(struct timeline *tl)
+{
+	if (!tl->tr)
+		return;
+	timeline_stop(tl);
+	for (int i = 0; i < HT_MAX_PROCS; i++)
+		free(tl->s[i].pt);
+	free(tl->marks);
+	pthread_mutex_destroy(&tl->lock);
+	memset(tl, 0, sizeof(*tl));
+}
