@@ -253,7 +253,7 @@ scenario_outfiles() {
 	ht of.fifo -o "$dir/fifo.heap" -- "$TB/t_pprof"
 	d=$(one_line_diag of.fifo)
 	{ [ "$RC" -ge 1 ] && [ "$RC" -le 123 ]; } || d+="exit status $RC, want an error (1-123)"$'\n'
-	grep -q 'not a regular file' "$TMP/of.fifo.err" || d+="stderr: $(head -1 "$TMP/of.fifo.err")"$'\n'
+	grep -q "not a regular file (another user's FIFO" "$TMP/of.fifo.err" || d+="stderr: $(head -1 "$TMP/of.fifo.err")"$'\n'
 	[ -p "$dir/fifo.heap" ] || d+="the FIFO was replaced"$'\n'
 	report "outfiles: -o at another user's FIFO -> refused at once (exit $RC), not blocked, FIFO untouched" "$d"
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,9 +72,12 @@ static const char *refuse(const char *path, const struct stat *d, char *why, siz
 		return "it is a symbolic link; heaptrace does not write through links";
 	if (S_ISDIR(st.st_mode))
 		return "it is a directory";
-	if (!S_ISREG(st.st_mode))
-		return "it is not a regular file (a FIFO, socket or device)";
 	invoking_ids(&uid, &gid);
+	/* Written in place (see in_place()): a device only root can make, the user's own FIFO. */
+	if (S_ISCHR(st.st_mode) || (S_ISFIFO(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == uid)))
+		return NULL;
+	if (!S_ISREG(st.st_mode))
+		return "it is not a regular file (another user's FIFO, a socket or a block device)";
 	/* In a sticky directory (/tmp) a file of another user was planted, not ours to replace. */
 	if ((d->st_mode & S_ISVTX) && st.st_uid != geteuid() && st.st_uid != uid) {
 		snprintf(why, n, "it belongs to user %u in the sticky directory; remove it or choose another name",
@@ -81,6 +85,17 @@ static const char *refuse(const char *path, const struct stat *d, char *why, siz
 		return why;
 	}
 	return NULL;
+}
+
+/*
+ * -o /dev/null, a terminal, or a FIFO of the user's own is no file to
+ * replace: written where it is, as before.
+ */
+static bool in_place(const char *path)
+{
+	struct stat st;
+
+	return !lstat(path, &st) && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
 int outfile_check(const char *path)
@@ -106,6 +121,8 @@ int outfile_check(const char *path)
 		ht_err("will not write %s: %s", path, r);
 		return -1;
 	}
+	if (in_place(path))
+		return 0;       /* opened when written: a FIFO's reader may come later */
 	/* A real trial, not access(): root passes access() on a read-only file system. */
 	struct outfile of;
 	if (!outfile_begin(&of, path)) {
@@ -124,6 +141,13 @@ FILE *outfile_begin(struct outfile *of, const char *path)
 
 	memset(of, 0, sizeof(*of));
 	of->path = path;
+	if (in_place(path)) {
+		if ((fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			return NULL;
+		if (!(of->f = fdopen(fd, "w")))
+			close(fd);
+		return of->f;
+	}
 	dir_of(path, dir, sizeof(dir));
 	base = base ? base + 1 : path;
 	/* Hidden, beside the destination (rename() does not cross file systems). */
@@ -148,7 +172,8 @@ void outfile_abort(struct outfile *of)
 {
 	if (of->f) {
 		fclose(of->f);
-		unlink(of->tmp);
+		if (*of->tmp)
+			unlink(of->tmp);
 		of->f = NULL;
 	}
 }
@@ -164,6 +189,11 @@ int outfile_commit(struct outfile *of)
 	int fd = fileno(of->f), e;
 
 	umask(mask);
+	if (!*of->tmp) {
+		int r = fclose(of->f);
+		of->f = NULL;
+		return r ? -1 : 0;
+	}
 	invoking_ids(&uid, &gid);
 	/* What open(path, O_CREAT, 0644) would have made, owned by the user who asked for it. */
 	if (fflush(of->f) || fchmod(fd, 0644 & ~mask) || (geteuid() == 0 && uid && fchown(fd, uid, gid)))
