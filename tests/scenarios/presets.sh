@@ -82,16 +82,19 @@ presets_jemalloc() {
 	fi
 }
 
-# pprof_records FILE IO IB AO AB: the innermost addresses of the records of
-# a legacy pprof text profile with these counts, one a line.
+# pprof_records FILE IO IB AO AB: the innermost return addresses of the
+# records of a legacy pprof text profile with these counts, one a line.
+# The text holds the first address minus one, as its readers expect (they
+# add it back): printed here plus one.
 pprof_records() {
+	local a
 	awk -v want="$2 $3 $4 $5" '
 		/ @ / {
 			line = $0
 			gsub(/[\[\]:@]/, " ", line)
 			split(line, f, " ")
 			if (f[1] " " f[2] " " f[3] " " f[4] == want) print f[5]
-		}' "$1" 2>/dev/null
+		}' "$1" 2>/dev/null | while read -r a; do printf '0x%016x\n' $((a + 1)); done
 }
 
 # called_before EXE ADDR: the name of the function called by the
