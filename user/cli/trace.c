@@ -42,12 +42,18 @@ static int set_verbose(void *opts, const char *arg, const struct opt *o)
 	return 0;
 }
 
+_Static_assert(sizeof(((struct trace_opts *)0)->http) / sizeof(char *) == HT_MAX_HTTP, "--http's array");
+
 static int set_http(void *opts, const char *arg, const struct opt *o)
 {
+	struct trace_opts *t = opts;
 	(void)o;
-	if (http_parse_addr(arg, NULL))
+
+	if (t->n_http == HT_MAX_HTTP)
+		return opt_bad("--http: at most " STR(HT_MAX_HTTP) " listeners, not more%s", "");
+	if (http_parse_addr(arg))
 		return -1;
-	((struct trace_opts *)opts)->http = arg;
+	t->http[t->n_http++] = arg;
 	return 0;
 }
 
@@ -61,6 +67,23 @@ static int set_limit(void *opts, const char *arg, const struct opt *o)
 		return -1;
 	*(peak ? &l->peak_set : &l->leak_set) = true;
 	return 0;
+}
+
+/* The files are read at once: a bad one is a usage error, before anything is traced. */
+static int set_http_file(void *opts, const char *arg, const struct opt *o)
+{
+	struct trace_opts *t = opts;
+	char **field = !strcmp(o->name, "http-token") ? &t->http_token :
+		       !strcmp(o->name, "http-cert") ? &t->http_cert : &t->http_key;
+	char opt[32];
+
+	snprintf(opt, sizeof(opt), "--%s", o->name);
+	if (*field)
+		return opt_bad("%s given twice", opt);
+	if (field != &t->http_token && !http_tls_supported())
+		return opt_bad("%s: this libmicrohttpd was built without TLS", opt);
+	return field == &t->http_token ? http_read_token(opt, arg, field) :
+					 http_read_pem(opt, arg, field == &t->http_key, field);
 }
 
 /* --sym, --free-sym, --reset-sym: kept in order, each parsed into its BPF descriptor. */
@@ -149,8 +172,16 @@ static const struct opt trace_opts[] = {
 	OPTION("min-age", 0, "SEC", "in-use counts only blocks live for at least SEC seconds", OPT_SECONDS, F(min_age),
 	  .bad = "--min-age needs a positive number of seconds, not '%s'"),
 	OPTION("http", 0, "ADDR:PORT", "serve /debug/pprof/heap, /debug/pprof/allocs and /metrics\n"
-				  "while tracing (ADDR defaults to 127.0.0.1)",
+				  "while tracing (ADDR defaults to 127.0.0.1); unix:PATH: on a\n"
+				  "unix socket, mode 0600, yours; repeatable",
 	  OPT_CALL, .call = set_http),
+	OPTION("http-token", 0, "FILE", "require 'Authorization: Bearer TOKEN' on --http; TOKEN:\n"
+				   "the line in FILE (mode 0600, yours or root's)",
+	  OPT_CALL, .call = set_http_file),
+	OPTION("http-cert", 0, "FILE", "serve --http's TCP ports over TLS: the certificate (PEM)", OPT_CALL,
+	  .call = set_http_file),
+	OPTION("http-key", 0, "FILE", "the private key of --http-cert (PEM, mode 0600)", OPT_CALL,
+	  .call = set_http_file),
 	OPTION("top", 0, "N", "stacks shown by -f top", OPT_U32, F(top), .min = 1, .max = UINT32_MAX, .dflt = "20",
 	  .bad = "--top needs a positive count, not '%s'"),
 	OPTION("max-allocs", 0, "N", "live blocks tracked", OPT_U32, F(max_live), .min = 1, .max = UINT32_MAX,
@@ -236,6 +267,16 @@ static int check(const struct trace_opts *o)
 		return opt_bad("--no-libc leaves nothing to trace: add --sym or --preset%s", "");
 	if (o->diff && !o->interval)
 		return opt_bad("--diff summarises growth between snapshots: it needs -i%s", "");
+	if ((o->http_token || o->http_cert || o->http_key) && !o->n_http)
+		return opt_bad("%s configures --http, which is not given",
+			       o->http_token ? "--http-token" : o->http_cert ? "--http-cert" : "--http-key");
+	if (!o->http_cert != !o->http_key)
+		return opt_bad("%s", o->http_cert ? "--http-cert needs --http-key" : "--http-key needs --http-cert");
+	int tcp = 0;
+	for (int i = 0; i < o->n_http; i++)
+		tcp += !!strncmp(o->http[i], "unix:", 5);
+	if (o->http_cert && !tcp)
+		return opt_bad("--http-cert: TLS is for TCP ports, and every --http is a unix socket%s", "");
 	return 0;
 }
 
@@ -249,5 +290,8 @@ int cmd_trace(int argc, char **argv)
 	rc = first < 0 || check(&o) ? 2 : session_run(&o);
 	for (int i = 0; i < o.n_syms; i++)
 		symspec_free(&o.syms[i]);
+	free(o.http_token);
+	free(o.http_cert);
+	free(o.http_key);
 	return rc;
 }

@@ -1,27 +1,126 @@
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <time.h>
+#include <unistd.h>
 #include <microhttpd.h>
 
 #include "serve/http.h"
 #include "util/log.h"
 #include "output/output.h"
 
-struct http_server {
+/*
+ * Limits (docs/security.md, "HTTP endpoint").  A connection costs a
+ * descriptor and, with a thread per connection, a thread: 1,100 slow
+ * connections once made heaptrace start 990 threads and reach select()'s
+ * 1,024 descriptors.  Now a few threads poll with epoll whatever the
+ * clients do, and each listener holds at most CONN_HARD connections, so
+ * that HT_MAX_HTTP listeners stay far below the usual limit of 1,024
+ * descriptors.
+ */
+enum {
+	WORKERS_TCP = 2,        /* epoll threads per TCP listener */
+	WORKERS_UNIX = 1,       /* per unix socket: local and few clients */
+	/*
+	 * Past CONN_SOFT connections, the oldest that have not sent a complete
+	 * request are dropped (make_room()).  A slowloris flood never
+	 * completes its requests, while a scraper sends its whole request at
+	 * once: the flood only ever displaces itself, from any address (a
+	 * per-address limit would lock out a scraper on the same host as the
+	 * flood).
+	 */
+	CONN_SOFT = 48,
+	CONN_HARD = 64,         /* libmicrohttpd's cap; beyond it, the kernel's accept queue */
+	/*
+	 * A client is not dropped in its first QUIET_MS without data: under
+	 * load a scraper may be scheduled a while after its connection is
+	 * made, before it sends its request.
+	 */
+	QUIET_MS = 200,
+	SWEEP_MS = 100,         /* while crowded, make room this often too */
+	REAP_MS = 1000,         /* otherwise, look for connections closed by their client this often */
+	IDLE_TIMEOUT = 10,      /* seconds without a byte either way */
+	MAX_PENDING = 16,       /* profile requests waiting for the profile thread; more get 503 */
+	MIN_TOKEN = 16,
+	MAX_TOKEN = 1024,
+};
+
+/* One tracked connection of a listener. */
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	uint64_t since_ms;      /* accepted */
+	bool seen;              /* a request line was read */
+	bool busy;              /* a complete request is being answered: never dropped */
+	bool dropped;           /* shut down by us, not yet closed by libmicrohttpd */
+};
+
+struct http_server;
+
+/* One --http value: a libmicrohttpd daemon on a TCP port or a unix socket. */
+struct listener {
+	struct http_server *h;
 	struct MHD_Daemon *d;
+	const char *spec;
+	char *path;             /* unix socket: the file, removed at stop if still ours */
+	dev_t dev;
+	ino_t ino;
+	pthread_mutex_t lock;   /* the connection list, shared by the listener's threads */
+	struct conn *head, *tail;       /* oldest first */
+	unsigned live;          /* tracked, not dropped */
+	unsigned long dropped;
+};
+
+/* One request, from its complete headers to its end. */
+struct request {
+	struct request *next;   /* in the profile queue */
+	struct MHD_Connection *c;
+	enum ht_format fmt;
+	enum ht_value value;
+	/* The profile thread's answer: */
+	unsigned status;
+	const char *mime;
+	char *body;
+	size_t len;
+};
+
+struct http_server {
+	struct listener l[HT_MAX_HTTP];
+	int n;
+	int n_started;          /* listeners the profile thread may sweep (their locks exist) */
 	struct profile_source src;
 	struct target *t;
+	const char *token;
+	size_t token_len;
 	/*
-	 * Profiles are built one at a time with one symbolizer kept across
-	 * requests (rebuilt when the memory map changes): concurrent scrapes
-	 * would each load the debug information again, ~30 MB a time.
+	 * Profiles are built one at a time by one thread, with one symbolizer
+	 * kept across requests (rebuilt when the memory map changes):
+	 * concurrent scrapes would each load the debug information again,
+	 * ~30 MB a time.  A request for a profile is suspended meanwhile, so
+	 * that a slow profile blocks no polling thread and no other client.
 	 */
-	pthread_mutex_t lock;
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct request *qhead, *qtail;
+	unsigned pending;
+	bool stopping;
+	bool crowded;           /* a listener has more than CONN_SOFT connections */
 	struct symbolizer *sym;
 	char *sym_maps;
 };
@@ -37,6 +136,11 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status == MHD_HTTP_UNAUTHORIZED) {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"heaptrace\"");
+		/* Nothing to keep open for a client without the token. */
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	}
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -47,17 +151,23 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
 	return reply(c, status, "text/plain; charset=utf-8", strdup(text), strlen(text));
 }
 
-/* A profile of the target as it is now, in a format, into a malloc'd buffer. */
-static enum MHD_Result serve_profile(struct http_server *h, struct MHD_Connection *c, enum ht_format fmt,
-				     enum ht_value dflt)
+/* A short text answer in r (the profile thread). */
+static void answer_text(struct request *r, unsigned status, const char *text)
+{
+	r->status = status;
+	r->mime = "text/plain; charset=utf-8";
+	r->body = strdup(text);
+	r->len = r->body ? strlen(text) : 0;
+}
+
+/* A profile of the target as it is now, into r (the profile thread). */
+static void build_profile(struct http_server *h, struct request *r)
 {
 	struct profile p;
-	char *maps = target_maps_now(h->t), *body = NULL;
-	size_t len = 0;
+	char *maps = target_maps_now(h->t);
 	FILE *m;
 	int err = 1;
 
-	pthread_mutex_lock(&h->lock);
 	if (!h->sym || !maps || !h->sym_maps || strcmp(maps, h->sym_maps)) {
 		sym_close(h->sym);
 		free(h->sym_maps);
@@ -65,22 +175,92 @@ static enum MHD_Result serve_profile(struct http_server *h, struct MHD_Connectio
 		h->sym_maps = maps ? strdup(maps) : NULL;
 	}
 	if (profile_take(&h->src, 0, h->t->pid, maps, &p)) {
-		pthread_mutex_unlock(&h->lock);
 		free(maps);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the profile\n");
+		answer_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the profile\n");
+		return;
 	}
-	if (h->sym && (m = open_memstream(&body, &len))) {
-		err = output_write_sym(m, fmt, &p, dflt, 20, h->sym);
+	if (h->sym && (m = open_memstream(&r->body, &r->len))) {
+		err = output_write_sym(m, r->fmt, &p, r->value, 20, h->sym);
 		fclose(m);
 	}
-	pthread_mutex_unlock(&h->lock);
 	profile_free(&p);
 	free(maps);
 	if (err) {
-		free(body);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write the profile\n");
+		free(r->body);
+		answer_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write the profile\n");
+		return;
 	}
-	return reply(c, MHD_HTTP_OK, format_info(fmt)->mime, body, len);
+	r->status = MHD_HTTP_OK;
+	r->mime = format_info(r->fmt)->mime;
+}
+
+static bool sweep(struct http_server *h);
+
+static void *profile_thread(void *arg)
+{
+	struct http_server *h = arg;
+
+	pthread_mutex_lock(&h->qlock);
+	for (;;) {
+		while (!h->qhead && !h->stopping) {
+			struct timespec until;
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_nsec += (h->crowded ? SWEEP_MS : REAP_MS) * 1000000L;
+			until.tv_sec += until.tv_nsec / 1000000000L;
+			until.tv_nsec %= 1000000000L;
+			if (pthread_cond_timedwait(&h->qcond, &h->qlock, &until) != ETIMEDOUT)
+				continue;
+			pthread_mutex_unlock(&h->qlock);
+			bool still = sweep(h);
+			pthread_mutex_lock(&h->qlock);
+			h->crowded = still;
+		}
+		struct request *r = h->qhead;
+		if (!r)
+			break;
+		if (!(h->qhead = r->next))
+			h->qtail = NULL;
+		bool stopping = h->stopping;
+		pthread_mutex_unlock(&h->qlock);
+		if (stopping)
+			answer_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "heaptrace is stopping\n");
+		else
+			build_profile(h, r);
+		/* libmicrohttpd's lock orders these writes before the handler's next call. */
+		MHD_resume_connection(r->c);
+		pthread_mutex_lock(&h->qlock);
+		h->pending--;
+	}
+	pthread_mutex_unlock(&h->qlock);
+	return NULL;
+}
+
+/* Hand a profile request to the profile thread; *state holds it until the request ends. */
+static enum MHD_Result queue_profile(struct http_server *h, struct MHD_Connection *c, void **state,
+				     enum ht_format fmt, enum ht_value value)
+{
+	struct request *r;
+
+	pthread_mutex_lock(&h->qlock);
+	if (h->stopping || h->pending >= MAX_PENDING || !(r = calloc(1, sizeof(*r)))) {
+		bool stopping = h->stopping;
+		pthread_mutex_unlock(&h->qlock);
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, stopping ? "heaptrace is stopping\n" :
+					"too many profile requests waiting: try again\n");
+	}
+	*state = r;
+	r->c = c, r->fmt = fmt, r->value = value;
+	/* Suspended before the profile thread can see it, so that its resume never comes first. */
+	MHD_suspend_connection(c);
+	if (h->qtail)
+		h->qtail->next = r;
+	else
+		h->qhead = r;
+	h->qtail = r;
+	h->pending++;
+	pthread_cond_signal(&h->qcond);
+	pthread_mutex_unlock(&h->qlock);
+	return MHD_YES;
 }
 
 static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *c)
@@ -119,31 +299,268 @@ static const char index_page[] =
 	"<tr><td><a href=\"/metrics\">/metrics</a></td><td>Prometheus metrics</td></tr>\n"
 	"</table></body></html>\n";
 
+/*
+ * "Authorization: Bearer TOKEN" with the token.  The comparison takes the
+ * same time wherever the first wrong byte is, so the token cannot be
+ * guessed a byte at a time from response times.
+ */
+static bool authorized(const struct http_server *h, struct MHD_Connection *c)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	size_t n;
+	volatile unsigned char diff;
+
+	if (!v || strncasecmp(v, "Bearer ", 7))
+		return false;
+	for (v += 7; *v == ' '; v++)
+		;
+	n = strlen(v);
+	diff = n != h->token_len;
+	for (size_t i = 0; i < h->token_len; i++)
+		diff |= (unsigned char)h->token[i] ^ (unsigned char)(i < n ? v[i] : 0);
+	return !diff;
+}
+
+/* The tracked connection of c; NULL if it could not be tracked. */
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return i ? i->socket_context : NULL;
+}
+
+static void conn_unlink(struct listener *l, struct conn *k)
+{
+	*(k->prev ? &k->prev->next : &l->head) = k->next;
+	*(k->next ? &k->next->prev : &l->tail) = k->prev;
+	k->prev = k->next = NULL;
+}
+
+static void conn_append(struct listener *l, struct conn *k)
+{
+	k->prev = l->tail;
+	*(l->tail ? &l->tail->next : &l->head) = k;
+	l->tail = k;
+}
+
+/* busy: a complete request came; !busy: answered, the connection waits for the next like a new one. */
+static void conn_busy(struct listener *l, struct MHD_Connection *c, bool busy)
+{
+	struct conn *k = conn_of(c);
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&l->lock);
+	k->busy = busy;
+	if (!busy) {
+		conn_unlink(l, k);
+		conn_append(l, k);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Milliseconds since the peer of a connection without a request line last
+ * sent anything: TCP knows, counting from the handshake, so that a
+ * connection that waited in the accept queue is old when accepted; a unix
+ * socket counts from the accept.
+ */
+static uint64_t quiet_ms(const struct conn *v, uint64_t now)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (!getsockopt(v->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) && len >= sizeof(ti))
+		return ti.tcpi_last_data_recv;
+	return now - v->since_ms;
+}
+
+/*
+ * Past CONN_SOFT, drop the oldest connections without a complete request,
+ * except `keep` (the one that called), those whose first bytes wait unread
+ * in the socket (a scraper sends its whole request at once) and those
+ * quiet for less than QUIET_MS.  Called with l->lock held when a
+ * connection comes, when one becomes a candidate (its request line was
+ * read) and every SWEEP_MS while crowded, so that room is made even when
+ * CONN_HARD stopped the accepts.  shutdown(), not close(): libmicrohttpd
+ * still owns the descriptor (it closes it after NOTIFY_CLOSED, which waits
+ * for l->lock), and the thread polling it sees the end and closes the
+ * connection itself.  Returns whether it is still crowded.
+ */
+static bool make_room(struct listener *l, const struct conn *keep)
+{
+	uint64_t now = now_ms();
+	int unread;
+
+	for (struct conn *v = l->head; v && l->live > CONN_SOFT; v = v->next) {
+		if (v == keep || v->busy || v->dropped)
+			continue;
+		if (!v->seen && (ioctl(v->fd, FIONREAD, &unread) || unread > 0 || quiet_ms(v, now) < QUIET_MS))
+			continue;
+		shutdown(v->fd, SHUT_RDWR);
+		v->dropped = true;
+		l->live--;
+		l->dropped++;
+	}
+	return l->live > CONN_SOFT;
+}
+
+/* Still crowded after make_room(): the profile thread sweeps until it is not. */
+static void crowded(struct http_server *h)
+{
+	pthread_mutex_lock(&h->qlock);
+	if (!h->crowded) {
+		h->crowded = true;
+		pthread_cond_signal(&h->qcond);
+	}
+	pthread_mutex_unlock(&h->qlock);
+}
+
+/*
+ * Connections whose client is gone but libmicrohttpd did not notice: its
+ * epoll loop (0.9.75, edge-triggered) takes a read shorter than its buffer
+ * for an empty socket, so an end of stream that came with the last bytes
+ * waits for the idle timeout.  After a flood, dozens of them held their
+ * places for 10 s.  shutdown() wakes the thread that polls them.
+ */
+static void reap_closed(struct listener *l)
+{
+	char c;
+
+	for (struct conn *v = l->head; v; v = v->next) {
+		if (v->busy || v->dropped || recv(v->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
+			continue;
+		shutdown(v->fd, SHUT_RDWR);
+		v->dropped = true;
+		l->live--;
+	}
+}
+
+/* The profile thread's sweep; true if a listener is still crowded. */
+static bool sweep(struct http_server *h)
+{
+	bool still = false;
+	int n = __atomic_load_n(&h->n_started, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++) {
+		pthread_mutex_lock(&h->l[i].lock);
+		reap_closed(&h->l[i]);
+		still |= make_room(&h->l[i], NULL);
+		pthread_mutex_unlock(&h->l[i].lock);
+	}
+	return still;
+}
+
+/* A request line was read: from now on the connection may be dropped for a newer one. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct listener *l = cls;
+	struct conn *k = conn_of(c);
+	bool full;
+	(void)uri;
+
+	if (k) {
+		pthread_mutex_lock(&l->lock);
+		k->seen = true;
+		full = make_room(l, k);
+		pthread_mutex_unlock(&l->lock);
+		if (full)
+			crowded(l->h);
+	}
+	return NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct listener *l = cls;
+	struct conn *k = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!i || !(k = calloc(1, sizeof(*k))))
+			return;
+		k->fd = i->connect_fd;
+		k->since_ms = now_ms();
+		*socket_context = k;
+		pthread_mutex_lock(&l->lock);
+		conn_append(l, k);
+		l->live++;
+		bool full = make_room(l, k);
+		pthread_mutex_unlock(&l->lock);
+		if (full)
+			crowded(l->h);
+		return;
+	}
+	if (!k)
+		return;
+	pthread_mutex_lock(&l->lock);
+	conn_unlink(l, k);
+	if (!k->dropped)
+		l->live--;
+	pthread_mutex_unlock(&l->lock);
+	free(k);
+	*socket_context = NULL;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
+{
+	struct request *r = *state;
+	(void)why;
+
+	if (r) {
+		free(r->body);
+		free(r);
+		*state = NULL;
+	}
+	conn_busy(cls, c, false);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			      const char *version, const char *upload, size_t *upload_size, void **state)
 {
-	struct http_server *h = cls;
+	struct listener *l = cls;
+	struct http_server *h = l->h;
+	struct request *r = *state;
 	(void)version;
 	(void)upload;
 
-	/* MHD calls once for the headers, then for any body: answer on the first call with no body. */
-	if (!*state) {
-		*state = h;
-		return MHD_YES;
+	/*
+	 * A request has no body worth reading: everything is answered on the
+	 * first call, when the headers are complete, so that a body sent
+	 * slowly holds nothing (libmicrohttpd closes a connection whose body
+	 * was not read).  A profile comes back from the profile thread.
+	 */
+	if (r) {
+		if (*upload_size) {
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		/* Back from the profile thread; the body is libmicrohttpd's now. */
+		char *body = r->body;
+		r->body = NULL;
+		return reply(c, r->status, r->mime, body, r->len);
 	}
-	if (*upload_size) {
-		*upload_size = 0;
-		return MHD_YES;
-	}
+	if (h->token && !authorized(h, c))
+		return reply_text(c, MHD_HTTP_UNAUTHORIZED,
+				  "401 unauthorized: send 'Authorization: Bearer TOKEN' (heaptrace --http-token)\n");
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
+	/* A complete request: its connection is no longer one to drop for a newer one. */
+	conn_busy(l, c, true);
 
 	const char *debug = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "debug");
 	bool text = debug && strcmp(debug, "0");
-	if (!strcmp(url, "/debug/pprof/heap"))
-		return serve_profile(h, c, text ? FMT_PPROF : FMT_PROTO, V_INUSE_SPACE);
-	if (!strcmp(url, "/debug/pprof/allocs"))
-		return serve_profile(h, c, text ? FMT_PPROF : FMT_PROTO, V_ALLOC_SPACE);
+	bool heap = !strcmp(url, "/debug/pprof/heap");
+	if (heap || !strcmp(url, "/debug/pprof/allocs"))
+		return queue_profile(h, c, state, text ? FMT_PPROF : FMT_PROTO, heap ? V_INUSE_SPACE : V_ALLOC_SPACE);
 	if (!strcmp(url, "/debug/pprof/") || !strcmp(url, "/debug/pprof"))
 		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", strdup(index_page), strlen(index_page));
 	if (!strcmp(url, "/metrics"))
@@ -151,18 +568,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: try /debug/pprof/\n");
 }
 
-/* libmicrohttpd's own messages (malformed requests and the like) are for -v. */
+/*
+ * libmicrohttpd's own messages (malformed requests and the like) are for
+ * -v, and only the first MHD_LOG_MAX: a flood makes one per connection.
+ */
+enum { MHD_LOG_MAX = 20 };
+static unsigned long mhd_messages;
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
 	(void)cls;
 
+	if (__atomic_fetch_add(&mhd_messages, 1, __ATOMIC_RELAXED) >= MHD_LOG_MAX)
+		return;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	buf[strcspn(buf, "\n")] = '\0';
 	ht_info("http: %s", buf);
 }
 
-int http_parse_addr(const char *addr_port, struct sockaddr_in *out)
+/* ADDR:PORT into sa; -1 with the error printed. */
+static int parse_tcp(const char *addr_port, struct sockaddr_in *out)
 {
 	const char *colon = strrchr(addr_port, ':');
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -171,7 +597,7 @@ int http_parse_addr(const char *addr_port, struct sockaddr_in *out)
 
 	if (!colon || (size_t)(colon - addr_port) >= sizeof(host) || !colon[1] ||
 	    (port = strtoul(colon + 1, &end, 10), *end) || port > 65535) {
-		ht_err("--http takes ADDR:PORT (e.g. 127.0.0.1:6060), not '%s'", addr_port);
+		ht_err("--http takes ADDR:PORT (e.g. 127.0.0.1:6060) or unix:PATH, not '%s'", addr_port);
 		return -1;
 	}
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr_port), addr_port);
@@ -185,47 +611,346 @@ int http_parse_addr(const char *addr_port, struct sockaddr_in *out)
 	return 0;
 }
 
-struct http_server *http_start(const char *addr_port, const struct profile_source *src, struct target *t)
+static bool is_unix(const char *spec)
+{
+	return !strncmp(spec, "unix:", 5);
+}
+
+int http_parse_addr(const char *spec)
+{
+	if (!is_unix(spec))
+		return parse_tcp(spec, NULL);
+	if (!spec[5] || strlen(spec + 5) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		ht_err("--http %s: a unix socket needs a path of 1 to %zu bytes", spec,
+		       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Who ran heaptrace: under sudo (root with SUDO_UID and SUDO_GID set), the
+ * user who ran sudo; otherwise the real user.
+ */
+static void invoking_user(uid_t *uid, gid_t *gid)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	unsigned long su, sg;
+	char *e1 = NULL, *e2 = NULL;
+
+	*uid = getuid(), *gid = getgid();
+	if (*uid || !u || !g || !*u || !*g)
+		return;
+	errno = 0;
+	su = strtoul(u, &e1, 10), sg = strtoul(g, &e2, 10);
+	if (!errno && !*e1 && !*e2 && su < UINT32_MAX && sg < UINT32_MAX)
+		*uid = su, *gid = sg;
+}
+
+static int read_file(const char *option, const char *path, bool secret, size_t max, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	uid_t me;
+	gid_t my_gid;
+	char *buf = NULL;
+	size_t n = 0;
+
+	if (fd < 0) {
+		ht_err("%s %s: %s", option, path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ht_err("%s %s: not a regular file", option, path);
+		goto fail;
+	}
+	if (secret) {
+		invoking_user(&me, &my_gid);
+		if (st.st_uid && st.st_uid != me) {
+			ht_err("%s %s: owned by uid %u, not by root or you (uid %u): another user could know or change it",
+			       option, path, (unsigned)st.st_uid, (unsigned)me);
+			goto fail;
+		}
+		if (st.st_mode & 077) {
+			ht_err("%s %s: mode %04o lets group or other users read or change it (chmod 600 %s)", option,
+			       path, (unsigned)(st.st_mode & 07777), path);
+			goto fail;
+		}
+	}
+	if ((uint64_t)st.st_size > max) {
+		ht_err("%s %s: larger than %zu bytes", option, path, max);
+		goto fail;
+	}
+	if (!(buf = malloc(st.st_size + 1)))
+		goto fail;
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + n, st.st_size - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			ht_err("%s %s: %s", option, path, r ? strerror(errno) : "shorter than its size");
+			goto fail;
+		}
+		n += r;
+	}
+	buf[n] = '\0';
+	close(fd);
+	*out = buf;
+	*len = n;
+	return 0;
+fail:
+	free(buf);
+	close(fd);
+	return -1;
+}
+
+int http_read_token(const char *option, const char *path, char **token)
+{
+	char *t;
+	size_t n;
+
+	if (read_file(option, path, true, MAX_TOKEN + 2, &t, &n))
+		return -1;
+	/* One line: its newline is no part of the token. */
+	if (n && t[n - 1] == '\n')
+		t[--n] = '\0';
+	if (n && t[n - 1] == '\r')
+		t[--n] = '\0';
+	/* RFC 6750's b68token: what a scraper sends verbatim after "Bearer ". */
+	size_t ok = strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/");
+	ok += strspn(t + ok, "=");
+	if (n < MIN_TOKEN || n > MAX_TOKEN || ok != n) {
+		ht_err("%s %s: the token must be one line of %d to %d characters from A-Z a-z 0-9 - . _ ~ + / "
+		       "(then '='), e.g. from: head -c 32 /dev/urandom | base64",
+		       option, path, MIN_TOKEN, MAX_TOKEN);
+		free(t);
+		return -1;
+	}
+	*token = t;
+	return 0;
+}
+
+int http_read_pem(const char *option, const char *path, bool secret, char **pem)
+{
+	size_t n;
+
+	if (read_file(option, path, secret, 1 << 20, pem, &n))
+		return -1;
+	if (!strstr(*pem, "-----BEGIN ")) {
+		ht_err("%s %s: not a PEM file (no '-----BEGIN ' line)", option, path);
+		free(*pem);
+		*pem = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+bool http_tls_supported(void)
+{
+	return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
+/*
+ * The listening unix socket of --http unix:PATH, mode 0600 and owned by the
+ * invoking user; -1 with the error printed.  An existing socket is replaced
+ * only if nothing listens on it (a killed run's), any other file never.
+ */
+static int unix_listen(struct listener *l, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			ht_err("--http unix:%s: the path exists and is not a socket: not replacing it", path);
+			return -1;
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int live = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)), err = errno;
+		if (fd >= 0)
+			close(fd);
+		if (live) {
+			ht_err("--http unix:%s: another server is listening on it", path);
+			return -1;
+		}
+		if (err != ECONNREFUSED || (unlink(path) && errno != ENOENT)) {
+			ht_err("--http unix:%s: cannot replace the old socket: %s", path, strerror(errno));
+			return -1;
+		}
+	} else if (errno != ENOENT) {
+		ht_err("--http unix:%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ht_err("--http unix:%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* Nobody can connect before listen(): owner and mode are set first. */
+	invoking_user(&uid, &gid);
+	if (fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) ||
+	    fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) || lstat(path, &st) || !S_ISSOCK(st.st_mode) ||
+	    listen(fd, 128)) {
+		ht_err("--http unix:%s: %s", path, strerror(errno));
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	l->path = strdup(path);
+	l->dev = st.st_dev, l->ino = st.st_ino;
+	return fd;
+}
+
+static int listener_start(struct http_server *h, struct listener *l, const struct http_config *cfg,
+			  const char *spec)
 {
 	struct sockaddr_in sa;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem o[16];
+	int n = 0, fd = -1;
+	bool tls = !is_unix(spec) && cfg->cert;
+
+#define OPT(opt, val, ptr) (o[n++] = (struct MHD_OptionItem){ (opt), (intptr_t)(val), (void *)(ptr) })
+	l->h = h;
+	l->spec = spec;
+	if (is_unix(spec)) {
+		if ((fd = unix_listen(l, spec + 5)) < 0)
+			return -1;
+		OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
+	} else {
+		if (parse_tcp(spec, &sa))
+			return -1;
+		OPT(MHD_OPTION_SOCK_ADDR, 0, &sa);
+	}
+	if (tls) {
+		flags |= MHD_USE_TLS;
+		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, cfg->cert);
+		OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, cfg->key);
+	}
+	OPT(MHD_OPTION_THREAD_POOL_SIZE, is_unix(spec) ? WORKERS_UNIX : WORKERS_TCP, NULL);
+	OPT(MHD_OPTION_CONNECTION_LIMIT, CONN_HARD, NULL);
+	OPT(MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT, NULL);
+	OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, l);
+	OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, l);
+	OPT(MHD_OPTION_URI_LOG_CALLBACK, on_uri, l);
+	OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+	pthread_mutex_init(&l->lock, NULL);
+	/* From now on the sweep may look at it; http_stop() destroys the lock. */
+	__atomic_store_n(&h->n_started, (int)(l - h->l) + 1, __ATOMIC_RELEASE);
+	errno = 0;
+	l->d = MHD_start_daemon(flags, is_unix(spec) ? 0 : ntohs(sa.sin_port), NULL, NULL, handle, l,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+	if (!l->d) {
+		int err = errno;
+		if (tls)
+			ht_err("cannot serve HTTPS on %s: %s (do --http-cert and --http-key match?)", spec,
+			       strerror(err ? err : EINVAL));
+		else
+			ht_err("cannot serve HTTP on %s: %s", spec, strerror(err ? err : EADDRINUSE));
+		if (fd >= 0) {
+			close(fd);
+			unlink(l->path);
+		}
+		free(l->path);
+		l->path = NULL;
+		return -1;
+	}
+	if (is_unix(spec)) {
+		ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on %s%s", spec,
+			h->token ? " (token required)" : "");
+		return 0;
+	}
 	char host[INET_ADDRSTRLEN];
-
-	if (http_parse_addr(addr_port, &sa))
-		return NULL;
-	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
 	unsigned long port = ntohs(sa.sin_port);
+	/* Port 0 asks for any free port: say which one it got. */
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->d, MHD_DAEMON_INFO_BIND_PORT);
+	if (info && info->port)
+		port = info->port;
+	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+	ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on %s://%s:%lu/%s", tls ? "https" : "http",
+		host, port, h->token ? " (token required)" : "");
+	return 0;
+}
 
+struct http_server *http_start(const struct http_config *cfg, const struct profile_source *src, struct target *t)
+{
 	struct http_server *h = calloc(1, sizeof(*h));
+	const char *open_tcp = NULL;
+
 	if (!h)
 		return NULL;
 	h->src = *src;
 	h->t = t;
-	pthread_mutex_init(&h->lock, NULL);
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-					MHD_USE_ERROR_LOG,
-				port, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
-	if (!h->d) {
-		ht_err("cannot serve HTTP on %s: %s", addr_port, strerror(errno ? errno : EADDRINUSE));
-		free(h);
+	h->token = cfg->token;
+	h->token_len = cfg->token ? strlen(cfg->token) : 0;
+	pthread_condattr_t ca;
+	pthread_mutex_init(&h->qlock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->qcond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&h->thread, NULL, profile_thread, h)) {
+		ht_err("cannot serve HTTP: %s", strerror(errno));
+		http_stop(h);
 		return NULL;
 	}
-	/* Port 0 asks for any free port: say which one it got. */
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-	if (info && info->port)
-		port = info->port;
-	ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on http://%s:%lu/", host, port);
+	h->thread_started = true;
+	for (int i = 0; i < cfg->n_listen && i < HT_MAX_HTTP; i++) {
+		if (listener_start(h, &h->l[h->n], cfg, cfg->listen[i])) {
+			http_stop(h);
+			return NULL;
+		}
+		h->n++;
+		if (!is_unix(cfg->listen[i]) && !open_tcp)
+			open_tcp = cfg->listen[i];
+	}
+	if (open_tcp && !h->token)
+		ht_err("warning: --http %s without --http-token: any local user can read the traced process's "
+		       "heap profiles, memory map and command line (docs/security.md)", open_tcp);
 	return h;
 }
 
 void http_stop(struct http_server *h)
 {
+	struct stat st;
+
 	if (!h)
 		return;
-	MHD_stop_daemon(h->d);
+	/* The profile thread answers what waits (503) and ends; nothing is suspended after it. */
+	pthread_mutex_lock(&h->qlock);
+	h->stopping = true;
+	pthread_cond_broadcast(&h->qcond);
+	pthread_mutex_unlock(&h->qlock);
+	if (h->thread_started)
+		pthread_join(h->thread, NULL);
+	for (int i = 0; i < h->n_started; i++) {
+		struct listener *l = &h->l[i];
+		if (!l->d) {
+			pthread_mutex_destroy(&l->lock);
+			continue;
+		}
+		MHD_stop_daemon(l->d);
+		if (l->dropped)
+			ht_info("http: %s: %lu connections without a complete request were dropped to make room",
+				l->spec, l->dropped);
+		/* Removed only if it is still the socket this run made. */
+		if (l->path && !lstat(l->path, &st) && st.st_dev == l->dev && st.st_ino == l->ino)
+			unlink(l->path);
+		free(l->path);
+		pthread_mutex_destroy(&l->lock);
+	}
+	if (mhd_messages > MHD_LOG_MAX)
+		ht_info("http: %lu more libmicrohttpd messages not shown", mhd_messages - MHD_LOG_MAX);
 	sym_close(h->sym);
 	free(h->sym_maps);
-	pthread_mutex_destroy(&h->lock);
+	pthread_cond_destroy(&h->qcond);
+	pthread_mutex_destroy(&h->qlock);
 	free(h);
 }

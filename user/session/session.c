@@ -665,7 +665,9 @@ static int trace(struct session *s, double t0)
 	/* Everything that can fail is set up before a launched command runs its first instruction. */
 	if (plan_timeline(s))
 		goto kill_child;
-	if (o->http && !(http = http_start(o->http, &s->src, t)))
+	struct http_config hc = { .listen = o->http, .n_listen = o->n_http, .token = o->http_token,
+				  .cert = o->http_cert, .key = o->http_key };
+	if (o->n_http && !(http = http_start(&hc, &s->src, t)))
 		goto kill_child;
 	if (target_start(t)) {
 		ht_err("cannot start %s", t->exe);

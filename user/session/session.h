@@ -42,7 +42,10 @@ struct trace_opts {
 	bool at_peak;
 	uint64_t peak_step;
 	double min_age;
-	const char *http;                       /* --http ADDR:PORT */
+	const char *http[4];                    /* --http ADDR:PORT or unix:PATH, repeatable (HT_MAX_HTTP) */
+	int n_http;
+	char *http_token;                       /* --http-token FILE: the token read from it */
+	char *http_cert, *http_key;             /* --http-cert, --http-key FILE: PEM read from them */
 	bool follow_fork;
 	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
 	bool no_inject;                         /* --no-inject: uprobes only, nothing written into the target */
