@@ -21,27 +21,8 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/procfs.h"
 #include "output/outfile.h"
-
-/* The user heaptrace works for: under sudo, the one who typed the command. */
-static void invoking_ids(uid_t *uid, gid_t *gid)
-{
-	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
-	char *end;
-
-	*uid = getuid();
-	*gid = getgid();
-	if (geteuid() != 0 || !u || !g)
-		return;
-	unsigned long a = strtoul(u, &end, 10);
-	if (*u && !*end) {
-		unsigned long b = strtoul(g, &end, 10);
-		if (*g && !*end) {
-			*uid = (uid_t)a;
-			*gid = (gid_t)b;
-		}
-	}
-}
 
 static void dir_of(const char *path, char *dir, size_t n)
 {
@@ -72,7 +53,7 @@ static const char *refuse(const char *path, const struct stat *d, char *why, siz
 		return "it is a symbolic link; heaptrace does not write through links";
 	if (S_ISDIR(st.st_mode))
 		return "it is a directory";
-	invoking_ids(&uid, &gid);
+	invoking_user(&uid, &gid);
 	/* Written in place (see in_place()): a device only root can make, the user's own FIFO. */
 	if (S_ISCHR(st.st_mode) || (S_ISFIFO(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == uid)))
 		return NULL;
@@ -194,7 +175,7 @@ int outfile_commit(struct outfile *of)
 		of->f = NULL;
 		return r ? -1 : 0;
 	}
-	invoking_ids(&uid, &gid);
+	invoking_user(&uid, &gid);
 	/* What open(path, O_CREAT, 0644) would have made, owned by the user who asked for it. */
 	if (fflush(of->f) || fchmod(fd, 0644 & ~mask) || (geteuid() == 0 && uid && fchown(fd, uid, gid)))
 		goto fail;

@@ -21,6 +21,7 @@
 
 #include "serve/http.h"
 #include "util/log.h"
+#include "util/procfs.h"
 #include "output/output.h"
 
 /*
@@ -626,25 +627,6 @@ int http_parse_addr(const char *spec)
 		return -1;
 	}
 	return 0;
-}
-
-/*
- * Who ran heaptrace: under sudo (root with SUDO_UID and SUDO_GID set), the
- * user who ran sudo; otherwise the real user.
- */
-static void invoking_user(uid_t *uid, gid_t *gid)
-{
-	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
-	unsigned long su, sg;
-	char *e1 = NULL, *e2 = NULL;
-
-	*uid = getuid(), *gid = getgid();
-	if (*uid || !u || !g || !*u || !*g)
-		return;
-	errno = 0;
-	su = strtoul(u, &e1, 10), sg = strtoul(g, &e2, 10);
-	if (!errno && !*e1 && !*e2 && su < UINT32_MAX && sg < UINT32_MAX)
-		*uid = su, *gid = sg;
 }
 
 static int read_file(const char *option, const char *path, bool secret, size_t max, char **out, size_t *len)

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,4 +146,23 @@ char *proc_program_name(pid_t pid)
 		r = strdup(comm);
 	free(comm);
 	return r;
+}
+
+/*
+ * Who ran heaptrace: under sudo (root with SUDO_UID and SUDO_GID set), the
+ * user who ran sudo; otherwise the real user.
+ */
+void invoking_user(uid_t *uid, gid_t *gid)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	unsigned long su, sg;
+	char *e1 = NULL, *e2 = NULL;
+
+	*uid = getuid(), *gid = getgid();
+	if (*uid || !u || !g || !*u || !*g)
+		return;
+	errno = 0;
+	su = strtoul(u, &e1, 10), sg = strtoul(g, &e2, 10);
+	if (!errno && !*e1 && !*e2 && su < UINT32_MAX && sg < UINT32_MAX)
+		*uid = su, *gid = sg;
 }

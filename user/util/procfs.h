@@ -36,4 +36,11 @@ char *proc_getenv(pid_t pid, const char *name);
  */
 char *proc_program_name(pid_t pid);
 
+/*
+ * Who ran heaptrace: under sudo (root with SUDO_UID and SUDO_GID set), the
+ * user who ran sudo; otherwise the real user.  Files heaptrace makes for
+ * that user (profiles, the --http socket) are theirs.
+ */
+void invoking_user(uid_t *uid, gid_t *gid);
+
 #endif
