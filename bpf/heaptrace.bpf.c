@@ -223,8 +223,12 @@ static long drop_block(struct bpf_map *map, __u64 *key, struct ht_block *b, stru
 {
 	struct ht_block copy = *b;
 
-	if (ht_live_key_proc(*key) == x->proc && !bpf_map_delete_elem(map, key) && release(&copy, x->proc))
+	if (ht_live_key_proc(*key) != x->proc || live_delete_in(map, key))
+		return 0;
+	if (release(&copy, *key, x->proc))
 		x->dropped++;
+	if (copy.flags & HT_BLOCK_ARENA)
+		bpf_map_delete_elem(&arena_blocks, key);
 	return 0;
 }
 
@@ -250,7 +254,11 @@ int process_exec(void *ctx)
 		c->free_ptr = 0;
 		settle_held(c, proc);
 	}
-	bpf_for_each_map_elem(&live, drop_block, &x, 0);
+	for (__u32 l = 0; l < HT_LIVE_LEVELS; l++) {
+		void *m = live_level(l);
+		if (m)
+			bpf_for_each_map_elem(m, drop_block, &x, 0);
+	}
 	count(proc, HT_EXECS);
 	count_n(proc, HT_EXEC_DROPPED, x.dropped);
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &x.proc);

@@ -29,8 +29,10 @@ struct {
 	__type(value, struct ht_unwind_row);
 } unwind_rows SEC(".maps");
 
+/* Not preallocated: a process maps tens of objects, not thousands. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 4096);
 	__type(key, struct ht_unwind_object_key);
 	__type(value, struct ht_unwind_object);

@@ -416,6 +416,8 @@ static int attach(struct session *s, double t0)
 					 .session = o->sample_rate && !o->follow_fork, .sample_rate = o->sample_rate,
 					 .max_depth = o->max_depth, .stack_mode = plan_unwind(s),
 					 .peak_step = peak_step(o), .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
+	for (int i = 0; i < o->n_syms; i++)
+		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
 	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
 	if (load_tracer(s))
 		return -1;
@@ -459,16 +461,23 @@ static int attach(struct session *s, double t0)
 	return 0;
 }
 
-static void report_resources(const struct tracer *tr)
+static void report_resources(const struct tracer *tr, uint32_t max_live)
 {
-	uint64_t live_bytes;
-	uint32_t live_entries;
-	uint64_t total = tracer_map_memory(tr, &live_bytes, &live_entries);
+	struct tracer_memory m;
 	struct rusage ru;
 
-	ht_info("kernel memory: %.1f MiB in BPF maps; the live-block map %.1f MiB for %u blocks, "
-		"%.0f bytes per tracked allocation", total / 1048576.0, live_bytes / 1048576.0, live_entries,
-		live_entries ? (double)live_bytes / live_entries : 0.0);
+	tracer_memory(tr, &m);
+	if (m.estimated)
+		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock %.1f MiB: elements at their size, "
+			"not their slab object's), %.1f MiB with every map full", m.now / 1048576.0,
+			m.memlock / 1048576.0, m.max / 1048576.0);
+	else
+		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock: this kernel counts maps at their "
+			"capacity)", m.memlock / 1048576.0);
+	ht_info("live blocks: %" PRIu64 " in %d of %d levels with room for %u (--max-allocs %u): %.1f MiB, "
+		"%.0f bytes a block (%u an element)", m.live_blocks, m.levels, HT_LIVE_LEVELS, m.live_room,
+		max_live, m.live_now / 1048576.0, m.live_blocks ? (double)m.live_now / m.live_blocks : 0.0,
+		m.block_bytes);
 	if (!getrusage(RUSAGE_SELF, &ru))
 		ht_info("heaptrace peak RSS: %ld KiB", ru.ru_maxrss);
 }
@@ -562,7 +571,7 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 	if (o->follow_fork && write_children(s))
 		rc = 1;
 	snapshots_free(ss);
-	report_resources(&s->tr);
+	report_resources(&s->tr, o->max_live);
 	if (prof.trimmed)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory", prof.trimmed);
 	profile_free(&prof);
