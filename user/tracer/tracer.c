@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <bpf/bpf.h>
@@ -17,10 +18,39 @@
 #include "util/log.h"
 #include "probe/uprobe_multi.h"
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * When libbpf said what, during a load: its phases have no hooks, but
+ * their debug messages come in a known order (kernel BTF, maps, CO-RE
+ * relocations, then the programs).
+ */
+static struct {
+	double btf, first_map, last_map, last_core;
+} marks;
+
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (level == LIBBPF_DEBUG) {
+		if (strstr(fmt, "loading kernel BTF"))
+			marks.btf = now_ms();
+		else if (strstr(fmt, "created successfully")) {
+			marks.last_map = now_ms();
+			if (!marks.first_map)
+				marks.first_map = marks.last_map;
+		} else if (strstr(fmt, "CO-RE relocating")) {
+			marks.last_core = now_ms();
+		}
+		return 0;
+	}
 	/* libbpf's own chatter is for -v; heaptrace reports failures in one line itself. */
-	if (!ht_verbose || level == LIBBPF_DEBUG)
+	if (!ht_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
@@ -52,7 +82,7 @@ static uint64_t mmap_min_addr(void)
 }
 
 /* Open, configure and load the object; NULL with -errno in *err. */
-static struct heaptrace *load(const struct tracer_config *cfg, bool session, int *err)
+static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg, bool session, int *err)
 {
 	struct heaptrace *skel = heaptrace__open();
 
@@ -104,7 +134,17 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 	bpf_program__set_autoload(skel->progs.stub_alloc, cfg->stub);
 	bpf_program__set_autoload(skel->progs.stub_free, cfg->stub);
 
+	double t0 = now_ms();
+	memset(&marks, 0, sizeof(marks));
 	*err = heaptrace__load(skel);
+	double t1 = now_ms();
+	/* Each mark falls back on the one before it when libbpf did not say it. */
+	double btf = marks.btf ? marks.btf : t0, maps = marks.last_map ? marks.last_map : btf;
+	double core = marks.last_core > maps ? marks.last_core : maps;
+	tr->times.btf_ms = btf - t0;
+	tr->times.maps_ms = maps - btf;
+	tr->times.core_ms = core - maps;
+	tr->times.verify_ms = t1 - core;
 	if (*err) {
 		heaptrace__destroy(skel);
 		return NULL;
@@ -269,12 +309,13 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 
 	memset(tr, 0, sizeof(*tr));
 	libbpf_set_print(libbpf_log);
-	skel = load(cfg, session, &err);
+	double t0 = now_ms();
+	skel = load(tr, cfg, session, &err);
 	if (!skel && session) {
 		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
 		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
 		session = false;
-		skel = load(cfg, session, &err);
+		skel = load(tr, cfg, session, &err);
 	}
 	if (!skel) {
 		explain_load_error(err);
@@ -309,6 +350,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	else
 		ht_info("cannot watch thread exits (%s): glibc's thread cache frees count as unmatched_frees",
 			strerror(errno));
+	tr->times.load_ms = now_ms() - t0;
 	return 0;
 }
 

@@ -64,6 +64,14 @@ struct tracer {
 	uint64_t sample_rate;
 	uint32_t n_slots;               /* process slots in use: 0 .. n_slots-1 (tracer_add_proc adds) */
 	struct live_levels lv;
+	/* The last load, for -v: in all, then libbpf's phases (see libbpf_log in tracer.c). */
+	struct {
+		double load_ms;         /* tracer_load, the first live level and the exec watch included */
+		double btf_ms;          /* feature probes, the kernel's BTF */
+		double maps_ms;         /* the object's BTF, the maps */
+		double core_ms;         /* CO-RE relocations against the kernel's BTF */
+		double verify_ms;       /* the programs: the verifier */
+	} times;
 	uint64_t *base_memlock;         /* per map of the object, in its order: fdinfo memlock right after load */
 };
 
