@@ -78,10 +78,10 @@ static void report_phases(const struct session *s)
 {
 	const struct tracer *tr = &s->tr;
 
-	ht_info("phases: plan %.1f ms, unwind tables %.1f, BPF load %.1f (kernel BTF %.1f, maps %.1f, CO-RE %.1f, "
-		"verifier %.1f), attach %.1f, fast path %.1f, traced run %.1f, detach %.1f, read %.1f, "
-		"symbolize %.1f, write %.1f; %.1f ms in all", s->ph.plan, s->ph.tables, s->ph.load, tr->times.btf_ms,
-		tr->times.maps_ms, tr->times.core_ms, tr->times.verify_ms, s->ph.attach, s->ph.inject, s->ph.run,
+	ht_info("phases: plan %.1f ms, unwind tables %.1f, BPF load %.1f (kernel types %.1f, kernel BTF %.1f, maps %.1f, "
+		"CO-RE %.1f, verifier %.1f), attach %.1f, fast path %.1f, traced run %.1f, detach %.1f, read %.1f, "
+		"symbolize %.1f, write %.1f; %.1f ms in all", s->ph.plan, s->ph.tables, s->ph.load, tr->times.ktypes_ms,
+		tr->times.btf_ms, tr->times.maps_ms, tr->times.core_ms, tr->times.verify_ms, s->ph.attach, s->ph.inject, s->ph.run,
 		s->ph.detach, s->ph.read, s->ph.symbolize, s->ph.write, now_ms() - s->ph.start);
 }
 
@@ -458,6 +458,15 @@ static int attach(struct session *s, double t0)
 					 .peak_step = peak_step(o), .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
 	for (int i = 0; i < o->n_syms; i++)
 		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
+	/* The programs the plan attaches now; a fallback to uprobes or a new program's allocator loads more. */
+	for (int i = 0; i < s->plan.n; i++) {
+		const struct probe *p = &s->plan.probes[i];
+		if (!p->stub)
+			s->cfg.progs |= p->kind == HT_SPEC_ALLOC ? 1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN :
+					p->kind == HT_SPEC_FREE ? 1u << PROG_FREE_ENTER : 1u << PROG_RESET_ENTER;
+	}
+	if (s->in.n)
+		s->cfg.progs |= 1u << PROG_STUB_ALLOC | 1u << PROG_STUB_FREE;
 	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
 	if (load_tracer(s))
 		return -1;

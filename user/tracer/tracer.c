@@ -11,12 +11,15 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "tracer/tracer.h"  /* before the skeletons: they name our shared structs */
 #include "heaptrace.skel.h"
+#include "alloc_session.skel.h"
 #include "util/log.h"
 #include "probe/uprobe_multi.h"
+#include "tracer/ktypes.h"
 
 static double now_ms(void)
 {
@@ -81,10 +84,59 @@ static uint64_t mmap_min_addr(void)
 	return v ? v : 1;
 }
 
-/* Open, configure and load the object; NULL with -errno in *err. */
-static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg, bool session, int *err)
+/* A program of the main object (alloc_session is session.bpf.c's). */
+static struct bpf_program *main_prog(const struct heaptrace *skel, enum tracer_prog prog)
 {
-	struct heaptrace *skel = heaptrace__open();
+	return prog == PROG_ALLOC_ENTER ? skel->progs.alloc_enter :
+	       prog == PROG_ALLOC_RETURN ? skel->progs.alloc_return :
+	       prog == PROG_FREE_ENTER ? skel->progs.free_enter :
+	       prog == PROG_RESET_ENTER ? skel->progs.reset_enter :
+	       prog == PROG_STUB_ALLOC ? skel->progs.stub_alloc :
+	       prog == PROG_STUB_FREE ? skel->progs.stub_free : NULL;
+}
+
+/* libbpf 1.1 has no uprobe.multi nor uprobe.session section: the attach types by hand. */
+static void set_attach_types(struct bpf_object *obj, bool multi)
+{
+	struct bpf_program *p;
+
+	if (!multi)
+		return;
+	bpf_object__for_each_program(p, obj)
+		if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE)
+			bpf_program__set_expected_attach_type(p, strcmp(bpf_program__name(p), "alloc_session") ?
+								 HT_BPF_TRACE_UPROBE_MULTI :
+								 HT_BPF_TRACE_UPROBE_SESSION);
+}
+
+/* Load obj, with libbpf's phases into tr->times. */
+static int timed_load(struct tracer *tr, struct bpf_object_skeleton *s)
+{
+	double t0 = now_ms();
+
+	memset(&marks, 0, sizeof(marks));
+	int err = bpf_object__load_skeleton(s);
+	double t1 = now_ms();
+	/* Each mark falls back on the one before it when libbpf did not say it. */
+	double btf = marks.btf ? marks.btf : t0, maps = marks.last_map ? marks.last_map : btf;
+	double core = marks.last_core > maps ? marks.last_core : maps;
+	tr->times.btf_ms += btf - t0;
+	tr->times.maps_ms += maps - btf;
+	tr->times.core_ms += core - maps;
+	tr->times.verify_ms += t1 - core;
+	return err;
+}
+
+/*
+ * Open, configure and load the object with the programs in progs (bits
+ * 1 << PROG_*) and process_exec; NULL with -errno in *err.  Programs left
+ * out are loaded when first attached (program()): the verifier's time
+ * goes to the programs this run attaches.
+ */
+static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg, unsigned progs, int *err)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
+	struct heaptrace *skel = heaptrace__open_opts(&opts);
 
 	if (!skel) {
 		*err = -errno;
@@ -117,39 +169,100 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	bpf_map__set_value_size(skel->maps.stacks, tracer_stack_size(cfg->max_depth));
 	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
 	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
-	if (cfg->multi) {
-		/* libbpf 1.1 has no uprobe.multi nor uprobe.session section: set the attach type by hand. */
-		bpf_program__set_expected_attach_type(skel->progs.alloc_enter, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.alloc_return, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.free_enter, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.reset_enter, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.alloc_session, HT_BPF_TRACE_UPROBE_SESSION);
-		bpf_program__set_expected_attach_type(skel->progs.stub_alloc, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.stub_free, HT_BPF_TRACE_UPROBE_MULTI);
-	}
-	/* Only the allocator programs that will be attached are verified. */
-	bpf_program__set_autoload(skel->progs.alloc_session, session);
-	bpf_program__set_autoload(skel->progs.alloc_enter, !session);
-	bpf_program__set_autoload(skel->progs.alloc_return, !session);
-	bpf_program__set_autoload(skel->progs.stub_alloc, cfg->stub);
-	bpf_program__set_autoload(skel->progs.stub_free, cfg->stub);
+	set_attach_types(skel->obj, cfg->multi);
+	for (int p = 0; p <= PROG_STUB_FREE; p++)
+		if (main_prog(skel, p))
+			bpf_program__set_autoload(main_prog(skel, p), progs & (1u << p));
 
-	double t0 = now_ms();
-	memset(&marks, 0, sizeof(marks));
-	*err = heaptrace__load(skel);
-	double t1 = now_ms();
-	/* Each mark falls back on the one before it when libbpf did not say it. */
-	double btf = marks.btf ? marks.btf : t0, maps = marks.last_map ? marks.last_map : btf;
-	double core = marks.last_core > maps ? marks.last_core : maps;
-	tr->times.btf_ms = btf - t0;
-	tr->times.maps_ms = maps - btf;
-	tr->times.core_ms = core - maps;
-	tr->times.verify_ms = t1 - core;
+	*err = timed_load(tr, skel->skeleton);
 	if (*err) {
 		heaptrace__destroy(skel);
 		return NULL;
 	}
 	return skel;
+}
+
+/* An internal map's section (".bss" of "heaptrac.bss"); another map's name. */
+static const char *map_key(const struct bpf_map *m)
+{
+	const char *n = bpf_map__name(m), *dot = strchr(n, '.');
+
+	return dot && n[0] != '.' ? dot : n;
+}
+
+static struct bpf_map *map_like(struct bpf_object *obj, const struct bpf_map *m)
+{
+	struct bpf_map *x;
+
+	bpf_object__for_each_map(x, obj)
+		if (!strcmp(map_key(x), map_key(m)))
+			return x;
+	return NULL;
+}
+
+/*
+ * Does every global of obj's data sections sit where it does in main's
+ * (obj's programs read them in main's maps)?
+ */
+static bool same_globals(struct bpf_object *main, struct bpf_object *obj)
+{
+	const struct btf *bm = bpf_object__btf(main), *bo = bpf_object__btf(obj);
+
+	for (__u32 id = 1; bm && bo && id < (__u32)btf__type_cnt(bo); id++) {
+		const struct btf_type *t = btf__type_by_id(bo, id);
+		const char *sec = btf__name_by_offset(bo, t->name_off);
+		if (!btf_is_datasec(t) || (strncmp(sec, ".bss", 4) && strncmp(sec, ".data", 5) && strncmp(sec, ".rodata", 7)))
+			continue;
+		__s32 other = btf__find_by_name_kind(bm, sec, BTF_KIND_DATASEC);
+		if (other < 0)
+			return false;
+		const struct btf_type *u = btf__type_by_id(bm, other);
+		const struct btf_var_secinfo *v = btf_var_secinfos(t);
+		for (int i = 0; i < btf_vlen(t); i++, v++) {
+			const char *name = btf__name_by_offset(bo, btf__type_by_id(bo, v->type)->name_off);
+			const struct btf_var_secinfo *w = btf_var_secinfos(u);
+			int k = 0;
+			for (; k < btf_vlen(u); k++, w++)
+				if (!strcmp(name, btf__name_by_offset(bm, btf__type_by_id(bm, w->type)->name_off)))
+					break;
+			if (k == btf_vlen(u) || w->offset != v->offset || w->size != v->size) {
+				ht_info("BPF objects: %s of %s is not where the main object has it", name, sec);
+				return false;
+			}
+		}
+	}
+	return bm && bo;
+}
+
+/*
+ * Load the program named want (and the uprobe programs of the list the
+ * first load left out) into an object that has the main object's maps, by
+ * fd: the programs it loads count and record into the same maps.
+ */
+static int load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
+		     const char *const *also)
+{
+	struct bpf_program *p;
+	struct bpf_map *m;
+
+	if (!same_globals(tr->skel->obj, obj)) {
+		ht_err("BPF objects built apart: their globals differ; cannot load %s", want);
+		return -EINVAL;
+	}
+	bpf_object__for_each_map(m, obj) {
+		struct bpf_map *mine = map_like(tr->skel->obj, m);
+		int err = mine ? bpf_map__reuse_fd(m, bpf_map__fd(mine)) : -ENOENT;
+		if (err)
+			return err;
+	}
+	set_attach_types(obj, tr->multi);
+	bpf_object__for_each_program(p, obj) {
+		bool load = !strcmp(bpf_program__name(p), want);
+		for (int i = 0; also && also[i]; i++)
+			load |= !strcmp(bpf_program__name(p), also[i]);
+		bpf_program__set_autoload(p, load);
+	}
+	return timed_load(tr, s);
 }
 
 static uint64_t memlock_of(int fd)
@@ -304,18 +417,31 @@ static void stop_levels(struct tracer *tr)
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 {
 	bool session = cfg->session && cfg->multi;
+	unsigned progs = cfg->progs;
 	struct heaptrace *skel;
 	int err;
 
 	memset(tr, 0, sizeof(*tr));
 	libbpf_set_print(libbpf_log);
 	double t0 = now_ms();
-	skel = load(tr, cfg, session, &err);
-	if (!skel && session) {
-		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
-		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
-		session = false;
-		skel = load(tr, cfg, session, &err);
+	/* With sessions the allocators' entry and return are one program, of the session object. */
+	if (session)
+		progs &= ~(1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN);
+	bool built;
+	double t1 = now_ms();
+	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built))
+		tr->ktypes[0] = '\0';
+	else if (built)
+		ht_info("kernel types: %s built in %.1f ms (the kernel's whole BTF, read once for this kernel)",
+			tr->ktypes, now_ms() - t1);
+	tr->times.ktypes_ms = now_ms() - t1;
+	skel = load(tr, cfg, progs, &err);
+	if (!skel && tr->ktypes[0]) {
+		/* A kernel read the cut-down types do not cover (ktypes.c): the whole BTF, as libbpf reads it. */
+		ht_info("cannot load the BPF object with the kernel types of %s (%s): with the kernel's whole BTF",
+			tr->ktypes, strerror(-err));
+		tr->ktypes[0] = '\0';
+		skel = load(tr, cfg, progs, &err);
 	}
 	if (!skel) {
 		explain_load_error(err);
@@ -340,6 +466,9 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		tracer_close(tr);
 		return -1;
 	}
+	/* Sessions for allocators that need uprobes now: the kernel may not have them. */
+	if (session && (cfg->progs & (1u << PROG_ALLOC_ENTER)))
+		tracer_sessions(tr);
 	tr->exec_link = bpf_program__attach(skel->progs.process_exec);
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
@@ -354,21 +483,80 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	return 0;
 }
 
+bool tracer_sessions(struct tracer *tr)
+{
+	if (!tr->session || tr->sess)
+		return tr->session;
+	double t0 = now_ms();
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
+	struct alloc_session *s = alloc_session__open_opts(&opts);
+	int err = s ? load_into(tr, s->obj, s->skeleton, "alloc_session", NULL) : -errno;
+	if (err) {
+		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
+		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
+		alloc_session__destroy(s);
+		tr->session = false;
+		return false;
+	}
+	tr->sess = s;
+	ht_info("loaded the uprobe session program in %.1f ms", now_ms() - t0);
+	return true;
+}
+
+/*
+ * A program, loaded if the first load left it out: into another instance
+ * of the main object that shares its maps, with the other uprobe programs
+ * left out too (a fallback to uprobes wants them together).  NULL if it
+ * cannot be loaded (said).
+ */
 static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 {
-	return prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
-	       prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
-	       prog == PROG_ALLOC_SESSION ? tr->skel->progs.alloc_session :
-	       prog == PROG_FREE_ENTER ? tr->skel->progs.free_enter :
-	       prog == PROG_STUB_ALLOC ? tr->skel->progs.stub_alloc :
-	       prog == PROG_STUB_FREE ? tr->skel->progs.stub_free :
-					 tr->skel->progs.reset_enter;
+	static const char *const uprobe_progs[] = { "alloc_enter", "alloc_return", "free_enter", "reset_enter", NULL };
+
+	if (prog == PROG_ALLOC_SESSION)
+		return tracer_sessions(tr) ? tr->sess->progs.alloc_session : NULL;
+	struct bpf_program *p = main_prog(tr->skel, prog);
+	if (bpf_program__fd(p) >= 0)
+		return p;
+	for (int i = 0; i < tr->n_more; i++)
+		if (bpf_program__fd(main_prog(tr->more[i], prog)) >= 0)
+			return main_prog(tr->more[i], prog);
+	if (tr->n_more == (int)(sizeof(tr->more) / sizeof(*tr->more)))
+		return NULL;
+	double t0 = now_ms();
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
+	struct heaptrace *more = heaptrace__open_opts(&opts);
+	const char *const *also = uprobe_progs;
+	/* Programs another instance has: not again. */
+	const char *left[5] = { NULL };
+	int n = 0;
+	for (int k = 0; also[k]; k++) {
+		bool have = false;
+		for (int i = 0; i < tr->n_more; i++)
+			have |= !!bpf_object__find_program_by_name(tr->more[i]->obj, also[k]) &&
+				bpf_program__fd(bpf_object__find_program_by_name(tr->more[i]->obj, also[k])) >= 0;
+		if (!have && bpf_program__fd(bpf_object__find_program_by_name(tr->skel->obj, also[k])) < 0)
+			left[n++] = also[k];
+	}
+	int err = more ? load_into(tr, more->obj, more->skeleton, bpf_program__name(p), left) : -errno;
+	if (err) {
+		ht_err("cannot load the BPF program %s: %s", bpf_program__name(p), strerror(-err));
+		heaptrace__destroy(more);
+		return NULL;
+	}
+	tr->more[tr->n_more++] = more;
+	ht_info("loaded %s (and the uprobe programs not loaded yet) in %.1f ms", bpf_program__name(p),
+		now_ms() - t0);
+	return main_prog(more, prog);
 }
 
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
 {
-	int prog_fd = bpf_program__fd(program(tr, prog));
+	struct bpf_program *p = program(tr, prog);
+	if (!p)
+		return prog == PROG_ALLOC_SESSION ? -EPROTONOSUPPORT : -ENOENT;
+	int prog_fd = bpf_program__fd(p);
 	int fd = prog == PROG_ALLOC_SESSION ? uprobe_session_attach(prog_fd, path, offsets, cookies, n, pid) :
 		 uprobe_multi_attach(prog_fd, path, offsets, cookies, n, prog == PROG_ALLOC_RETURN, pid);
 
@@ -396,7 +584,10 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 		  uint32_t cookie, pid_t pid)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = prog == PROG_ALLOC_RETURN);
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(program(tr, prog), pid, path, offset, &opts);
+	struct bpf_program *p = program(tr, prog);
+	if (!p)
+		return -ENOENT;
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
 
 	if (!l)
 		return -errno;
@@ -442,6 +633,11 @@ void tracer_close(struct tracer *tr)
 	tr->exec_link = NULL;
 	bpf_link__destroy(tr->exit_link);
 	tr->exit_link = NULL;
+	for (int i = 0; i < tr->n_more; i++)
+		heaptrace__destroy(tr->more[i]);
+	tr->n_more = 0;
+	alloc_session__destroy(tr->sess);
+	tr->sess = NULL;
 	if (tr->skel)
 		heaptrace__destroy(tr->skel);
 	tr->skel = NULL;

@@ -29,6 +29,7 @@ struct tracer_config {
 	uint32_t unwind_rows;   /* HT_STACK_DWARF: CFI rows the array holds */
 	bool stub;              /* the in-process stub reports recorded calls (user/inject/) */
 	bool arenas;            /* a spec has an arena (--sym arena=, --reset-sym): the arena maps get room */
+	unsigned progs;         /* 1 << PROG_*: the programs attached now; others are loaded when first attached */
 };
 
 /*
@@ -52,6 +53,9 @@ struct live_levels {
 
 struct tracer {
 	struct heaptrace *skel;
+	struct heaptrace *more[2];      /* programs loaded later, with skel's maps (tracer.c: program()) */
+	int n_more;
+	struct alloc_session *sess;     /* the uprobe session program (bpf/alloc_session.bpf.c), with skel's maps */
 	struct bpf_link **links;
 	int n_links;
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
@@ -67,12 +71,14 @@ struct tracer {
 	/* The last load, for -v: in all, then libbpf's phases (see libbpf_log in tracer.c). */
 	struct {
 		double load_ms;         /* tracer_load, the first live level and the exec watch included */
+		double ktypes_ms;       /* the kernel types for CO-RE (ktypes.c): from the cache, or built */
 		double btf_ms;          /* feature probes, the kernel's BTF */
 		double maps_ms;         /* the object's BTF, the maps */
 		double core_ms;         /* CO-RE relocations against the kernel's BTF */
 		double verify_ms;       /* the programs: the verifier */
 	} times;
-	uint64_t *base_memlock;         /* per map of the object, in its order: fdinfo memlock right after load */
+	uint64_t *base_memlock;
+	char ktypes[4200];              /* the cut-down kernel BTF for CO-RE (tracer/ktypes.h); "": the whole one */         /* per map of the object, in its order: fdinfo memlock right after load */
 };
 
 /*
@@ -96,6 +102,13 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
  */
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);
+
+/*
+ * Allocators as uprobe sessions (tracer_config.session): loads the session
+ * program if not yet.  false: no sessions (not asked for, or the kernel
+ * cannot load the program: said); plain return probes then.
+ */
+bool tracer_sessions(struct tracer *tr);
 
 /* Stop tracing: remove every uprobe, keep the maps readable. */
 void tracer_detach(struct tracer *tr);

@@ -1,0 +1,20 @@
+/*
+ * The kernel types heaptrace's BPF object reads with CO-RE, cut down from
+ * the kernel's BTF to the members it reads and cached per kernel, so that
+ * a load does not parse the kernel's whole BTF (5 MB, 126,000 types) on
+ * every run.
+ */
+#ifndef HT_KTYPES_H
+#define HT_KTYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * The path of this kernel's cut-down BTF (built now and cached if it was
+ * not), into path; *built says whether it was built now.  -1 (said with
+ * -v) when there is none: libbpf then reads the kernel's whole BTF.
+ */
+int ktypes_path(char *path, size_t len, bool *built);
+
+#endif
