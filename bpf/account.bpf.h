@@ -354,11 +354,25 @@ static __always_inline bool free_block(__u64 ptr, __u32 proc)
 	return !free_live(ptr, proc) && free_unknown(ptr, proc);
 }
 
-static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,
-					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena)
+/* An allocation, its stack captured: what account_alloc() records. */
+struct alloc_rec {
+	__u64 stack, ptr, size, objects, arena;
+	__u32 proc, pad;
+};
+
+/*
+ * The block into the live map and the counters.  A global function: the
+ * verifier checks it once, not once for every path of the allocation
+ * programs that reaches it (realloc's, posix_memalign's, sampled or not).
+ */
+__noinline int account_alloc(struct alloc_rec *r)
 {
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(),
-			      .stack = capture_stack(ctx, regs, proc, spec, func_ip),
+	if (!r)
+		return 0;
+
+	__u32 proc = r->proc;
+	__u64 ptr = r->ptr, size = r->size, objects = r->objects, arena = r->arena;
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = r->stack,
 			      .objects = objects, .flags = arena ? HT_BLOCK_ARENA : 0 };
 	struct ht_arena_block ab = { .arena = arena, .gen = arena_gen(arena, proc) };
 	__u64 key = ht_live_key(ptr, proc), weight = ht_weight_q16(size, sample_rate);
@@ -367,7 +381,7 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 	set_last_alloc(&b);
 	struct ht_site *s = site_of(b.stack, proc);
 	if (!s)
-		return;
+		return 0;
 	__sync_fetch_and_add(&s->alloc_objects, objects);
 	__sync_fetch_and_add(&s->alloc_bytes, size);
 	__sync_fetch_and_add(&s->est_alloc_objects, weight * b.objects);
@@ -376,14 +390,14 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 	count_size(proc, size, weight);
 
 	struct ht_block stale = {};
-	int r = live_put(key, &b, &stale);
-	if (r == LIVE_FULL) {
+	int put = live_put(key, &b, &stale);
+	if (put == LIVE_FULL) {
 		count(proc, HT_LIVE_MAP_FULL);
-		return;
+		return 0;
 	}
 	/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
-	bool stale_arena = r == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
-	if (r == LIVE_REPLACED && release(&stale, key, proc))
+	bool stale_arena = put == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
+	if (put == LIVE_REPLACED && release(&stale, key, proc))
 		count(proc, HT_MISSED_FREES);
 	struct inuse_delta d = block_delta(&b, 1);
 	site_inuse(s, proc, &d);
@@ -396,6 +410,16 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 		/* Counted in the block's stack alone: a reset of its arena cannot release it. */
 		count(proc, HT_ARENA_MAP_FULL);
 	}
+	return 0;
+}
+
+static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,
+					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena)
+{
+	struct alloc_rec r = { .stack = capture_stack(ctx, regs, proc, spec, func_ip), .ptr = ptr, .size = size,
+			       .objects = objects, .arena = arena, .proc = proc };
+
+	account_alloc(&r);
 }
 
 static __always_inline bool is_live(__u64 ptr, __u32 proc)

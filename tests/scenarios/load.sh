@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Area "load" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
-# full maps, kernel memory and long, heavy runs: scenarios limits, kmem, stress, soak.
+# full maps, kernel memory, start-up and long, heavy runs: scenarios limits, kmem,
+# startup, stress, soak.
 
 # rl_ht LIMIT KEY ARG...: ht with a fixed timeout of LIMIT seconds, for the
 # long runs (ht's timeout shrinks to 10 s once the run is past its budget).
@@ -396,4 +397,70 @@ scenario_kmem() {
 		d+="$(grep '^heaptrace: live blocks' "$TMP/$key.err" || echo 'no live blocks line')"$'\n'
 	report "kmem: --max-allocs 150000: the live map grew to 3 levels, room for 150000" "$d"
 	expect_events $key allocs=200000 frees=150000 live_map_full=50000 unmatched_frees=50000 missed_frees=0
+}
+
+# ---------------------------------------------------------------------------
+# Start-up: -v says where the time went; the BPF object is loaded against
+# the cached cut-down kernel types, so libbpf reads no kernel BTF (its
+# part of the load is 0.0 ms, measured from libbpf's own messages); only
+# the programs the run attaches are loaded (and verified).
+#
+# ht_progs PID: the names of the BPF programs PID holds, sorted, on one line.
+ht_progs() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(sed -n 's/^prog_id:[[:space:]]*//p' "$f" 2>/dev/null)
+		[ -n "$id" ] && bpftool prog show id "$id" 2>/dev/null | sed -n '1s/.* name \([^ ]*\) .*/\1/p'
+	done | sort -u | tr '\n' ' '
+}
+
+scenario_startup() {
+	local key d x mode want got n=0
+
+	# A first run makes the cache's kernel types if it has none; the second takes them.
+	XDG_CACHE_HOME=$TMP/su.cache ht su.first -v -o "$TMP/su.first.prof" /bin/true
+	XDG_CACHE_HOME=$TMP/su.cache ht su.true -v -o "$TMP/su.true.prof" /bin/true
+	d=$(rc_diag su.first 0)$(rc_diag su.true 0)
+	grep -q '^heaptrace: kernel types: .* built in ' "$TMP/su.first.err" ||
+		d+="the first run did not build the kernel types: $(grep 'kernel types' "$TMP/su.first.err")"$'\n'
+	grep -q '^heaptrace: kernel types:' "$TMP/su.true.err" &&
+		d+="the second run: $(grep '^heaptrace: kernel types:' "$TMP/su.true.err")"$'\n'
+	grep -q 'cannot load the BPF object' "$TMP/su.true.err" "$TMP/su.first.err" &&
+		d+="$(grep -h 'cannot load the BPF object' "$TMP/su.true.err" "$TMP/su.first.err")"$'\n'
+	x=$(grep -m1 '^heaptrace: phases: ' "$TMP/su.true.err")
+	for want in "plan " "unwind tables " "BPF load " "(kernel types " "kernel BTF 0.0," "maps " "CO-RE " \
+		"verifier " "attach " "fast path " "traced run " "detach " "read " "symbolize " "write " " ms in all"; do
+		[[ "$x" == *"$want"* ]] || d+="no '$want' in: ${x:-<no phases line>}"$'\n'
+	done
+	report "startup: -v's phases; the kernel types from the cache, no kernel BTF read by libbpf (kernel BTF 0.0)" "$d"
+
+	# Only what the run attaches is loaded.
+	for mode in "" "--no-inject" "--no-inject --sample-rate 64K"; do
+		n=$((n + 1))
+		key=su.progs$n
+		case $mode in
+		"") want="process_exec stub_alloc stub_free thread_exit " ;;
+		"--no-inject") want="alloc_enter alloc_return free_enter process_exec thread_exit " ;;
+		*) want="alloc_session free_enter process_exec thread_exit " ;;
+		esac
+		mkfifo "$TMP/$key.fifo"
+		# shellcheck disable=SC2086 # mode: several options, or none
+		ht_bg $key -v $mode -o "$TMP/$key.prof" -- "$TB/t_limits" many 10 "$TMP/$key.fifo"
+		d=""
+		got=""
+		if wait_for "$TMP/$key.tout" '^start$' 30 "$HPID" && x=$(ht_pid "$HPID") && [ -n "$x" ]; then
+			got=$(ht_progs "$x")
+			release $key
+			wait_for "$TMP/$key.tout" '^held$' 30 "$HPID" || d+="the target did not allocate"$'\n'
+			release $key
+		else
+			d+="the target did not start under heaptrace"$'\n'
+		fi
+		ht_bg_wait $key "$HPID" 30
+		d+=$(rc_diag $key 0)
+		[ "$got" = "$want" ] || d+="programs: '$got', want '$want'"$'\n'
+		report "startup: ${mode:-the defaults}: BPF programs loaded: $want" "$d"
+		# Sampled (one 64 KiB in): the ten 16-byte blocks are almost never recorded.
+		[ -n "$mode" ] && [ "${mode#*sample}" != "$mode" ] || expect_events $key allocs=10 frees=10 unmatched_frees=0
+	done
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <bpf/btf.h>
 
 #include "tracer/ktypes.h"
@@ -191,16 +192,13 @@ done:
 	return rc;
 }
 
-int ktypes_path(char *path, size_t len, bool *built)
+/* The cache file's name: this kernel (release, build, BTF size) and the list of members; another of either, another file. */
+static int file_name(char *name, size_t len)
 {
-	char dir[4096], name[128];
 	struct utsname u;
 	struct stat st;
 	uint64_t h = 0xcbf29ce484222325ull;
-	int dfd, rc = -1;
 
-	*built = false;
-	/* This kernel (release, build, BTF size) and the list of members: another of either, another file. */
 	if (uname(&u) || stat("/sys/kernel/btf/vmlinux", &st))
 		return -1;
 	h = fnv(h, u.release, strlen(u.release));
@@ -208,17 +206,54 @@ int ktypes_path(char *path, size_t len, bool *built)
 	h = fnv(h, &st.st_size, sizeof(st.st_size));
 	for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
 		h = fnv(h, fields[i], strlen(fields[i]) + 1);
-	snprintf(name, sizeof(name), "kernel-%016llx.btf", (unsigned long long)h);
-	if ((dfd = cache_dir_open(dir, sizeof(dir))) < 0)
+	snprintf(name, len, "kernel-%016llx.btf", (unsigned long long)h);
+	return 0;
+}
+
+void ktypes_forget(void)
+{
+	char dir[4096], name[128];
+	int dfd;
+
+	if (file_name(name, sizeof(name)) || (dfd = cache_dir_open(dir, sizeof(dir))) < 0)
+		return;
+	if (!unlinkat(dfd, name, 0))
+		ht_info("kernel types: %s/%s removed: the next run builds it again", dir, name);
+	close(dfd);
+}
+
+int ktypes_path(char *path, size_t len, bool *built, int *fdp)
+{
+	char dir[4096], name[128];
+	struct stat st;
+	int dfd, rc = -1;
+
+	*built = false;
+	if (file_name(name, sizeof(name)) || (dfd = cache_dir_open(dir, sizeof(dir))) < 0)
 		return -1;
-	if (faccessat(dfd, name, R_OK, 0)) {
+	if (faccessat(dfd, name, R_OK, AT_SYMLINK_NOFOLLOW)) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (build(dfd, name)) {
 			ht_info("kernel types: cannot build %s/%s: the whole kernel BTF is read", dir, name);
 			goto out;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ht_info("kernel types: %s/%s built in %.1f ms (from the kernel's whole BTF, once for this kernel)", dir,
+			name, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 		*built = true;
 	}
-	snprintf(path, len, "%s/%s", dir, name);
+	/* Read through the fd checked here, not by name again: the types steer the BPF object's reads. */
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1 ||
+	    (st.st_mode & 022)) {
+		ht_info("kernel types: %s/%s is not ours alone: the whole kernel BTF is read", dir, name);
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	*fdp = fd;
 	rc = 0;
 out:
 	close(dfd);

@@ -11,10 +11,15 @@
 #include <stddef.h>
 
 /*
- * The path of this kernel's cut-down BTF (built now and cached if it was
- * not), into path; *built says whether it was built now.  -1 (said with
- * -v) when there is none: libbpf then reads the kernel's whole BTF.
+ * A path to this kernel's cut-down BTF (built now and cached if it was
+ * not), into path: /proc/self/fd/N of *fd, which the caller closes once
+ * the BPF object is loaded.  *built says whether it was built now.  -1
+ * (said with -v) when there is none: libbpf then reads the kernel's whole
+ * BTF.
  */
-int ktypes_path(char *path, size_t len, bool *built);
+int ktypes_path(char *path, size_t len, bool *built, int *fd);
+
+/* The cached cut-down BTF did not serve a load: away with it. */
+void ktypes_forget(void);
 
 #endif

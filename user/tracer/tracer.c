@@ -429,17 +429,16 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		progs &= ~(1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN);
 	bool built;
 	double t1 = now_ms();
-	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built))
+	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built, &tr->ktypes_fd))
 		tr->ktypes[0] = '\0';
-	else if (built)
-		ht_info("kernel types: %s built in %.1f ms (the kernel's whole BTF, read once for this kernel)",
-			tr->ktypes, now_ms() - t1);
 	tr->times.ktypes_ms = now_ms() - t1;
 	skel = load(tr, cfg, progs, &err);
 	if (!skel && tr->ktypes[0]) {
 		/* A kernel read the cut-down types do not cover (ktypes.c): the whole BTF, as libbpf reads it. */
 		ht_info("cannot load the BPF object with the kernel types of %s (%s): with the kernel's whole BTF",
 			tr->ktypes, strerror(-err));
+		close(tr->ktypes_fd);
+		ktypes_forget();
 		tr->ktypes[0] = '\0';
 		skel = load(tr, cfg, progs, &err);
 	}
@@ -633,6 +632,9 @@ void tracer_close(struct tracer *tr)
 	tr->exec_link = NULL;
 	bpf_link__destroy(tr->exit_link);
 	tr->exit_link = NULL;
+	if (tr->ktypes[0])
+		close(tr->ktypes_fd);
+	tr->ktypes[0] = '\0';
 	for (int i = 0; i < tr->n_more; i++)
 		heaptrace__destroy(tr->more[i]);
 	tr->n_more = 0;

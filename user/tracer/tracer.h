@@ -78,7 +78,8 @@ struct tracer {
 		double verify_ms;       /* the programs: the verifier */
 	} times;
 	uint64_t *base_memlock;
-	char ktypes[4200];              /* the cut-down kernel BTF for CO-RE (tracer/ktypes.h); "": the whole one */         /* per map of the object, in its order: fdinfo memlock right after load */
+	char ktypes[64];                /* the cut-down kernel BTF for CO-RE (tracer/ktypes.h); "": the whole one */
+	int ktypes_fd;                  /* the file ktypes names (/proc/self/fd/N) */         /* per map of the object, in its order: fdinfo memlock right after load */
 };
 
 /*
