@@ -45,6 +45,7 @@ struct session {
 	struct inject in;       /* the in-process fast path; in.n: functions given to it */
 	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
 	bool stopped;           /* tracing is over: later children run untraced */
+	bool memory_said;       /* check_memory() spoke (a reload does not repeat it) */
 	struct exec_follow ex;  /* following execs: what is attached for each process */
 	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
 	struct timeline tl;     /* -f html: the heap over time */
@@ -401,13 +402,53 @@ static enum ht_stack_mode plan_unwind(struct session *s)
 	return HT_STACK_DWARF;
 }
 
+/* MemTotal in bytes, 0 if unknown. */
+static uint64_t mem_total(void)
+{
+	char *mi = read_text_file("/proc/meminfo"), *at = mi ? strstr(mi, "MemTotal:") : NULL;
+	unsigned long long kib = 0;
+
+	if (at && sscanf(at, "MemTotal: %llu kB", &kib) != 1)
+		kib = 0;
+	free(mi);
+	return kib * 1024;
+}
+
+/*
+ * What the limits cost: maps take kernel memory as the target fills them,
+ * up to what --max-allocs and --max-stacks allow.  A ceiling beyond the
+ * machine's memory is a mistake (--max-allocs 30000000 is 3.6 GiB); one
+ * beyond an eighth of it is said, once, because it can come true.
+ */
+static int check_memory(struct session *s)
+{
+	struct tracer_memory m;
+	uint64_t total = mem_total();
+
+	tracer_memory(&s->tr, &m);
+	if (!total || s->memory_said)
+		return 0;
+	s->memory_said = true;
+	if (m.max > total) {
+		ht_err("with every map full (--max-allocs %u, --max-stacks %u) the BPF maps would take %.0f MiB of "
+		       "kernel memory, more than this machine's %.0f MiB: lower them", s->o->max_live,
+		       s->o->max_stacks, m.max / 1048576.0, total / 1048576.0);
+		return -1;
+	}
+	if (m.max > total / 8)
+		ht_err("with every map full (--max-allocs %u, --max-stacks %u) the BPF maps could take %.0f MiB of "
+		       "kernel memory, %.0f%% of this machine's; taken only as the target's blocks are tracked",
+		       s->o->max_live, s->o->max_stacks, m.max / 1048576.0, 100.0 * m.max / total);
+	return 0;
+}
+
 static int load_tracer(struct session *s)
 {
 	struct target *t = &s->t;
 	double t0 = now_ms();
 	int rc = -1;
 
-	if (tracer_load(&s->tr, &s->cfg))
+	if (tracer_load(&s->tr, &s->cfg) || check_memory(s))
 		goto out;
 	rc = 0;
 	if (s->cfg.stack_mode != HT_STACK_DWARF)
