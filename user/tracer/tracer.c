@@ -306,11 +306,6 @@ uint32_t tracer_stack_value_size(const struct tracer *tr)
 	return bpf_map__value_size(tr->skel->maps.stacks);
 }
 
-uint32_t tracer_max_stacks(const struct tracer *tr)
-{
-	return bpf_map__max_entries(tr->skel->maps.stacks);
-}
-
 int tracer_live_fd(const struct tracer *tr)
 {
 	return bpf_map__fd(tr->skel->maps.live);

@@ -97,7 +97,6 @@ void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t);
 
 /* --follow-fork: trace a child in a slot (1 .. HT_MAX_PROCS-1) whose parent is in another. */
 int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent);
-uint32_t tracer_max_stacks(const struct tracer *tr);
 
 /* Descriptors specs[from .. from+n) into the loaded object, before any link carries their cookies.  0 or -1. */
 int tracer_set_specs(struct tracer *tr, const struct ht_alloc_spec *specs, int from, int n);
