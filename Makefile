@@ -177,10 +177,12 @@ $(FIXTURES)/unwind_fixture_%.so: tests/unit/unwind_fixture.c
 	$(CC) $(FIXTURE_CFLAGS) $(FIXTURE_CFLAGS_$*) $< -o $@
 
 $(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check.h user/unwind/table.c user/unwind/table.h \
-		user/util/elfobj.c user/util/elfobj.h user/util/log.c user/util/log.h bpf/heaptrace.h $(UNWIND_FIXTURES)
+		user/util/elfobj.c user/util/elfobj.h user/util/log.c user/util/log.h user/util/cache.c user/util/cache.h \
+		bpf/heaptrace.h $(UNWIND_FIXTURES)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
-		tests/unit/test_unwind_table.c user/unwind/table.c user/util/elfobj.c user/util/log.c -o $@ -ldw -lelf -lz -ldl
+		tests/unit/test_unwind_table.c user/unwind/table.c user/util/elfobj.c user/util/log.c user/util/cache.c \
+		-o $@ -ldw -lelf -lz -ldl
 
 $(BUILD)/unit/test_symspec: tests/unit/test_symspec.c tests/unit/check.h user/probe/malloc_family.c user/probe/symspec.c \
 		user/probe/symspec.h user/probe/presets.c user/probe/presets.h user/util/log.c bpf/heaptrace.h

@@ -22,7 +22,9 @@
 # Environment: BENCH_PAIRS (200000), BENCH_RUNS (5), BENCH_DEPTH (8),
 # BENCH_THREADS (1), BENCH_LIVE_SET (1024), BENCH_SIZE (64),
 # BENCH_LIVE (1000000) and BENCH_STACKS (100000) for the profile-size test,
-# BENCH_PEERS=0 to skip bpftrace and heaptrack.
+# BENCH_STARTUP_RUNS (11) for start-up, BENCH_PEERS=0 to skip bpftrace and
+# heaptrack, BENCH_HEAPTRACE (build/heaptrace) to measure another build
+# with the same script.
 #
 # tracefs uprobe events are system-wide and outlive us: every exit path,
 # including Ctrl-C and errors, goes through cleanup, which removes them.
@@ -39,8 +41,9 @@ SIZE=${BENCH_SIZE:-64}
 LIVE_N=${BENCH_LIVE:-1000000}
 LIVE_STACKS=${BENCH_STACKS:-100000}
 PEERS=${BENCH_PEERS:-1}
+STARTUP_N=${BENCH_STARTUP_RUNS:-11}
 
-HT=$PWD/build/heaptrace
+HT=${BENCH_HEAPTRACE:-$PWD/build/heaptrace}
 CHURN=$PWD/build/bench/churn
 FLOOR=$PWD/build/bench/floor
 CHURN_ARGS=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth "$DEPTH" --threads "$THREADS" --size "$SIZE")
@@ -416,6 +419,19 @@ else
 	note "build/tests/nofp/t_shop missing (make test-targets): unwind table timings skipped"
 fi
 
+# Start-up: heaptrace -o /dev/null /bin/true from exec to exit (bash's
+# time: wall, and heaptrace's CPU), then where one -v run spent it.
+note "start-up: heaptrace /bin/true, $STARTUP_N runs"
+: > "$TMP/startup.times"
+for ((r = 1; r <= STARTUP_N; r++)); do
+	{ TIMEFORMAT='%R %U %S'; time "$HT" -o /dev/null /bin/true > /dev/null 2>&1; } 2>> "$TMP/startup.times"
+done
+STARTUP_WALL=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup.times" | median)
+STARTUP_CPU=$(awk '{ printf "%.1f\n", ($2 + $3) * 1000 }' "$TMP/startup.times" | median)
+"$HT" -v -o /dev/null /bin/true > /dev/null 2> "$TMP/startup.err"
+PHASES=$(sed -n 's/^heaptrace: phases: //p' "$TMP/startup.err")
+SMALL_KMEM=$(sed -n 's/^heaptrace: kernel memory: //p' "$TMP/startup.err")
+
 # Attach time: heaptrace -p against a churn that is busy allocating.
 note "attach time, $RUNS runs"
 : > "$TMP/results.attach"
@@ -449,13 +465,24 @@ READ_MS=$(sed -n 's/.*read \([0-9]*\) stacks from the maps in \([0-9.]*\) ms.*/\
 READ_N=$(sed -n 's/.*read \([0-9]*\) stacks from the maps in.*/\1/p' "$TMP/live.err")
 WRITE_MS=$(sed -n 's/.*wrote the profile in \([0-9.]*\) ms.*/\1/p' "$TMP/live.err")
 KMEM=$(sed -n 's/^heaptrace: kernel memory: //p' "$TMP/live.err")
+LIVE=$(sed -n 's/^heaptrace: live blocks: //p' "$TMP/live.err")
+PER_BLOCK=$(echo "$LIVE" | sed -n 's/.*: [0-9.]* MiB, \([0-9]*\) bytes a block.*/\1/p')
 RSS=$(sed -n 's/^heaptrace: heaptrace peak RSS: //p' "$TMP/live.err")
 EVENTS=$(sed -n 's/^heaptrace: events: //p' "$TMP/live.err")
 PROF_STACKS=$(grep -c ' @ 0x' "$TMP/live.prof" 2>/dev/null)
 
+echo "start-up (heaptrace -o /dev/null /bin/true, median of $STARTUP_N runs):"
+printf '  %-44s %8s\n' "wall, ms" "${STARTUP_WALL:-n/a}"
+printf '  %-44s %8s\n' "heaptrace's CPU (user + system), ms" "${STARTUP_CPU:-n/a}"
+printf '  %-44s %s\n' "phases of one -v run" "${PHASES:-n/a}"
+target "kernel memory of /bin/true's maps, MiB" "$(echo "$SMALL_KMEM" | sed -n 's/^\([0-9.]*\) MiB.*/\1/p')" "<=" 16
+printf '  %-44s %s\n' "the -v line" "${SMALL_KMEM:-n/a}"
+echo
 echo "other measurements:"
 echo "  (heaptrace -v, with $LIVE_N live blocks from $LIVE_STACKS stacks, --max-stacks 131072)"
 printf '  %-44s %s\n' "kernel memory" "${KMEM:-n/a}"
+printf '  %-44s %s\n' "live blocks" "${LIVE:-n/a}"
+target "kernel memory per live block, bytes" "${PER_BLOCK:--}" "<=" 130
 printf '  %-44s %s\n' "heaptrace peak RSS" "${RSS:-n/a}"
 if [ -n "$READ_MS" ] && [ -n "$WRITE_MS" ]; then
 	printf '  %-44s %s ms (%s stacks; %s in the profile)\n' "read the maps" "$READ_MS" "$READ_N" "${PROF_STACKS:-0}"

@@ -16,18 +16,16 @@
 #include "config.bpf.h"
 #include "counters.bpf.h"
 #include "stack.bpf.h"
+#include "live.bpf.h"
 
-/* Sized by the loader before load (--max-allocs). */
+/*
+ * Sized by the loader before load (--max-stacks).  Not preallocated, as
+ * none of the hash maps here: a map's memory is what it holds (the arena
+ * maps are sized 1 unless a spec has an arena).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, HT_DEFAULT_MAX_LIVE);
-	__type(key, __u64);             /* ht_live_key() */
-	__type(value, struct ht_block);
-} live SEC(".maps");
-
-/* Sized by the loader before load (--max-stacks). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, HT_DEFAULT_MAX_STACKS + 1);
 	__type(key, struct ht_site_key);
 	__type(value, struct ht_site);
@@ -36,6 +34,7 @@ struct {
 /* Arena identity -> generation; a reset starts a new generation. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, struct ht_arena_key);
 	__type(value, __u32);
@@ -43,10 +42,20 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, HT_DEFAULT_MAX_STACKS);
 	__type(key, struct ht_arena_site_key);
 	__type(value, struct ht_arena_site);
 } arena_sites SEC(".maps");
+
+/* The arena of each live block that has one (HT_BLOCK_ARENA), by live key; sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, HT_DEFAULT_MAX_LIVE);
+	__type(key, __u64);
+	__type(value, struct ht_arena_block);
+} arena_blocks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -75,11 +84,12 @@ struct inuse_delta {
 /* What one block adds to (sign 1) or takes off (-1) the in-use counters. */
 static __always_inline struct inuse_delta block_delta(const struct ht_block *b, __s64 sign)
 {
+	__u64 weight = ht_weight_q16(b->size, sample_rate);
 	struct inuse_delta d = {
 		.objects = sign * b->objects,
 		.bytes = sign * (__s64)b->size,
-		.est_objects = sign * (__s64)(b->weight * b->objects),
-		.est_bytes = sign * (__s64)ht_weighted_bytes(b->size, b->weight),
+		.est_objects = sign * (__s64)(weight * b->objects),
+		.est_bytes = sign * (__s64)ht_weighted_bytes(b->size, weight),
 	};
 	return d;
 }
@@ -187,9 +197,9 @@ static __always_inline __u32 arena_gen(__u64 arena, __u32 proc)
 	return g ? *g : 0;
 }
 
-static __always_inline void arena_add(const struct ht_block *b, __u32 proc, __s64 sign)
+static __always_inline void arena_add(const struct ht_block *b, __u64 arena, __u32 proc, __s64 sign)
 {
-	struct ht_arena_site_key key = { .arena = b->arena, .stack = b->stack, .proc = proc };
+	struct ht_arena_site_key key = { .arena = arena, .stack = b->stack, .proc = proc };
 	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
 
 	if (!a) {
@@ -208,13 +218,23 @@ static __always_inline void arena_add(const struct ht_block *b, __u32 proc, __s6
 	__sync_fetch_and_add(&a->est_inuse_bytes, d.est_bytes);
 }
 
-/*
- * A live block leaves the in-use counters.  A block of an arena that was
- * reset since it was allocated left them at the reset already.
- */
-static __always_inline bool release(struct ht_block *b, __u32 proc)
+/* A live block's arena (arena_blocks), if it has one. */
+static __always_inline struct ht_arena_block *block_arena(const struct ht_block *b, __u64 key)
 {
-	if (b->arena && b->gen != arena_gen(b->arena, proc))
+	return b->flags & HT_BLOCK_ARENA ? bpf_map_lookup_elem(&arena_blocks, &key) : NULL;
+}
+
+/*
+ * A live block (at key) leaves the in-use counters.  A block of an arena
+ * that was reset since it was allocated left them at the reset already.
+ * Its arena_blocks entry stays: the caller deletes or replaces it.
+ */
+static __always_inline bool release(struct ht_block *b, __u64 live_key, __u32 proc)
+{
+	struct ht_arena_block *ab = block_arena(b, live_key);
+	__u64 arena = ab ? ab->arena : 0;
+
+	if (ab && ab->gen != arena_gen(arena, proc))
 		return false;
 
 	struct ht_site_key key = { .stack = b->stack, .proc = proc };
@@ -224,8 +244,8 @@ static __always_inline bool release(struct ht_block *b, __u32 proc)
 		struct inuse_delta d = block_delta(b, -1);
 		site_inuse(s, proc, &d);
 	}
-	if (b->arena)
-		arena_add(b, proc, -1);
+	if (ab)
+		arena_add(b, arena, proc, -1);
 	return true;
 }
 
@@ -288,8 +308,7 @@ static __always_inline bool inherited(__u64 ptr, __u32 proc)
 
 	if (!p)
 		return false;
-	__u64 key = ht_live_key(ptr, p->parent);
-	return bpf_map_lookup_elem(&live, &key);
+	return live_has(ht_live_key(ptr, p->parent));
 }
 
 /*
@@ -311,19 +330,21 @@ static __always_inline bool free_unknown(__u64 ptr, __u32 proc)
 static __always_inline bool free_live(__u64 ptr, __u32 proc)
 {
 	__u64 key = ht_live_key(ptr, proc);
-	struct ht_block *live_b = bpf_map_lookup_elem(&live, &key);
+	struct ht_block b;
+	int r = live_take(key, &b);
 
-	if (!live_b)
+	if (r < 0)
 		return false;
-	struct ht_block b = *live_b;
-	/* Only the deleter accounts the free, so a racing double free counts once. */
-	if (bpf_map_delete_elem(&live, &key))
+	/* Only the remover accounts the free, so a racing double free counts once. */
+	if (r)
 		return true;
 	bool temporary = follows_last_alloc(&b);
-	if (release(&b, proc)) {
+	if (release(&b, key, proc)) {
 		record_free(&b, proc, temporary);
 		count(proc, HT_FREES);
 	}
+	if (b.flags & HT_BLOCK_ARENA)
+		bpf_map_delete_elem(&arena_blocks, &key);
 	return true;
 }
 
@@ -333,54 +354,77 @@ static __always_inline bool free_block(__u64 ptr, __u32 proc)
 	return !free_live(ptr, proc) && free_unknown(ptr, proc);
 }
 
-static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,
-					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena)
+/* An allocation, its stack captured: what account_alloc() records. */
+struct alloc_rec {
+	__u64 stack, ptr, size, objects, arena;
+	__u32 proc, pad;
+};
+
+/*
+ * The block into the live map and the counters.  A global function: the
+ * verifier checks it once, not once for every path of the allocation
+ * programs that reaches it (realloc's, posix_memalign's, sampled or not).
+ */
+__noinline int account_alloc(struct alloc_rec *r)
 {
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(),
-			      .stack = capture_stack(ctx, regs, proc, spec, func_ip),
-			      .arena = arena, .objects = objects, .gen = arena_gen(arena, proc),
-			      .weight = ht_weight_q16(size, sample_rate) };
-	__u64 key = ht_live_key(ptr, proc);
+	if (!r)
+		return 0;
+
+	__u32 proc = r->proc;
+	__u64 ptr = r->ptr, size = r->size, objects = r->objects, arena = r->arena;
+	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = r->stack,
+			      .objects = objects, .flags = arena ? HT_BLOCK_ARENA : 0 };
+	struct ht_arena_block ab = { .arena = arena, .gen = arena_gen(arena, proc) };
+	__u64 key = ht_live_key(ptr, proc), weight = ht_weight_q16(size, sample_rate);
 
 	/* Even a block the maps cannot hold was an allocation in between, for the next free. */
 	set_last_alloc(&b);
 	struct ht_site *s = site_of(b.stack, proc);
 	if (!s)
-		return;
+		return 0;
 	__sync_fetch_and_add(&s->alloc_objects, objects);
 	__sync_fetch_and_add(&s->alloc_bytes, size);
-	__sync_fetch_and_add(&s->est_alloc_objects, b.weight * b.objects);
-	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, b.weight));
+	__sync_fetch_and_add(&s->est_alloc_objects, weight * b.objects);
+	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, weight));
 	count(proc, HT_ALLOCS);
-	count_size(proc, size, b.weight);
+	count_size(proc, size, weight);
 
-	if (bpf_map_update_elem(&live, &key, &b, BPF_NOEXIST)) {
-		struct ht_block *old = bpf_map_lookup_elem(&live, &key);
-
-		if (!old) {
-			count(proc, HT_LIVE_MAP_FULL);
-			return;
-		}
-		/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
-		struct ht_block stale = *old;
-		if (release(&stale, proc))
-			count(proc, HT_MISSED_FREES);
-		if (bpf_map_update_elem(&live, &key, &b, BPF_EXIST)) {
-			count(proc, HT_LIVE_MAP_FULL);
-			return;
-		}
+	struct ht_block stale = {};
+	int put = live_put(key, &b, &stale);
+	if (put == LIVE_FULL) {
+		count(proc, HT_LIVE_MAP_FULL);
+		return 0;
 	}
+	/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
+	bool stale_arena = put == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
+	if (put == LIVE_REPLACED && release(&stale, key, proc))
+		count(proc, HT_MISSED_FREES);
 	struct inuse_delta d = block_delta(&b, 1);
 	site_inuse(s, proc, &d);
-	if (arena)
-		arena_add(&b, proc, 1);
+	if (!arena) {
+		if (stale_arena)
+			bpf_map_delete_elem(&arena_blocks, &key);
+	} else if (!bpf_map_update_elem(&arena_blocks, &key, &ab, BPF_ANY)) {
+		arena_add(&b, arena, proc, 1);
+	} else {
+		/* Counted in the block's stack alone: a reset of its arena cannot release it. */
+		count(proc, HT_ARENA_MAP_FULL);
+	}
+	return 0;
+}
+
+static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,
+					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena)
+{
+	struct alloc_rec r = { .stack = capture_stack(ctx, regs, proc, spec, func_ip), .ptr = ptr, .size = size,
+			       .objects = objects, .arena = arena, .proc = proc };
+
+	account_alloc(&r);
 }
 
 static __always_inline bool is_live(__u64 ptr, __u32 proc)
 {
-	__u64 key = ht_live_key(ptr, proc);
-
-	return bpf_map_lookup_elem(&live, &key);
+	return live_has(ht_live_key(ptr, proc));
 }
 
 #endif /* HT_ACCOUNT_BPF_H */

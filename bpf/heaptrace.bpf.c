@@ -2,8 +2,9 @@
 /*
  * One program per event kind, shared by every allocator entry point:
  * alloc_enter (uprobe), alloc_return (uretprobe), free_enter and
- * reset_enter (uprobes); alloc_session is alloc_enter and alloc_return in
- * one uprobe session, for --sample-rate on kernels that have them.  The
+ * reset_enter (uprobes); alloc_session (alloc_session.bpf.c) is alloc_enter and
+ * alloc_return in one uprobe session, for --sample-rate on kernels that
+ * have them.  The
  * attach cookie selects an ht_alloc_spec saying where the request's
  * arguments are.  Everything is aggregated here, per stack; user space only
  * reads the maps when it writes a profile.
@@ -21,9 +22,6 @@
 #include "heaptrace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* Kernel 6.10+ (uprobe sessions 6.13+); weak: the object still loads without it, alloc_session does not. */
-extern bool bpf_session_is_return(void) __ksym __weak;
 
 #include "config.bpf.h"
 #include "counters.bpf.h"
@@ -43,22 +41,6 @@ int alloc_return(struct pt_regs *ctx)
 {
 	alloc_exit(ctx);
 	return 0;
-}
-
-/*
- * alloc_enter and alloc_return as one uprobe session (kernel 6.13+),
- * loaded as BPF_TRACE_UPROBE_SESSION by user/tracer.c: an entry that
- * returns non-zero skips the return probe, so an unsampled call costs one
- * trap instead of two.
- */
-SEC("uprobe")
-int alloc_session(struct pt_regs *ctx)
-{
-	if (bpf_session_is_return()) {
-		alloc_exit(ctx);
-		return 0;
-	}
-	return alloc_entry(ctx, true) ? 0 : 1;
 }
 
 SEC("uprobe")
@@ -223,8 +205,22 @@ static long drop_block(struct bpf_map *map, __u64 *key, struct ht_block *b, stru
 {
 	struct ht_block copy = *b;
 
-	if (ht_live_key_proc(*key) == x->proc && !bpf_map_delete_elem(map, key) && release(&copy, x->proc))
+	if (ht_live_key_proc(*key) != x->proc || live_delete_in(map, key))
+		return 0;
+	if (release(&copy, *key, x->proc))
 		x->dropped++;
+	if (copy.flags & HT_BLOCK_ARENA)
+		bpf_map_delete_elem(&arena_blocks, key);
+	return 0;
+}
+
+/* One level's blocks of the process (bpf_loop: the verifier checks it once, not once per level). */
+static long drop_level(__u32 level, struct exec_ctx *x)
+{
+	void *m = live_level(level);
+
+	if (m)
+		bpf_for_each_map_elem(m, drop_block, x, 0);
 	return 0;
 }
 
@@ -250,7 +246,7 @@ int process_exec(void *ctx)
 		c->free_ptr = 0;
 		settle_held(c, proc);
 	}
-	bpf_for_each_map_elem(&live, drop_block, &x, 0);
+	bpf_loop(HT_LIVE_LEVELS, drop_level, &x, 0);
 	count(proc, HT_EXECS);
 	count_n(proc, HT_EXEC_DROPPED, x.dropped);
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &x.proc);

@@ -218,19 +218,42 @@ struct ht_arena_site {
 
 /*
  * A live block, keyed by its address.  With --sample-rate only sampled
- * blocks are live.  Their weight is computed once, at the allocation, and
- * kept, so that a free, a reset or an exec takes off the estimates exactly
- * what the allocation added: the counters cannot drift.
+ * blocks are live.  Its weight is not kept: ht_weight_q16(size,
+ * --sample-rate) is a function of the size alone, so a free, a reset or an
+ * exec takes off exactly what the allocation added and the counters cannot
+ * drift.  32 bytes, the most that keeps a live-map element in the kernel's
+ * 96-byte slab class (the 48-byte hash element header, the 8-byte key and
+ * the allocator's 8-byte link: 120 bytes per block at a million, 152 with
+ * 48 bytes), since the live map is heaptrace's largest memory cost.
  */
 struct ht_block {
 	__u64 size;
 	__u64 time_ns;      /* bpf_ktime_get_ns() at allocation */
 	__u64 stack;        /* stack hash */
-	__u64 arena;        /* arena identity, 0: none */
-	__u64 weight;       /* ht_weight_q16(size, --sample-rate); HT_WEIGHT_ONE in exact mode */
 	__u32 objects;
-	__u32 gen;          /* the arena's generation at allocation: older ones were reset */
+	__u32 flags;        /* HT_BLOCK_* */
 };
+
+/* ht_block.flags */
+#define HT_BLOCK_ARENA 1    /* allocated from an arena: see arena_blocks */
+
+/* An arena's block (arena_blocks, by the block's live key): only blocks with arenas pay for it. */
+struct ht_arena_block {
+	__u64 arena;        /* arena identity */
+	__u32 gen;          /* the arena's generation at allocation: older ones were reset */
+	__u32 pad;
+};
+
+/*
+ * The live map is up to HT_LIVE_LEVELS hash maps (levels) that user space
+ * creates as the live set grows, so that its kernel memory follows what the
+ * target holds: a hash map's bucket array is sized by its capacity (16
+ * bytes a bucket), whatever it holds.  The first holds HT_LIVE_FIRST_LEVEL
+ * blocks (or --max-allocs), each next one as many as all before it, the
+ * last whatever --max-allocs leaves.
+ */
+#define HT_LIVE_LEVELS 8
+#define HT_LIVE_FIRST_LEVEL 65536
 
 /* Per-stack counters are keyed by the stack hash and the process's slot; frames by the hash alone. */
 struct ht_site_key {

@@ -40,13 +40,12 @@ struct {
  * an unreadable frame or max_depth; and at a zero return address, where
  * the stack map's readers stop too.
  */
-static __always_inline __u32 walk_stack(struct pt_regs *ctx, struct scratch *sc)
+static __always_inline __u32 walk_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc)
 {
-	__u64 sp = PT_REGS_SP(ctx), fp = PT_REGS_FP(ctx);
 	__u64 copied = copy_stack(sc, sp);
 	__u32 n = 1;
 
-	sc->st.pcs[0] = PT_REGS_IP(ctx);
+	sc->st.pcs[0] = ip;
 	for (int i = 1; i < HT_MAX_STACK_DEPTH; i++) {
 		__u64 frame[2];
 		__u64 off = fp - sp;
@@ -108,25 +107,9 @@ static __always_inline __u64 hash_stack(const struct ht_stack *st)
 	return h ? h : 1;
 }
 
-/* Capture, hash and store (once) the current stack; its hash, or HT_STACK_LOST. */
-/*
- * regs are the registers to walk from: the probe's own (ctx), or those the
- * stub recorded at an allocator's entry (a copy, so the kernel's walk,
- * which needs the real ctx, is not offered for those).  func_ip: the
- * probed function's address for the CFI walk's object lookup, 0 if unknown.
- */
-static __always_inline __u64 capture_stack(struct pt_regs *ctx, struct pt_regs *regs, __u32 proc, __u32 spec,
-					   __u64 func_ip)
+/* Store (once) the stack in sc->st, of proc; its hash, or HT_STACK_LOST. */
+static __always_inline __u64 store_stack(struct scratch *sc, __u32 proc)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-
-	if (!sc)
-		return HT_STACK_LOST;
-	sc->st.flags = 0;
-	sc->st.depth = stack_mode == HT_STACK_KERNEL ? kernel_stack(ctx, sc) :
-		       stack_mode == HT_STACK_DWARF  ? dwarf_stack(regs, sc, proc, spec, func_ip) :
-						       walk_stack(regs, sc);
 	if (!sc->st.depth) {
 		count(proc, HT_STACK_ERRORS);
 		return HT_STACK_LOST;
@@ -152,6 +135,51 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, struct pt_regs *
 		return HT_STACK_LOST;
 	}
 	return h;
+}
+
+/*
+ * Our own walk from ip, sp and fp (frame pointers, or CFI with
+ * --unwind dwarf); proc_spec: the process slot << 32 | the spec.  A global
+ * function: the verifier checks the walk once, not once for every path of
+ * the allocation programs that reaches it (five arguments at most: hence
+ * proc_spec).
+ */
+__noinline __u64 capture_walk(__u64 ip, __u64 sp, __u64 fp, __u64 proc_spec, __u64 func_ip)
+{
+	__u32 zero = 0, proc = proc_spec >> 32, spec = (__u32)proc_spec;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!sc)
+		return HT_STACK_LOST;
+	sc->st.flags = 0;
+	sc->st.depth = stack_mode == HT_STACK_DWARF ? dwarf_stack(ip, sp, fp, sc, proc, spec, func_ip) :
+						       walk_stack(ip, sp, fp, sc);
+	return store_stack(sc, proc);
+}
+
+/*
+ * Capture, hash and store (once) the current stack; its hash, or
+ * HT_STACK_LOST.  regs are the registers to walk from: the probe's own
+ * (ctx), or those the stub recorded at an allocator's entry (a copy, so the
+ * kernel's walk, which needs the real ctx, is not offered for those).
+ * func_ip: the probed function's address for the CFI walk's object lookup,
+ * 0 if unknown.
+ */
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, struct pt_regs *regs, __u32 proc, __u32 spec,
+					   __u64 func_ip)
+{
+	if (stack_mode != HT_STACK_KERNEL)
+		return capture_walk(PT_REGS_IP(regs), PT_REGS_SP(regs), PT_REGS_FP(regs),
+				    (__u64)proc << 32 | spec, func_ip);
+
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!sc)
+		return HT_STACK_LOST;
+	sc->st.flags = 0;
+	sc->st.depth = kernel_stack(ctx, sc);
+	return store_stack(sc, proc);
 }
 
 #endif /* HT_STACK_BPF_H */

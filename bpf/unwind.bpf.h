@@ -29,8 +29,10 @@ struct {
 	__type(value, struct ht_unwind_row);
 } unwind_rows SEC(".maps");
 
+/* Not preallocated: a process maps tens of objects, not thousands. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 4096);
 	__type(key, struct ht_unwind_object_key);
 	__type(value, struct ht_unwind_object);
@@ -340,11 +342,10 @@ static long unwind_step(__u32 i, struct unwind *u)
 	return 0;
 }
 
-static __always_inline __u32 dwarf_stack(struct pt_regs *regs, struct scratch *sc, __u32 proc, __u32 spec,
+static __always_inline __u32 dwarf_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc, __u32 proc, __u32 spec,
 					 __u64 func_ip)
 {
-	struct unwind u = { .pc = PT_REGS_IP(regs), .sp = PT_REGS_SP(regs), .fp = PT_REGS_FP(regs), .proc = proc,
-			    .func_ip = func_ip, .spec = spec };
+	struct unwind u = { .pc = ip, .sp = sp, .fp = fp, .proc = proc, .func_ip = func_ip, .spec = spec };
 
 	u.sp0 = u.sp;
 	u.copied = copy_stack(sc, u.sp);

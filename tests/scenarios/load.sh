@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Area "load" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
-# full maps and long, heavy runs: scenarios limits, stress, soak.
+# full maps, kernel memory, start-up and long, heavy runs: scenarios limits, kmem,
+# startup, stress, soak.
 
 # rl_ht LIMIT KEY ARG...: ht with a fixed timeout of LIMIT seconds, for the
 # long runs (ht's timeout shrinks to 10 s once the run is past its budget).
@@ -252,4 +253,226 @@ scenario_soak() {
 	expect_events $key live_map_full=0 stack_errors=0 stack_collisions=0 site_map_full=0 \
 		returns_without_entry=0 missed_returns=0 call_map_full=0 unmatched_frees=0 missed_frees=0 failed_allocs=0
 	rl_check_rss $key soak
+}
+
+# ---------------------------------------------------------------------------
+# Kernel memory: the BPF maps follow what the target holds.  The live map
+# is levels of hash maps that are not preallocated (bpf/live.bpf.h), made
+# as the blocks grow; the other maps are sized from the options and the
+# target (arena maps only with arenas).
+#
+# kmem_mib KEY: X of "heaptrace: kernel memory: X MiB in BPF maps" (-v).
+kmem_mib() {
+	sed -nE 's/^heaptrace: kernel memory: ([0-9.]+) MiB in BPF maps.*/\1/p' "$TMP/$1.err" | head -1
+}
+
+# fdinfo_memlock PID: the sum of the fdinfo memlock of the BPF maps PID holds, in bytes.
+fdinfo_memlock() {
+	local f t=0 m
+	for f in /proc/"$1"/fdinfo/*; do
+		grep -q '^map_type:' "$f" 2>/dev/null || continue
+		m=$(sed -n 's/^memlock:[[:space:]]*//p' "$f")
+		t=$((t + ${m:-0}))
+	done
+	echo "$t"
+}
+
+# ht_pid HPID: heaptrace's pid under its timeout wrapper (ht_bg).
+ht_pid() {
+	pgrep -P "$1" -x heaptrace | head -1
+}
+
+# The kernel memory charged to a memory cgroup of our own (cgroup v1's
+# memory.kmem.usage_in_bytes): heaptrace's maps are charged to the cgroup
+# of the process that made them.  KMEM_CG: its directory, "" if none can be
+# made; kmem_now: bytes.
+kmem_cg_new() {
+	local p
+	KMEM_CG=""
+	p=$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)
+	[ -n "$p" ] && [ -f "/sys/fs/cgroup/memory$p/memory.kmem.usage_in_bytes" ] || return 1
+	KMEM_CG=/sys/fs/cgroup/memory$p/heaptrace-test.$$
+	mkdir "$KMEM_CG" 2>/dev/null || { KMEM_CG=""; return 1; }
+}
+kmem_now() { cat "$KMEM_CG/memory.kmem.usage_in_bytes"; }
+kmem_cg_free() {
+	[ -n "$KMEM_CG" ] || return 0
+	local i
+	for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$KMEM_CG" 2>/dev/null && break; sleep 0.5; done
+	KMEM_CG=""
+}
+
+scenario_kmem() {
+	local key=kmem.true x d hp s n k0 k1 per est
+
+	# A small target at the defaults (--max-allocs 1048576, --max-stacks 65536).
+	ht $key -v -o "$TMP/$key.prof" /bin/true
+	x=$(kmem_mib $key)
+	d=$(rc_diag $key 0)
+	{ [ -n "$x" ] && awk -v x="$x" 'BEGIN { exit !(x <= 16) }'; } || d+="kernel memory: '${x:-<none>}' MiB, want <= 16"$'\n'
+	grep -q '^heaptrace: live blocks: 0 in 1 of 8 levels with room for 65536 (--max-allocs 1048576)' "$TMP/$key.err" ||
+		d+="$(grep '^heaptrace: live blocks' "$TMP/$key.err" || echo 'no live blocks line')"$'\n'
+	report "kmem: /bin/true at the defaults: -v says ${x:-?} MiB of BPF maps (<= 16), the live map 1 level of 65536" "$d"
+
+	# The same while tracing, from the kernel: the fdinfo memlock of heaptrace's maps.
+	key=kmem.small
+	mkfifo "$TMP/$key.fifo"
+	ht_bg $key -v -o "$TMP/$key.prof" -- "$TB/t_limits" many 1000 "$TMP/$key.fifo"
+	d=""
+	if wait_for "$TMP/$key.tout" '^start$' 30 "$HPID" && hp=$(ht_pid "$HPID") && [ -n "$hp" ]; then
+		s=$(fdinfo_memlock "$hp")
+		release $key
+		wait_for "$TMP/$key.tout" '^held$' 30 "$HPID" || d+="the target did not allocate"$'\n'
+		release $key
+	else
+		d+="the target did not start under heaptrace"$'\n'"$(ctx $key)"
+	fi
+	ht_bg_wait $key "$HPID" 30
+	x=$(kmem_mib $key)
+	[ -n "$s" ] && [ "$s" -gt 0 ] && [ "$s" -le $((16 << 20)) ] || d+="fdinfo memlock of heaptrace's maps while tracing: ${s:-?} bytes, want <= 16 MiB"$'\n'
+	# What -v says at the end (1000 blocks and their stack more) agrees with what the kernel said.
+	[ -n "$x" ] && [ -n "$s" ] && awk -v x="$x" -v s="$s" 'BEGIN { d = x - s / 1048576; exit !(x <= 16 && d >= 0 && d < 1) }' ||
+		d+="-v: ${x:-?} MiB; fdinfo while tracing: $((${s:-0} >> 10)) KiB: want both <= 16 MiB, -v at most 1 MiB more"$'\n'
+	report "kmem: a small target: heaptrace's maps hold $((${s:-0} >> 10)) KiB (fdinfo memlock, while tracing), -v says ${x:-?} MiB; both <= 16 MiB" "$d"
+
+	# A million live blocks, the kernel memory of heaptrace measured by its
+	# memory cgroup: what the blocks added, per block.  heaptrace is stopped
+	# (SIGINT) while they are live, so its -v figures are of them too; it
+	# passes the signal on to the command (exit status 130).  Per block:
+	# what the blocks added (at most 130 bytes), and all the cgroup holds
+	# (heaptrace, its maps, the target's kernel memory) at most 130 bytes a
+	# block more than a small target's 16 MiB.
+	key=kmem.1m
+	n=1000000
+	mkfifo "$TMP/$key.fifo"
+	d=""
+	if ! kmem_cg_new; then
+		fail "kmem: a memory cgroup of our own (cgroup v1, memory.kmem.usage_in_bytes) for measuring kernel memory" \
+			"$(grep memory /proc/self/cgroup)"
+	else
+		echo "heaptrace -v -o \$TMP/$key.prof -- $(rel "$TB")/t_limits many $n FIFO (in a memory cgroup)" >"$TMP/$key.cmd"
+		(echo "$BASHPID" >"$KMEM_CG/cgroup.procs" &&
+			exec timeout -k 5 300 "$HT" -v -o "$TMP/$key.prof" -- "$TB/t_limits" many $n "$TMP/$key.fifo" \
+				>"$TMP/$key.tout" 2>"$TMP/$key.err" </dev/null) &
+		HPID=$!
+		if wait_for "$TMP/$key.tout" '^start$' 60 "$HPID" && hp=$(ht_pid "$HPID") && [ -n "$hp" ]; then
+			sleep 0.5
+			k0=$(kmem_now)
+			release $key
+			if wait_for "$TMP/$key.tout" '^held$' 240 "$HPID"; then
+				sleep 0.5
+				k1=$(kmem_now)
+				s=$(fdinfo_memlock "$hp")
+			else
+				d+="the target did not allocate its $n blocks in 240 s"$'\n'
+			fi
+			kill -INT "$hp"
+		else
+			d+="the target did not start under heaptrace"$'\n'"$(ctx $key)"
+		fi
+		ht_bg_wait $key "$HPID" 60
+		kmem_cg_free
+		d+=$(rc_diag $key 130)
+		per=""
+		[ -n "${k1:-}" ] && per=$(((k1 - k0) / n))
+		[ -n "$per" ] && [ "$per" -le 130 ] && [ "$per" -gt 0 ] ||
+			d+="kernel memory per live block: ${per:-?} bytes (cgroup: ${k0:-?} -> ${k1:-?}), want <= 130"$'\n'
+		[ -n "${k1:-}" ] && [ "$k1" -le $((130 * n + (16 << 20))) ] ||
+			d+="the cgroup's kernel memory with $n blocks: ${k1:-?} bytes, want <= 130 a block + 16 MiB"$'\n'
+		est=$(sed -nE 's/^heaptrace: live blocks: ([0-9]+) in ([0-9]+) of 8 levels .* ([0-9]+) bytes a block .*/\1 \2 \3/p' "$TMP/$key.err")
+		[ "$(echo "$est" | cut -d' ' -f1,2)" = "$n 5" ] ||
+			d+="-v: $(grep '^heaptrace: live blocks' "$TMP/$key.err"), want $n in 5 levels"$'\n'
+		# heaptrace's own figure (elements at their slab size) within 10% of the cgroup's.
+		est=$(echo "$est" | cut -d' ' -f3)
+		[ -n "$est" ] && [ -n "$per" ] && [ $((est * 10)) -ge $((per * 9)) ] && [ $((est * 10)) -le $((per * 11)) ] ||
+			d+="-v says ${est:-?} bytes a block, the cgroup ${per:-?}: want within 10%"$'\n'
+		report "kmem: $n live blocks: $per bytes each in kernel memory (memory cgroup, <= 130), $((${k1:-0} >> 20)) MiB in all; -v says $est; maps $((${s:-0} >> 20)) MiB (fdinfo)" "$d"
+		expect_events $key allocs=$n frees=0 live_map_full=0 missed_frees=0
+	fi
+
+	# Every level full: --max-allocs 150000 is 65536 + 65536 + 18928; of
+	# 200000 blocks 50000 find no room, exactly, and their frees are unmatched.
+	key=kmem.full
+	mkfifo "$TMP/$key.fifo"
+	ht_bg $key -v --max-allocs 150000 -o "$TMP/$key.prof" -- "$TB/t_limits" many 200000 "$TMP/$key.fifo"
+	d=""
+	if wait_for "$TMP/$key.tout" '^start$' 30 "$HPID"; then
+		release $key
+		wait_for "$TMP/$key.tout" '^held$' 120 "$HPID" || d+="the target did not allocate"$'\n'
+		release $key
+	else
+		d+="the target did not start under heaptrace"$'\n'
+	fi
+	ht_bg_wait $key "$HPID" 60
+	d+=$(rc_diag $key 0)
+	grep -q '^heaptrace: live blocks: 0 in 3 of 8 levels with room for 150000 (--max-allocs 150000)' "$TMP/$key.err" ||
+		d+="$(grep '^heaptrace: live blocks' "$TMP/$key.err" || echo 'no live blocks line')"$'\n'
+	report "kmem: --max-allocs 150000: the live map grew to 3 levels, room for 150000" "$d"
+	expect_events $key allocs=200000 frees=150000 live_map_full=50000 unmatched_frees=50000 missed_frees=0
+}
+
+# ---------------------------------------------------------------------------
+# Start-up: -v says where the time went; the BPF object is loaded against
+# the cached cut-down kernel types, so libbpf reads no kernel BTF (its
+# part of the load is 0.0 ms, measured from libbpf's own messages); only
+# the programs the run attaches are loaded (and verified).
+#
+# ht_progs PID: the names of the BPF programs PID holds, sorted, on one line.
+ht_progs() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(sed -n 's/^prog_id:[[:space:]]*//p' "$f" 2>/dev/null)
+		[ -n "$id" ] && bpftool prog show id "$id" 2>/dev/null | sed -n '1s/.* name \([^ ]*\) .*/\1/p'
+	done | sort -u | tr '\n' ' '
+}
+
+scenario_startup() {
+	local key d x mode want got n=0
+
+	# A first run makes the cache's kernel types if it has none; the second takes them.
+	XDG_CACHE_HOME=$TMP/su.cache ht su.first -v -o "$TMP/su.first.prof" /bin/true
+	XDG_CACHE_HOME=$TMP/su.cache ht su.true -v -o "$TMP/su.true.prof" /bin/true
+	d=$(rc_diag su.first 0)$(rc_diag su.true 0)
+	grep -q '^heaptrace: kernel types: .* built in ' "$TMP/su.first.err" ||
+		d+="the first run did not build the kernel types: $(grep 'kernel types' "$TMP/su.first.err")"$'\n'
+	grep -q '^heaptrace: kernel types:' "$TMP/su.true.err" &&
+		d+="the second run: $(grep '^heaptrace: kernel types:' "$TMP/su.true.err")"$'\n'
+	grep -q 'cannot load the BPF object' "$TMP/su.true.err" "$TMP/su.first.err" &&
+		d+="$(grep -h 'cannot load the BPF object' "$TMP/su.true.err" "$TMP/su.first.err")"$'\n'
+	x=$(grep -m1 '^heaptrace: phases: ' "$TMP/su.true.err")
+	for want in "plan " "unwind tables " "BPF load " "(kernel types " "kernel BTF 0.0," "maps " "CO-RE " \
+		"verifier " "attach " "fast path " "traced run " "detach " "read " "symbolize " "write " " ms in all"; do
+		[[ "$x" == *"$want"* ]] || d+="no '$want' in: ${x:-<no phases line>}"$'\n'
+	done
+	report "startup: -v's phases; the kernel types from the cache, no kernel BTF read by libbpf (kernel BTF 0.0)" "$d"
+
+	# Only what the run attaches is loaded.
+	for mode in "" "--no-inject" "--no-inject --sample-rate 64K"; do
+		n=$((n + 1))
+		key=su.progs$n
+		case $mode in
+		"") want="process_exec stub_alloc stub_free thread_exit " ;;
+		"--no-inject") want="alloc_enter alloc_return free_enter process_exec thread_exit " ;;
+		*) want="alloc_session free_enter process_exec thread_exit " ;;
+		esac
+		mkfifo "$TMP/$key.fifo"
+		# shellcheck disable=SC2086 # mode: several options, or none
+		ht_bg $key -v $mode -o "$TMP/$key.prof" -- "$TB/t_limits" many 10 "$TMP/$key.fifo"
+		d=""
+		got=""
+		if wait_for "$TMP/$key.tout" '^start$' 30 "$HPID" && x=$(ht_pid "$HPID") && [ -n "$x" ]; then
+			got=$(ht_progs "$x")
+			release $key
+			wait_for "$TMP/$key.tout" '^held$' 30 "$HPID" || d+="the target did not allocate"$'\n'
+			release $key
+		else
+			d+="the target did not start under heaptrace"$'\n'
+		fi
+		ht_bg_wait $key "$HPID" 30
+		d+=$(rc_diag $key 0)
+		[ "$got" = "$want" ] || d+="programs: '$got', want '$want'"$'\n'
+		report "startup: ${mode:-the defaults}: BPF programs loaded: $want" "$d"
+		# Sampled (one 64 KiB in): the ten 16-byte blocks are almost never recorded.
+		[ -n "$mode" ] && [ "${mode#*sample}" != "$mode" ] || expect_events $key allocs=10 frees=10 unmatched_frees=0
+	done
 }

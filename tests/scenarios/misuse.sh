@@ -212,14 +212,23 @@ scenario_badinput() {
 		report "badinput: heaptrace $(rel "$args") -> exit $rc, one line with: $words" "$d"
 	done
 
-	# What --max-allocs costs: beyond the machine's memory refused before any map is made.
+	# What --max-allocs costs: beyond the machine's memory refused, a big share said.
+	local mt n
+	mt=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
 	ht bi.kmem_over --max-allocs 4000000000 -o "$TMP/bi.kmem.heap" -- "$t" "$marker"
 	d=$(one_line_diag bi.kmem_over)
 	[ "$RC" != 0 ] || d+="exit status 0, want an error"$'\n'
-	grep -q 'would pin about [0-9]* MiB of kernel memory in BPF maps, more than this machine' "$TMP/bi.kmem_over.err" ||
+	grep -q 'would take [0-9]* MiB of kernel memory, more than this machine' "$TMP/bi.kmem_over.err" ||
 		d+="stderr: $(cat "$TMP/bi.kmem_over.err")"$'\n'
 	[ -e "$marker" ] && d+="the command ran"$'\n'
 	report "badinput: --max-allocs 4000000000 -> refused: more kernel memory than the machine has" "$d"
+	n=$((mt * 1024 / 2 / 130))
+	rm -f "$marker"
+	ht bi.kmem_big --max-allocs "$n" -o "$TMP/bi.kmem.heap" -- "$t" "$marker"
+	d=$(rc_diag bi.kmem_big 0)
+	grep -qE "could take [0-9]+ MiB of kernel memory, [0-9]+% of this machine's" "$TMP/bi.kmem_big.err" ||
+		d+="no cost line: $(cat "$TMP/bi.kmem_big.err")"$'\n'
+	report "badinput: --max-allocs $n (half the memory if full) -> runs, and says what it could cost" "$d"
 
 	# A profile with CRLF line ends is the same profile.
 	sed 's/$/\r/' "$TMP/bi.real.prof" >"$TMP/bi.crlf.prof"

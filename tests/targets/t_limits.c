@@ -11,9 +11,19 @@
  *       st_1 ... st_10, called in that order from main, each its own call
  *       stack: st_K does K x malloc(100 * K), kept; 55 allocations,
  *       100 x (1 + 4 + 9 + ... + 100) = 38500 bytes.
+ *
+ *   t_limits many N FIFO
+ *       says "start", waits for a line on FIFO; lim_many: N x malloc(16),
+ *       all live, as fast as it can; says "held", waits for a line; frees
+ *       them (lim_many_free) and exits.  The live map's growth, and what a
+ *       block costs in kernel memory.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/mman.h>
+
+#include "sync.h"
 
 #define NOINLINE __attribute__((noinline))
 
@@ -46,8 +56,35 @@ NOINLINE void lim_again(void)
 	}
 ST(1) ST(2) ST(3) ST(4) ST(5) ST(6) ST(7) ST(8) ST(9) ST(10)
 
+NOINLINE void lim_many(void **v, long n)
+{
+	for (long i = 0; i < n; i++)
+		v[i] = malloc(16);
+}
+
+NOINLINE void lim_many_free(void **v, long n)
+{
+	for (long i = 0; i < n; i++)
+		free(v[i]);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "many") == 0) {
+		long n = atol(argv[2]);
+		/* The array is not the heap's: an mmap of its own, no malloc to count. */
+		void **v = n > 0 ? mmap(NULL, n * sizeof(*v), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+					-1, 0) : MAP_FAILED;
+		if (v == MAP_FAILED)
+			return 2;
+		say("start\n");
+		wait_line(argv[3]);
+		lim_many(v, n);
+		say("held\n");
+		wait_line(argv[3]);
+		lim_many_free(v, n);
+		return 0;
+	}
 	if (argc == 2 && strcmp(argv[1], "live") == 0) {
 		lim_keep();
 		lim_release();

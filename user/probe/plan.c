@@ -278,8 +278,13 @@ static int attach_multi(const struct probe_plan *plan, int from, struct tracer *
 	static const enum tracer_prog plain[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_RETURN,
 						  PROG_ALLOC_ENTER };
 	static const enum tracer_prog session[] = { PROG_FREE_ENTER, PROG_RESET_ENTER, PROG_ALLOC_SESSION };
-	const enum tracer_prog *progs = tr->session ? session : plain;
-	size_t nprogs = tr->session ? sizeof(session) / sizeof(session[0]) : sizeof(plain) / sizeof(plain[0]);
+	bool allocs = false;
+	for (int i = from; i < plan->n; i++)
+		allocs |= plan->probes[i].kind == HT_SPEC_ALLOC && want(&plan->probes[i]);
+	/* The session program is loaded when first needed, and the kernel may refuse it. */
+	bool sessions = allocs ? tracer_sessions(tr) : tr->session;
+	const enum tracer_prog *progs = sessions ? session : plain;
+	size_t nprogs = sessions ? sizeof(session) / sizeof(session[0]) : sizeof(plain) / sizeof(plain[0]);
 	uint64_t offsets[HT_MAX_SPECS], cookies[HT_MAX_SPECS];
 
 	for (size_t k = 0; k < nprogs; k++) {

@@ -220,11 +220,35 @@ struct join {
 	uint32_t proc;
 };
 
+/* Every live block, of every level of the live map. */
+static int read_live(const struct tracer *tr, int (*fn)(const void *key, const void *value, void *arg), void *arg)
+{
+	int fds[HT_LIVE_LEVELS], levels = tracer_live_fds(tr, fds), err = 0;
+
+	for (int l = 0; !err && l < levels; l++)
+		err = read_map(fds[l], sizeof(uint64_t), sizeof(struct ht_block), fn, arg);
+	return err;
+}
+
+/* Was the block (at key) of an arena reset since it was allocated?  Its in-use counts went with the reset. */
+static bool arena_reset_since(int arenas_fd, int arena_blocks_fd, const void *key, const struct ht_block *b,
+			      uint32_t proc)
+{
+	struct ht_arena_block ab;
+	uint32_t gen = 0;
+
+	if (!(b->flags & HT_BLOCK_ARENA) || bpf_map_lookup_elem(arena_blocks_fd, key, &ab))
+		return false;
+	struct ht_arena_key ak = { .arena = ab.arena, .proc = proc };
+	bpf_map_lookup_elem(arenas_fd, &ak, &gen);
+	return gen != ab.gen;
+}
+
 /* --min-age: in-use per stack recounted from the live blocks at least that old. */
 struct aged {
 	struct profile *p;
 	uint64_t born_before;
-	int arenas_fd;
+	int arenas_fd, arena_blocks_fd;
 	uint32_t proc;
 };
 
@@ -242,21 +266,17 @@ static int add_aged_block(const void *key, const void *value, void *arg)
 
 	if (ht_live_key_proc(*(const uint64_t *)key) != a->proc || b->time_ns > a->born_before)
 		return 0;
-	if (b->arena) {
-		uint32_t gen = 0;
-		struct ht_arena_key ak = { .arena = b->arena, .proc = a->proc };
-		bpf_map_lookup_elem(a->arenas_fd, &ak, &gen);
-		if (gen != b->gen)
-			return 0;       /* its arena was reset */
-	}
+	if (arena_reset_since(a->arenas_fd, a->arena_blocks_fd, key, b, a->proc))
+		return 0;
 	/* p->stacks is sorted by stack hash here (see profile_take). */
 	struct prof_stack *s = bsearch(&sk, a->p->stacks, a->p->n, sizeof(*s), cmp_hash);
 	if (s) {
 		/* The same arithmetic as the BPF side's in-use counters. */
+		uint64_t weight = ht_weight_q16(b->size, a->p->sample_rate);
 		s->c.inuse_objects += b->objects;
 		s->c.inuse_bytes += b->size;
-		s->c.est_inuse_objects += b->weight * b->objects;
-		s->c.est_inuse_bytes += ht_weighted_bytes(b->size, b->weight);
+		s->c.est_inuse_objects += weight * b->objects;
+		s->c.est_inuse_bytes += ht_weighted_bytes(b->size, weight);
 	}
 	return 0;
 }
@@ -270,7 +290,7 @@ static int add_aged_block(const void *key, const void *value, void *arg)
 struct binned {
 	struct profile *p;
 	uint64_t start_ns, bin_ns;
-	int arenas_fd;
+	int arenas_fd, arena_blocks_fd;
 	uint32_t proc, bins;
 	struct live_row {
 		uint32_t stack, bin;
@@ -287,13 +307,8 @@ static int add_binned_block(const void *key, const void *value, void *arg)
 
 	if (ht_live_key_proc(*(const uint64_t *)key) != a->proc)
 		return 0;
-	if (b->arena) {
-		uint32_t gen = 0;
-		struct ht_arena_key ak = { .arena = b->arena, .proc = a->proc };
-		bpf_map_lookup_elem(a->arenas_fd, &ak, &gen);
-		if (gen != b->gen)
-			return 0;
-	}
+	if (arena_reset_since(a->arenas_fd, a->arena_blocks_fd, key, b, a->proc))
+		return 0;
 	struct prof_stack *s = bsearch(&sk, a->p->stacks, a->p->n, sizeof(*s), cmp_hash);
 	if (!s)
 		return 0;
@@ -308,9 +323,10 @@ static int add_binned_block(const void *key, const void *value, void *arg)
 	uint64_t age = b->time_ns > a->start_ns ? b->time_ns - a->start_ns : 0;
 	uint64_t bin = age / a->bin_ns;
 	/* Counted like in-use: estimates with --sample-rate. */
+	uint64_t weight = ht_weight_q16(b->size, a->p->sample_rate);
 	a->rows[a->n++] = (struct live_row){ .stack = s - a->p->stacks, .bin = bin < a->bins ? bin : a->bins - 1,
-					     .objects = ht_q16_round(b->weight * b->objects),
-					     .bytes = ht_weighted_bytes(b->size, b->weight) };
+					     .objects = ht_q16_round(weight * b->objects),
+					     .bytes = ht_weighted_bytes(b->size, weight) };
 	return 0;
 }
 
@@ -326,14 +342,14 @@ static int cmp_row(const void *x, const void *y)
 /* p->stacks sorted by hash; fills stacks[].live. */
 static int read_live_bins(const struct profile_source *src, uint32_t proc, struct profile *p)
 {
-	struct binned a = { .p = p, .start_ns = p->start_ns, .arenas_fd = tracer_arenas_fd(src->tr), .proc = proc,
-			    .bins = src->live_bins };
+	struct binned a = { .p = p, .start_ns = p->start_ns, .arenas_fd = tracer_arenas_fd(src->tr),
+			    .arena_blocks_fd = tracer_arena_blocks_fd(src->tr), .proc = proc, .bins = src->live_bins };
 	int err;
 
 	p->live_bins = src->live_bins;
 	p->live_bin_ns = (p->now_ns - p->start_ns) / p->live_bins + 1;
 	a.bin_ns = p->live_bin_ns;
-	err = read_map(tracer_live_fd(src->tr), sizeof(uint64_t), sizeof(struct ht_block), add_binned_block, &a);
+	err = read_live(src->tr, add_binned_block, &a);
 	if (a.n)
 		qsort(a.rows, a.n, sizeof(*a.rows), cmp_row);
 	for (size_t i = 0; !err && i < a.n;) {
@@ -454,9 +470,10 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 	frames_free(&t);
 	if (!err && j.aged) {
 		struct aged a = { .p = p, .born_before = p->now_ns - (uint64_t)(p->min_age * 1e9),
-				  .arenas_fd = tracer_arenas_fd(tr), .proc = proc };
+				  .arenas_fd = tracer_arenas_fd(tr), .arena_blocks_fd = tracer_arena_blocks_fd(tr),
+				  .proc = proc };
 		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
-		err = read_map(tracer_live_fd(tr), sizeof(uint64_t), sizeof(struct ht_block), add_aged_block, &a);
+		err = read_live(tr, add_aged_block, &a);
 	}
 	if (!err && src->live_bins) {
 		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);

@@ -51,6 +51,19 @@ struct session {
 	struct timeline tl;     /* -f html: the heap over time */
 	struct snapshots *ss;   /* -i */
 	bool over_limit;        /* a process went over --limit-peak or --limit-leak */
+	/* Where the time goes (-v), in ms: each phase in all, when it ran several times. */
+	struct {
+		double start;           /* session_run began */
+		double plan;            /* the target found or launched (held), its probes planned */
+		double tables;          /* --unwind: CFI tables built or read from the cache */
+		double load;            /* the BPF object loaded (tracer.times: its parts), rows published */
+		double attach;          /* probes attached */
+		double inject;          /* the fast path: the stub into the process */
+		double run;             /* the traced run, until the stop */
+		double detach;          /* the stub out, the probes off */
+		double read;            /* the profile read from the maps */
+		double symbolize, write;
+	} ph;
 };
 
 static double now_ms(void)
@@ -59,6 +72,18 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* -v: where the time went, one line. */
+static void report_phases(const struct session *s)
+{
+	const struct tracer *tr = &s->tr;
+
+	ht_info("phases: plan %.1f ms, unwind tables %.1f, BPF load %.1f (kernel types %.1f, kernel BTF %.1f, maps %.1f, "
+		"CO-RE %.1f, verifier %.1f), attach %.1f, fast path %.1f, traced run %.1f, detach %.1f, read %.1f, "
+		"symbolize %.1f, write %.1f; %.1f ms in all", s->ph.plan, s->ph.tables, s->ph.load, tr->times.ktypes_ms,
+		tr->times.btf_ms, tr->times.maps_ms, tr->times.core_ms, tr->times.verify_ms, s->ph.attach, s->ph.inject, s->ph.run,
+		s->ph.detach, s->ph.read, s->ph.symbolize, s->ph.write, now_ms() - s->ph.start);
 }
 
 /* The malloc family of the allocator the target uses (and libc's), and the --sym functions. */
@@ -171,23 +196,28 @@ static void on_exec(void *arg, pid_t tid)
 	s->target_execs++;
 	if (!s->in.n)
 		return;
+	double t0 = now_ms();
 	/* A later exec replaced the image: the stub and its patches went with it; the same functions again. */
 	if (s->in.done)
 		inject_reset(&s->in);
 	s->in.pid = s->t.pid;
-	if (remote_adopt(&r, s->t.pid, tid))
-		return;
-	if (inject_arm(&s->in, &r) && inject_install(&s->in, &r, &s->plan, &s->tr))
-		probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
-	remote_sync(&r);
-	remote_free(&r);
+	if (!remote_adopt(&r, s->t.pid, tid)) {
+		if (inject_arm(&s->in, &r) && inject_install(&s->in, &r, &s->plan, &s->tr))
+			probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
+		remote_sync(&r);
+		remote_free(&r);
+	}
+	s->ph.inject += now_ms() - t0;
 }
 
 static bool on_trap(void *arg, pid_t tid)
 {
 	struct session *s = arg;
+	double t0 = now_ms();
+	bool ours = inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1;
 
-	return inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1;
+	s->ph.inject += now_ms() - t0;
+	return ours;
 }
 
 static bool traced_by_us(void *arg, pid_t tid)
@@ -385,48 +415,54 @@ static uint64_t mem_total(void)
 }
 
 /*
- * What the limits cost.  The live-block map is preallocated (about 120
- * bytes a block, kernel hash overhead included) and stacks and sites take
- * up to 8 x depth + ~256 bytes each: --max-allocs 30000000 pins 3.5 GiB.
- * A request beyond the machine's memory is refused before the load tries;
- * one beyond an eighth of it is said, once.
+ * What the limits cost: maps take kernel memory as the target fills them,
+ * up to what --max-allocs and --max-stacks allow.  A ceiling beyond the
+ * machine's memory is a mistake (--max-allocs 30000000 is 3.6 GiB); one
+ * beyond an eighth of it is said, once, because it can come true.
  */
 static int check_memory(struct session *s)
 {
-	const struct trace_opts *o = s->o;
+	struct tracer_memory m;
 	uint64_t total = mem_total();
-	double est = (double)o->max_live * 120 + (double)o->max_stacks * (8.0 * o->max_depth + 256);
 
+	tracer_memory(&s->tr, &m);
 	if (!total || s->memory_said)
 		return 0;
 	s->memory_said = true;
-	if (est > total) {
-		ht_err("--max-allocs %u and --max-stacks %u would pin about %.0f MiB of kernel memory in BPF maps, "
-		       "more than this machine's %.0f MiB: lower them", o->max_live, o->max_stacks, est / 1048576.0,
-		       total / 1048576.0);
+	if (m.max > total) {
+		ht_err("with every map full (--max-allocs %u, --max-stacks %u) the BPF maps would take %.0f MiB of "
+		       "kernel memory, more than this machine's %.0f MiB: lower them", s->o->max_live,
+		       s->o->max_stacks, m.max / 1048576.0, total / 1048576.0);
 		return -1;
 	}
-	if (est > total / 8)
-		ht_err("--max-allocs %u and --max-stacks %u pin about %.0f MiB of kernel memory in BPF maps, "
-		       "%.0f%% of this machine's, while tracing", o->max_live, o->max_stacks, est / 1048576.0,
-		       100.0 * est / total);
+	if (m.max > total / 8)
+		ht_err("with every map full (--max-allocs %u, --max-stacks %u) the BPF maps could take %.0f MiB of "
+		       "kernel memory, %.0f%% of this machine's; taken only as the target's blocks are tracked",
+		       s->o->max_live, s->o->max_stacks, m.max / 1048576.0, 100.0 * m.max / total);
 	return 0;
 }
 
 static int load_tracer(struct session *s)
 {
 	struct target *t = &s->t;
+	double t0 = now_ms();
+	int rc = -1;
 
-	if (check_memory(s) || tracer_load(&s->tr, &s->cfg))
-		return -1;
+	if (tracer_load(&s->tr, &s->cfg) || check_memory(s))
+		goto out;
+	rc = 0;
 	if (s->cfg.stack_mode != HT_STACK_DWARF)
-		return 0;
+		goto out;
+	rc = -1;
 	if (unwind_load(&s->uw, &s->tr))
-		return -1;
+		goto out;
 	/* -p: the process's code mappings are known now; a launched command's come with its first refresh. */
 	if (t->maps && t->maps_changed)
 		t->maps_changed(t->maps_changed_arg, t->maps, t->root);
-	return 0;
+	rc = 0;
+out:
+	s->ph.load += now_ms() - t0;
+	return rc;
 }
 
 /*
@@ -453,19 +489,37 @@ static int attach(struct session *s, double t0)
 	 * sessions.  Not with --follow-fork: every process's link runs on the
 	 * shared probe, and another process's link asks for the return.
 	 */
+	double t1 = now_ms();
+	enum ht_stack_mode mode = plan_unwind(s);
+	s->ph.tables = now_ms() - t1;
 	s->cfg = (struct tracer_config){ .tgid = t->pid, .max_live = o->max_live, .max_stacks = o->max_stacks,
 					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
 					 .session = o->sample_rate && !o->follow_fork, .sample_rate = o->sample_rate,
-					 .max_depth = o->max_depth, .stack_mode = plan_unwind(s),
+					 .max_depth = o->max_depth, .stack_mode = mode,
 					 .peak_step = peak_step(o), .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
+	for (int i = 0; i < o->n_syms; i++)
+		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
+	/* The programs the plan attaches now; a fallback to uprobes or a new program's allocator loads more. */
+	for (int i = 0; i < s->plan.n; i++) {
+		const struct probe *p = &s->plan.probes[i];
+		if (!p->stub)
+			s->cfg.progs |= p->kind == HT_SPEC_ALLOC ? 1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN :
+					p->kind == HT_SPEC_FREE ? 1u << PROG_FREE_ENTER : 1u << PROG_RESET_ENTER;
+	}
+	if (s->in.n)
+		s->cfg.progs |= 1u << PROG_STUB_ALLOC | 1u << PROG_STUB_FREE;
 	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
 	if (load_tracer(s))
 		return -1;
 	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
 	if (o->follow_fork && !t->launched && tracee_seize_all(&s->tc))
 		return -1;
-	if (!t->launched)
+	if (!t->launched) {
+		t1 = now_ms();
 		inject_running(s);
+		s->ph.inject += now_ms() - t1;
+	}
+	t1 = now_ms();
 	for (int attached; (attached = probes_attach(&s->plan, &s->tr, t->pid));) {
 		if (attached < 0)
 			return -1;
@@ -480,6 +534,7 @@ static int attach(struct session *s, double t0)
 		if (load_tracer(s))
 			return -1;
 	}
+	s->ph.attach = now_ms() - t1;
 	if (o->sample_rate)
 		ht_info("sampling one allocation per %" PRIu64 " bytes on average; %s", o->sample_rate,
 			s->tr.session ? "unsampled calls skip their return probe (uprobe sessions)" :
@@ -501,16 +556,23 @@ static int attach(struct session *s, double t0)
 	return 0;
 }
 
-static void report_resources(const struct tracer *tr)
+static void report_resources(const struct tracer *tr, uint32_t max_live)
 {
-	uint64_t live_bytes;
-	uint32_t live_entries;
-	uint64_t total = tracer_map_memory(tr, &live_bytes, &live_entries);
+	struct tracer_memory m;
 	struct rusage ru;
 
-	ht_info("kernel memory: %.1f MiB in BPF maps; the live-block map %.1f MiB for %u blocks, "
-		"%.0f bytes per tracked allocation", total / 1048576.0, live_bytes / 1048576.0, live_entries,
-		live_entries ? (double)live_bytes / live_entries : 0.0);
+	tracer_memory(tr, &m);
+	if (m.estimated)
+		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock %.1f MiB: elements at their size, "
+			"not their slab object's), %.1f MiB with every map full", m.now / 1048576.0,
+			m.memlock / 1048576.0, m.max / 1048576.0);
+	else
+		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock: this kernel counts maps at their "
+			"capacity)", m.memlock / 1048576.0);
+	ht_info("live blocks: %" PRIu64 " in %d of %d levels with room for %u (--max-allocs %u): %.1f MiB, "
+		"%.0f bytes a block (%u an element)", m.live_blocks, m.levels, HT_LIVE_LEVELS, m.live_room,
+		max_live, m.live_now / 1048576.0, m.live_blocks ? (double)m.live_now / m.live_blocks : 0.0,
+		m.block_bytes);
 	if (!getrusage(RUSAGE_SELF, &ru))
 		ht_info("heaptrace peak RSS: %ld KiB", ru.ru_maxrss);
 }
@@ -562,7 +624,8 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 	}
 	prof.name = t->name;
 	prof.ended = t->exited;
-	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, now_ms() - t1);
+	s->ph.read = now_ms() - t1;
+	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, s->ph.read);
 	if (limits_check(&o->limits, &prof))
 		s->over_limit = true;
 	report_counters(&s->src);
@@ -598,13 +661,16 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 		if (rc)
 			ht_err("cannot write the profile: %s", strerror(errno));
 	}
+	s->ph.symbolize = output_symbolize_ms;
+	s->ph.write = now_ms() - t1 - s->ph.symbolize;
 	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
 	if (o->at_peak && write_at_peak(s, &prof, ss->prefix))
 		rc = 1;
 	if (o->follow_fork && write_children(s))
 		rc = 1;
 	snapshots_free(ss);
-	report_resources(&s->tr);
+	report_resources(&s->tr, o->max_live);
+	report_phases(s);
 	if (prof.trimmed)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory", prof.trimmed);
 	profile_free(&prof);
@@ -716,14 +782,19 @@ static int trace(struct session *s, double t0)
 		goto kill_child;
 	}
 
+	double t1 = now_ms();
 	struct stop st = monitor_run(&s->tc, o->duration, o->interval, snapshot_and_mark, s);
 	s->stopped = true;
+	/* The fast path's installation happened during the run, at the target's traps. */
+	s->ph.run = now_ms() - t1 - s->ph.inject;
+	t1 = now_ms();
 	monitor_hold_signals();
 	http_stop(http);
 	if (!t->exited)
 		target_refresh_maps(t);
 	remove_inject(s);
 	tracer_detach(&s->tr);
+	s->ph.detach = now_ms() - t1;
 	/* The end of the timeline: the heap at the stop (and the final snapshot's time). */
 	if (s->src.timeline) {
 		timeline_stop(&s->tl);
@@ -768,6 +839,7 @@ int session_run(struct trace_opts *o)
 	double t0 = now_ms();
 	int rc = 1;
 
+	s.ph.start = t0;
 	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = trace_child, .arg = &s };
 	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr };
 	s.in.file_fd = -1;
@@ -810,6 +882,7 @@ int session_run(struct trace_opts *o)
 			goto done;
 		}
 	}
+	s.ph.plan = now_ms() - t0;
 	rc = trace(&s, t0);
 done:
 	free((char *)s.src.command);

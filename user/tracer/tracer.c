@@ -1,22 +1,59 @@
 #include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "tracer/tracer.h"  /* before the skeletons: they name our shared structs */
 #include "heaptrace.skel.h"
+#include "alloc_session.skel.h"
 #include "util/log.h"
 #include "probe/uprobe_multi.h"
+#include "tracer/ktypes.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * When libbpf said what, during a load: its phases have no hooks, but
+ * their debug messages come in a known order (kernel BTF, maps, CO-RE
+ * relocations, then the programs).
+ */
+static struct {
+	double btf, first_map, last_map, last_core;
+} marks;
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (level == LIBBPF_DEBUG) {
+		if (strstr(fmt, "loading kernel BTF"))
+			marks.btf = now_ms();
+		else if (strstr(fmt, "created successfully")) {
+			marks.last_map = now_ms();
+			if (!marks.first_map)
+				marks.first_map = marks.last_map;
+		} else if (strstr(fmt, "CO-RE relocating")) {
+			marks.last_core = now_ms();
+		}
+		return 0;
+	}
 	/* libbpf's own chatter is for -v; heaptrace reports failures in one line itself. */
-	if (!ht_verbose || level == LIBBPF_DEBUG)
+	if (!ht_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
@@ -47,10 +84,59 @@ static uint64_t mmap_min_addr(void)
 	return v ? v : 1;
 }
 
-/* Open, configure and load the object; NULL with -errno in *err. */
-static struct heaptrace *load(const struct tracer_config *cfg, bool session, int *err)
+/* A program of the main object (alloc_session is session.bpf.c's). */
+static struct bpf_program *main_prog(const struct heaptrace *skel, enum tracer_prog prog)
 {
-	struct heaptrace *skel = heaptrace__open();
+	return prog == PROG_ALLOC_ENTER ? skel->progs.alloc_enter :
+	       prog == PROG_ALLOC_RETURN ? skel->progs.alloc_return :
+	       prog == PROG_FREE_ENTER ? skel->progs.free_enter :
+	       prog == PROG_RESET_ENTER ? skel->progs.reset_enter :
+	       prog == PROG_STUB_ALLOC ? skel->progs.stub_alloc :
+	       prog == PROG_STUB_FREE ? skel->progs.stub_free : NULL;
+}
+
+/* libbpf 1.1 has no uprobe.multi nor uprobe.session section: the attach types by hand. */
+static void set_attach_types(struct bpf_object *obj, bool multi)
+{
+	struct bpf_program *p;
+
+	if (!multi)
+		return;
+	bpf_object__for_each_program(p, obj)
+		if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE)
+			bpf_program__set_expected_attach_type(p, strcmp(bpf_program__name(p), "alloc_session") ?
+								 HT_BPF_TRACE_UPROBE_MULTI :
+								 HT_BPF_TRACE_UPROBE_SESSION);
+}
+
+/* Load obj, with libbpf's phases into tr->times. */
+static int timed_load(struct tracer *tr, struct bpf_object_skeleton *s)
+{
+	double t0 = now_ms();
+
+	memset(&marks, 0, sizeof(marks));
+	int err = bpf_object__load_skeleton(s);
+	double t1 = now_ms();
+	/* Each mark falls back on the one before it when libbpf did not say it. */
+	double btf = marks.btf ? marks.btf : t0, maps = marks.last_map ? marks.last_map : btf;
+	double core = marks.last_core > maps ? marks.last_core : maps;
+	tr->times.btf_ms += btf - t0;
+	tr->times.maps_ms += maps - btf;
+	tr->times.core_ms += core - maps;
+	tr->times.verify_ms += t1 - core;
+	return err;
+}
+
+/*
+ * Open, configure and load the object with the programs in progs (bits
+ * 1 << PROG_*) and process_exec; NULL with -errno in *err.  Programs left
+ * out are loaded when first attached (program()): the verifier's time
+ * goes to the programs this run attaches.
+ */
+static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg, unsigned progs, int *err)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
+	struct heaptrace *skel = heaptrace__open_opts(&opts);
 
 	if (!skel) {
 		*err = -errno;
@@ -67,7 +153,14 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 	skel->rodata->min_frame_addr = mmap_min_addr();
 	skel->rodata->stack_mode = cfg->stack_mode;
 	skel->rodata->sample_rate = cfg->sample_rate;
-	bpf_map__set_max_entries(skel->maps.live, cfg->max_live);
+	/* The live map's levels are made after the load (tracer_load); the arena maps need room only for arenas. */
+	if (!cfg->arenas) {
+		bpf_map__set_max_entries(skel->maps.arenas, 1);
+		bpf_map__set_max_entries(skel->maps.arena_sites, 1);
+	}
+	bpf_map__set_max_entries(skel->maps.arena_blocks, cfg->arenas ? cfg->max_live : 1);
+	/* Per process slot: without --follow-fork only the target's. */
+	bpf_map__set_max_entries(skel->maps.unwind_procs, cfg->follow_fork ? HT_MAX_PROCS : 1);
 	/* Counters per process slot; without --follow-fork only the target's. */
 	bpf_map__set_max_entries(skel->maps.counters, (cfg->follow_fork ? HT_MAX_PROCS : 1) * HT_COUNTER_MAX);
 	bpf_map__set_max_entries(skel->maps.unwind_rows, cfg->unwind_rows ? cfg->unwind_rows : 1);
@@ -76,24 +169,12 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 	bpf_map__set_value_size(skel->maps.stacks, tracer_stack_size(cfg->max_depth));
 	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
 	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
-	if (cfg->multi) {
-		/* libbpf 1.1 has no uprobe.multi nor uprobe.session section: set the attach type by hand. */
-		bpf_program__set_expected_attach_type(skel->progs.alloc_enter, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.alloc_return, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.free_enter, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.reset_enter, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.alloc_session, HT_BPF_TRACE_UPROBE_SESSION);
-		bpf_program__set_expected_attach_type(skel->progs.stub_alloc, HT_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.stub_free, HT_BPF_TRACE_UPROBE_MULTI);
-	}
-	/* Only the allocator programs that will be attached are verified. */
-	bpf_program__set_autoload(skel->progs.alloc_session, session);
-	bpf_program__set_autoload(skel->progs.alloc_enter, !session);
-	bpf_program__set_autoload(skel->progs.alloc_return, !session);
-	bpf_program__set_autoload(skel->progs.stub_alloc, cfg->stub);
-	bpf_program__set_autoload(skel->progs.stub_free, cfg->stub);
+	set_attach_types(skel->obj, cfg->multi);
+	for (int p = 0; p <= PROG_STUB_FREE; p++)
+		if (main_prog(skel, p))
+			bpf_program__set_autoload(main_prog(skel, p), progs & (1u << p));
 
-	*err = heaptrace__load(skel);
+	*err = timed_load(tr, skel->skeleton);
 	if (*err) {
 		heaptrace__destroy(skel);
 		return NULL;
@@ -101,20 +182,265 @@ static struct heaptrace *load(const struct tracer_config *cfg, bool session, int
 	return skel;
 }
 
+/* An internal map's section (".bss" of "heaptrac.bss"); another map's name. */
+static const char *map_key(const struct bpf_map *m)
+{
+	const char *n = bpf_map__name(m), *dot = strchr(n, '.');
+
+	return dot && n[0] != '.' ? dot : n;
+}
+
+static struct bpf_map *map_like(struct bpf_object *obj, const struct bpf_map *m)
+{
+	struct bpf_map *x;
+
+	bpf_object__for_each_map(x, obj)
+		if (!strcmp(map_key(x), map_key(m)))
+			return x;
+	return NULL;
+}
+
+/*
+ * Does every global of obj's data sections sit where it does in main's
+ * (obj's programs read them in main's maps)?
+ */
+static bool same_globals(struct bpf_object *main, struct bpf_object *obj)
+{
+	const struct btf *bm = bpf_object__btf(main), *bo = bpf_object__btf(obj);
+
+	for (__u32 id = 1; bm && bo && id < (__u32)btf__type_cnt(bo); id++) {
+		const struct btf_type *t = btf__type_by_id(bo, id);
+		const char *sec = btf__name_by_offset(bo, t->name_off);
+		if (!btf_is_datasec(t) || (strncmp(sec, ".bss", 4) && strncmp(sec, ".data", 5) && strncmp(sec, ".rodata", 7)))
+			continue;
+		__s32 other = btf__find_by_name_kind(bm, sec, BTF_KIND_DATASEC);
+		if (other < 0)
+			return false;
+		const struct btf_type *u = btf__type_by_id(bm, other);
+		const struct btf_var_secinfo *v = btf_var_secinfos(t);
+		for (int i = 0; i < btf_vlen(t); i++, v++) {
+			const char *name = btf__name_by_offset(bo, btf__type_by_id(bo, v->type)->name_off);
+			const struct btf_var_secinfo *w = btf_var_secinfos(u);
+			int k = 0;
+			for (; k < btf_vlen(u); k++, w++)
+				if (!strcmp(name, btf__name_by_offset(bm, btf__type_by_id(bm, w->type)->name_off)))
+					break;
+			if (k == btf_vlen(u) || w->offset != v->offset || w->size != v->size) {
+				ht_info("BPF objects: %s of %s is not where the main object has it", name, sec);
+				return false;
+			}
+		}
+	}
+	return bm && bo;
+}
+
+/*
+ * Load the program named want (and the uprobe programs of the list the
+ * first load left out) into an object that has the main object's maps, by
+ * fd: the programs it loads count and record into the same maps.
+ */
+static int load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
+		     const char *const *also)
+{
+	struct bpf_program *p;
+	struct bpf_map *m;
+
+	if (!same_globals(tr->skel->obj, obj)) {
+		ht_err("BPF objects built apart: their globals differ; cannot load %s", want);
+		return -EINVAL;
+	}
+	bpf_object__for_each_map(m, obj) {
+		struct bpf_map *mine = map_like(tr->skel->obj, m);
+		int err = mine ? bpf_map__reuse_fd(m, bpf_map__fd(mine)) : -ENOENT;
+		if (err)
+			return err;
+	}
+	set_attach_types(obj, tr->multi);
+	bpf_object__for_each_program(p, obj) {
+		bool load = !strcmp(bpf_program__name(p), want);
+		for (int i = 0; also && also[i]; i++)
+			load |= !strcmp(bpf_program__name(p), also[i]);
+		bpf_program__set_autoload(p, load);
+	}
+	return timed_load(tr, s);
+}
+
+static uint64_t memlock_of(int fd)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %lu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Blocks level k can hold: the first HT_LIVE_FIRST_LEVEL, each next one as many as all before it, the last the rest. */
+static uint32_t level_cap(const struct live_levels *lv, int k)
+{
+	uint64_t before = 0;
+
+	for (int i = 0; i < k; i++)
+		before += lv->cap[i];
+	uint64_t left = lv->max > before ? lv->max - before : 0;
+	uint64_t cap = k == 0 ? HT_LIVE_FIRST_LEVEL : k == HT_LIVE_LEVELS - 1 ? left : before;
+	return cap < left ? cap : left;
+}
+
+/*
+ * The next level into the live map, then live_top to it, then the count at
+ * which the BPF side asks for the one after: when the newest level is a
+ * quarter full, were the older ones full.  The other three quarters are
+ * the time this thread has to wake up and make it: blocks that find no
+ * room are lost.  -1 when no level can be made.
+ */
+static int add_level(struct tracer *tr)
+{
+	struct live_levels *lv = &tr->lv;
+	int k = lv->n;
+	uint32_t cap = k < HT_LIVE_LEVELS ? level_cap(lv, k) : 0;
+	char name[16];
+
+	if (!cap)
+		return -1;
+	snprintf(name, sizeof(name), "live_%d", k);
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
+	uint32_t key = k;
+	if (fd < 0 || bpf_map_update_elem(bpf_map__fd(tr->skel->maps.live), &key, &fd, BPF_ANY)) {
+		uint64_t room = 0;
+		for (int i = 0; i < k; i++)
+			room += lv->cap[i];
+		if (!lv->failed)
+			ht_err("cannot make room for %u more live blocks: %s; blocks beyond %" PRIu64
+			       " are not tracked (live_map_full)", cap, strerror(errno), room);
+		lv->failed = true;
+		if (fd >= 0)
+			close(fd);
+		tr->skel->data_live->live_grow_at = 0;
+		return -1;
+	}
+	lv->fds[k] = fd;
+	lv->cap[k] = cap;
+	lv->base[k] = memlock_of(fd);
+	__atomic_store_n(&lv->n, k + 1, __ATOMIC_RELEASE);
+	tr->skel->data_live->live_top = k;
+	uint64_t room = 0;
+	for (int i = 0; i <= k; i++)
+		room += lv->cap[i];
+	tr->skel->data_live->live_grow_at = room < lv->max && k + 1 < HT_LIVE_LEVELS ? room - cap + cap / 4 + 1 : 0;
+	return 0;
+}
+
+/* Levels until the blocks are below the next threshold (they may have passed it while one was made). */
+static void grow(struct tracer *tr)
+{
+	struct heaptrace__data_live *d = tr->skel->data_live;
+
+	while (d->live_grow_at && d->live_count >= d->live_grow_at)
+		if (add_level(tr))
+			break;
+}
+
+static int on_grow(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0;
+}
+
+static void *grow_main(void *arg)
+{
+	struct tracer *tr = arg;
+
+	/*
+	 * Ahead of the busy threads of a loaded machine when woken (as root:
+	 * otherwise it stays as it is): a late level costs blocks.  It sleeps
+	 * otherwise, and its work is one map creation.
+	 */
+	if (setpriority(PRIO_PROCESS, gettid(), -10))
+		errno = 0;
+	struct pollfd p[2] = { { .fd = ring_buffer__epoll_fd(tr->lv.rb), .events = POLLIN },
+			       { .fd = tr->lv.stop_fd, .events = POLLIN } };
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		ring_buffer__consume(tr->lv.rb);
+		grow(tr);
+	}
+	return NULL;
+}
+
+static int start_levels(struct tracer *tr, uint32_t max_live)
+{
+	struct live_levels *lv = &tr->lv;
+
+	lv->max = max_live;
+	lv->stop_fd = -1;
+	if (add_level(tr))
+		return -1;
+	lv->rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.live_grow), on_grow, NULL, NULL);
+	lv->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (!lv->rb || lv->stop_fd < 0 || (errno = pthread_create(&lv->thread, NULL, grow_main, tr))) {
+		ht_err("cannot start the thread that makes room for live blocks: %s", strerror(errno));
+		return -1;
+	}
+	lv->running = true;
+	return 0;
+}
+
+static void stop_levels(struct tracer *tr)
+{
+	struct live_levels *lv = &tr->lv;
+	uint64_t one = 1;
+
+	if (lv->running && write(lv->stop_fd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(lv->thread, NULL);
+	if (lv->stop_fd > 0)
+		close(lv->stop_fd);
+	ring_buffer__free(lv->rb);
+	for (int i = 0; i < lv->n; i++)
+		close(lv->fds[i]);
+	memset(lv, 0, sizeof(*lv));
+}
+
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 {
 	bool session = cfg->session && cfg->multi;
+	unsigned progs = cfg->progs;
 	struct heaptrace *skel;
 	int err;
 
 	memset(tr, 0, sizeof(*tr));
 	libbpf_set_print(libbpf_log);
-	skel = load(cfg, session, &err);
-	if (!skel && session) {
-		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
-		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
-		session = false;
-		skel = load(cfg, session, &err);
+	double t0 = now_ms();
+	/* With sessions the allocators' entry and return are one program, of the session object. */
+	if (session)
+		progs &= ~(1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN);
+	bool built;
+	double t1 = now_ms();
+	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built, &tr->ktypes_fd))
+		tr->ktypes[0] = '\0';
+	tr->times.ktypes_ms = now_ms() - t1;
+	skel = load(tr, cfg, progs, &err);
+	if (!skel && tr->ktypes[0]) {
+		/* A kernel read the cut-down types do not cover (ktypes.c): the whole BTF, as libbpf reads it. */
+		ht_info("cannot load the BPF object with the kernel types of %s (%s): with the kernel's whole BTF",
+			tr->ktypes, strerror(-err));
+		close(tr->ktypes_fd);
+		ktypes_forget();
+		tr->ktypes[0] = '\0';
+		skel = load(tr, cfg, progs, &err);
 	}
 	if (!skel) {
 		explain_load_error(err);
@@ -125,6 +451,23 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	tr->session = session;
 	tr->sample_rate = cfg->sample_rate;
 	tr->n_slots = 1;
+	/* Every map is empty now: what each costs with nothing in it. */
+	struct bpf_map *m;
+	int n_maps = 0;
+	bpf_object__for_each_map(m, skel->obj)
+		n_maps++;
+	if ((tr->base_memlock = calloc(n_maps, sizeof(*tr->base_memlock)))) {
+		n_maps = 0;
+		bpf_object__for_each_map(m, skel->obj)
+			tr->base_memlock[n_maps++] = memlock_of(bpf_map__fd(m));
+	}
+	if (start_levels(tr, cfg->max_live)) {
+		tracer_close(tr);
+		return -1;
+	}
+	/* Sessions for allocators that need uprobes now: the kernel may not have them. */
+	if (session && (cfg->progs & (1u << PROG_ALLOC_ENTER)))
+		tracer_sessions(tr);
 	tr->exec_link = bpf_program__attach(skel->progs.process_exec);
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
@@ -135,24 +478,84 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	else
 		ht_info("cannot watch thread exits (%s): glibc's thread cache frees count as unmatched_frees",
 			strerror(errno));
+	tr->times.load_ms = now_ms() - t0;
 	return 0;
 }
 
+bool tracer_sessions(struct tracer *tr)
+{
+	if (!tr->session || tr->sess)
+		return tr->session;
+	double t0 = now_ms();
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
+	struct alloc_session *s = alloc_session__open_opts(&opts);
+	int err = s ? load_into(tr, s->obj, s->skeleton, "alloc_session", NULL) : -errno;
+	if (err) {
+		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
+		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
+		alloc_session__destroy(s);
+		tr->session = false;
+		return false;
+	}
+	tr->sess = s;
+	ht_info("loaded the uprobe session program in %.1f ms", now_ms() - t0);
+	return true;
+}
+
+/*
+ * A program, loaded if the first load left it out: into another instance
+ * of the main object that shares its maps, with the other uprobe programs
+ * left out too (a fallback to uprobes wants them together).  NULL if it
+ * cannot be loaded (said).
+ */
 static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 {
-	return prog == PROG_ALLOC_ENTER ? tr->skel->progs.alloc_enter :
-	       prog == PROG_ALLOC_RETURN ? tr->skel->progs.alloc_return :
-	       prog == PROG_ALLOC_SESSION ? tr->skel->progs.alloc_session :
-	       prog == PROG_FREE_ENTER ? tr->skel->progs.free_enter :
-	       prog == PROG_STUB_ALLOC ? tr->skel->progs.stub_alloc :
-	       prog == PROG_STUB_FREE ? tr->skel->progs.stub_free :
-					 tr->skel->progs.reset_enter;
+	static const char *const uprobe_progs[] = { "alloc_enter", "alloc_return", "free_enter", "reset_enter", NULL };
+
+	if (prog == PROG_ALLOC_SESSION)
+		return tracer_sessions(tr) ? tr->sess->progs.alloc_session : NULL;
+	struct bpf_program *p = main_prog(tr->skel, prog);
+	if (bpf_program__fd(p) >= 0)
+		return p;
+	for (int i = 0; i < tr->n_more; i++)
+		if (bpf_program__fd(main_prog(tr->more[i], prog)) >= 0)
+			return main_prog(tr->more[i], prog);
+	if (tr->n_more == (int)(sizeof(tr->more) / sizeof(*tr->more)))
+		return NULL;
+	double t0 = now_ms();
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
+	struct heaptrace *more = heaptrace__open_opts(&opts);
+	const char *const *also = uprobe_progs;
+	/* Programs another instance has: not again. */
+	const char *left[5] = { NULL };
+	int n = 0;
+	for (int k = 0; also[k]; k++) {
+		bool have = false;
+		for (int i = 0; i < tr->n_more; i++)
+			have |= !!bpf_object__find_program_by_name(tr->more[i]->obj, also[k]) &&
+				bpf_program__fd(bpf_object__find_program_by_name(tr->more[i]->obj, also[k])) >= 0;
+		if (!have && bpf_program__fd(bpf_object__find_program_by_name(tr->skel->obj, also[k])) < 0)
+			left[n++] = also[k];
+	}
+	int err = more ? load_into(tr, more->obj, more->skeleton, bpf_program__name(p), left) : -errno;
+	if (err) {
+		ht_err("cannot load the BPF program %s: %s", bpf_program__name(p), strerror(-err));
+		heaptrace__destroy(more);
+		return NULL;
+	}
+	tr->more[tr->n_more++] = more;
+	ht_info("loaded %s (and the uprobe programs not loaded yet) in %.1f ms", bpf_program__name(p),
+		now_ms() - t0);
+	return main_prog(more, prog);
 }
 
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
 {
-	int prog_fd = bpf_program__fd(program(tr, prog));
+	struct bpf_program *p = program(tr, prog);
+	if (!p)
+		return prog == PROG_ALLOC_SESSION ? -EPROTONOSUPPORT : -ENOENT;
+	int prog_fd = bpf_program__fd(p);
 	int fd = prog == PROG_ALLOC_SESSION ? uprobe_session_attach(prog_fd, path, offsets, cookies, n, pid) :
 		 uprobe_multi_attach(prog_fd, path, offsets, cookies, n, prog == PROG_ALLOC_RETURN, pid);
 
@@ -180,7 +583,10 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 		  uint32_t cookie, pid_t pid)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = prog == PROG_ALLOC_RETURN);
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(program(tr, prog), pid, path, offset, &opts);
+	struct bpf_program *p = program(tr, prog);
+	if (!p)
+		return -ENOENT;
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
 
 	if (!l)
 		return -errno;
@@ -219,10 +625,21 @@ void tracer_detach(struct tracer *tr)
 void tracer_close(struct tracer *tr)
 {
 	tracer_detach(tr);
+	stop_levels(tr);
+	free(tr->base_memlock);
+	tr->base_memlock = NULL;
 	bpf_link__destroy(tr->exec_link);
 	tr->exec_link = NULL;
 	bpf_link__destroy(tr->exit_link);
 	tr->exit_link = NULL;
+	if (tr->ktypes[0])
+		close(tr->ktypes_fd);
+	tr->ktypes[0] = '\0';
+	for (int i = 0; i < tr->n_more; i++)
+		heaptrace__destroy(tr->more[i]);
+	tr->n_more = 0;
+	alloc_session__destroy(tr->sess);
+	tr->sess = NULL;
 	if (tr->skel)
 		heaptrace__destroy(tr->skel);
 	tr->skel = NULL;
@@ -268,32 +685,115 @@ int tracer_stacks_fd(const struct tracer *tr)
 	return bpf_map__fd(tr->skel->maps.stacks);
 }
 
-static uint64_t memlock_of(int fd)
+/*
+ * The kernel's memlock of an element of a hash map that is not
+ * preallocated, beyond its key and value (round_up 8 each): the hash
+ * element's header and the BPF allocator's link (56 bytes on 6.4+).  Read
+ * once from a map of one element; 0 where memlock does not follow the
+ * elements (before 6.4: memlock is then the full map's).
+ */
+static uint64_t elem_overhead(void)
 {
-	char path[64], line[256];
-	uint64_t v = 0;
-	FILE *f;
+	static uint64_t h = UINT64_MAX;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "memlock: %lu", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+	if (h != UINT64_MAX)
+		return h;
+	h = 0;
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "ht_probe", 8, 8, 1, &opts);
+	uint64_t k = 1, v = 0, empty = fd < 0 ? 0 : memlock_of(fd);
+	if (fd >= 0 && !bpf_map_update_elem(fd, &k, &v, BPF_ANY)) {
+		uint64_t one = memlock_of(fd);
+		h = one > empty + 16 ? one - empty - 16 : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return h;
 }
 
-uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32_t *live_entries)
+/*
+ * What the kernel takes for an element of unit bytes (its memlock): the
+ * kmalloc size class it falls in, and the memory cgroup's 8-byte pointer
+ * per slab object (the BPF allocator allocates with kmalloc, charged).
+ */
+static uint64_t slab_cost(uint64_t unit)
 {
-	struct bpf_map *m;
-	uint64_t total = 0;
+	static const uint64_t classes[] = { 8, 16, 32, 64, 96, 128, 192, 256 };
+	uint64_t c = 512;
 
-	bpf_object__for_each_map(m, tr->skel->obj)
-		total += memlock_of(bpf_map__fd(m));
-	*live_bytes = memlock_of(bpf_map__fd(tr->skel->maps.live));
-	*live_entries = bpf_map__max_entries(tr->skel->maps.live);
-	return total;
+	for (size_t i = 0; i < sizeof(classes) / sizeof(*classes); i++)
+		if (unit <= classes[i])
+			return classes[i] + 8;
+	while (c < unit && c < 8192)
+		c *= 2;
+	return (unit <= c ? c : (unit + 4095) / 4096 * 4096) + 8;
+}
+
+/*
+ * A hash map that is not preallocated, of max entries, holding what its
+ * memlock beyond base (empty) says: its memory now and full, added to now
+ * and full.  Returns its number of elements.
+ */
+static uint64_t hash_memory(uint64_t memlock, uint64_t base, uint32_t ksz, uint32_t vsz, uint64_t max,
+			    uint64_t *now, uint64_t *full)
+{
+	uint64_t unit = elem_overhead() + (ksz + 7) / 8 * 8 + (vsz + 7) / 8 * 8;
+	uint64_t n = memlock > base ? (memlock - base) / unit : 0;
+
+	*now += base + n * slab_cost(unit);
+	*full += base + max * slab_cost(unit);
+	return n;
+}
+
+void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
+{
+	const struct live_levels *lv = &tr->lv;
+	int n = __atomic_load_n(&lv->n, __ATOMIC_ACQUIRE), i = 0;
+	bool dynamic = elem_overhead() > 0;
+	struct bpf_map *map;
+
+	memset(m, 0, sizeof(*m));
+	m->estimated = dynamic;
+	bpf_object__for_each_map(map, tr->skel->obj) {
+		uint64_t ml = memlock_of(bpf_map__fd(map)), base = tr->base_memlock ? tr->base_memlock[i] : ml;
+		i++;
+		m->memlock += ml;
+		if (dynamic && bpf_map__type(map) == BPF_MAP_TYPE_HASH && (bpf_map__map_flags(map) & BPF_F_NO_PREALLOC)) {
+			hash_memory(ml, base, bpf_map__key_size(map), bpf_map__value_size(map),
+				    bpf_map__max_entries(map), &m->now, &m->max);
+		} else {
+			m->now += ml;
+			m->max += ml;
+		}
+	}
+	m->block_bytes = slab_cost(elem_overhead() + sizeof(__u64) + sizeof(struct ht_block));
+	for (int k = 0; k < n; k++) {
+		uint64_t ml = memlock_of(lv->fds[k]);
+		m->memlock += ml;
+		m->live_room += lv->cap[k];
+		if (dynamic) {
+			hash_memory(ml, lv->base[k], sizeof(__u64), sizeof(struct ht_block), lv->cap[k],
+						      &m->live_now, &m->live_max);
+		} else {
+			m->live_now += ml;
+			m->live_max += ml;
+		}
+	}
+	/* Levels not made yet: their buckets (16 bytes each, a power of two of them) and elements. */
+	struct live_levels next = *lv;
+	for (int k = n; k < HT_LIVE_LEVELS; k++) {
+		uint32_t cap = level_cap(&next, k);
+		uint64_t buckets = 1;
+		while (buckets < cap)
+			buckets *= 2;
+		next.cap[k] = cap;
+		if (cap)
+			m->live_max += 16 * buckets + (uint64_t)cap * m->block_bytes;
+	}
+	m->levels = n;
+	m->live_blocks = tr->skel->data_live->live_count;
+	m->now += m->live_now;
+	m->max += m->live_max;
 }
 
 uint32_t tracer_stack_size(uint32_t max_depth)
@@ -306,9 +806,17 @@ uint32_t tracer_stack_value_size(const struct tracer *tr)
 	return bpf_map__value_size(tr->skel->maps.stacks);
 }
 
-int tracer_live_fd(const struct tracer *tr)
+int tracer_live_fds(const struct tracer *tr, int fds[HT_LIVE_LEVELS])
 {
-	return bpf_map__fd(tr->skel->maps.live);
+	int n = __atomic_load_n(&tr->lv.n, __ATOMIC_ACQUIRE);
+
+	memcpy(fds, tr->lv.fds, n * sizeof(*fds));
+	return n;
+}
+
+int tracer_arena_blocks_fd(const struct tracer *tr)
+{
+	return bpf_map__fd(tr->skel->maps.arena_blocks);
 }
 
 int tracer_arenas_fd(const struct tracer *tr)
@@ -335,7 +843,7 @@ void tracer_unwind_flush(const struct tracer *tr, uint32_t from_slot)
 {
 	static const struct ht_unwind_proc empty;
 
-	for (uint32_t slot = from_slot; slot < HT_MAX_PROCS; slot++)
+	for (uint32_t slot = from_slot; slot < bpf_map__max_entries(tr->skel->maps.unwind_procs); slot++)
 		bpf_map_update_elem(bpf_map__fd(tr->skel->maps.unwind_procs), &slot, &empty, BPF_ANY);
 }
 

@@ -2,6 +2,7 @@
 #ifndef HT_TRACER_H
 #define HT_TRACER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,10 +28,34 @@ struct tracer_config {
 	bool follow_fork;       /* children added with tracer_add_proc are traced too */
 	uint32_t unwind_rows;   /* HT_STACK_DWARF: CFI rows the array holds */
 	bool stub;              /* the in-process stub reports recorded calls (user/inject/) */
+	bool arenas;            /* a spec has an arena (--sym arena=, --reset-sym): the arena maps get room */
+	unsigned progs;         /* 1 << PROG_*: the programs attached now; others are loaded when first attached */
+};
+
+/*
+ * The live map's levels (bpf/live.bpf.h): made here as the blocks grow,
+ * by a thread that the BPF side wakes when they reach the next level's
+ * threshold, so that a busy main thread (a snapshot being written) does
+ * not make the target run out of room.
+ */
+struct live_levels {
+	int fds[HT_LIVE_LEVELS];
+	uint32_t cap[HT_LIVE_LEVELS];
+	uint64_t base[HT_LIVE_LEVELS];  /* fdinfo memlock when empty: the buckets and the map */
+	int n;                          /* levels made; read by other threads (atomic) */
+	uint64_t max;                   /* --max-allocs */
+	bool failed;                    /* a level could not be made: said once */
+	struct ring_buffer *rb;
+	int stop_fd;                    /* eventfd: the thread ends */
+	pthread_t thread;
+	bool running;
 };
 
 struct tracer {
 	struct heaptrace *skel;
+	struct heaptrace *more[2];      /* programs loaded later, with skel's maps (tracer.c: program()) */
+	int n_more;
+	struct alloc_session *sess;     /* the uprobe session program (bpf/alloc_session.bpf.c), with skel's maps */
 	struct bpf_link **links;
 	int n_links;
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
@@ -42,6 +67,19 @@ struct tracer {
 	int n_session;                  /* session links made */
 	uint64_t sample_rate;
 	uint32_t n_slots;               /* process slots in use: 0 .. n_slots-1 (tracer_add_proc adds) */
+	struct live_levels lv;
+	/* The last load, for -v: in all, then libbpf's phases (see libbpf_log in tracer.c). */
+	struct {
+		double load_ms;         /* tracer_load, the first live level and the exec watch included */
+		double ktypes_ms;       /* the kernel types for CO-RE (ktypes.c): from the cache, or built */
+		double btf_ms;          /* feature probes, the kernel's BTF */
+		double maps_ms;         /* the object's BTF, the maps */
+		double core_ms;         /* CO-RE relocations against the kernel's BTF */
+		double verify_ms;       /* the programs: the verifier */
+	} times;
+	uint64_t *base_memlock;
+	char ktypes[64];                /* the cut-down kernel BTF for CO-RE (tracer/ktypes.h); "": the whole one */
+	int ktypes_fd;                  /* the file ktypes names (/proc/self/fd/N) */         /* per map of the object, in its order: fdinfo memlock right after load */
 };
 
 /*
@@ -66,6 +104,13 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);
 
+/*
+ * Allocators as uprobe sessions (tracer_config.session): loads the session
+ * program if not yet.  false: no sessions (not asked for, or the kernel
+ * cannot load the program: said); plain return probes then.
+ */
+bool tracer_sessions(struct tracer *tr);
+
 /* Stop tracing: remove every uprobe, keep the maps readable. */
 void tracer_detach(struct tracer *tr);
 void tracer_close(struct tracer *tr);
@@ -75,8 +120,24 @@ void tracer_counters(const struct tracer *tr, uint32_t slot, uint64_t out[HT_COU
 /* The same summed over every process slot: the whole session's. */
 void tracer_session_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX]);
 
-/* Kernel memory charged to the maps (fdinfo memlock), in bytes; per map for the live map. */
-uint64_t tracer_map_memory(const struct tracer *tr, uint64_t *live_bytes, uint32_t *live_entries);
+/*
+ * Kernel memory of the maps, in bytes.  The kernel's own figure (fdinfo
+ * memlock) counts an element of a map that is not preallocated at its size,
+ * not at the slab object it takes: here each is counted at its slab size
+ * class, plus the memory cgroup's 8 bytes per object.  max: every map
+ * full (the live map at --max-allocs, stacks at --max-stacks).
+ */
+struct tracer_memory {
+	uint64_t now, max;              /* every map */
+	uint64_t memlock;               /* the kernel's figure (fdinfo memlock), every map now */
+	uint64_t live_now, live_max;    /* the live map's levels */
+	uint64_t live_blocks;           /* blocks in them */
+	uint32_t live_room;             /* blocks the levels made so far can hold */
+	int levels;
+	uint32_t block_bytes;           /* one live block's element, as counted */
+	bool estimated;                 /* false: the kernel reports no per-element use (before 6.4): memlock */
+};
+void tracer_memory(const struct tracer *tr, struct tracer_memory *m);
 
 /* --unwind dwarf: the CFI row array (mmappable), the objects map, and flushing the per-process caches. */
 uint32_t tracer_unwind_capacity(const struct tracer *tr);
@@ -89,7 +150,9 @@ void tracer_unwind_set(const struct tracer *tr, uint32_t slot, const struct ht_u
 /* Map file descriptors, for reading the profile. */
 int tracer_sites_fd(const struct tracer *tr);
 int tracer_stacks_fd(const struct tracer *tr);
-int tracer_live_fd(const struct tracer *tr);
+/* The live map's levels made so far: their count, fds into fds[HT_LIVE_LEVELS]. */
+int tracer_live_fds(const struct tracer *tr, int fds[HT_LIVE_LEVELS]);
+int tracer_arena_blocks_fd(const struct tracer *tr);
 int tracer_arenas_fd(const struct tracer *tr);
 
 /* The totals and peak the BPF side keeps for a process slot (0: the target). */

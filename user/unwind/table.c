@@ -14,6 +14,7 @@
 #include "util/elfobj.h"
 #include "util/log.h"
 #include "unwind/table.h"
+#include "util/cache.h"
 
 /* DWARF register numbers on x86-64. */
 #define REG_RBP 6
@@ -591,40 +592,6 @@ static int write_full(int fd, const void *buf, size_t len)
 }
 
 /*
- * The cache directory, opened: created 0700 when missing, and used only
- * when it is ours and nobody else can write to it, since the rows steer
- * the BPF unwinder.  -1 when there is no usable one.
- */
-static int cache_dir_open(void)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char base[4096], dir[4096 + 16];
-	struct stat st;
-	int fd;
-
-	if (xdg && *xdg == '/')
-		snprintf(base, sizeof(base), "%s", xdg);
-	else if (home && *home == '/')
-		snprintf(base, sizeof(base), "%s/.cache", home);
-	else
-		return -1;
-	snprintf(dir, sizeof(dir), "%s/heaptrace", base);
-	mkdir(base, 0700);
-	mkdir(dir, 0700);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		ht_info("unwind cache %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		ht_info("unwind cache %s: not ours alone; not using it", dir);
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
  * A file of the cache that may be trusted: a regular file of ours that
  * nobody else can write (nor read, with private), with one name.
  */
@@ -959,7 +926,7 @@ int unwind_table_get(const char *path, struct unwind_table *out)
 	if (!scn)               /* nothing to build: not worth a cache file */
 		goto out;
 	cache_name(&o, scn, name, sizeof(name));
-	dfd = name[0] ? cache_dir_open() : -1;
+	dfd = name[0] ? cache_dir_open(NULL, 0) : -1;
 	/* Hashed before building: building decompresses a compressed .debug_frame in place. */
 	if (dfd >= 0 && (cache_key(dfd, key) || cfi_hash(&o, scn, eh, key, &hash))) {
 		close(dfd);

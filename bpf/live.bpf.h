@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The live-block map: address -> block, in levels (HT_LIVE_LEVELS in
+ * heaptrace.h says why).  User space creates level 0 at load and each next
+ * level when the blocks reach live_grow_at, which this side reports through
+ * the live_grow ring buffer.  The levels are not preallocated: an element
+ * is allocated when a block is tracked and freed with it, so the memory is
+ * the blocks the target holds plus the levels' bucket arrays.
+ *
+ * An address is in one level at most.  Blocks go to the newest level, or
+ * to an older one with room when it is full, so live_map_full counts only
+ * blocks that found no room in any level.  Lookups start from the newest.
+ */
+#ifndef HT_LIVE_BPF_H
+#define HT_LIVE_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "heaptrace.h"
+
+struct live_level {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);         /* each level is sized by user space */
+	/* Sizes, not types: clang would give the inner map only a declaration of struct ht_block. */
+	__uint(key_size, sizeof(__u64));        /* ht_live_key() */
+	__uint(value_size, sizeof(struct ht_block));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, HT_LIVE_LEVELS);
+	__type(key, __u32);
+	__array(values, struct live_level);
+} live SEC(".maps");
+
+/* One wake-up of user space per level to add: the count that reached live_grow_at. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} live_grow SEC(".maps");
+
+/*
+ * Their own section (map), away from the settings every event reads:
+ * live_count is written by every tracked allocation and free.  live_top and
+ * live_grow_at are written by user space, live_top after the level is in
+ * the live map.
+ */
+volatile __u64 live_count SEC(".data.live") = 0;       /* blocks in all levels */
+volatile __u64 live_grow_at SEC(".data.live") = 0;     /* 0: no level to add */
+volatile __u32 live_top SEC(".data.live") = 0;         /* the newest level */
+
+static __always_inline void *live_level(__u32 level)
+{
+	return bpf_map_lookup_elem(&live, &level);
+}
+
+/*
+ * The operations below are global functions: the verifier checks each once,
+ * not once per path of every caller (the loop over the levels multiplied
+ * the states of the allocation programs tenfold).  Pointers may be NULL to
+ * the verifier: they are checked.
+ */
+
+/* The block at key, newest level first (young blocks are freed soonest), and its level. */
+static __always_inline struct ht_block *live_find(__u64 *key, __u32 *level)
+{
+	__u32 top = live_top;
+
+	for (__u32 i = 0; i < HT_LIVE_LEVELS && i <= top; i++) {
+		__u32 l = top - i;
+		void *m = live_level(l);
+		struct ht_block *b = m ? bpf_map_lookup_elem(m, key) : NULL;
+
+		if (b) {
+			*level = l;
+			return b;
+		}
+	}
+	return NULL;
+}
+
+/* Remove the block at key from a level's map: 0 for the one caller that removed it. */
+static __always_inline long live_delete_in(void *map, __u64 *key)
+{
+	long err = bpf_map_delete_elem(map, key);
+
+	if (!err)
+		__sync_fetch_and_add(&live_count, -1);
+	return err;
+}
+
+/* Is the address (its live key) live? */
+__noinline int live_has(__u64 key)
+{
+	__u32 level;
+
+	return live_find(&key, &level) != NULL;
+}
+
+/*
+ * The block at key out of the live map into *out: 0 for the one caller
+ * that removed it, 1 for a caller that found it but lost the race (a
+ * double free), -1 if it is not live.
+ */
+__noinline int live_take(__u64 key, struct ht_block *out)
+{
+	__u32 level;
+	struct ht_block *b = live_find(&key, &level);
+	void *m = b ? live_level(level) : NULL;
+
+	if (!m || !out)
+		return -1;
+	*out = *b;
+	return live_delete_in(m, &key) ? 1 : 0;
+}
+
+#define HT_EEXIST 17    /* the kernel's errno, not in vmlinux.h */
+
+enum live_put_result {
+	LIVE_ADDED,
+	LIVE_REPLACED,  /* the address was live: that block is in *stale, out of the map */
+	LIVE_FULL,      /* no level had room */
+};
+
+/*
+ * A new block at key, into the newest level with room (an older one when it
+ * is full: live_map_full counts only blocks no level had room for).  The
+ * address may be live already (its free went unseen, or its arena was
+ * reset): that block comes out, into *stale.
+ */
+__noinline int live_put(__u64 key, struct ht_block *b, struct ht_block *stale)
+{
+	__u32 top = live_top, level = 0;
+	long err = -1;
+	void *m = NULL;
+
+	if (!b || !stale)
+		return LIVE_FULL;
+	for (__u32 i = 0; i < HT_LIVE_LEVELS && i <= top; i++) {
+		level = top - i;
+		m = live_level(level);
+		if (!m)
+			continue;
+		err = bpf_map_update_elem(m, &key, b, BPF_NOEXIST);
+		/* Else full, or out of memory for an element: an older level may have room. */
+		if (!err || err == -HT_EEXIST)
+			break;
+	}
+	if (err == -HT_EEXIST && m) {
+		struct ht_block *old = bpf_map_lookup_elem(m, &key);
+		if (!old)
+			return LIVE_FULL;       /* freed meanwhile: its free accounted it */
+		*stale = *old;
+		return bpf_map_update_elem(m, &key, b, BPF_EXIST) ? LIVE_FULL : LIVE_REPLACED;
+	}
+	if (err)
+		return LIVE_FULL;
+	__u64 n = __sync_fetch_and_add(&live_count, 1) + 1;
+	if (n == live_grow_at)
+		bpf_ringbuf_output(&live_grow, &n, sizeof(n), 0);
+	/* Levels after the one that took it were not searched: an older copy of the address is stale. */
+	for (__u32 l = 0; l < HT_LIVE_LEVELS && l <= top; l++) {
+		void *o = l == level ? NULL : live_level(l);
+		struct ht_block *old = o ? bpf_map_lookup_elem(o, &key) : NULL;
+
+		if (old) {
+			*stale = *old;
+			return live_delete_in(o, &key) ? LIVE_ADDED : LIVE_REPLACED;
+		}
+	}
+	return LIVE_ADDED;
+}
+
+#endif /* HT_LIVE_BPF_H */
