@@ -130,30 +130,6 @@ static __always_inline __u64 uretprobe_trampoline(struct ht_call *c)
 	return c->trampoline;
 }
 
-/*
- * Uprobe sessions: a skipped return cannot tell when its call ended.  A
- * later entry is nested in it (glibc's realloc(NULL, n) jumps to malloc,
- * its small posix_memalign calls malloc, an arena allocator mallocs its
- * chunks) when it is below the call's stack pointer, or at it in another
- * function (a tail jump), and the call's return address is still in its
- * slot: once the call has returned, the caller's next call writes its own
- * return address there.  The same function entered at the same stack
- * pointer is the caller calling again.  The slot may hold the uretprobe
- * trampoline instead when another tracer's return probe took the call's
- * return address.  A stale slot that happens to hold the same address can
- * hide a call from the sampler; nested calls are never counted twice.
- */
-static __always_inline bool nested_in_skipped(struct ht_call *c, __u64 sp, __u32 spec)
-{
-	__u64 ra;
-
-	if (!c->skip_sp || sp > c->skip_sp || (sp == c->skip_sp && spec == c->skip_spec))
-		return false;
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)c->skip_sp))
-		return false;
-	return ra == c->skip_ra || ra == uretprobe_trampoline(c);
-}
-
 /* An allocator's entry.  Returns whether its return probe is needed. */
 static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 {
@@ -189,20 +165,14 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 		}
 		count(proc, HT_MISSED_RETURNS);
 	}
-	if (session && nested_in_skipped(c, sp, spec))
-		return false;
 	save_args(ctx, c->args);
 	c->sp = sp;
 	c->spec = spec;
 	c->depth = 1;
-	c->skip_sp = 0;
 	c->state = entry_decision(c, proc, spec_of(spec));
-	if (session && c->state == HT_CALL_SKIP) {
+	/* Only a leaf's return can go: any other call's return tells which entries were nested in it. */
+	if (session && c->state == HT_CALL_SKIP && spec_of(spec)->leaf) {
 		c->depth = 0;
-		if (!bpf_probe_read_user(&c->skip_ra, sizeof(c->skip_ra), (void *)sp)) {
-			c->skip_sp = sp;
-			c->skip_spec = spec;
-		}
 		return false;
 	}
 	return true;
@@ -280,10 +250,10 @@ static __always_inline void alloc_exit(struct pt_regs *ctx)
  * A free of ptr entered at sp, inside a free_wraps function's free of the
  * same block: PyObject_Free(p) calls free(p) for a block of more than 512
  * bytes.  The outer free accounted for the block, which this one finds
- * gone: it is no free of a block never seen.  Nested as in
- * nested_in_skipped(): below the wrapper's stack pointer, or at it in
- * another function (a tail jump), while the wrapper's return address is
- * still in its slot.  Asked only of a block that is not live: a block
+ * gone: it is no free of a block never seen.  Nested: below the
+ * wrapper's stack pointer, or at it in another function (a tail jump),
+ * while the wrapper's return address is still in its slot (or the
+ * uretprobe trampoline, when another tracer's return probe took it).  Asked only of a block that is not live: a block
  * handed out again since the wrapper's free is live, and its free counts
  * even when a call from the wrapper's call site (an indirect one, say)
  * left the same return address in that slot.

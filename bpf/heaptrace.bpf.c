@@ -95,7 +95,7 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, str
 	 * The stub tells nesting among its own functions itself.
 	 */
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
-	if (c && ((c->depth && s->rec.sp <= c->sp) || nested_in_skipped(c, s->rec.sp, s->rec.spec)))
+	if (c && c->depth && s->rec.sp <= c->sp)
 		return NULL;
 	*call = c;
 	return s;
@@ -241,7 +241,6 @@ int process_exec(void *ctx)
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 	if (c) {
 		c->depth = 0;
-		c->skip_sp = 0;
 		c->trampoline = 0;
 		c->free_ptr = 0;
 		settle_held(c, proc);

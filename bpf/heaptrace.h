@@ -120,7 +120,13 @@ struct ht_alloc_spec {
 	 * taken for the free of a block never seen (nested_in_free()).
 	 */
 	__u8 free_wraps;
-	__u8 pad[7];
+	/*
+	 * Calls no traced function (malloc, calloc): with uprobe sessions an
+	 * unsampled call skips its return.  Any other call keeps its return,
+	 * which ends it: what it calls meanwhile is nested, for certain.
+	 */
+	__u8 leaf;
+	__u8 pad[6];
 	/*
 	 * --unwind dwarf: where the probe is in its object (ELF address) and
 	 * the object (struct ht_unwind_object_key): the probe's address in the
@@ -141,7 +147,7 @@ enum ht_call_state {
 	HT_CALL_RECORD,         /* record the allocation: exact mode, or sampled */
 	HT_CALL_DECIDE,         /* sample at the return: the size expression reads ret */
 	HT_CALL_FREE_OLD,       /* not sampled, but the block realloc resizes was: free it if the call succeeds */
-	HT_CALL_SKIP,           /* not sampled: the return only ends the call (no uprobe sessions) */
+	HT_CALL_SKIP,           /* not sampled: the return only ends the call (skipped for a leaf in a session) */
 };
 
 /* Per-thread (task storage) state between an allocator's entry and its return probe. */
@@ -152,18 +158,11 @@ struct ht_call {
 	__u32 depth;        /* 0: not in a call; >1: calls nested inside it (realloc -> malloc) */
 	/* --sample-rate */
 	__u64 until_sample; /* bytes the thread allocates before its next sampled allocation */
-	/*
-	 * Uprobe sessions: the last outermost call whose return was skipped.
-	 * An entry below its stack pointer is nested in it (realloc -> malloc)
-	 * while its return address is still in place: see nested_in_skipped().
-	 */
-	__u64 skip_sp;      /* 0: none */
-	__u64 skip_ra;
 	__u64 trampoline;   /* the process's uretprobe trampoline, 0: not known yet */
-	__u32 skip_spec;
 	__u8 state;         /* enum ht_call_state */
 	__u8 sampler_ready; /* until_sample has been drawn */
 	__u16 pad;
+	__u32 pad2;
 	/*
 	 * The last free of a free_wraps function (see nested_in_free()): the
 	 * block, and the stack pointer and return address at its entry.
