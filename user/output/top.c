@@ -49,6 +49,10 @@ static void print_lifetimes(FILE *f, const struct ht_site *c)
 
 	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
 		freed += c->lifetimes[i];
+	if (c->reset_frees)
+		fprintf(f, "      freed by arena resets %u\n", c->reset_frees);
+	if (c->missed_frees)
+		fprintf(f, "      missed frees %u: the address came back while the block was live\n", c->missed_frees);
 	if (!freed)
 		return;
 	fprintf(f, "      freed %lu, temporary %lu; lifetimes:", (unsigned long)freed, (unsigned long)c->temporary);
@@ -131,8 +135,21 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 			p->totals.peak_ns > p->start_ns && p->start_ns ? (p->totals.peak_ns - p->start_ns) / 1e9 : 0.0);
 	fprintf(f, "  leaked:    %14s bytes live at the end%s\n", grouped(p->total.inuse_bytes, a, sizeof(a)),
 		p->min_age > 0 ? " (blocks at least --min-age old)" : "");
+	if (p->counters[HT_ARENA_RESETS])
+		fprintf(f, "  resets:    %14s blocks freed by %s arena resets (not losses)\n",
+			grouped(p->counters[HT_RESET_FREES], a, sizeof(a)),
+			grouped(p->counters[HT_ARENA_RESETS], b, sizeof(b)));
 	output_losses(losses, sizeof(losses), p->counters, false);
 	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
+	/* Where the losses come from, when a stack can say: the allocations whose free went unseen. */
+	if (p->counters[HT_MISSED_FREES]) {
+		uint64_t at = 0;
+		for (size_t k = 0; k < p->n; k++)
+			at += p->stacks[k].c.missed_frees != 0;
+		fprintf(f, "             missed_frees: blocks of %s stack%s (\"missed frees\" below); a free function\n"
+			   "             not traced (--free-sym) or a reset not traced (--reset-sym)?\n",
+			grouped(at, a, sizeof(a)), at == 1 ? "" : "s");
+	}
 	if (p->sample_rate)
 		fprintf(f, "  sampled:   one allocation per %s bytes on average: counts are estimates,\n"
 			   "             lifetimes and temporary those of the sampled blocks\n",

@@ -81,6 +81,8 @@ void site_add(struct ht_site *to, const struct ht_site *c)
 	ADD(to->temporary, c->temporary);
 	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
 		ADD(to->lifetimes[i], c->lifetimes[i]);
+	ADD(to->reset_frees, c->reset_frees);
+	ADD(to->missed_frees, c->missed_frees);
 }
 
 uint64_t monotonic_ns(void)

@@ -235,13 +235,13 @@ static bool arena_reset_since(int arenas_fd, int arena_blocks_fd, const void *ke
 			      uint32_t proc)
 {
 	struct ht_arena_block ab;
-	uint32_t gen = 0;
+	struct ht_arena a = { 0 };
 
 	if (!(b->flags & HT_BLOCK_ARENA) || bpf_map_lookup_elem(arena_blocks_fd, key, &ab))
 		return false;
 	struct ht_arena_key ak = { .arena = ab.arena, .proc = proc };
-	bpf_map_lookup_elem(arenas_fd, &ak, &gen);
-	return gen != ab.gen;
+	bpf_map_lookup_elem(arenas_fd, &ak, &a);
+	return a.gen != ab.gen;
 }
 
 /* --min-age: in-use per stack recounted from the live blocks at least that old. */
