@@ -2,7 +2,8 @@
 # Area "contexts" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
 # scenario ctxreset: memory contexts (--reset-sym) as PostgreSQL uses them,
 # many contexts, nested ones, and resets by the thousand, most of them of
-# empty contexts (each must cost a probe, not a walk of every arena).
+# empty contexts (each must cost a probe, not a walk of every arena);
+# scenario ctxmany: more contexts than the arena maps hold, the loss counted.
 
 # t_ctx: a PostgreSQL-style context allocator (its source derives every
 # number): 40 contexts keep 100 blocks each; 1000 resets of an empty
@@ -63,6 +64,20 @@ scenario_ctxreset() {
 	grep -q '^             missed_frees: blocks of 2 stacks' "$TMP/ctxmiss.out"
 	report "ctxreset: -f top's losses say where the missed frees are" \
 		"$([ $? = 0 ] || grep -A2 '^  losses' "$TMP/ctxmiss.out")"
+}
+
+# t_ctx many 70000: 70,000 contexts of one 8-byte block each, each reset.
+# The arena maps hold 65,536 arenas: the other 4,464 blocks join no arena,
+# counted as arena_map_full at their allocation and again at their reset
+# (2 x 4,464 = 8,928), and stay in use (4,464 x 8 = 35,712 bytes): a loss,
+# counted, where the maps are full.
+scenario_ctxmany() {
+	ht ctxmany -v --no-libc --sym 'ctx_alloc:size=arg2,arena=arg1' --reset-sym 'ctx_reset:arena=arg1' \
+		-f collapsed --value inuse_space -- "$TB/t_ctx" many 70000
+	check_rc ctxmany 0 "ctxmany: 70,000 contexts exit 0"
+	expect_events ctxmany allocs=70000 arena_resets=70000 reset_frees=65536 arena_map_full=8928 \
+		arena_index_lost=0 missed_frees=0
+	expect_leaf ctxmany many_alloc 35712
 }
 
 # ctx_top_marks KEY LABEL: "FUNCTION=N" for each stack of -f top with a

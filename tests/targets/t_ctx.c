@@ -41,6 +41,12 @@
  * in use 4003 blocks, 64120 bytes.  Contexts and chunks come from malloc,
  * which --no-libc leaves alone.  No stdio.
  *
+ * t_ctx many N: N contexts (in 16-context slabs, so malloc holds no more
+ * than it must) get one block of 8 bytes each from many_alloc, then each
+ * is reset: heaptrace's arena maps hold 65,536 arenas, so the blocks of
+ * the last N - 65,536 cannot join theirs (arena_map_full, once at the
+ * allocation and once at the reset) and stay in use, counted.
+ *
  * Without ctx_delete traced, the deleted blocks stay live and 2 addresses
  * come back: T's first block (offset 0 of P's chunk) is P's first block
  * (nest_parent), R's first (offset 0 of C2's chunk) is C2's first
@@ -201,8 +207,34 @@ NOINLINE void refill_two(ctx_t *r, void **out)
 		out[i] = ctx_alloc(r, 40);
 }
 
-int main(void)
+NOINLINE void many_alloc(ctx_t *c)
 {
+	sink = ctx_alloc(c, 8);
+}
+
+/* No chunk per context: a context's one block is carved from a shared slab. */
+static int many_contexts(long n)
+{
+	ctx_t *all = calloc(n, sizeof(*all));
+	unsigned char *slab = malloc(n * 8);
+
+	if (!all || !slab)
+		return 2;
+	for (long i = 0; i < n; i++) {
+		all[i].cur = slab + i * 8;
+		all[i].end = all[i].cur + 8;
+		all[i].current = (struct chunk *)slab;   /* non-null: the block fits without a chunk */
+		many_alloc(&all[i]);
+	}
+	for (long i = 0; i < n; i++)
+		ctx_reset(&all[i]);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && argv[1][0] == 'm')
+		return many_contexts(strtol(argv[2], NULL, 10));
 	keep_many();
 	empty_resets();
 
