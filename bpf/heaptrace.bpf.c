@@ -58,7 +58,7 @@ int free_enter(struct pt_regs *ctx)
 	if (!ptr)
 		return 0;
 	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx),
-		   multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), spec, ptr);
+		   PT_REGS_FP(ctx), multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), spec, ptr);
 	return 0;
 }
 
@@ -133,7 +133,7 @@ int stub_free(struct pt_regs *ctx)
 		return 0;
 	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
 	if (ptr)
-		free_entry(proc, c, s->rec.sp, s->rec.func_ip, s->rec.spec, ptr);
+		free_entry(proc, c, s->rec.sp, s->rec.fp, s->rec.func_ip, s->rec.spec, ptr);
 	return 0;
 }
 

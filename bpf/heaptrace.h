@@ -335,6 +335,9 @@ struct ht_site {
 	/* Why blocks of this stack ended other than by a free (-f top shows them): */
 	__u32 reset_frees;              /* blocks freed by arena resets */
 	__u32 missed_frees;             /* blocks whose address came back while live: their free went unseen */
+	/* A site of its own (no allocations) for the stack of a free: frees of blocks never seen allocated. */
+	__u32 unmatched_frees;
+	__u32 pad;
 };
 
 /*

@@ -3,7 +3,8 @@
 # scenario ctxreset: memory contexts (--reset-sym) as PostgreSQL uses them,
 # many contexts, nested ones, and resets by the thousand, most of them of
 # empty contexts (each must cost a probe, not a walk of every arena);
-# scenario ctxmany: more contexts than the arena maps hold, the loss counted.
+# scenario ctxmany: more contexts than the arena maps hold, the loss counted;
+# scenario ctxstray: the stacks of unmatched frees.
 
 # t_ctx: a PostgreSQL-style context allocator (its source derives every
 # number): 40 contexts keep 100 blocks each; 1000 resets of an empty
@@ -78,6 +79,26 @@ scenario_ctxmany() {
 	expect_events ctxmany allocs=70000 arena_resets=70000 reset_frees=65536 arena_map_full=8928 \
 		arena_index_lost=0 missed_frees=0
 	expect_leaf ctxmany many_alloc 35712
+}
+
+# t_ctx stray: 4 ctx_free calls of blocks never allocated, 3 from
+# stray_free and 1 from stray_other; keep_one's block is allocated and
+# freed.  -f top names the stacks of the unmatched frees, the most first.
+scenario_ctxstray() {
+	ht ctxstray -v "${CTX_SPEC[@]}" -f top --value alloc_objects -- "$TB/t_ctx" stray
+	check_rc ctxstray 0 "ctxstray: exits 0"
+	expect_events ctxstray allocs=1 frees=1 unmatched_frees=4 missed_frees=0
+	local line
+	line=$(ctx_top_marks ctxstray "unmatched frees")
+	report "ctxstray: -f top names the stacks of the unmatched frees" \
+		"$([ "$line" = "stray_free=3 stray_other=1" ] || echo "got '$line'")"
+	grep -q '^             unmatched_frees: 4 of them from 2 stacks' "$TMP/ctxstray.out"
+	report "ctxstray: -f top's losses count them by stack" \
+		"$([ $? = 0 ] || grep -A2 '^  losses' "$TMP/ctxstray.out")"
+	# They are not allocations: the one stack of the profile is keep_one's.
+	grep -q '^  stacks: *1$' "$TMP/ctxstray.out"
+	report "ctxstray: the unmatched frees' stacks are no allocation stacks" \
+		"$([ $? = 0 ] || grep '^  stacks' "$TMP/ctxstray.out")"
 }
 
 # ctx_top_marks KEY LABEL: "FUNCTION=N" for each stack of -f top with a

@@ -47,6 +47,10 @@
  * the last N - 65,536 cannot join theirs (arena_map_full, once at the
  * allocation and once at the reset) and stay in use, counted.
  *
+ * t_ctx stray: ctx_free of blocks never allocated, 3 from stray_free and
+ * 1 from stray_other, after one block allocated and freed (keep_one): 4
+ * unmatched frees from 2 stacks.
+ *
  * Without ctx_delete traced, the deleted blocks stay live and 2 addresses
  * come back: T's first block (offset 0 of P's chunk) is P's first block
  * (nest_parent), R's first (offset 0 of C2's chunk) is C2's first
@@ -231,8 +235,32 @@ static int many_contexts(long n)
 	return 0;
 }
 
+static long strays[4];
+
+NOINLINE void stray_free(void)
+{
+	for (int i = 0; i < 3; i++)
+		ctx_free(&strays[i]);
+}
+
+NOINLINE void stray_other(void)
+{
+	ctx_free(&strays[3]);
+}
+
+NOINLINE void keep_one(ctx_t *c)
+{
+	ctx_free(ctx_alloc(c, 16));
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && argv[1][0] == 's') {
+		keep_one(ctx_create(NULL));
+		stray_free();
+		stray_other();
+		return 0;
+	}
 	if (argc == 3 && argv[1][0] == 'm')
 		return many_contexts(strtol(argv[2], NULL, 10));
 	keep_many();

@@ -88,6 +88,36 @@ static void print_frames(FILE *f, const struct prof_stack *s, struct symbolizer 
 	}
 }
 
+static int cmp_unmatched(const void *a, const void *b)
+{
+	const struct prof_stack *x = *(const struct prof_stack *const *)a, *y = *(const struct prof_stack *const *)b;
+
+	return x->c.unmatched_frees != y->c.unmatched_frees ? (x->c.unmatched_frees > y->c.unmatched_frees ? -1 : 1) : 0;
+}
+
+/* Where frees of blocks never seen allocated come from: the 3 stacks with the most. */
+static void print_unmatched(FILE *f, const struct profile *p, struct symbolizer *sym)
+{
+	const struct prof_stack **by = p->n_unmatched ? calloc(p->n_unmatched, sizeof(*by)) : NULL;
+	uint64_t n = 0;
+
+	if (!by)
+		return;
+	for (size_t k = 0; k < p->n_unmatched; k++) {
+		by[k] = &p->unmatched[k];
+		n += p->unmatched[k].c.unmatched_frees;
+	}
+	qsort(by, p->n_unmatched, sizeof(*by), cmp_unmatched);
+	fprintf(f, "             unmatched_frees: %lu of them from %zu stack%s (blocks never seen allocated:\n"
+		   "             allocated before tracing, or by a function not traced); the most:\n",
+		(unsigned long)n, p->n_unmatched, p->n_unmatched == 1 ? "" : "s");
+	for (size_t k = 0; k < p->n_unmatched && k < 3; k++) {
+		fprintf(f, "      unmatched frees %u\n", by[k]->c.unmatched_frees);
+		print_frames(f, by[k], sym);
+	}
+	free(by);
+}
+
 int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t max_stacks)
 {
 	char a[32], b[32], c[32], d[32], losses[1024];
@@ -141,6 +171,7 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 			grouped(p->counters[HT_ARENA_RESETS], b, sizeof(b)));
 	output_losses(losses, sizeof(losses), p->counters, false);
 	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
+	print_unmatched(f, p, sym);
 	/* Where the losses come from, when a stack can say: the allocations whose free went unseen. */
 	if (p->counters[HT_MISSED_FREES]) {
 		uint64_t at = 0;
