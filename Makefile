@@ -259,6 +259,10 @@ $(BENCH)/churn: bench/churn.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fno-omit-frame-pointer -pthread -Wall -Wextra -Werror $< -o $@
 
+$(BENCH)/resets: bench/resets.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
+
 $(BENCH)/floor.bpf.o: bench/floor.bpf.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -270,7 +274,7 @@ $(BENCH)/floor: bench/floor.c user/probe/uprobe_multi.c user/probe/uprobe_multi.
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/probe/uprobe_multi.c -o $@ -lbpf -lelf -lz
 
 bench: deps
-	$(MAKE) all $(BENCH)/churn $(BENCH)/floor $(BUILD)/tests/nofp/t_shop
+	$(MAKE) all $(BENCH)/churn $(BENCH)/resets $(BENCH)/floor $(BUILD)/tests/nofp/t_shop
 	bash bench/run.sh
 
 # A real server: redis-server (jemalloc) under heaptrace -p, driven by

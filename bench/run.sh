@@ -24,7 +24,8 @@
 # BENCH_LIVE (1000000) and BENCH_STACKS (100000) for the profile-size test,
 # BENCH_STARTUP_RUNS (11) for start-up, BENCH_PEERS=0 to skip bpftrace and
 # heaptrack, BENCH_HEAPTRACE (build/heaptrace) to measure another build
-# with the same script.
+# with the same script, BENCH_RESET_CALLS (5000) and BENCH_RESET_OTHERS
+# (60000) for the context resets, BENCH_ONLY=resets to measure those alone.
 #
 # tracefs uprobe events are system-wide and outlive us: every exit path,
 # including Ctrl-C and errors, goes through cleanup, which removes them.
@@ -43,8 +44,13 @@ LIVE_STACKS=${BENCH_STACKS:-100000}
 PEERS=${BENCH_PEERS:-1}
 STARTUP_N=${BENCH_STARTUP_RUNS:-11}
 
+RESET_CALLS=${BENCH_RESET_CALLS:-5000}
+RESET_OTHERS=${BENCH_RESET_OTHERS:-60000}
+ONLY=${BENCH_ONLY:-}
+
 HT=${BENCH_HEAPTRACE:-$PWD/build/heaptrace}
 CHURN=$PWD/build/bench/churn
+RESETS=$PWD/build/bench/resets
 FLOOR=$PWD/build/bench/floor
 CHURN_ARGS=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth "$DEPTH" --threads "$THREADS" --size "$SIZE")
 CHURN_ARGS16=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth 16 --threads "$THREADS" --size "$SIZE")
@@ -124,7 +130,7 @@ trap 'exit 143' TERM
 # ---------------------------------------------------------------- setup
 
 [ "$(id -u)" -eq 0 ] || die "needs root (BPF, tracefs)"
-for f in "$HT" "$CHURN" "$FLOOR"; do
+for f in "$HT" "$CHURN" "$FLOOR" "$RESETS"; do
 	[ -x "$f" ] || die "$f missing: run 'make bench'"
 done
 if [ ! -w "$TRACEFS/uprobe_events" ]; then
@@ -224,6 +230,84 @@ median() {
 	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# ratio A B: A/B to two decimals, or "-" when either is missing.
+ratio() {
+	if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then
+		awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'
+	else
+		printf -- "-"
+	fi
+}
+
+# target LABEL VALUE OP LIMIT: one line, "ok" or "MISSED".
+target() {
+	local label=$1 value=$2 op=$3 limit=$4 verdict
+	if [ "$value" = "-" ] || [ -z "$value" ]; then
+		printf '  %-44s %8s   (target %s %s)  n/a\n' "$label" "-" "$op" "$limit"
+		return
+	fi
+	verdict=$(awk -v v="$value" -v l="$limit" -v op="$op" \
+		'BEGIN { ok = op == "<=" ? v <= l : op == ">=" ? v >= l : op == "<" ? v < l : v > l; print ok ? "ok" : "MISSED" }')
+	printf '  %-44s %8s   (target %s %s)  %s\n' "$label" "$value" "$op" "$limit" "$verdict"
+}
+
+# ---------------------------------------------------------------- context resets
+
+# --reset-sym's cost per call (bench/resets.c): a reset of an empty context
+# and of one with 64 live blocks from 4 stacks, while RESET_OTHERS blocks of
+# 600 other contexts fill the arena maps, against the trap floor (a plain
+# tracefs uprobe at the same site) and no tracing.  Round-robin, median of
+# RUNS; CPU time of the thread, so load on the machine does not count.
+RESET_SPEC=(--no-libc --sym 'ctx_alloc:size=arg2,arena=arg1' --reset-sym 'ctx_reset:arena=arg1')
+reset_bench() {
+	local r c out err rc probes=$TMP/probes.reset hits0 hits1 k
+	"$HT" --list-probes "${RESET_SPEC[@]}" "$RESETS" | awk '$1 == "ctx_reset"' > "$probes"
+	[ -s "$probes" ] || { note "no ctx_reset probe in heaptrace --list-probes: resets skipped"; return 1; }
+	note "context resets, $RUNS runs of $RESET_CALLS calls, $RESET_OTHERS other blocks"
+	for ((r = 1; r <= RUNS; r++)); do
+		for c in bare trap heaptrace; do
+			out=$TMP/reset_$c.out err=$TMP/reset_$c.err rc=0
+			local args=(--calls "$RESET_CALLS" --others "$RESET_OTHERS")
+			case $c in
+			bare) timeout $RUN_TIMEOUT "$RESETS" "${args[@]}" > "$out" 2> "$err" || rc=$? ;;
+			trap)
+				uprobes_add "$probes" 2> "$err" || { uprobes_remove; continue; }
+				hits0=$(awk '$2 == "ctx_reset" { print $3 }' "$TRACEFS/uprobe_profile")
+				timeout $RUN_TIMEOUT "$RESETS" "${args[@]}" > "$out" 2>> "$err" || rc=$?
+				hits1=$(awk '$2 == "ctx_reset" { print $3 }' "$TRACEFS/uprobe_profile")
+				uprobes_remove
+				# A floor only if its probe fired: 2 x calls resets.
+				[ $(( ${hits1:-0} - ${hits0:-0} )) -ge $((2 * RESET_CALLS)) ] || rc=1 ;;
+			heaptrace)
+				timeout $RUN_TIMEOUT "$HT" -v "${RESET_SPEC[@]}" -o /dev/null -- "$RESETS" "${args[@]}" \
+					> "$out" 2> "$err" || rc=$?
+				# Every reset seen, none of its pairs lost (older builds have no arena_index_lost).
+				grep -q " arena_resets=$((2 * RESET_CALLS)) " "$err" && ! grep -q "arena_index_lost=[1-9]" "$err" ||
+					rc=1 ;;
+			esac
+			if [ "$rc" -ne 0 ]; then
+				note "reset run $c failed: $(tail -2 "$err" | tr '\n' ' ')"
+				continue
+			fi
+			for k in empty live; do
+				awk -v k="${k}_ns_per_call" '$1 == k { print $2 }' "$out" >> "$TMP/results.reset_${c}_$k"
+			done
+		done
+	done
+	echo "context resets (--reset-sym; $RESET_OTHERS blocks of 600 other contexts live; thread CPU time, median of $RUNS):"
+	printf '  %-34s %10s %10s %12s\n' "reset of a context, ns per call" "bare" "trap floor" "heaptrace"
+	for k in empty live; do
+		local b t h
+		b=$( [ -s "$TMP/results.reset_bare_$k" ] && median < "$TMP/results.reset_bare_$k")
+		t=$( [ -s "$TMP/results.reset_trap_$k" ] && median < "$TMP/results.reset_trap_$k")
+		h=$( [ -s "$TMP/results.reset_heaptrace_$k" ] && median < "$TMP/results.reset_heaptrace_$k")
+		printf '  %-34s %10s %10s %12s\n' "$([ $k = empty ] && echo "empty" || echo "64 live blocks, 4 stacks")" \
+			"${b:--}" "${t:--}" "${h:--}"
+		target "$k: heaptrace / trap floor (plain uprobe)" "$(ratio "${h:-}" "${t:-}")" "<=" 1.5
+	done
+	echo
+}
+
 # ---------------------------------------------------------------- machine
 
 glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null || ldd --version 2>/dev/null | head -1)
@@ -235,6 +319,8 @@ echo "probes (entry): $(awk '{ printf "%s%s ", $1, $4 }' "$TMP/probes.entry")"
 "$HT" -v --sample-rate 512K -o /dev/null -- "$CHURN" --pairs 1000 > /dev/null 2> "$TMP/sampling.err"
 echo "--sample-rate: $(sed -n 's/^heaptrace: sampling one allocation per [0-9]* bytes on average; //p' "$TMP/sampling.err")"
 echo
+[ "$ONLY" = resets ] && { reset_bench; exit 0; }
+[ -n "$ONLY" ] && die "BENCH_ONLY=$ONLY: only 'resets' is known"
 
 # ---------------------------------------------------------------- the table
 
@@ -284,14 +370,6 @@ for c in "${CONFIGS[@]}"; do
 	[ -s "$TMP/results.$c" ] && MED[$c]=$(median < "$TMP/results.$c")
 done
 
-# ratio A B: A/B to two decimals, or "-" when either is missing.
-ratio() {
-	if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then
-		awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'
-	else
-		printf -- "-"
-	fi
-}
 
 printf '%-34s %10s %8s %8s %10s %5s\n' "configuration" "ns/pair" "x bare" "x trap" "x trap+stk" "runs"
 for c in "${CONFIGS[@]}"; do
@@ -306,17 +384,6 @@ for c in "${CONFIGS[@]}"; do
 done
 echo
 
-# target LABEL VALUE OP LIMIT: one line, "ok" or "MISSED".
-target() {
-	local label=$1 value=$2 op=$3 limit=$4 verdict
-	if [ "$value" = "-" ] || [ -z "$value" ]; then
-		printf '  %-44s %8s   (target %s %s)  n/a\n' "$label" "-" "$op" "$limit"
-		return
-	fi
-	verdict=$(awk -v v="$value" -v l="$limit" -v op="$op" \
-		'BEGIN { ok = op == "<=" ? v <= l : op == ">=" ? v >= l : op == "<" ? v < l : v > l; print ok ? "ok" : "MISSED" }')
-	printf '  %-44s %8s   (target %s %s)  %s\n' "$label" "$value" "$op" "$limit" "$verdict"
-}
 diff_ns() {
 	if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then
 		awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'
@@ -367,6 +434,8 @@ done
 echo
 
 # ---------------------------------------------------------------- other measurements
+
+reset_bench
 
 # wait_for FILE PATTERN SECONDS: until a line of FILE matches, polling.
 wait_for() {

@@ -31,13 +31,13 @@ struct {
 	__type(value, struct ht_site);
 } sites SEC(".maps");
 
-/* Arena identity -> generation; a reset starts a new generation. */
+/* Arena identity -> its generation and its list of (arena, stack) pairs (struct ht_arena). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, struct ht_arena_key);
-	__type(value, __u32);
+	__type(value, struct ht_arena);
 } arenas SEC(".maps");
 
 struct {
@@ -192,30 +192,74 @@ static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
 static __always_inline __u32 arena_gen(__u64 arena, __u32 proc)
 {
 	struct ht_arena_key key = { .arena = arena, .proc = proc };
-	__u32 *g = arena ? bpf_map_lookup_elem(&arenas, &key) : 0;
+	struct ht_arena *a = arena ? bpf_map_lookup_elem(&arenas, &key) : 0;
 
-	return g ? *g : 0;
+	return a ? a->gen : 0;
 }
 
-static __always_inline void arena_add(const struct ht_block *b, __u64 arena, __u32 proc, __s64 sign)
+/* The arena's state, made (generation 0, no pairs) at its first block. */
+static __always_inline struct ht_arena *arena_of(__u64 arena, __u32 proc)
+{
+	struct ht_arena_key key = { .arena = arena, .proc = proc };
+	struct ht_arena *a = bpf_map_lookup_elem(&arenas, &key);
+
+	if (a)
+		return a;
+	struct ht_arena zero = {};
+	bpf_map_update_elem(&arenas, &key, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&arenas, &key);
+}
+
+/*
+ * A new (arena, stack) pair goes to the front of its arena's list.  Only
+ * the CPU whose NOEXIST insert made the pair links it, so a pair is in the
+ * list once; the exchange lets CPUs allocating from one arena at once
+ * (a thread-safe arena) each link theirs.
+ */
+static __always_inline bool arena_link(struct ht_arena_site *s, __u64 arena, __u64 stack, __u32 proc)
+{
+	struct ht_arena *a = arena_of(arena, proc);
+
+	if (!a)
+		return false;
+	s->next = __sync_lock_test_and_set(&a->head, stack);
+	__sync_fetch_and_add(&a->sites, 1);
+	return true;
+}
+
+/*
+ * A block enters (sign 1) or leaves (-1) its arena's counters for its
+ * stack.  False if the block cannot be in them (a map full, counted): it
+ * is then accounted as a block without an arena, which a reset cannot free.
+ */
+static __always_inline bool arena_add(const struct ht_block *b, __u64 arena, __u32 proc, __s64 sign)
 {
 	struct ht_arena_site_key key = { .arena = arena, .stack = b->stack, .proc = proc };
 	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
 
+	/* A pair a reset released has no blocks left to take off. */
+	if (!a && sign < 0)
+		return false;
 	if (!a) {
 		struct ht_arena_site zero = {};
-		bpf_map_update_elem(&arena_sites, &key, &zero, BPF_NOEXIST);
+		bool made = !bpf_map_update_elem(&arena_sites, &key, &zero, BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&arena_sites, &key);
+		if (a && made && !arena_link(a, arena, b->stack, proc)) {
+			bpf_map_delete_elem(&arena_sites, &key);
+			a = NULL;
+		}
 		if (!a) {
 			count(proc, HT_ARENA_MAP_FULL);
-			return;
+			return false;
 		}
 	}
 	struct inuse_delta d = block_delta(b, sign);
+	__sync_fetch_and_add(&a->inuse_blocks, sign);
 	__sync_fetch_and_add(&a->inuse_objects, d.objects);
 	__sync_fetch_and_add(&a->inuse_bytes, d.bytes);
 	__sync_fetch_and_add(&a->est_inuse_objects, d.est_objects);
 	__sync_fetch_and_add(&a->est_inuse_bytes, d.est_bytes);
+	return true;
 }
 
 /* A live block's arena (arena_blocks), if it has one. */
@@ -397,19 +441,25 @@ __noinline int account_alloc(struct alloc_rec *r)
 	}
 	/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
 	bool stale_arena = put == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
-	if (put == LIVE_REPLACED && release(&stale, key, proc))
+	if (put == LIVE_REPLACED && release(&stale, key, proc)) {
+		/* Charged to the stack that allocated it too: -f top shows where the unseen frees are. */
+		struct ht_site_key sk = { .stack = stale.stack, .proc = proc };
+		struct ht_site *ss = bpf_map_lookup_elem(&sites, &sk);
+		if (ss)
+			__sync_fetch_and_add(&ss->missed_frees, 1);
 		count(proc, HT_MISSED_FREES);
+	}
 	struct inuse_delta d = block_delta(&b, 1);
 	site_inuse(s, proc, &d);
-	if (!arena) {
-		if (stale_arena)
-			bpf_map_delete_elem(&arena_blocks, &key);
-	} else if (!bpf_map_update_elem(&arena_blocks, &key, &ab, BPF_ANY)) {
-		arena_add(&b, arena, proc, 1);
-	} else {
-		/* Counted in the block's stack alone: a reset of its arena cannot release it. */
+	/* A block its arena's maps cannot hold is counted in its stack alone: a reset cannot release it. */
+	bool in_arena = arena && arena_add(&b, arena, proc, 1);
+	if (in_arena && bpf_map_update_elem(&arena_blocks, &key, &ab, BPF_ANY)) {
+		arena_add(&b, arena, proc, -1);
 		count(proc, HT_ARENA_MAP_FULL);
+		in_arena = false;
 	}
+	if (!in_arena && stale_arena)
+		bpf_map_delete_elem(&arena_blocks, &key);
 	return 0;
 }
 

@@ -63,11 +63,31 @@ static __always_inline void settle_held(struct ht_call *c, __u32 proc)
 }
 
 /*
- * An unmatched free by the program or the allocator: sp and func_ip are the
- * stack pointer and the function's address at its entry, c the thread's
- * state if it has one.  The allocator's own may be a thread-exit free, held.
+ * The stack of an unmatched free, as a site of its own (no allocations), so
+ * that -f top can say where frees of blocks never seen allocated come from.
+ * Walked from the caller, as if the free had returned: at the entry the
+ * caller's frame pointer is not yet the free's, which would hide the caller.
  */
-static __always_inline void unmatched_free(__u32 proc, __u64 sp, __u64 func_ip, __u32 spec, struct ht_call *c)
+static __always_inline void unmatched_stack(__u32 proc, __u64 sp, __u64 fp, __u64 func_ip, __u32 spec)
+{
+	__u64 ra = 0;
+
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)sp))
+		return;
+	__u64 h = capture_walk(ra, sp + 8, fp, (__u64)proc << 32 | spec, func_ip);
+	struct ht_site *s = h != HT_STACK_LOST ? site_of(h, proc) : NULL;
+	if (s)
+		__sync_fetch_and_add(&s->unmatched_frees, 1);
+}
+
+/*
+ * An unmatched free by the program or the allocator: sp, fp and func_ip are
+ * the stack and frame pointers and the function's address at its entry, c
+ * the thread's state if it has one.  The allocator's own may be a
+ * thread-exit free, held (and has no stack recorded).
+ */
+static __always_inline void unmatched_free(__u32 proc, __u64 sp, __u64 fp, __u64 func_ip, __u32 spec,
+					   struct ht_call *c)
 {
 	if (from_allocator(sp, func_ip, spec)) {
 		if (!c)
@@ -80,6 +100,7 @@ static __always_inline void unmatched_free(__u32 proc, __u64 sp, __u64 func_ip, 
 	}
 	settle_held(c, proc);
 	count(proc, HT_UNMATCHED_FREES);
+	unmatched_stack(proc, sp, fp, func_ip, spec);
 }
 
 /*
@@ -274,8 +295,8 @@ static __always_inline bool nested_in_free(struct ht_call *c, __u64 sp, __u32 sp
  * the stack pointer and the function's address at its entry; c: the
  * thread's call state, if any).
  */
-static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, __u64 func_ip, __u32 spec_i,
-				       __u64 ptr)
+static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, __u64 fp, __u64 func_ip,
+				       __u32 spec_i, __u64 ptr)
 {
 	/* Inside an allocator call, a free is that call's business (realloc(p, 0) frees p). */
 	if (c && c->depth && sp <= c->sp)
@@ -296,7 +317,7 @@ static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, 
 		}
 	}
 	if (!live && !nested && free_unknown(ptr, proc)) {
-		unmatched_free(proc, sp, func_ip, spec_i, c);
+		unmatched_free(proc, sp, fp, func_ip, spec_i, c);
 		return;
 	}
 	/* Any other free shows the thread was not exiting: what it held was unmatched. */

@@ -58,7 +58,7 @@ int free_enter(struct pt_regs *ctx)
 	if (!ptr)
 		return 0;
 	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx),
-		   multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), spec, ptr);
+		   PT_REGS_FP(ctx), multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), spec, ptr);
 	return 0;
 }
 
@@ -133,38 +133,49 @@ int stub_free(struct pt_regs *ctx)
 		return 0;
 	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
 	if (ptr)
-		free_entry(proc, c, s->rec.sp, s->rec.func_ip, s->rec.spec, ptr);
+		free_entry(proc, c, s->rec.sp, s->rec.fp, s->rec.func_ip, s->rec.spec, ptr);
 	return 0;
 }
 
 struct reset_ctx {
 	__u64 arena;
-	__u64 objects;
+	__u64 next;         /* the stack of the next pair to release */
+	__u64 blocks, objects;
 	__u32 proc;
+	__u32 lost;         /* the walk ended at a pair that is not there */
 };
 
-/* Release one (arena, stack) pair's in-use counts from its stack's counters. */
-static long reset_site(struct bpf_map *map, struct ht_arena_site_key *key, struct ht_arena_site *a,
-		       struct reset_ctx *rc)
+/* Release one (arena, stack) pair's in-use counts from its stack's counters, and the pair. */
+static long reset_step(__u32 i, struct reset_ctx *rc)
 {
-	if (key->arena != rc->arena || key->proc != rc->proc)
-		return 0;
+	struct ht_arena_site_key key = { .arena = rc->arena, .stack = rc->next, .proc = rc->proc };
+	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
 
-	struct ht_site_key sk = { .stack = key->stack, .proc = rc->proc };
+	if (!a) {
+		/* Only a reset racing an allocation from the same arena (a race in the target) breaks the list. */
+		rc->lost = 1;
+		return 1;
+	}
+	struct ht_site_key sk = { .stack = key.stack, .proc = rc->proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &sk);
 	struct inuse_delta d = { -a->inuse_objects, -a->inuse_bytes, -a->est_inuse_objects, -a->est_inuse_bytes };
-	if (s)
+	if (s) {
 		site_inuse(s, rc->proc, &d);
+		__sync_fetch_and_add(&s->reset_frees, a->inuse_blocks);
+	}
+	rc->blocks += a->inuse_blocks;
 	rc->objects += a->inuse_objects;
-	bpf_map_delete_elem(map, key);
+	rc->next = a->next;
+	bpf_map_delete_elem(&arena_sites, &key);
 	return 0;
 }
 
 /*
  * An arena reset frees every block allocated from the arena.  Rather than
- * visit every live block, it releases the arena's per-stack totals and
- * starts a new generation: blocks of older generations are dead, and are
- * dropped silently when their address comes back or they are freed.
+ * visit every live block, it releases the arena's per-stack totals (its
+ * list of pairs: an empty arena costs one lookup) and starts a new
+ * generation: blocks of older generations are dead, and are dropped
+ * silently when their address comes back or they are freed.
  */
 SEC("uprobe")
 int reset_enter(struct pt_regs *ctx)
@@ -181,17 +192,28 @@ int reset_enter(struct pt_regs *ctx)
 	if (!rc.arena)
 		return 0;
 
-	struct ht_arena_key ak = { .arena = rc.arena, .proc = proc };
-	__u32 *g = bpf_map_lookup_elem(&arenas, &ak);
-	if (g) {
-		__sync_fetch_and_add(g, 1);
-	} else {
-		__u32 one = 1;
-		if (bpf_map_update_elem(&arenas, &ak, &one, BPF_NOEXIST))
-			count(proc, HT_ARENA_MAP_FULL);
-	}
-	bpf_for_each_map_elem(&arena_sites, reset_site, &rc, 0);
 	count(proc, HT_ARENA_RESETS);
+	struct ht_arena *a = arena_of(rc.arena, proc);
+	if (!a) {
+		/* Its blocks, if any, were counted as arena_map_full when they were allocated. */
+		count(proc, HT_ARENA_MAP_FULL);
+		return 0;
+	}
+	__sync_fetch_and_add(&a->gen, 1);
+	/* Take the list: pairs made from here on belong to the new generation's list. */
+	__u32 n = __sync_lock_test_and_set(&a->sites, 0);
+	rc.next = __sync_lock_test_and_set(&a->head, 0);
+	if (!n)
+		return 0;
+	__u32 walk = n < HT_RESET_WALK_MAX ? n : HT_RESET_WALK_MAX;
+	long done = bpf_loop(walk, reset_step, &rc, 0);
+	if (done < 0)
+		done = 0;
+	if (rc.lost && done > 0)
+		done--;         /* the step that found nothing */
+	if ((__u64)done < n)
+		count_n(proc, HT_ARENA_INDEX_LOST, n - done);
+	count_n(proc, HT_RESET_FREES, rc.blocks);
 	count_n(proc, HT_RESET_OBJECTS, rc.objects);
 	return 0;
 }

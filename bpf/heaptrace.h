@@ -177,6 +177,11 @@ struct ht_call {
 /*
  * In-use counters per (arena, stack), so that a reset can release an arena's
  * blocks from their stacks' counters without visiting every live block.
+ * Each arena's pairs are a list (struct ht_arena.head, ht_arena_site.next),
+ * so that a reset visits its own arena's pairs only: its cost is the
+ * number of distinct stacks that allocated from the arena since its last
+ * reset, not the size of the map (PostgreSQL resets per-tuple contexts,
+ * mostly empty, thousands of times a second).
  */
 struct ht_arena_site_key {
 	__u64 arena;
@@ -191,6 +196,20 @@ struct ht_arena_key {
 	__u32 proc;
 	__u32 pad;
 };
+
+/*
+ * An arena's state (arenas map): its generation, and the list of its
+ * (arena, stack) counters, newest first, linked by stack hash.  The list is
+ * walked for exactly `sites` steps, so a stack hash needs no end marker.
+ */
+struct ht_arena {
+	__u64 head;         /* the stack of the newest (arena, stack) pair; valid if sites > 0 */
+	__u32 gen;          /* a reset starts a new generation: blocks of older ones are dead */
+	__u32 sites;        /* pairs in the list */
+};
+
+/* The most (arena, stack) pairs one reset releases (bpf_loop steps); the rest count as arena_index_lost. */
+#define HT_RESET_WALK_MAX 65536
 
 /*
  * A live block's key: its address in one process, the process slot in the
@@ -209,6 +228,8 @@ static inline __u32 ht_live_key_proc(__u64 key)
 }
 
 struct ht_arena_site {
+	__u64 next;                     /* the arena's next (older) pair's stack: see struct ht_arena */
+	__s64 inuse_blocks;             /* blocks, for reset_frees */
 	__s64 inuse_objects;
 	__s64 inuse_bytes;
 	__s64 est_inuse_objects;        /* estimates, as in struct ht_site */
@@ -310,6 +331,12 @@ struct ht_site {
 	__u64 epoch;
 	__u64 temporary;                /* frees right after an allocation of this stack and size (heaptrack's) */
 	__u32 lifetimes[HT_LIFE_BUCKETS];   /* blocks freed, by lifetime */
+	/* Why blocks of this stack ended other than by a free (-f top shows them): */
+	__u32 reset_frees;              /* blocks freed by arena resets */
+	__u32 missed_frees;             /* blocks whose address came back while live: their free went unseen */
+	/* A site of its own (no allocations) for the stack of a free: frees of blocks never seen allocated. */
+	__u32 unmatched_frees;
+	__u32 pad;
 };
 
 /*
@@ -449,6 +476,7 @@ struct ht_stub_record {
 	X(MISSED_FREES, "missed_frees", 1)      /* address handed out again while still live */                \
 	X(FAILED_ALLOCS, "failed_allocs", 0)    /* allocator returned NULL */                                   \
 	X(ARENA_RESETS, "arena_resets", 0)      /* arena resets */                                              \
+	X(RESET_FREES, "reset_frees", 0)        /* blocks freed by arena resets: not frees, not losses */       \
 	X(RESET_OBJECTS, "reset_objects", 0)    /* objects released by arena resets */                          \
 	X(ARENA_MAP_FULL, "arena_map_full", 1)  /* arena bookkeeping map full: a reset cannot release these */  \
 	X(EXECS, "execs", 0)                    /* the process executed a new program */                        \
@@ -458,7 +486,8 @@ struct ht_stub_record {
 	X(STACKS_AT_MAX_DEPTH, "stacks_at_max_depth", 0)        /* stack cut at --max-depth: asked for */       \
 	X(UNWIND_FP_FRAMES, "unwind_fp_frames", 0)      /* --unwind dwarf: frames unwound by frame pointer */  \
 	X(SAMPLED_SET_FULL, "sampled_set_full", 1)      /* a sampled allocation not recorded: the stub's set was full */ \
-	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */
+	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */ \
+	X(ARENA_INDEX_LOST, "arena_index_lost", 1)      /* (arena, stack) pairs a reset could not find or reach: their blocks stay in use */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

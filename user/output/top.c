@@ -49,6 +49,10 @@ static void print_lifetimes(FILE *f, const struct ht_site *c)
 
 	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
 		freed += c->lifetimes[i];
+	if (c->reset_frees)
+		fprintf(f, "      freed by arena resets %u\n", c->reset_frees);
+	if (c->missed_frees)
+		fprintf(f, "      missed frees %u: the address came back while the block was live\n", c->missed_frees);
 	if (!freed)
 		return;
 	fprintf(f, "      freed %lu, temporary %lu; lifetimes:", (unsigned long)freed, (unsigned long)c->temporary);
@@ -82,6 +86,36 @@ static void print_frames(FILE *f, const struct prof_stack *s, struct symbolizer 
 		fputs(s->flags & HT_STACK_TRUNCATED ? "        [truncated: the walk failed here]\n" :
 						      "        [more frames: --max-depth reached]\n", f);
 	}
+}
+
+static int cmp_unmatched(const void *a, const void *b)
+{
+	const struct prof_stack *x = *(const struct prof_stack *const *)a, *y = *(const struct prof_stack *const *)b;
+
+	return x->c.unmatched_frees != y->c.unmatched_frees ? (x->c.unmatched_frees > y->c.unmatched_frees ? -1 : 1) : 0;
+}
+
+/* Where frees of blocks never seen allocated come from: the 3 stacks with the most. */
+static void print_unmatched(FILE *f, const struct profile *p, struct symbolizer *sym)
+{
+	const struct prof_stack **by = p->n_unmatched ? calloc(p->n_unmatched, sizeof(*by)) : NULL;
+	uint64_t n = 0;
+
+	if (!by)
+		return;
+	for (size_t k = 0; k < p->n_unmatched; k++) {
+		by[k] = &p->unmatched[k];
+		n += p->unmatched[k].c.unmatched_frees;
+	}
+	qsort(by, p->n_unmatched, sizeof(*by), cmp_unmatched);
+	fprintf(f, "             unmatched_frees: %lu of them from %zu stack%s (blocks never seen allocated:\n"
+		   "             allocated before tracing, or by a function not traced); the most:\n",
+		(unsigned long)n, p->n_unmatched, p->n_unmatched == 1 ? "" : "s");
+	for (size_t k = 0; k < p->n_unmatched && k < 3; k++) {
+		fprintf(f, "      unmatched frees %u\n", by[k]->c.unmatched_frees);
+		print_frames(f, by[k], sym);
+	}
+	free(by);
 }
 
 int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t max_stacks)
@@ -131,8 +165,22 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 			p->totals.peak_ns > p->start_ns && p->start_ns ? (p->totals.peak_ns - p->start_ns) / 1e9 : 0.0);
 	fprintf(f, "  leaked:    %14s bytes live at the end%s\n", grouped(p->total.inuse_bytes, a, sizeof(a)),
 		p->min_age > 0 ? " (blocks at least --min-age old)" : "");
+	if (p->counters[HT_ARENA_RESETS])
+		fprintf(f, "  resets:    %14s blocks freed by %s arena resets (not losses)\n",
+			grouped(p->counters[HT_RESET_FREES], a, sizeof(a)),
+			grouped(p->counters[HT_ARENA_RESETS], b, sizeof(b)));
 	output_losses(losses, sizeof(losses), p->counters, false);
 	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
+	print_unmatched(f, p, sym);
+	/* Where the losses come from, when a stack can say: the allocations whose free went unseen. */
+	if (p->counters[HT_MISSED_FREES]) {
+		uint64_t at = 0;
+		for (size_t k = 0; k < p->n; k++)
+			at += p->stacks[k].c.missed_frees != 0;
+		fprintf(f, "             missed_frees: blocks of %s stack%s (\"missed frees\" below); a free function\n"
+			   "             not traced (--free-sym) or a reset not traced (--reset-sym)?\n",
+			grouped(at, a, sizeof(a)), at == 1 ? "" : "s");
+	}
 	if (p->sample_rate)
 		fprintf(f, "  sampled:   one allocation per %s bytes on average: counts are estimates,\n"
 			   "             lifetimes and temporary those of the sampled blocks\n",

@@ -81,6 +81,8 @@ void site_add(struct ht_site *to, const struct ht_site *c)
 	ADD(to->temporary, c->temporary);
 	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
 		ADD(to->lifetimes[i], c->lifetimes[i]);
+	ADD(to->reset_frees, c->reset_frees);
+	ADD(to->missed_frees, c->missed_frees);
 }
 
 uint64_t monotonic_ns(void)
@@ -177,6 +179,8 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 	size_t i = 0, k = 0;
 
 	*d = *new;
+	d->unmatched = NULL;    /* new's own */
+	d->n_unmatched = 0;
 	d->timeline = NULL;     /* new's own; a diff has no time */
 	d->live_bins = 0;
 	d->is_diff = true;
@@ -219,6 +223,9 @@ void profile_free(struct profile *p)
 		free(p->stacks[i].live);
 	}
 	free(p->stacks);
+	for (size_t i = 0; i < p->n_unmatched; i++)
+		free(p->unmatched[i].pcs);
+	free(p->unmatched);
 	free(p->timeline);
 	memset(p, 0, sizeof(*p));
 }

@@ -74,6 +74,9 @@ struct profile {
 	uint32_t live_bins;             /* bins of [start_ns, now_ns) in stacks[].live, 0: not read */
 	uint64_t live_bin_ns;
 	bool ended;                     /* the process exited while traced: what is live is leaked */
+	/* The stacks of unmatched frees (c.unmatched_frees; no allocations), for -f top: owned. */
+	struct prof_stack *unmatched;
+	size_t n_unmatched;
 };
 
 /* Where profiles of a session come from, and what every one of them records. */

@@ -235,13 +235,13 @@ static bool arena_reset_since(int arenas_fd, int arena_blocks_fd, const void *ke
 			      uint32_t proc)
 {
 	struct ht_arena_block ab;
-	uint32_t gen = 0;
+	struct ht_arena a = { 0 };
 
 	if (!(b->flags & HT_BLOCK_ARENA) || bpf_map_lookup_elem(arena_blocks_fd, key, &ab))
 		return false;
 	struct ht_arena_key ak = { .arena = ab.arena, .proc = proc };
-	bpf_map_lookup_elem(arenas_fd, &ak, &gen);
-	return gen != ab.gen;
+	bpf_map_lookup_elem(arenas_fd, &ak, &a);
+	return a.gen != ab.gen;
 }
 
 /* --min-age: in-use per stack recounted from the live blocks at least that old. */
@@ -377,14 +377,39 @@ static int read_live_bins(const struct profile_source *src, uint32_t proc, struc
 }
 
 /* A site's counters joined with its frames; the frames move into the profile. */
+/* A site that only counts unmatched frees: the stack of a free, kept apart from the allocations'. */
+static int add_unmatched(struct join *j, const void *key, const struct ht_site *c)
+{
+	struct profile *p = j->p;
+	struct prof_stack *n = realloc(p->unmatched, (p->n_unmatched + 1) * sizeof(*n)), *f;
+
+	if (!n)
+		return -ENOMEM;
+	p->unmatched = n;
+	n = &p->unmatched[p->n_unmatched++];
+	memset(n, 0, sizeof(*n));
+	n->c.unmatched_frees = c->unmatched_frees;
+	n->hash = ((const struct ht_site_key *)key)->stack;
+	f = find_frames(j->frames, n->hash);
+	if (f && f->pcs) {
+		n->pcs = f->pcs;
+		n->depth = f->depth;
+		n->flags = f->flags;
+		f->pcs = NULL;
+	}
+	return 0;
+}
+
 static int add_site(const void *key, const void *value, void *arg)
 {
 	struct join *j = arg;
 	const struct ht_site *c = value;
 	struct profile *p = j->p;
 
-	if (!c->alloc_objects || ((const struct ht_site_key *)key)->proc != j->proc)
+	if (((const struct ht_site_key *)key)->proc != j->proc)
 		return 0;
+	if (!c->alloc_objects)
+		return c->unmatched_frees ? add_unmatched(j, key, c) : 0;
 	if (p->n == j->cap) {
 		j->cap = j->cap ? 2 * j->cap : 256;
 		struct prof_stack *n = realloc(p->stacks, j->cap * sizeof(*n));
