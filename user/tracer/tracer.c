@@ -309,7 +309,7 @@ static int add_level(struct tracer *tr)
 
 	if (!cap)
 		return -1;
-	snprintf(name, sizeof(name), "live_%d", k);
+	snprintf(name, sizeof(name), "live_%u", (unsigned)k & 7u);   /* k < HT_LIVE_LEVELS = 8 */
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
 	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
 	uint32_t key = k;
