@@ -12,8 +12,9 @@
  * so that each can be read and changed on its own: config.bpf.h (settings,
  * which process), counters.bpf.h, request.bpf.h (a spec's arguments),
  * calls.bpf.h (entry to return), account.bpf.h (blocks and counters),
- * stack.bpf.h (capture and interning), unwind.bpf.h (the CFI walk) and
- * scratch.bpf.h (the capture's per-CPU buffer).
+ * stack.bpf.h (capture and interning), unwind.bpf.h (the CFI walk),
+ * sigframe.bpf.h (walking through signal frames) and scratch.bpf.h (the
+ * capture's per-CPU buffer).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -30,6 +31,7 @@ extern bool bpf_session_is_return(void) __ksym __weak;
 #include "request.bpf.h"
 #include "account.bpf.h"
 #include "calls.bpf.h"
+#include "sigframe.bpf.h"
 
 SEC("uprobe")
 int alloc_enter(struct pt_regs *ctx)
@@ -242,6 +244,7 @@ int process_exec(void *ctx)
 		c->skip_sp = 0;
 		c->trampoline = 0;
 	}
+	forget_restorer();
 	bpf_for_each_map_elem(&live, drop_block, &x, 0);
 	count(proc, HT_EXECS);
 	count_n(proc, HT_EXEC_DROPPED, x.dropped);
@@ -250,5 +253,19 @@ int process_exec(void *ctx)
 		__sync_fetch_and_add(&t->execs, 1);
 		__sync_fetch_and_add(&t->exec_dropped, x.dropped);
 	}
+	return 0;
+}
+
+/*
+ * A signal about to run a handler on a traced thread: the handler's
+ * restorer is where a stack walk meets the kernel's signal frame
+ * (sigframe.bpf.h).  Every delivery in the system passes here; an
+ * untraced process costs one comparison, or one lookup with --follow-fork.
+ */
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	if (proc_slot() >= 0)
+		note_restorer(ka);
 	return 0;
 }

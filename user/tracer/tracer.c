@@ -129,6 +129,10 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
 			strerror(errno));
+	tr->signal_link = bpf_program__attach(skel->progs.signal_deliver);
+	if (!tr->signal_link)
+		ht_info("cannot watch signal delivery (%s): frame-pointer stacks end at signal frames",
+			strerror(errno));
 	return 0;
 }
 
@@ -215,6 +219,8 @@ void tracer_close(struct tracer *tr)
 	tracer_detach(tr);
 	bpf_link__destroy(tr->exec_link);
 	tr->exec_link = NULL;
+	bpf_link__destroy(tr->signal_link);
+	tr->signal_link = NULL;
 	if (tr->skel)
 		heaptrace__destroy(tr->skel);
 	tr->skel = NULL;

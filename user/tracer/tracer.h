@@ -34,6 +34,7 @@ struct tracer {
 	struct bpf_link **links;
 	int n_links;
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
+	struct bpf_link *signal_link;   /* signal delivery: the restorer, where stacks cross signal frames */
 	int *multi_fds;                 /* uprobe_multi link fds */
 	int n_multi;
 	bool multi;
