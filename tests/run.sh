@@ -40,7 +40,7 @@ trap 'exit 130' INT TERM
 
 VALUES="alloc_objects alloc_space inuse_objects inuse_space"
 
-SCENARIOS="unit placement stacks entrypoints custom threads ctor exit failed deep unwind dlopen sigframe signal errors attach pprof top proto valgrind faults limits badinput outfiles stress soak liveview overtime fork script spawn progname sample stopsignals jobcontrol inject inject_cycles"
+SCENARIOS="unit placement probecost stacks entrypoints custom threads ctor exit failed deep unwind dlopen sigframe signal errors attach pprof top proto valgrind faults limits badinput outfiles stress soak liveview overtime fork script spawn progname sample stopsignals jobcontrol inject inject_cycles"
 
 # The areas: AREA_OF[SCENARIO] is the file (tests/scenarios/AREA.sh) that
 # defines scenario_SCENARIO.
