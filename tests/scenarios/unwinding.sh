@@ -481,8 +481,9 @@ dl_run() {
 # through code with and without frame pointers, the frame-pointer walk
 # (--unwind fp) where there are frame pointers, on the thread's stack and
 # on an alternate signal stack (argument altstack), and no stack marked
-# truncated.  Before the walks knew signal frames, stacks ended at
-# [libc.so.6+0x3c050] (__restore_rt), or skipped busy_loop.
+# truncated; a signal frame that cannot be gone past ends the walk marked
+# [truncated] (stacks_truncated).  Before the walks knew signal frames,
+# stacks ended at [libc.so.6+0x3c050] (__restore_rt), or skipped busy_loop.
 SIG_STACK="main;busy_loop;<signal handler called>;sig_handler;handler_alloc"
 
 scenario_sigframe() {
@@ -508,6 +509,19 @@ scenario_sigframe() {
 				report "sigframe: --unwind $how $bin${arg:+ $arg}: no [truncated] stack" "$d"
 			done
 		done
+	done
+	# A signal frame whose saved rip is 0 (argument lostframe: the handler
+	# zeroes it around 2 of its mallocs): the walk ends there, marked.
+	for bin in t_sighandler nofp/t_sighandler; do
+		how=auto
+		[ $bin = t_sighandler ] && how=fp
+		key=sig.lost.${bin//\//_}
+		ht "$key" -v --unwind $how -f collapsed --value alloc_space -- "$TB/$bin" lostframe
+		check_rc "$key" 0 "sigframe: --unwind $how $bin lostframe exits 0"
+		uw_expect_line "$key" "[truncated];<signal handler called>;sig_handler;handler_lost 2468"
+		uw_expect_stack "$key" "$SIG_STACK" 77778 \
+			"sigframe: --unwind $how $bin lostframe: stacks ending $SIG_STACK = 77778 (18 x 4321)"
+		expect_events "$key" allocs=21 stacks_truncated=2
 	done
 	uw_gdb_vs sig.gdb "$TB/nofp/t_sighandler" 4321 sig.nofp_t_sighandler.auto 86420 \
 		'handle SIGALRM nostop noprint pass'

@@ -11,13 +11,21 @@
  *   main_alloc:    1 x 999, kept (a stack without a signal frame)
  * With argument "altstack" the handler runs on an alternate signal stack
  * (sigaltstack, SA_ONSTACK): the same numbers, the frames of busy_loop and
- * main on the other stack.  Built with frame pointers (tests/) and without
- * (tests/nofp/); tests/scenarios/unwinding.sh holds the expected numbers.
+ * main on the other stack.  With argument "lostframe" the first two runs
+ * of the handler zero the interrupted rip saved in the signal frame (and
+ * put it back before returning) around handler_lost's malloc: a signal
+ * frame a walk cannot go past.
+ *   handler_lost:  2 x 1234 = 2468 bytes, kept
+ *   handler_alloc: 18 x 4321 = 77778 bytes, kept
+ * Built with frame pointers (tests/) and without (tests/nofp/);
+ * tests/scenarios/unwinding.sh holds the expected numbers.
  */
+#define _GNU_SOURCE     /* REG_RIP */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <ucontext.h>
 
 #define NOINLINE __attribute__((noinline))
 #define SIG_ALLOCS 20
@@ -25,18 +33,35 @@
 
 void *volatile keep[SIG_ALLOCS + 1];
 static volatile sig_atomic_t in_busy, handled;
+static int lose_frames;
 
 NOINLINE void handler_alloc(void)
 {
 	keep[handled] = malloc(SIG_SIZE);
 }
 
-NOINLINE void sig_handler(int sig)
+NOINLINE void handler_lost(void)
 {
+	keep[handled] = malloc(1234);
+}
+
+NOINLINE void sig_handler(int sig, siginfo_t *info, void *context)
+{
+	volatile greg_t *rip = &((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+
 	(void)sig;
+	(void)info;
 	if (!in_busy || handled >= SIG_ALLOCS)
 		return;
-	handler_alloc();
+	if (handled < lose_frames) {
+		greg_t saved = *rip;
+
+		*rip = 0;
+		handler_lost();
+		*rip = saved;
+	} else {
+		handler_alloc();
+	}
 	/* After the call, so that it is no tail call: sig_handler stays a frame. */
 	handled = handled + 1;
 }
@@ -61,8 +86,11 @@ int main(int argc, char **argv)
 	struct itimerval it = { .it_interval = { 0, 1000 }, .it_value = { 0, 1000 } };
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = sig_handler;
+	sa.sa_sigaction = sig_handler;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
+	if (argc > 1 && !strcmp(argv[1], "lostframe"))
+		lose_frames = 2;
 	if (argc > 1 && !strcmp(argv[1], "altstack")) {
 		static char alt[64 * 1024];
 		stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
