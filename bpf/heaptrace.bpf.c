@@ -13,8 +13,9 @@
  * so that each can be read and changed on its own: config.bpf.h (settings,
  * which process), counters.bpf.h, request.bpf.h (a spec's arguments),
  * calls.bpf.h (entry to return), account.bpf.h (blocks and counters),
- * stack.bpf.h (capture and interning), unwind.bpf.h (the CFI walk) and
- * scratch.bpf.h (the capture's per-CPU buffer).
+ * stack.bpf.h (capture and interning), unwind.bpf.h (the CFI walk),
+ * sigframe.bpf.h (walking through signal frames) and scratch.bpf.h (the
+ * capture's per-CPU buffer).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -28,6 +29,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "request.bpf.h"
 #include "account.bpf.h"
 #include "calls.bpf.h"
+#include "sigframe.bpf.h"
 
 SEC("uprobe")
 int alloc_enter(struct pt_regs *ctx)
@@ -267,6 +269,7 @@ int process_exec(void *ctx)
 		c->free_ptr = 0;
 		settle_held(c, proc);
 	}
+	forget_restorer();
 	bpf_loop(HT_LIVE_LEVELS, drop_level, &x, 0);
 	count(proc, HT_EXECS);
 	count_n(proc, HT_EXEC_DROPPED, x.dropped);
@@ -300,5 +303,23 @@ int thread_exit(void *ctx)
 	}
 	count_n(proc, HT_THREAD_EXIT_FREES, c->held_frees);
 	c->held_frees = 0;
+	return 0;
+}
+
+/*
+ * A signal about to run a handler on a traced thread: the handler's
+ * restorer is where a stack walk meets the kernel's signal frame
+ * (sigframe.bpf.h).  Every delivery in the system passes here; an
+ * untraced process costs one comparison, or one lookup with --follow-fork.
+ * A raw tracepoint, not tp_btf: a BTF-typed one makes libbpf read the
+ * kernel's whole BTF to find its target (~60 ms of every start), where
+ * ka's fields are read by CO-RE through the cut-down kernel types
+ * (user/tracer/ktypes.c) like any other kernel read.
+ */
+SEC("raw_tp/signal_deliver")
+int BPF_PROG(signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	if (proc_slot() >= 0)
+		note_restorer(ka);
 	return 0;
 }

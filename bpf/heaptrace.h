@@ -377,7 +377,30 @@ enum ht_cfa_kind {
 	HT_CFA_PLT,             /* .plt's expression: rsp + 8, + 8 more when (pc & 15) >= 11 */
 	HT_CFA_END,             /* return address undefined: the outermost frame (_start, clone) */
 	HT_CFA_UNKNOWN,         /* no CFI here (a gap between functions) or an expression: use rbp as a frame pointer */
+	HT_CFA_SIGNAL,          /* the signal return trampoline (__restore_rt): the interrupted registers are in
+				   the kernel's signal frame at rsp (HT_SIGFRAME_*); no offsets */
 };
+
+/*
+ * The kernel's x86-64 signal frame (struct rt_sigframe) as a handler's
+ * return address (the restorer, glibc's __restore_rt) finds it: rsp points
+ * just past that return address, at the struct ucontext; its uc_mcontext
+ * (struct sigcontext, at 40) holds the interrupted registers.  These are
+ * the offsets from rsp that glibc's CFI for __restore_rt gives and the
+ * user-space ABI fixes (checked against <sys/ucontext.h> in
+ * user/unwind/table.c).
+ */
+#define HT_SIGFRAME_RBP 120     /* 40 + 80: uc_mcontext.rbp */
+#define HT_SIGFRAME_RSP 160     /* 40 + 120 */
+#define HT_SIGFRAME_RIP 168     /* 40 + 128 */
+
+/*
+ * Stacks hold return addresses, which every reader looks up at pc - 1 (the
+ * call).  The instruction a signal interrupted is no return address: its
+ * frame holds it + 1, so that pc - 1 is that instruction, for heaptrace's
+ * walk and symbolizer and for pprof alike.
+ */
+#define HT_SIGFRAME_PC(rip) ((rip) + 1)
 
 enum ht_rbp_kind {
 	HT_RBP_SAME,            /* rbp still holds the caller's value */

@@ -31,6 +31,75 @@ struct {
 	__uint(value_size, sizeof(struct ht_stack));
 } stacks SEC(".maps");
 
+/* The frame-pointer walk between frames (bpf_loop's context). */
+struct fp_walk {
+	__u64 sp, fp, copied;   /* the bulk copy of the stack: [sp, sp + copied) */
+	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
+	__u64 interrupted;      /* past a signal frame: the interrupted pc, the next frame */
+	__u32 n;
+	__u32 flags;
+};
+
+/*
+ * One frame of walk_stack, frame i + 1 (frame 0 is the return address);
+ * 1 to stop.  The frame's index is the loop's, not a count kept in w: the
+ * verifier then has no constant to track through the iterations and checks
+ * the callback once or twice, not once per frame.
+ */
+static long fp_step(__u32 i, struct fp_walk *w)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	__u64 frame[2], fp = w->fp, off = fp - w->sp;
+	__u32 n = i + 1;
+
+	if (!sc)
+		return 1;
+	/*
+	 * Below vm.mmap_min_addr nothing can be mapped: the read would fault
+	 * and end the walk, as it does the kernel's, but a fault costs ~1 us.
+	 * The outermost frame of glibc's main thread (fp = 1) and of its
+	 * threads (fp = 0) end here.  Past a signal frame the interrupted pc
+	 * comes first, whatever its rbp.
+	 */
+	if (!w->interrupted && fp < min_frame_addr)
+		return 1;
+	if (n >= max_depth || n >= HT_MAX_STACK_DEPTH) {
+		w->flags = HT_STACK_MAX_DEPTH;
+		return 1;
+	}
+	if (w->interrupted) {
+		sc->st.pcs[n] = w->interrupted;
+		w->interrupted = 0;
+		w->n = n + 1;
+		return 0;
+	}
+	if (fp >= w->sp && off + 16 <= w->copied && !(off & 7)) {
+		__u32 k = (off >> 3) & (HT_STACK_COPY_BYTES / 8 - 2);
+		frame[0] = sc->copy[k];
+		frame[1] = sc->copy[k + 1];
+	} else if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
+		return 1;
+	}
+	if (!frame[1])
+		return 1;
+	sc->st.pcs[n] = frame[1];
+	w->n = n + 1;
+	w->fp = frame[0];
+	if (w->restorer && frame[1] == w->restorer) {
+		struct sigframe_regs g;
+
+		/* The handler's frame is at fp: its return address at fp + 8, the ucontext right above. */
+		if (read_sigframe(fp + 16, &g) || !g.rip) {
+			w->flags = HT_STACK_TRUNCATED;
+			return 1;
+		}
+		w->interrupted = HT_SIGFRAME_PC(g.rip);
+		w->fp = g.rbp;
+	}
+	return 0;
+}
+
 /*
  * The user stack at a return probe, innermost first: frame 0 is the return
  * address in the allocator's caller, then a frame-pointer walk.  The walk
@@ -38,44 +107,21 @@ struct {
  * probe_read instead of two per frame) and reads a frame directly only when
  * it lies beyond the copy.  It stops where the kernel's own walk stops: at
  * an unreadable frame or max_depth; and at a zero return address, where
- * the stack map's readers stop too.
+ * the stack map's readers stop too.  Unlike the kernel's walk, it goes on
+ * through a signal frame (sigframe.bpf.h): a return address that is the
+ * thread's restorer is followed by the interrupted instruction, and the
+ * walk continues from the interrupted rbp.  A bpf_loop callback, so that
+ * the verifier checks one frame, not each of 127.
  */
 static __always_inline __u32 walk_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc)
 {
-	__u64 copied = copy_stack(sc, sp);
-	__u32 n = 1;
+	struct fp_walk w = { .sp = sp, .fp = fp, .restorer = current_restorer(), .n = 1 };
 
+	w.copied = copy_stack(sc, w.sp);
 	sc->st.pcs[0] = ip;
-	for (int i = 1; i < HT_MAX_STACK_DEPTH; i++) {
-		__u64 frame[2];
-		__u64 off = fp - sp;
-
-		/*
-		 * Below vm.mmap_min_addr nothing can be mapped: the read would
-		 * fault and end the walk, as it does the kernel's, but a fault
-		 * costs ~1 us.  The outermost frame of glibc's main thread
-		 * (fp = 1) and of its threads (fp = 0) end here.
-		 */
-		if (fp < min_frame_addr)
-			break;
-		if (i >= max_depth) {
-			sc->st.flags = HT_STACK_MAX_DEPTH;
-			break;
-		}
-		if (fp >= sp && off + 16 <= copied && !(off & 7)) {
-			__u32 k = (off >> 3) & (HT_STACK_COPY_BYTES / 8 - 2);
-			frame[0] = sc->copy[k];
-			frame[1] = sc->copy[k + 1];
-		} else if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
-			break;
-		}
-		if (!frame[1])
-			break;
-		sc->st.pcs[i] = frame[1];
-		fp = frame[0];
-		n = i + 1;
-	}
-	return n;
+	bpf_loop(HT_MAX_STACK_DEPTH, fp_step, &w, 0);
+	sc->st.flags = w.flags;
+	return w.n;
 }
 
 static __always_inline __u32 kernel_stack(struct pt_regs *ctx, struct scratch *sc)

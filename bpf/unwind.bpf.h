@@ -19,6 +19,7 @@
 #include "config.bpf.h"
 #include "counters.bpf.h"
 #include "scratch.bpf.h"
+#include "sigframe.bpf.h"
 
 /* --unwind dwarf: every object's CFI rows, one array (sized and filled by user space, mmapped). */
 struct {
@@ -56,6 +57,7 @@ struct unwind {
 	__u32 n;
 	__u32 flags;
 	__u32 last;             /* the module of the previous frame: stacks stay in few objects */
+	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
 };
 
 static __always_inline int read_stack(const struct scratch *sc, const struct unwind *u, __u64 addr, __u64 *out)
@@ -270,6 +272,32 @@ static __always_inline bool find_row(struct scratch *sc, const struct ht_unwind_
 }
 
 /*
+ * A signal frame: pc is the restorer, a signal handler's return address,
+ * and sp points just past it, at the ucontext holding the registers of the
+ * code the signal interrupted.  The walk goes on from them.  Their rip is
+ * the interrupted instruction itself, not a return address: it is kept as
+ * rip + 1 (HT_SIGFRAME_PC), so that the lookup at pc - 1 here, and every
+ * reader's of a profile, lands on it.  Returns 1 to stop: a frame that
+ * cannot be read ends the walk truncated.  A global function: checked
+ * once, not in every state of the walk.
+ */
+__noinline int signal_frame(struct unwind *u)
+{
+	struct sigframe_regs g;
+
+	if (!u)
+		return 1;
+	if (read_sigframe(u->sp, &g) || !g.rip) {
+		u->flags |= HT_STACK_TRUNCATED;
+		return 1;
+	}
+	u->pc = HT_SIGFRAME_PC(g.rip);
+	u->sp = g.rsp;
+	u->fp = g.rbp;
+	return 0;
+}
+
+/*
  * One frame: record pc, then find the caller's pc, sp and rbp from the CFI
  * row in force at pc (looked up at pc - 1: a return address may be the
  * first byte of the next function), or by frame pointer where there is
@@ -303,9 +331,14 @@ static long unwind_step(__u32 i, struct unwind *u)
 	struct ht_unwind_row *r = m && m->row_count && find_row(sc, m, u->pc - 1, &row) ? &row : 0;
 	if (r && r->cfa == HT_CFA_END)
 		return 1;
+	if (r && r->cfa == HT_CFA_SIGNAL)
+		return signal_frame(u) ? 1 : 0;
 	if (!r || r->cfa == HT_CFA_UNKNOWN) {
 		__u64 frame[2];
 
+		/* A restorer without a signal row (its object has no table): the kernel named it. */
+		if (u->restorer && u->pc == u->restorer)
+			return signal_frame(u) ? 1 : 0;
 		count(u->proc, HT_UNWIND_FP_FRAMES);
 		if (u->fp < min_frame_addr) {
 			if (!m)
@@ -345,7 +378,8 @@ static long unwind_step(__u32 i, struct unwind *u)
 static __always_inline __u32 dwarf_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc, __u32 proc, __u32 spec,
 					 __u64 func_ip)
 {
-	struct unwind u = { .pc = ip, .sp = sp, .fp = fp, .proc = proc, .func_ip = func_ip, .spec = spec };
+	struct unwind u = { .pc = ip, .sp = sp, .fp = fp, .proc = proc, .func_ip = func_ip, .spec = spec,
+			    .restorer = current_restorer() };
 
 	u.sp0 = u.sp;
 	u.copied = copy_stack(sc, u.sp);

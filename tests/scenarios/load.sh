@@ -446,14 +446,16 @@ scenario_startup() {
 	done
 	report "startup: -v's phases; the kernel types from the cache, no kernel BTF read by libbpf (kernel BTF 0.0)" "$d"
 
-	# Only what the run attaches is loaded.
-	for mode in "" "--no-inject" "--no-inject --sample-rate 64K"; do
+	# Only what the run attaches is loaded: signal_deliver (the restorers of
+	# signal handlers) for heaptrace's own walks, not for the kernel's.
+	for mode in "" "--no-inject" "--no-inject --sample-rate 64K" "--stack-capture kernel"; do
 		n=$((n + 1))
 		key=su.progs$n
 		case $mode in
-		"") want="process_exec stub_alloc stub_free thread_exit " ;;
-		"--no-inject") want="alloc_enter alloc_return free_enter process_exec thread_exit " ;;
-		*) want="alloc_session free_enter process_exec thread_exit " ;;
+		"") want="process_exec signal_deliver stub_alloc stub_free thread_exit " ;;
+		"--no-inject") want="alloc_enter alloc_return free_enter process_exec signal_deliver thread_exit " ;;
+		"--stack-capture kernel") want="alloc_enter alloc_return free_enter process_exec thread_exit " ;;
+		*) want="alloc_session free_enter process_exec signal_deliver thread_exit " ;;
 		esac
 		mkfifo "$TMP/$key.fifo"
 		# shellcheck disable=SC2086 # mode: several options, or none

@@ -47,9 +47,11 @@ scenario_placement() {
 	d=""
 	grep -q 'probe free .*= free+3 `je ' "$TMP/pl.libc.alloc_space.auto.err" ||
 		d+="no 'free+3 \`je' line: $(grep 'probe free' "$TMP/pl.libc.alloc_space.auto.err")"$'\n'
-	grep -q 'probe malloc .*= malloc+0 `push r12`: entry: a push of a register, emulated' "$TMP/pl.libc.alloc_space.auto.err" ||
+	grep -q 'probe malloc .*= malloc+0 `push r12` (emulated ~0.65 us): entry: a push of a register' "$TMP/pl.libc.alloc_space.auto.err" ||
 		d+="no 'malloc+0 push r12' line: $(grep 'probe malloc' "$TMP/pl.libc.alloc_space.auto.err")"$'\n'
-	grep -q 'probe free .*= free+0 `test rdi, rdi`: entry (--probe-at=entry)' "$TMP/pl.libc.alloc_space.entry.err" ||
+	grep -q 'probe free .*= free+3 `je [^`]*` (emulated ~0.65 us): skips 1 instruction from `test rdi, rdi`' "$TMP/pl.libc.alloc_space.auto.err" ||
+		d+="no 'free+3 je ... emulated' line: $(grep 'probe free' "$TMP/pl.libc.alloc_space.auto.err")"$'\n'
+	grep -q 'probe free .*= free+0 `test rdi, rdi` (single-stepped ~13 us): entry (--probe-at=entry)' "$TMP/pl.libc.alloc_space.entry.err" ||
 		d+="--probe-at=entry does not probe free+0: $(grep 'probe free' "$TMP/pl.libc.alloc_space.entry.err")"$'\n'
-	report "placement: -v shows function, offset, instruction and why" "$d"
+	report "placement: -v shows function, offset, instruction, cost and why" "$d"
 }

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Area "unwinding" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
 # stack unwinding: scenarios stacks, unwind (--unwind on -fomit-frame-pointer
-# code), dlopen and unwindcache.
+# code), dlopen, unwindcache and sigframe (through signal handlers).
 
 # ---------------------------------------------------------------------------
 # heaptrace's own frame-pointer walk (--unwind fp: one bulk copy of the
@@ -192,7 +192,8 @@ unwind_gdb() {
 	uw_gdb_vs uw.gdb.deep "$nb/t_deep" 4242 uw.deep 4242
 }
 
-# uw_gdb KEY BINARY SIZE: BINARY under gdb -batch: run to main, break at
+# uw_gdb KEY BINARY SIZE [GDB-COMMAND...]: BINARY under gdb -batch (the
+# GDB-COMMANDs first: "set args ...", "handle ..."): run to main, break at
 # malloc's entry when $rdi (the size) is SIZE, bt.  Output in KEY.out and
 # KEY.err; the function names of the backtrace, frame 1 (malloc's caller)
 # to main, innermost first, one a line, in KEY.frames; frame 0's in
@@ -201,8 +202,9 @@ unwind_gdb() {
 # code without debug information "FUNC(PARAMETER TYPES) () from LIB":
 # ARGS and PARAMETER TYPES go.
 uw_gdb() {
-	local key=$1 bin=$2 size=$3
-	echo "gdb -batch $(rel "$bin"): break main, run, break *malloc if \$rdi == $size, continue, bt" >"$TMP/$key.cmd"
+	local key=$1 bin=$2 size=$3 c pre=()
+	for c in "${@:4}"; do pre+=(-ex "$c"); done
+	echo "gdb -batch $(rel "$bin"): ${*:4}${4:+, }break main, run, break *malloc if \$rdi == $size, continue, bt" >"$TMP/$key.cmd"
 	: >"$TMP/$key.frames"
 	: >"$TMP/$key.frame0"
 	if ! command -v gdb >/dev/null; then
@@ -214,7 +216,7 @@ uw_gdb() {
 	timeout -k 5 "$(tmo)" gdb -nx -batch \
 		-ex 'set debuginfod enabled off' -ex 'set pagination off' -ex 'set confirm off' \
 		-ex 'set width unlimited' -ex 'set startup-with-shell off' -ex 'set print frame-arguments none' \
-		-ex 'break main' -ex run -ex "break *malloc if \$rdi == $size" -ex continue -ex bt -ex kill \
+		"${pre[@]}" -ex 'break main' -ex run -ex "break *malloc if \$rdi == $size" -ex continue -ex bt -ex kill \
 		"$bin" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null
 	echo $? >"$TMP/$key.rc"
 	awk -v f0="$TMP/$key.frame0" '
@@ -243,13 +245,14 @@ uw_gdb() {
 	}' "$TMP/$key.out" >"$TMP/$key.frames"
 }
 
-# uw_gdb_vs KEY BINARY SIZE HTKEY VALUE: uw_gdb KEY BINARY SIZE, and the
-# frames must be those of the line of $TMP/HTKEY.out with value VALUE (the
-# only one), innermost first up to main.  gdb frames past heaptrace's
-# default --max-depth (64) are not compared.
+# uw_gdb_vs KEY BINARY SIZE HTKEY VALUE [GDB-COMMAND...]: uw_gdb KEY
+# BINARY SIZE [GDB-COMMAND...], and the frames must be those of the line of
+# $TMP/HTKEY.out with value VALUE (the only one), innermost first up to
+# main.  gdb frames past heaptrace's default --max-depth (64) are not
+# compared.
 uw_gdb_vs() {
 	local key=$1 bin=$2 size=$3 hkey=$4 value=$5 d n g h
-	uw_gdb "$key" "$bin" "$size"
+	uw_gdb "$key" "$bin" "$size" "${@:6}"
 	d=$(rc_diag "$key" 0)
 	grep -q 'malloc' "$TMP/$key.frame0" ||
 		d+="gdb did not stop in malloc(${size}): frame 0 '$(cat "$TMP/$key.frame0")'"$'\n'"$(grep -v '^$' "$TMP/$key.out" | tail -4)"$'\n'
@@ -265,7 +268,7 @@ uw_gdb_vs() {
 		}' "$TMP/$hkey.out")
 		[ "$h" = "$g" ] || d+="gdb:       $(echo "$g" | paste -sd'|')"$'\n'"heaptrace: $(echo "$h" | paste -sd'|')"$'\n'
 	fi
-	report "unwind: gdb bt at malloc($size) in $(rel "$bin") = heaptrace's stack of its $value-byte line, caller to main" "$d"
+	report "unwind: gdb bt at malloc($size) in $(rel "$bin")${6:+ (${*:6})} = heaptrace's stack of its $value-byte line, caller to main" "$d"
 }
 
 # uw_expect_stack KEY FRAMES N [NAME]: the lines of $TMP/KEY.out whose
@@ -517,4 +520,75 @@ scenario_unwindcache() {
 	expect_leaf uwc.genuine ep_malloc 4000
 	report "unwindcache: ep_malloc's stack goes on above main" \
 		"$(grep -qE ';main;ep_malloc 4000$' "$TMP/uwc.genuine.out" || echo "no ...;main;ep_malloc 4000 line:"$'\n'"$(grep ep_malloc "$TMP/uwc.genuine.out")")"
+}
+
+# ---------------------------------------------------------------------------
+# Signal frames (docs/unwinding.md#signal-frames): t_sighandler's handler
+# allocates 20 x 4321 bytes through handler_alloc while interrupting
+# busy_loop, called from main (see its source).  Every one of those bytes
+# must be under the whole stack main;busy_loop;<signal handler called>;
+# sig_handler;handler_alloc, as gdb's bt shows it: the CFI walk (default)
+# through code with and without frame pointers, the frame-pointer walk
+# (--unwind fp) where there are frame pointers, on the thread's stack and
+# on an alternate signal stack (argument altstack), and no stack marked
+# truncated; a signal frame that cannot be gone past ends the walk marked
+# [truncated] (stacks_truncated).  Before the walks knew signal frames,
+# stacks ended at [libc.so.6+0x3c050] (__restore_rt), or skipped busy_loop.
+SIG_STACK="main;busy_loop;<signal handler called>;sig_handler;handler_alloc"
+
+scenario_sigframe() {
+	local bin how arg key d
+	for bin in "$TB/t_sighandler" "$TB/nofp/t_sighandler"; do
+		[ -x "$bin" ] || { fail "sigframe: $(rel "$bin") built" "not built (make test-targets)"; return; }
+	done
+	for bin in t_sighandler nofp/t_sighandler; do
+		for how in auto fp; do
+			# Without frame pointers only CFI gets past the handler's frame.
+			[ "$bin" = nofp/t_sighandler ] && [ $how = fp ] && continue
+			for arg in "" altstack; do
+				key=sig.${bin//\//_}.$how${arg:+.$arg}
+				ht "$key" -v --unwind $how -f collapsed --value alloc_space -- "$TB/$bin" $arg
+				check_rc "$key" 0 "sigframe: --unwind $how $bin${arg:+ $arg} exits 0"
+				uw_expect_stack "$key" "$SIG_STACK" 86420 \
+					"sigframe: --unwind $how $bin${arg:+ $arg}: stacks ending $SIG_STACK = 86420 (20 x 4321)"
+				expect_leaf "$key" handler_alloc 86420
+				uw_expect_stack "$key" "main;main_alloc" 999 \
+					"sigframe: --unwind $how $bin${arg:+ $arg}: stacks ending main;main_alloc = 999"
+				expect_events "$key" allocs=21 stacks_truncated=0
+				d=$(grep -F '[truncated]' "$TMP/$key.out" 2>/dev/null)
+				report "sigframe: --unwind $how $bin${arg:+ $arg}: no [truncated] stack" "$d"
+			done
+		done
+	done
+	# The uprobe session program is another BPF object
+	# (bpf/alloc_session.bpf.c) with its own copy of the walks, reading the
+	# restorers the main object's signal_deliver notes (a map shared by fd):
+	# --sample-rate 1 records every allocation, at its exact size.
+	key=sig.session
+	ht "$key" -v --no-inject --sample-rate 1 --unwind fp -f collapsed --value alloc_space -- "$TB/t_sighandler"
+	check_rc "$key" 0 "sigframe: uprobe sessions (--no-inject --sample-rate 1 --unwind fp) exit 0"
+	report "sigframe: uprobe sessions: the session program is what was attached" \
+		"$(grep -q 'loaded the uprobe session program' "$TMP/$key.err" || ctx "$key")"
+	uw_expect_stack "$key" "$SIG_STACK" 86420 \
+		"sigframe: uprobe sessions: stacks ending $SIG_STACK = 86420 (20 x 4321)"
+	expect_events "$key" allocs=21 stacks_truncated=0
+	# A signal frame whose saved rip is 0 (argument lostframe: the handler
+	# zeroes it around 2 of its mallocs): the walk ends there, marked.
+	for bin in t_sighandler nofp/t_sighandler; do
+		how=auto
+		[ $bin = t_sighandler ] && how=fp
+		key=sig.lost.${bin//\//_}
+		ht "$key" -v --unwind $how -f collapsed --value alloc_space -- "$TB/$bin" lostframe
+		check_rc "$key" 0 "sigframe: --unwind $how $bin lostframe exits 0"
+		uw_expect_line "$key" "[truncated];<signal handler called>;sig_handler;handler_lost 2468"
+		uw_expect_stack "$key" "$SIG_STACK" 77778 \
+			"sigframe: --unwind $how $bin lostframe: stacks ending $SIG_STACK = 77778 (18 x 4321)"
+		expect_events "$key" allocs=21 stacks_truncated=2
+	done
+	uw_gdb_vs sig.gdb "$TB/nofp/t_sighandler" 4321 sig.nofp_t_sighandler.auto 86420 \
+		'handle SIGALRM nostop noprint pass'
+	uw_gdb_vs sig.gdb.alt "$TB/nofp/t_sighandler" 4321 sig.nofp_t_sighandler.auto.altstack 86420 \
+		'handle SIGALRM nostop noprint pass' 'set args altstack'
+	uw_gdb_vs sig.gdb.fp "$TB/t_sighandler" 4321 sig.t_sighandler.fp 86420 \
+		'handle SIGALRM nostop noprint pass'
 }

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <link.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,37 @@ static void test_return_address(struct symbolizer *s)
 	check(sym_lookup(s, pc, true, &again) == n && again == f, "return address: cached");
 }
 
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A signal handler's return address, libc's restorer (which the kernel
+ * hands back in sa_restorer): gdb's "<signal handler called>", in libc.
+ * Looked up as an instruction of its own it is no such frame.
+ */
+static void test_signal_frame(struct symbolizer *s)
+{
+	struct sigaction sa = { .sa_handler = on_signal }, old;
+	const struct sym_frame *f;
+	uint64_t pc;
+	int n;
+
+	sigemptyset(&sa.sa_mask);
+	if (!check(!sigaction(SIGUSR2, &sa, NULL) && !sigaction(SIGUSR2, NULL, &old) && old.sa_restorer,
+		   "signal frame: libc's restorer from sigaction"))
+		return;
+	pc = (uint64_t)(uintptr_t)old.sa_restorer;
+	n = sym_lookup(s, pc, true, &f);
+	dump(f, n, pc);
+	check(n == 1 && str_eq(f[0].func, SYM_SIGNAL_FRAME) && str_eq(f[0].module, "libc.so.6") && !f[0].file,
+	      "signal frame: the restorer as a return address is '%s' in libc.so.6 (got %s)", SYM_SIGNAL_FRAME,
+	      show(n ? f[0].func : NULL));
+	n = sym_lookup(s, pc - 1, true, &f);
+	check(n >= 1 && !str_eq(f[0].func, SYM_SIGNAL_FRAME), "signal frame: the byte before it is not");
+}
+
 static void test_inline(struct symbolizer *s)
 {
 	uint64_t pc = inline_caller();
@@ -424,6 +456,7 @@ int main(void)
 
 	test_plain_function(s);
 	test_return_address(s);
+	test_signal_frame(s);
 	test_inline(s);
 	test_nested_inline(s);
 	test_libc(s);

@@ -33,7 +33,7 @@
 
 #include "check.h"
 
-static const char *const cfa_names[] = { "rsp", "rbp", "plt", "end", "unknown" };
+static const char *const cfa_names[] = { "rsp", "rbp", "plt", "end", "unknown", "signal" };
 static const char *const rbp_names[] = { "same", "cfa", "unknown" };
 
 static const char *row_str(const struct ht_unwind_row *r, char *buf, size_t len)
@@ -41,7 +41,7 @@ static const char *row_str(const struct ht_unwind_row *r, char *buf, size_t len)
 	if (!r)
 		return "(no row)";
 	snprintf(buf, len, "%s%+d rbp %s%+d",
-		 r->cfa <= HT_CFA_UNKNOWN ? cfa_names[r->cfa] : "?", r->cfa_off,
+		 r->cfa <= HT_CFA_SIGNAL ? cfa_names[r->cfa] : "?", r->cfa_off,
 		 r->rbp <= HT_RBP_UNKNOWN ? rbp_names[r->rbp] : "?", r->rbp_off);
 	return buf;
 }
@@ -180,14 +180,14 @@ static void check_invariants(const struct unwind_table *t, const char *what)
 		if (i && r->cfa == r[-1].cfa && r->cfa_off == r[-1].cfa_off && r->rbp == r[-1].rbp &&
 		    r->rbp_off == r[-1].rbp_off)
 			repeats++;
-		if ((r->cfa == HT_CFA_UNKNOWN || r->cfa == HT_CFA_END) &&
+		if ((r->cfa == HT_CFA_UNKNOWN || r->cfa == HT_CFA_END || r->cfa == HT_CFA_SIGNAL) &&
 		    (r->cfa_off || r->rbp != HT_RBP_UNKNOWN || r->rbp_off))
 			not_canonical++;
 	}
 	check(t->n > 0, "%s: %zu rows", what, t->n);
 	check(!bad_order, "%s: pcs strictly increasing (%zu out of order)", what, bad_order);
 	check(!repeats, "%s: no row repeats the previous rule (%zu do)", what, repeats);
-	check(!not_canonical, "%s: unknown and end rows carry no offsets (%zu do)", what, not_canonical);
+	check(!not_canonical, "%s: unknown, end and signal rows carry no offsets (%zu do)", what, not_canonical);
 	check(t->n && t->rows[t->n - 1].cfa == HT_CFA_UNKNOWN, "%s: the last row ends the CFI", what);
 }
 
@@ -256,6 +256,20 @@ static void check_fx(const char *path, const char *what)
 		expect(&t, what, "fx_ra (ra at cfa-16)", f, 0, HT_CFA_UNKNOWN, 0, HT_RBP_UNKNOWN, 0);
 	if (check(func(path, "fx_ra_column", &f, &size), "%s: fx_ra_column found", what))
 		expect(&t, what, "fx_ra_column (ra column rax)", f, 0, HT_CFA_UNKNOWN, 0, HT_RBP_UNKNOWN, 0);
+	/*
+	 * libdw tells a signal frame by the 'S' of a "z..." augmentation,
+	 * which only .eh_frame has (gas writes a bare "S" into .debug_frame):
+	 * there the trampoline has no row and the walk falls back to the
+	 * restorer the kernel reported (stack.bpf.h).
+	 */
+	int sig = strstr(what, "debug_frame") ? HT_CFA_UNKNOWN : HT_CFA_SIGNAL;
+	if (check(func(path, "fx_signal", &f, &size), "%s: fx_signal found", what)) {
+		/* From the byte before: a return address there is the trampoline's first byte. */
+		expect(&t, what, "fx_signal-1 (signal frame)", f - 1, 0, sig, 0, HT_RBP_UNKNOWN, 0);
+		expect(&t, what, "fx_signal (signal frame)", f, 7, sig, 0, HT_RBP_UNKNOWN, 0);
+	}
+	if (check(func(path, "fx_signal_odd", &f, &size), "%s: fx_signal_odd found", what))
+		expect(&t, what, "fx_signal_odd (rip at rsp+176)", f, 0, HT_CFA_UNKNOWN, 0, HT_RBP_UNKNOWN, 0);
 	unwind_table_free(&t);
 }
 
@@ -304,11 +318,13 @@ struct xrow {
 	uint64_t pc;
 	struct ht_unwind_row r;
 	bool exp;
+	bool all_exp;           /* CFA and return address both expressions: a signal frame's, in an 'S' CIE */
 };
 
 struct xfde {
 	uint64_t start, end, cie;
 	size_t first, n;        /* rows in the xrow array */
+	bool signal;            /* a CIE with the 'S' augmentation (its FDEs are signal frames) */
 };
 
 struct xcfi {
@@ -341,6 +357,8 @@ static struct xrow x_rule(char **tok, int ntok, int cfa_col, int rbp_col, int ra
 		x.r.cfa = HT_CFA_END;
 		return x;
 	}
+	if (!strcmp(ra, "exp") && !strcmp(cfa, "exp"))
+		x.all_exp = true;
 	if (strcmp(ra, "c-8"))
 		return x;
 	if (!strcmp(cfa, "exp")) {
@@ -401,7 +419,10 @@ static bool read_readelf(const char *path, struct xcfi *x)
 				cur->start = strtoull(pc + 3, &pc, 16);
 				cur->end = strtoull(pc + 2, NULL, 16);
 			} else {
+				char *aug = strchr(line, '"'), *aug_end = aug ? strchr(aug + 1, '"') : NULL;
+
 				cur->start = cur->end = UINT64_MAX;     /* a CIE: its row only */
+				cur->signal = aug_end && memchr(aug, 'S', aug_end - aug);
 			}
 			cfa_col = rbp_col = ra_col = -1;
 			continue;
@@ -431,7 +452,7 @@ static bool read_readelf(const char *path, struct xcfi *x)
 
 static bool x_same(const struct xrow *a, const struct xrow *b)
 {
-	return a->exp == b->exp && a->r.cfa == b->r.cfa && a->r.cfa_off == b->r.cfa_off &&
+	return a->exp == b->exp && a->all_exp == b->all_exp && a->r.cfa == b->r.cfa && a->r.cfa_off == b->r.cfa_off &&
 	       a->r.rbp == b->r.rbp && a->r.rbp_off == b->r.rbp_off;
 }
 
@@ -463,6 +484,15 @@ static const struct xrow *x_cie_row(const struct xcfi *x, uint64_t cie)
 	return NULL;
 }
 
+static bool x_cie_signal(const struct xcfi *x, uint64_t cie)
+{
+	for (size_t i = 0; i < x->nfdes; i++) {
+		if (x->fdes[i].start == UINT64_MAX && x->fdes[i].cie == cie)
+			return x->fdes[i].signal;
+	}
+	return false;
+}
+
 /* The table unwind_table.h describes, from readelf's rows. */
 static size_t x_table(struct xcfi *x, struct xrow *out)
 {
@@ -474,6 +504,19 @@ static size_t x_table(struct xcfi *x, struct xrow *out)
 
 		if (f->start == UINT64_MAX)
 			continue;
+		/*
+		 * readelf prints a signal frame's rules as "exp" and not their
+		 * offsets: the row is a signal frame's (the fixtures check the
+		 * offsets).
+		 */
+		if (x_cie_signal(x, f->cie)) {
+			for (size_t k = 0; k < f->n; k++) {
+				struct xrow *r = &x->rows[f->first + k];
+
+				if (r->all_exp)
+					r->r = (struct ht_unwind_row){ .cfa = HT_CFA_SIGNAL, .rbp = HT_RBP_UNKNOWN };
+			}
+		}
 		if (!f->n) {    /* no instructions: readelf prints no row, the CIE's holds */
 			const struct xrow *c = x_cie_row(x, f->cie);
 
@@ -654,6 +697,10 @@ static void check_libs(const char *libc, const char *libstdcxx)
 			expect(&t, "libc .plt", "entry1", f + 16, 11, HT_CFA_PLT, 8, HT_RBP_SAME, 0);
 		}
 		check_against_readelf(libc, &t);
+		size_t sig = 0;
+		for (size_t i = 0; i < t.n; i++)
+			sig += t.rows[i].cfa == HT_CFA_SIGNAL;
+		check(sig == 1, "libc: one signal-frame row (__restore_rt): %zu", sig);
 	}
 	unwind_table_free(&t);
 	if (check(unwind_table_get(libstdcxx, &t) == 0, "libstdc++: built")) {

@@ -131,5 +131,38 @@ __asm__(
 	"nop\n"                         /* +0 */
 	".cfi_endproc\n"
 	END(fx_ra_column)
+
+	/*
+	 * A signal return trampoline as glibc's __restore_rt describes
+	 * itself ('S' augmentation): CFA = *(rsp + 160); rip, rsp and rbp
+	 * saved at rsp + 168, 160 and 120 (DW_CFA_expression DW_OP_breg7).
+	 * The FDE starts a byte early, as glibc's does, so that the lookup at
+	 * a return address - 1 finds it.  Then the same with rip elsewhere:
+	 * not where the kernel puts it, so no signal-frame row.
+	 */
+	".cfi_startproc simple\n"
+	".cfi_signal_frame\n"
+	".cfi_escape 0x0f, 4, 0x77, 0xa0, 0x01, 0x06\n"    /* CFA = *(rsp + 160) */
+	".cfi_escape 0x10, 16, 3, 0x77, 0xa8, 0x01\n"      /* rip at rsp + 168 */
+	".cfi_escape 0x10, 7, 3, 0x77, 0xa0, 0x01\n"       /* rsp at rsp + 160 */
+	".cfi_escape 0x10, 6, 3, 0x77, 0xf8, 0x00\n"       /* rbp at rsp + 120 */
+	"nop\n"
+	FN(fx_signal)
+	"mov $15, %rax\n"               /* +0: rt_sigreturn */
+	"syscall\n"                     /* +7 */
+	".cfi_endproc\n"
+	END(fx_signal)
+	"nop\n"
+	".cfi_startproc simple\n"
+	".cfi_signal_frame\n"
+	".cfi_escape 0x0f, 4, 0x77, 0xa0, 0x01, 0x06\n"
+	".cfi_escape 0x10, 16, 3, 0x77, 0xb0, 0x01\n"      /* rip at rsp + 176 */
+	".cfi_escape 0x10, 7, 3, 0x77, 0xa0, 0x01\n"
+	".cfi_escape 0x10, 6, 3, 0x77, 0xf8, 0x00\n"
+	FN(fx_signal_odd)
+	"mov $15, %rax\n"
+	"syscall\n"
+	".cfi_endproc\n"
+	END(fx_signal_odd)
 );
 #endif

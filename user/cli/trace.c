@@ -191,7 +191,7 @@ static const struct opt trace_opts[] = {
 	OPTION("probe-at", 0, "WHERE", "auto (default): the first instruction the kernel emulates,\n"
 				  "when that is provably equivalent; entry: function entries",
 	  OPT_CHOICE, F(probe_at_entry), .choices = probe_at_names, .bad = "--probe-at takes auto or entry, not '%s'"),
-	OPTION("list-probes", 0, NULL, "print where the probes would go, one per line, and exit", OPT_FLAG, F(list_probes)),
+	OPTION("list-probes", 0, NULL, "print where the probes would go and what each costs, one per line, and exit", OPT_FLAG, F(list_probes)),
 	OPTION("max-depth", 0, "N", "frames kept per stack, 1-127", OPT_U32, F(max_depth), .min = 1,
 	  .max = HT_MAX_STACK_DEPTH, .dflt = STR(HT_DEFAULT_MAX_DEPTH),
 	  .bad = "--max-depth takes 1 to 127 frames, not '%s'"),

@@ -1,5 +1,7 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <capstone/capstone.h>
 
 #include "probe/placement.h"
@@ -12,7 +14,29 @@ struct placer {
 	uint64_t *targets;      /* sorted direct-branch targets of the whole object */
 	size_t n_targets;
 	bool scanned;
+	bool nops;              /* the kernel emulates every nop and optimizes 5-byte ones */
 };
+
+const char *probe_cost_name(enum probe_cost c)
+{
+	return c == PROBE_OPTIMIZED ? "optimized ~0.45 us" : c == PROBE_EMULATED ? "emulated ~0.65 us" :
+										   "single-stepped ~13 us";
+}
+
+/*
+ * Kernel 6.18 emulates nopl (0f 1f /0) as it did the one-byte nop, and
+ * rewrites a uprobe on the 5-byte nop into a call to a trampoline after its
+ * first hit (arch_uprobe_optimize).  Known by the version: a probe for it
+ * would have to trap.
+ */
+static bool kernel_nops(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	return !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+	       (major > 6 || (major == 6 && minor >= 18));
+}
 
 struct placer *placer_new(struct elfobj *o)
 {
@@ -21,6 +45,7 @@ struct placer *placer_new(struct elfobj *o)
 	if (!pl)
 		return NULL;
 	pl->o = o;
+	pl->nops = kernel_nops();
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &pl->cs) != CS_ERR_OK) {
 		free(pl);
 		return NULL;
@@ -37,7 +62,7 @@ void placer_free(struct placer *pl)
 	free(pl);
 }
 
-/* Exactly the forms arch/x86/kernel/uprobes.c emulates instead of single-stepping. */
+/* The forms every kernel with uprobes emulates. */
 static const char *emulated(const uint8_t *b, size_t len)
 {
 	if ((len == 1 && b[0] >= 0x50 && b[0] <= 0x57) ||
@@ -53,6 +78,35 @@ static const char *emulated(const uint8_t *b, size_t len)
 	    (len == 6 && b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f))
 		return "conditional jump";
 	return NULL;
+}
+
+/*
+ * The forms arch/x86/kernel/uprobes.c emulates instead of single-stepping,
+ * with what it costs: NULL when the kernel single-steps it.  Nops: 0x90
+ * under operand-size prefixes only (with REX.B it is xchg r8, rax; with
+ * rep, pause), nopl 0f 1f /0 likewise; only 0f 1f 44 00 00 is optimized,
+ * and not across a page, where the kernel cannot write it atomically.
+ */
+static const char *probe_kind(const struct placer *pl, const uint8_t *b, size_t len, uint64_t vaddr,
+			      enum probe_cost *cost)
+{
+	size_t p = 0;
+
+	*cost = PROBE_EMULATED;
+	if (pl->nops) {
+		if (len == 5 && !memcmp(b, "\x0f\x1f\x44\x00\x00", 5) && (vaddr & 4095) <= 4096 - 5) {
+			*cost = PROBE_OPTIMIZED;
+			return "5-byte nop";
+		}
+		while (p < len && b[p] == 0x66)
+			p++;
+		if (len - p >= 3 && b[p] == 0x0f && b[p + 1] == 0x1f && !((b[p + 2] >> 3) & 7))
+			return "nop";
+	}
+	const char *kind = emulated(b, len);
+	if (!kind)
+		*cost = PROBE_SINGLESTEP;
+	return kind;
 }
 
 /* The 64-bit register a (sub)register belongs to, for the ones that matter here. */
@@ -103,7 +157,7 @@ static const char *unsafe(struct placer *pl, const cs_insn *insn, unsigned args_
 	if (x->prefix[0])
 		return "has a lock or rep prefix";
 	if (cs_regs_access(pl->cs, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
-		return "cannot tell which registers it writes";
+		return "writes registers capstone cannot name";
 	for (int i = 0; i < nwr; i++) {
 		x86_reg r = full_reg(wr[i]);
 		if (r == X86_REG_RSP)
@@ -255,11 +309,14 @@ int placer_choose(struct placer *pl, uint64_t vaddr, uint64_t size, unsigned arg
 	size_t len = size && size < WINDOW ? size : WINDOW;
 	const uint8_t *p = code;
 	uint64_t addr = vaddr;
-	char first[200] = "";
+	char first[200] = "", stop[480] = "";
+	const char *kind, *best_kind;
+	enum probe_cost cost;
 	int skipped = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->vaddr = vaddr;
+	out->cost = PROBE_SINGLESTEP;
 	while (len && elfobj_read(pl->o, vaddr, code, len))
 		len /= 2;       /* a function near the end of its segment */
 	if (!len)
@@ -275,48 +332,54 @@ int placer_choose(struct placer *pl, uint64_t vaddr, uint64_t size, unsigned arg
 	}
 	text_of(insn, first, sizeof(first));
 	snprintf(out->insn, sizeof(out->insn), "%s", first);
+	best_kind = probe_kind(pl, insn->bytes, insn->size, insn->address, &out->cost);
 	if (at_entry) {
 		snprintf(out->why, sizeof(out->why), "entry (--probe-at=entry)");
 		goto done;
 	}
+	/*
+	 * Each instruction is a candidate once all before it may be skipped;
+	 * a cheaper one than the best so far becomes the site.  The walk ends
+	 * at the first that may not be skipped, or at the cheapest class.
+	 */
 	for (;;) {
-		const char *kind = emulated(insn->bytes, insn->size);
 		const char *bad;
 
-		if (kind) {
-			text_of(insn, out->insn, sizeof(out->insn));
-			if (!skipped) {
-				snprintf(out->why, sizeof(out->why), "entry: a %s, emulated", kind);
-				break;
-			}
-			bool hit;
-			if (size == 0 || placer_branch_into(pl, vaddr, insn->address, &hit) || hit) {
-				snprintf(out->insn, sizeof(out->insn), "%s", first);
-				snprintf(out->why, sizeof(out->why), "entry, single-stepped: %s",
-					 size == 0 ? "function size unknown" : "a branch lands inside the prologue");
-				break;
-			}
-			out->vaddr = insn->address;
-			snprintf(out->why, sizeof(out->why), "skips %d instruction%s from `%s`; a %s, emulated",
-				 skipped, skipped > 1 ? "s" : "", first, kind);
+		if (out->cost == PROBE_OPTIMIZED)
 			break;
-		}
 		if ((bad = unsafe(pl, insn, args_read))) {
 			char t[200];
 			text_of(insn, t, sizeof(t));
-			snprintf(out->insn, sizeof(out->insn), "%s", first);
-			snprintf(out->why, sizeof(out->why), "entry, single-stepped: `%s` at +%lu %s", t,
-				 insn->address - vaddr, bad);
+			snprintf(stop, sizeof(stop), "cannot skip `%s` at +%lu: it %s", t, insn->address - vaddr, bad);
 			break;
 		}
 		skipped++;
 		if (!cs_disasm_iter(pl->cs, &p, &len, &addr, insn)) {
-			snprintf(out->insn, sizeof(out->insn), "%s", first);
-			snprintf(out->why, sizeof(out->why), "entry, single-stepped: no emulated instruction in the first %d bytes",
-				 WINDOW);
+			snprintf(stop, sizeof(stop), "no cheaper instruction in the first %d bytes", WINDOW);
 			break;
 		}
+		kind = probe_kind(pl, insn->bytes, insn->size, insn->address, &cost);
+		if (!kind || cost >= out->cost)
+			continue;
+		bool hit;
+		if (size == 0 || placer_branch_into(pl, vaddr, insn->address, &hit) || hit) {
+			snprintf(stop, sizeof(stop), "%s", size == 0 ? "function size unknown" :
+				 "a branch lands inside the prologue");
+			break;
+		}
+		out->vaddr = insn->address;
+		out->cost = cost;
+		best_kind = kind;
+		text_of(insn, out->insn, sizeof(out->insn));
+		snprintf(out->why, sizeof(out->why), "skips %d instruction%s from `%s`; a %s", skipped,
+			 skipped > 1 ? "s" : "", first, kind);
 	}
+	if (out->vaddr != vaddr)
+		goto done;
+	if (best_kind)
+		snprintf(out->why, sizeof(out->why), "entry: a %s", best_kind);
+	else
+		snprintf(out->why, sizeof(out->why), "entry: %s", stop);
 done:
 	cs_free(insn, 1);
 	return 0;

@@ -1,11 +1,13 @@
 /*
  * Where in a function to put its probe.  A uprobe on an instruction the
- * kernel emulates (push reg, nop, jmp/jcc/call rel) costs ~0.7 us; one it
- * must single-step out of line (glibc free's `test rdi, rdi`) ~13 us.  So the
- * probe goes on the first emulated instruction, if everything before it is
- * harmless to skip: straight-line, cannot fault, leaves the stack pointer
- * and every argument register the BPF program reads as they were at entry,
- * and is not the target of any branch.  Otherwise it stays at the entry.
+ * kernel emulates (push reg, nop, jmp/jcc/call rel) costs ~0.65 us; one it
+ * must single-step out of line (glibc free's `test rdi, rdi`) ~13 us; on a
+ * 5-byte nop, kernel 6.18 turns the trap into a call (~0.45 us).  So the
+ * probe goes on the cheapest instruction among the entry and those after
+ * it up to which everything is harmless to skip: straight-line, cannot
+ * fault, leaves the stack pointer and every argument register the BPF
+ * program reads as they were at entry, and is not the target of any
+ * branch.  On a tie, the earliest: an emulated entry stays the site.
  */
 #ifndef HT_PLACEMENT_H
 #define HT_PLACEMENT_H
@@ -17,10 +19,21 @@
 
 struct placer;
 
+/* What a hit of a uprobe costs, by how the kernel runs the probed instruction: cheapest first. */
+enum probe_cost {
+	PROBE_OPTIMIZED,        /* a 5-byte nop, rewritten into a call to a trampoline (kernel 6.18+) */
+	PROBE_EMULATED,         /* emulated in the trap: push reg, nop, jmp/jcc/call rel */
+	PROBE_SINGLESTEP,       /* copied out of line and single-stepped: a second trap */
+};
+
+/* "emulated ~0.65 us": the class and its typical cost per hit (bare metal). */
+const char *probe_cost_name(enum probe_cost c);
+
 struct placement {
 	uint64_t vaddr;         /* the probed instruction */
 	char insn[200];         /* its text, "push r12" */
 	char why[480];          /* why here */
+	enum probe_cost cost;
 };
 
 struct placer *placer_new(struct elfobj *o);

@@ -394,8 +394,8 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 			say_stub(p);
 			continue;
 		}
-		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s%s", p->func, p->path, p->offset, p->func,
-			p->delta, p->where.insn, p->where.why,
+		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s` (%s): %s%s", p->func, p->path, p->offset, p->func,
+			p->delta, p->where.insn, probe_cost_name(p->where.cost), p->where.why,
 			p->kind != HT_SPEC_ALLOC ? "" : tr->session ? " (a session: entry and return)" : " (and its return)");
 	}
 	if (first)
@@ -416,8 +416,8 @@ int probes_attach_new(const struct probe_plan *plan, int from, struct tracer *tr
 	for (int k = from; k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
 		if (!p->stub)
-			ht_info("probe %-14s %s+0x%lx = %s+%lu `%s`: %s (PID %d)", p->func, p->path, p->offset, p->func,
-				p->delta, p->where.insn, p->where.why, pid);
+			ht_info("probe %-14s %s+0x%lx = %s+%lu `%s` (%s): %s (PID %d)", p->func, p->path, p->offset,
+				p->func, p->delta, p->where.insn, probe_cost_name(p->where.cost), p->where.why, pid);
 	}
 	return 0;
 }
@@ -438,8 +438,8 @@ void probes_print(const struct probe_plan *plan, FILE *f)
 {
 	for (int k = 0; k < plan->n; k++) {
 		const struct probe *p = &plan->probes[k];
-		fprintf(f, "%s %s 0x%lx +%lu %s `%s` %s\n", p->func, p->path, p->offset, p->delta,
-			kind_name(p->kind), p->where.insn, p->where.why);
+		fprintf(f, "%s %s 0x%lx +%lu %s `%s` (%s) %s\n", p->func, p->path, p->offset, p->delta,
+			kind_name(p->kind), p->where.insn, probe_cost_name(p->where.cost), p->where.why);
 	}
 }
 

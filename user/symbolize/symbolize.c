@@ -476,6 +476,42 @@ static uint64_t module_offset(Dwfl_Module *mod, uint64_t pc, Dwarf_Addr low)
 	return pc - low;
 }
 
+/*
+ * Is the code at pc a signal return trampoline (glibc's __restore_rt, and
+ * musl's and Go's alike)?  A signal handler's return address is one, and
+ * the kernel's signal frame lies above it: the frame gdb shows as "<signal
+ * handler called>".  Told by its code, rt_sigreturn and nothing else (mov
+ * $15 into rax or eax, syscall), as gdb tells it: glibc keeps the symbol
+ * out of its dynamic symbol table, and not every restorer has CFI.
+ */
+static bool is_sigreturn(Dwfl_Module *mod, uint64_t pc)
+{
+	static const uint8_t movq[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	static const uint8_t movl[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	if (!elf)
+		return false;
+	pc -= bias;
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		size_t at;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR) ||
+		    pc < sh.sh_addr || pc >= sh.sh_addr + sh.sh_size)
+			continue;
+		if (!(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			return false;
+		at = pc - sh.sh_addr;
+		return (at + sizeof(movq) <= d->d_size && !memcmp((uint8_t *)d->d_buf + at, movq, sizeof(movq))) ||
+		       (at + sizeof(movl) <= d->d_size && !memcmp((uint8_t *)d->d_buf + at, movl, sizeof(movl)));
+	}
+	return false;
+}
+
 static void symbolize_pc(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 			 struct frame_vec *fv)
 {
@@ -491,6 +527,13 @@ static void symbolize_pc(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 	module = module_name(s, mod, &low);
 	off = module_offset(mod, pc, low);
 
+	/* A return address at a trampoline: a handler returns there, into the kernel's signal frame. */
+	if (is_return_addr && is_sigreturn(mod, pc)) {
+		struct sym_frame f = { .func = SYM_SIGNAL_FRAME, .module = module, .module_off = off };
+
+		push_frame(fv, &f);
+		return;
+	}
 	dwarf_frames(s, mod, addr, fv);
 	if (fv->n == 0) {
 		/* No DWARF, or a unit without functions (assembler sources). */

@@ -42,6 +42,13 @@ void sym_close(struct symbolizer *s);
 int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 	       const struct sym_frame **frames);
 
+/*
+ * The name of a signal handler's return address, the signal return
+ * trampoline (glibc's __restore_rt): above it is the kernel's signal
+ * frame, and above that the code the signal interrupted.  gdb's name.
+ */
+#define SYM_SIGNAL_FRAME "<signal handler called>"
+
 /* "func" or "[module+0xoff]" or "[0xpc]": the name flame graphs show. */
 const char *sym_frame_name(const struct sym_frame *f, uint64_t pc, char *buf, size_t len);
 

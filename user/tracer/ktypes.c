@@ -15,11 +15,11 @@
 
 /*
  * Every kernel struct member the BPF object reads (bpf/calls.bpf.h,
- * bpf/unwind.bpf.h, and the PT_REGS_ macros on struct pt_regs), structs
- * in an order where a struct embedded in another comes first.  A read
- * missing here fails the load's CO-RE relocation; heaptrace then loads
- * with the whole kernel BTF and says so (-v), and tests/scenarios/load.sh
- * (scenario startup) fails.
+ * bpf/unwind.bpf.h, bpf/sigframe.bpf.h, and the PT_REGS_ macros on struct
+ * pt_regs), structs in an order where a struct embedded in another comes
+ * first.  A read missing here fails the load's CO-RE relocation; heaptrace
+ * then loads with the whole kernel BTF and says so (-v), and
+ * tests/scenarios/load.sh (scenario startup) fails.
  */
 static const char *const fields[] = {
 	"pt_regs.*",
@@ -31,6 +31,8 @@ static const char *const fields[] = {
 	"file.f_inode",
 	"inode.i_sb", "inode.i_ino",
 	"super_block.s_dev",
+	"sigaction.sa_handler", "sigaction.sa_flags", "sigaction.sa_restorer",
+	"k_sigaction.sa",
 };
 
 /* FNV-1a, continued from h. */

@@ -173,6 +173,8 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	for (int p = 0; p <= PROG_STUB_FREE; p++)
 		if (main_prog(skel, p))
 			bpf_program__set_autoload(main_prog(skel, p), progs & (1u << p));
+	/* The restorers are for heaptrace's own walks: the kernel's (--unwind kernel) stops at a signal frame. */
+	bpf_program__set_autoload(skel->progs.signal_deliver, cfg->stack_mode != HT_STACK_KERNEL);
 
 	*err = timed_load(tr, skel->skeleton);
 	if (*err) {
@@ -478,6 +480,11 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	else
 		ht_info("cannot watch thread exits (%s): glibc's thread cache frees count as unmatched_frees",
 			strerror(errno));
+	if (bpf_program__autoload(skel->progs.signal_deliver))
+		tr->signal_link = bpf_program__attach(skel->progs.signal_deliver);
+	if (bpf_program__autoload(skel->progs.signal_deliver) && !tr->signal_link)
+		ht_info("cannot watch signal delivery (%s): frame-pointer stacks end at signal frames",
+			strerror(errno));
 	tr->times.load_ms = now_ms() - t0;
 	return 0;
 }
@@ -632,6 +639,8 @@ void tracer_close(struct tracer *tr)
 	tr->exec_link = NULL;
 	bpf_link__destroy(tr->exit_link);
 	tr->exit_link = NULL;
+	bpf_link__destroy(tr->signal_link);
+	tr->signal_link = NULL;
 	if (tr->ktypes[0])
 		close(tr->ktypes_fd);
 	tr->ktypes[0] = '\0';

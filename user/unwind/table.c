@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -17,9 +19,14 @@
 #include "util/cache.h"
 
 /* DWARF register numbers on x86-64. */
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RIP 16
+#define DWREG_RBP 6
+#define DWREG_RSP 7
+#define DWREG_RIP 16
+
+/* The signal frame's registers are where the BPF walk reads them: rsp + 40 is the ucontext's start. */
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]) == HT_SIGFRAME_RBP, "sigcontext rbp");
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]) == HT_SIGFRAME_RSP, "sigcontext rsp");
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) == HT_SIGFRAME_RIP, "sigcontext rip");
 
 /* ---- rows ------------------------------------------------------------------ */
 
@@ -102,7 +109,7 @@ static bool op_is_breg(const Dwarf_Op *op, unsigned reg, int64_t off)
  */
 static bool is_plt_expr(const Dwarf_Op *ops, size_t n)
 {
-	return n == 9 && op_is_breg(&ops[0], REG_RSP, 8) && op_is_breg(&ops[1], REG_RIP, 0) &&
+	return n == 9 && op_is_breg(&ops[0], DWREG_RSP, 8) && op_is_breg(&ops[1], DWREG_RIP, 0) &&
 	       ops[2].atom == DW_OP_lit15 && ops[3].atom == DW_OP_and &&
 	       (ops[4].atom == DW_OP_lit11 || ops[4].atom == DW_OP_lit10) &&
 	       ops[5].atom == DW_OP_ge && ops[6].atom == DW_OP_lit3 && ops[7].atom == DW_OP_shl &&
@@ -125,8 +132,8 @@ static void cfa_rule(Dwarf_Frame *f, struct ht_unwind_row *r)
 	}
 	if (n != 1 || !op_breg(&ops[0], &reg, &off) || off < INT32_MIN || off > INT32_MAX)
 		return;
-	if (reg == REG_RSP || reg == REG_RBP) {
-		r->cfa = reg == REG_RSP ? HT_CFA_RSP : HT_CFA_RBP;
+	if (reg == DWREG_RSP || reg == DWREG_RBP) {
+		r->cfa = reg == DWREG_RSP ? HT_CFA_RSP : HT_CFA_RBP;
 		r->cfa_off = (int32_t)off;
 	}
 }
@@ -184,7 +191,7 @@ static void rbp_rule(Dwarf_Frame *f, struct ht_unwind_row *r)
 	size_t n;
 	int64_t off;
 
-	if (dwarf_frame_register(f, REG_RBP, mem, &ops, &n) != 0)
+	if (dwarf_frame_register(f, DWREG_RBP, mem, &ops, &n) != 0)
 		return;
 	if (n == 0) {
 		r->rbp = HT_RBP_SAME;
@@ -194,10 +201,54 @@ static void rbp_rule(Dwarf_Frame *f, struct ht_unwind_row *r)
 	}
 }
 
-static struct ht_unwind_row translate(Dwarf_Frame *f, int ra_reg)
+/*
+ * A register saved at rsp + off, as a signal frame's CFI says it
+ * (DW_CFA_expression DW_OP_breg7 off).  libdw hands the expression back
+ * after a DW_OP_call_frame_cfa of its own, which the address ignores.
+ */
+static bool saved_at_rsp(Dwarf_Frame *f, int reg, int64_t off)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+
+	if (dwarf_frame_register(f, reg, mem, &ops, &n) != 0 || !ops || !n)
+		return false;
+	if (ops[0].atom == DW_OP_call_frame_cfa) {
+		ops++;
+		n--;
+	}
+	return n == 1 && op_is_breg(&ops[0], DWREG_RSP, off);
+}
+
+/*
+ * The kernel's signal frame, as the signal return trampoline's CFI
+ * describes it (glibc's __restore_rt: an FDE whose CIE has the 'S'
+ * augmentation; CFA = *(rsp + 160), every register saved at rsp + its
+ * place in the struct sigcontext).  The BPF walk reads rip, rsp and rbp
+ * from the places the ABI fixes (HT_SIGFRAME_*), so the row says "signal
+ * frame" only when the CFI puts them exactly there.
+ */
+static bool sigframe_rule(Dwarf_Frame *f, int ra_reg)
+{
+	Dwarf_Op *ops;
+	size_t n;
+
+	if (ra_reg != DWREG_RIP || dwarf_frame_cfa(f, &ops, &n) != 0 || n != 2 ||
+	    !op_is_breg(&ops[0], DWREG_RSP, HT_SIGFRAME_RSP) || ops[1].atom != DW_OP_deref)
+		return false;
+	return saved_at_rsp(f, DWREG_RIP, HT_SIGFRAME_RIP) && saved_at_rsp(f, DWREG_RSP, HT_SIGFRAME_RSP) &&
+	       saved_at_rsp(f, DWREG_RBP, HT_SIGFRAME_RBP);
+}
+
+static struct ht_unwind_row translate(Dwarf_Frame *f, int ra_reg, bool signal)
 {
 	struct ht_unwind_row r = unknown_row();
 
+	if (signal) {
+		if (sigframe_rule(f, ra_reg))
+			r.cfa = HT_CFA_SIGNAL;
+		return r;
+	}
 	switch (ra_rule(f, ra_reg)) {
 	case RA_UNDEFINED:
 		r.cfa = HT_CFA_END;
@@ -226,12 +277,13 @@ static int fde_rows(Dwarf_CFI *cfi, uint64_t start, uint64_t limit, struct rowbu
 		Dwarf_Frame *f;
 		Dwarf_Addr s, e;
 		struct ht_unwind_row r;
+		bool signal = false;
 		int err, ra_reg;
 
 		if (dwarf_cfi_addrframe(cfi, addr, &f) != 0)
 			return rows_push(b, addr, unknown_row());
-		ra_reg = dwarf_frame_info(f, &s, &e, NULL);
-		r = translate(f, ra_reg);
+		ra_reg = dwarf_frame_info(f, &s, &e, &signal);
+		r = translate(f, ra_reg, signal);
 		free(f);
 		if ((err = rows_push(b, addr, r)))
 			return err;
@@ -544,14 +596,14 @@ out:
 /* ---- the cache -------------------------------------------------------------- */
 
 #define CACHE_MAGIC "HTUNWIND"
-#define CACHE_VERSION 2
+#define CACHE_VERSION 3         /* 2: the CFI bytes' key; 3: HT_CFA_SIGNAL rows */
 #define CACHE_MAX_ROWS (1u << 26)
 #define CACHE_KEY_LEN 16
 
 /*
- * Files are keyed by object, not by heaptrace version: CACHE_VERSION must
- * change with the file format and with anything that changes the rows
- * built for an object, so that older files are rebuilt.
+ * Files are keyed by object and CACHE_VERSION, not by heaptrace version:
+ * CACHE_VERSION must change with the file format and with anything that
+ * changes the rows built for an object, so that older files are not used.
  */
 struct cache_hdr {
 	char magic[8];
@@ -795,7 +847,8 @@ static void cache_name(struct elfobj *o, Elf_Scn *scn, char *name, size_t size)
 		name[0] = 0;
 		return;
 	}
-	snprintf(name + len, size - len, "-%" PRIx64 ".unwind", (uint64_t)sh.sh_size);
+	/* The version too: heaptraces of two versions sharing a cache keep a file each, not rewrite one. */
+	snprintf(name + len, size - len, "-%" PRIx64 ".v%d.unwind", (uint64_t)sh.sh_size, CACHE_VERSION);
 }
 
 static uint32_t rows_crc(const struct ht_unwind_row *rows, size_t n)
@@ -807,7 +860,7 @@ static uint32_t rows_crc(const struct ht_unwind_row *rows, size_t n)
 static bool rows_valid(const struct ht_unwind_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if ((i && rows[i].pc <= rows[i - 1].pc) || rows[i].cfa > HT_CFA_UNKNOWN ||
+		if ((i && rows[i].pc <= rows[i - 1].pc) || rows[i].cfa > HT_CFA_SIGNAL ||
 		    rows[i].rbp > HT_RBP_UNKNOWN)
 			return false;
 	}
