@@ -199,7 +199,8 @@ static const struct opt trace_opts[] = {
 			    "NAME[@OBJECT][:size=EXPR,objects=EXPR,ptr=EXPR,arena=EXPR,\n"
 			    "free=argN,out=argN,round=page]\n"
 			    "EXPR: sums of products of argN, numbers and ret\n"
-			    "(defaults size=arg1, objects=1, ptr=ret)",
+			    "(defaults size=arg1, objects=1, ptr=ret);\n"
+			    "free=argN: a realloc, which frees the block in argN",
 	  OPT_CALL, .call = add_sym),
 	OPTION("free-sym", 0, "SPEC", "a function that frees one block: NAME[@OBJECT][:ptr=EXPR]", OPT_CALL, .call = add_sym),
 	OPTION("reset-sym", 0, "SPEC", "a function that frees a whole arena: NAME[@OBJECT][:arena=EXPR]", OPT_CALL,

@@ -100,7 +100,7 @@ static int widen_text(const uint8_t *code, size_t len, uint64_t vaddr, void *arg
 }
 
 static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *pl, const char *func,
-		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given, bool family)
+		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given, bool family, const char *option)
 {
 	struct ht_alloc_spec copy = *given, *spec = &copy;
 	struct placement where;
@@ -139,6 +139,23 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 		struct probe *p = &plan->probes[k];
 		if (strcmp(p->path, o->path) || p->offset != (uint64_t)off)
 			continue;
+		/*
+		 * One probe takes one spec: a second role for the same function
+		 * would be dropped.  A function that frees a block and returns
+		 * another is a realloc, one --sym with free=argN.
+		 */
+		if (plan->specs[p->spec].kind != spec->kind) {
+			enum ht_spec_kind a = plan->specs[p->spec].kind, b = spec->kind;
+			if ((a == HT_SPEC_ALLOC && b == HT_SPEC_FREE) || (a == HT_SPEC_FREE && b == HT_SPEC_ALLOC))
+				ht_err("--%s %s: %s is already traced as %s: a function that frees a block and "
+				       "returns another is a realloc, one --sym with free=argN (the block it "
+				       "frees): --sym '%s:size=arg2,free=arg1' for f(ptr, size)",
+				       option, func, p->func, a == HT_SPEC_ALLOC ? "an allocator" : "a free", func);
+			else
+				ht_err("--%s %s: %s is already traced as a%s %s: one function takes one role", option,
+				       func, p->func, a == HT_SPEC_ALLOC ? "n" : "", kind_name(a));
+			return -1;
+		}
 		if (memcmp(&plan->specs[p->spec], spec, sizeof(*spec)))
 			ht_err("warning: %s and %s share an address but not a signature; tracing it as %s",
 			       p->func, func, p->func);
@@ -190,7 +207,7 @@ int probes_add_malloc(struct probe_plan *plan, const char *path, bool require)
 		if (elfobj_func(&o, fam.name, &va, &size)) {
 			have_malloc |= !strcmp(fam.name, "malloc");
 			have_free |= fam.spec.kind == HT_SPEC_FREE;
-			err = add_probe(plan, &o, pl, fam.name, va, size, &fam.spec, true);
+			err = add_probe(plan, &o, pl, fam.name, va, size, &fam.spec, true, "malloc family");
 		}
 		symspec_free(&fam);
 	}
@@ -239,7 +256,7 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 			continue;
 		}
 		struct placer *pl = placer_new(&o);
-		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec, false) : -1;
+		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec, false, option) : -1;
 		placer_free(pl);
 		elfobj_close(&o);
 		return err;
