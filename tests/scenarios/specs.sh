@@ -62,3 +62,111 @@ scenario_specrealloc() {
 	report "specrealloc: --sym ctx_alloc --reset-sym ctx_alloc -> exit 2, one line: one role" \
 		"$(err_diag pgre_reset 2 '--reset-sym ctx_alloc' 'one role')"
 }
+
+# The numbers of t_pgctx as seen from set_alloc, the static function every
+# allocation goes through (its caller is the innermost frame), with pf as
+# the free: repal is not traced, so its pf of the old block is a free.
+#   top_keep;pal          3 / 300    in use 3 / 300
+#   tmp_keep;pal          4 / 200    in use 4 / 200
+#   direct_keep;ctx_alloc 2 / 60     in use 2 / 60
+#   churn;pal             5 / 200    in use 0
+#   seed_tmp;pal          1 / 10     in use 0
+#   seed_top;ctx_alloc    1 / 20     in use 0
+#   grow;repal            2 / 3000   in use 2 / 3000
+# allocs = 18, frees = 5 (churn) + 2 (repal's pf) = 7; in use 11 / 3560,
+# allocated 18 / 3790.
+spec_static_expect() {
+	local key=$1
+	#                                               alloc   alloc  inuse   inuse
+	#                                               objects space  objects space
+	expect_stack4 "$key" "top_keep;pal"             3      300    3       300
+	expect_stack4 "$key" "tmp_keep;pal"             4      200    4       200
+	expect_stack4 "$key" "direct_keep;ctx_alloc"    2       60    2        60
+	expect_stack4 "$key" "churn;pal"                5      200    0         0
+	expect_stack4 "$key" "seed_tmp;pal"             1       10    0         0
+	expect_stack4 "$key" "seed_top;ctx_alloc"       1       20    0         0
+	expect_stack4 "$key" "grow;repal"               2     3000    2      3000
+	# innermost: pal 3+4+5+1 = 13 / 710, in use 7 / 500; ctx_alloc 3 / 80,
+	# in use 2 / 60; repal 2 / 3000 in use.
+	expect4 "$key" pal                              13     710    7       500
+	expect4 "$key" ctx_alloc                         3      80    2        60
+	expect4 "$key" repal                             2    3000    2      3000
+	leafset4 "$key"
+	expect_events "$key.alloc_objects" allocs=18 frees=7 unmatched_frees=0 missed_frees=0
+}
+
+# Functions by address and static functions from separate debug info
+# (issue 20, 5c).  t_pgctx stripped (no .symtab: set_alloc, static, is in
+# no symbol table of the program), its debug info apart: beside it through
+# .gnu_debuglink, or under a --debug-dir in the build-id layout
+# (DIR/.build-id/xx/yyyy.debug), the layout of /usr/lib/debug, which the
+# test does not write to.  Addresses are the unstripped build's nm values
+# (ELF virtual addresses).
+scenario_specaddr() {
+	local src=$TB/t_pgctx d=$TMP/specaddr id sa pf
+	rm -rf "$d"
+	mkdir -p "$d/link" "$d/bare" "$d/root"
+	if ! objcopy --only-keep-debug "$src" "$d/link/t_pgctx.debug" ||
+		! strip --strip-all -o "$d/link/t_pgctx" "$src" ||
+		! objcopy --add-gnu-debuglink="$d/link/t_pgctx.debug" "$d/link/t_pgctx" ||
+		! strip --strip-all -o "$d/bare/t_pgctx" "$src"; then
+		fail "specaddr: objcopy/strip of $src" ""
+		return
+	fi
+	id=$(readelf -n "$src" | awk '/Build ID:/ { print $3 }')
+	sa=$(nm "$src" | awk '$3 == "set_alloc" { print $1 }' | sed 's/^0*//')
+	pf=$(nm "$src" | awk '$3 == "pf" { print $1 }' | sed 's/^0*//')
+	if [ -z "$id" ] || [ -z "$sa" ] || [ -z "$pf" ] || [ -n "$(nm "$d/bare/t_pgctx" 2>/dev/null)" ]; then
+		fail "specaddr: build ID '$id', nm set_alloc '$sa', pf '$pf', stripped copy without symbols" ""
+		return
+	fi
+	mkdir -p "$d/root/.build-id/${id:0:2}"
+	cp "$d/link/t_pgctx.debug" "$d/root/.build-id/${id:0:2}/${id:2}.debug"
+
+	# By name, from the debug file the program's .gnu_debuglink names.
+	profile4x pgdl 0 --no-libc --sym 'set_alloc:size=arg2' --free-sym pf -- "$d/link/t_pgctx"
+	spec_static_expect pgdl
+	report "specaddr: -v says set_alloc was found in the debug info beside the program" \
+		"$(grep -q "set_alloc: found in the debug info $d/link/t_pgctx.debug" "$TMP/pgdl.alloc_objects.err" ||
+			grep -i 'debug\|set_alloc' "$TMP/pgdl.alloc_objects.err" | head -3)"
+
+	# By name, from DIR/.build-id/ under --debug-dir (the program has no debuglink).
+	profile4x pgbid 0 --debug-dir "$d/root" --no-libc --sym 'set_alloc:size=arg2' --free-sym pf -- "$d/bare/t_pgctx"
+	spec_static_expect pgbid
+	report "specaddr: -v says set_alloc was found in --debug-dir's .build-id/${id:0:2}/${id:2}.debug" \
+		"$(grep -q "set_alloc: found in the debug info $d/root/.build-id/${id:0:2}/${id:2}.debug" \
+			"$TMP/pgbid.alloc_objects.err" || grep -i 'debug\|set_alloc' "$TMP/pgbid.alloc_objects.err" | head -3)"
+
+	# By address, in a program with no symbols and no debug info at all: the
+	# probes go on the entries; the stacks have no names, so the totals.
+	ht pgaddr -v --no-libc --sym "0x$sa@t_pgctx:size=arg2" --free-sym "0x$pf" -o "$d/addr.prof" -- "$d/bare/t_pgctx"
+	check_rc pgaddr 0 "specaddr: --sym 0x$sa@t_pgctx (set_alloc) --free-sym 0x$pf (pf) exits 0"
+	pprof_header "$d/addr.prof" "specaddr: by address, no symbols: in use 11 / 3560, allocated 18 / 3790" \
+		11 3560 18 3790
+	expect_events pgaddr allocs=18 frees=7 unmatched_frees=0 missed_frees=0
+	# And with names to read: the same stacks as by name.
+	profile4x pgaddrn 0 --no-libc --sym "0x$sa:size=arg2" --free-sym "0x$pf@t_pgctx" -- "$d/link/t_pgctx"
+	spec_static_expect pgaddrn
+
+	# Errors: one line, exit 2.
+	ht pgnofn --no-libc --sym 'set_alloc:size=arg2' -- "$d/bare/t_pgctx"
+	report "specaddr: a static function without debug info -> exit 2, one line: may be static, give it by address" \
+		"$(err_diag pgnofn 2 'no function set_alloc' 'static' '0xVADDR@OBJECT' "$d/bare/t_pgctx")"
+	ht pginside --no-libc --sym "0x$(printf '%x' $((0x$sa + 1)))" -- "$src"
+	report "specaddr: an address inside set_alloc -> exit 2, one line: not at its entry" \
+		"$(err_diag pginside 2 'inside set_alloc' 'not at its entry')"
+	ht pgnoexec --no-libc --sym 0x7fff0000 -- "$src"
+	report "specaddr: an address in no executable segment -> exit 2, one line" \
+		"$(err_diag pgnoexec 2 '0x7fff0000' 'no executable segment' 'virtual address')"
+	# The list of objects looked in: whole paths, then "and N more".  The
+	# program's path is about 560 characters: it is listed, libc fits in
+	# the ~600 characters, ld.so does not.
+	local long
+	long=$d/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})/$(printf 'f%.0s' {1..120})
+	mkdir -p "$long"
+	cp "$src" "$long/t_pgctx"
+	ht pglong --sym nosuch -- "$long/t_pgctx"
+	local d2
+	d2=$(err_diag pglong 2 "no function nosuch in 3 objects ($long/t_pgctx, " 'libc.so.6 and 1 more)' 'static')
+	report "specaddr: a long list of objects is cut between names: ... and 1 more" "$d2"
+}

@@ -212,6 +212,9 @@ static const struct opt trace_opts[] = {
 	  OPT_CALL, .call = add_preset),
 	OPTION("no-libc", 0, NULL, "trace only the --sym functions, not the malloc family", OPT_FLAG, F(no_libc)),
 	OPTION("lib", 0, "PATH", "the object whose malloc family to trace (default: found)", OPT_STRING, F(lib)),
+	OPTION("debug-dir", 0, "DIR", "separate debug info, searched before /usr/lib/debug\n"
+				  "(DIR/.build-id/xx/yyyy.debug, DIR/PATH/LINK): static --sym functions",
+	  OPT_STRING, F(debug_dir)),
 	OPTION("unwind", 0, "HOW", "auto (default): CFI (.eh_frame) where objects have it, frame\n"
 			      "pointers elsewhere; dwarf: the same, required; fp: frame\npointers only",
 	  OPT_CHOICE, F(unwind), .choices = unwind_names, .bad = "--unwind takes fp, dwarf or auto, not '%s'"),

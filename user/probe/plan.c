@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,8 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	copy.free_wraps = copy.kind == HT_SPEC_FREE && !family;
 	struct ht_unwind_object_key key;
 
-	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
+	/* A function given by an address no symbol covers: its extent is unknown, so its entry. */
+	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry || !size, &where) ||
 	    (off = elfobj_file_offset(o, where.vaddr)) < 0) {
 		ht_err("%s: cannot read the code of %s at 0x%lx", o->path, func, vaddr);
 		return -1;
@@ -232,27 +234,109 @@ static bool names_object(const char *want, const char *path)
 	return !strncmp(base, want, n) && (base[n] == '\0' || base[n] == '.');
 }
 
+/* "0x5c7860": a function given by its address (ELF virtual address, as nm prints it). */
+static bool address_of(const char *name, uint64_t *vaddr)
+{
+	char *end;
+
+	if (name[0] != '0' || (name[1] != 'x' && name[1] != 'X') || !name[2])
+		return false;
+	errno = 0;
+	*vaddr = strtoull(name + 2, &end, 16);
+	return !errno && !*end;
+}
+
+/*
+ * Where s names a function in object o: its address and size (0: unknown,
+ * a function given by address that no symbol covers).  A name is looked up
+ * in the object's symbols, then in its separate debug info (a static
+ * function of a stripped program).  1: found; 0: not in this object;
+ * -1: an error, printed.
+ */
+static int locate(const struct sym_spec *s, const char *option, struct elfobj *o, const char *debug_dir,
+		  uint64_t *va, uint64_t *size)
+{
+	struct elfobj dbg;
+	char dpath[4200];
+	uint64_t at, start, sz;
+	const char *fn = NULL;
+	bool by_address = address_of(s->name, &at);
+
+	if (!by_address && elfobj_func(o, s->name, va, size))
+		return 1;
+	if (by_address && elfobj_func_at(o, at, &start, &sz, &fn) && start == at) {
+		*va = at;
+		*size = sz;
+		return 1;
+	}
+	/* Opened only when the object's own symbols do not tell: a program's debug info can be large. */
+	bool have_dbg = !elfobj_open_debug(o, debug_dir, &dbg, dpath, sizeof(dpath));
+	int found = 0;
+
+	if (by_address) {
+		if (elfobj_file_offset(o, at) < 0) {
+			ht_err("--%s %s: 0x%lx is in no executable segment of %s (an ELF virtual address, as nm "
+			       "and objdump print it)", option, s->name, at, o->path);
+			found = -1;
+		} else if (elfobj_func_at(o, at, &start, &sz, &fn) ||
+			   (have_dbg && elfobj_func_at(&dbg, at, &start, &sz, &fn))) {
+			if (start != at) {
+				ht_err("--%s %s: 0x%lx is inside %s (0x%lx), not at its entry", option, s->name, at,
+				       fn ? fn : "a function", start);
+				found = -1;
+			} else {
+				*va = at;
+				*size = sz;
+				found = 1;
+			}
+		} else {
+			*va = at;
+			*size = 0;
+			found = 1;
+		}
+	} else if (have_dbg && elfobj_func(&dbg, s->name, va, size)) {
+		ht_info("%s: found in the debug info %s", s->name, dpath);
+		found = 1;
+	}
+	if (have_dbg)
+		elfobj_close(&dbg);
+	return found;
+}
+
 int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
-		      const struct objlist *objs)
+		      const struct objlist *objs, const char *debug_dir)
 {
 	int matched = 0;
-	char looked[1024] = "";
+	char looked[PATH_MAX + 700] = "";
 	size_t used = 0;
+	int listed = 0;
+	uint64_t at;
+	bool by_address = address_of(s->name, &at);
 
 	for (int i = 0; i < objs->n; i++) {
 		const char *name = objlist_name(objs, i);
 		struct elfobj o;
 		uint64_t va, size;
 
-		if (s->object && !names_object(s->object, name))
+		if (s->object ? !names_object(s->object, name) : by_address && i > 0)
 			continue;
 		matched++;
-		if (used < sizeof(looked))
+		/*
+		 * Whole names, about 600 characters of them (the first always):
+		 * the names after the first that does not fit are "and N more".
+		 */
+		size_t want = strlen(name) + (used ? 2 : 0);
+		if (listed == matched - 1 && used + want < sizeof(looked) && (!listed || used + want < 600)) {
 			used += snprintf(looked + used, sizeof(looked) - used, "%s%s", used ? ", " : "", name);
+			listed++;
+		}
 		if (elfobj_open(&o, objs->p[i], false))
 			continue;
-		if (!elfobj_func(&o, s->name, &va, &size)) {
+		int found = locate(s, option, &o, debug_dir, &va, &size);
+		if (found <= 0) {
 			elfobj_close(&o);
+			if (found < 0)
+				return -1;
 			continue;
 		}
 		struct placer *pl = placer_new(&o);
@@ -264,8 +348,13 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 	if (s->object && !matched)
 		ht_err("--%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
 		       s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
+	else if (listed < matched)
+		ht_err("--%s %s: no function %s in %d objects (%s and %d more); it may be static: give it by address, "
+		       "0xVADDR@OBJECT, or install the object's debug info", option, s->name, s->name, matched,
+		       looked, matched - listed);
 	else
-		ht_err("--%s %s: no function %s in %s", option, s->name, s->name, looked);
+		ht_err("--%s %s: no function %s in %s; it may be static: give it by address, 0xVADDR@OBJECT, or "
+		       "install the object's debug info", option, s->name, s->name, looked);
 	return -1;
 }
 
