@@ -192,6 +192,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 	if (session && nested_in_skipped(c, sp, spec))
 		return false;
 	save_args(ctx, c->args);
+	read_mems(spec_of(spec), c->args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);
 	c->sp = sp;
 	c->spec = spec;
 	c->depth = 1;

@@ -170,3 +170,82 @@ scenario_specaddr() {
 	d2=$(err_diag pglong 2 "no function nosuch in 3 objects ($long/t_pgctx, " 'libc.so.6 and 1 more)' 'static')
 	report "specaddr: a long list of objects is cut between names: ... and 1 more" "$d2"
 }
+
+# Expressions that read the target's memory (issue 20, 5a), as PostgreSQL
+# needs: palloc's context is the global CurrentMemoryContext, a block's
+# context is the 8 bytes before it.  Arenas are checked through resets: a
+# reset of one context releases exactly that context's blocks, which only
+# the reads can tell (t_pgctx's comment derives the numbers).
+#   pal        arena=*CurrentMemoryContext   (read at the entry, by symbol)
+#   ctx_alloc  arena=arg1
+#   repal      arena=*(arg1-8)               (the old block's context, read
+#                                             at the entry, before pf frees it)
+#              or *(ret-8)                   (the new block's, at the return)
+#   ctx_reset  the --reset-sym
+# With "reset" (tmp reset: tmp_keep's 4 and grow's 1000-byte block, 5
+# objects) and "resettop" (top reset: top_keep's 3, direct_keep's 2 and
+# grow's 2000-byte block, 6 objects); tmp_after: 2 x pal(70) in tmp, after.
+PGM_SPECS=(--no-libc --sym 'pal:arena=*CurrentMemoryContext' --sym 'ctx_alloc:size=arg2,arena=arg1'
+	--free-sym pf --reset-sym ctx_reset)
+scenario_specmem() {
+	profile4x pgm_tmp 0 "${PGM_SPECS[@]}" --sym 'repal:size=arg2,free=arg1,arena=*(arg1-8)' -- "$TB/t_pgctx" reset
+	#                                  alloc   alloc  inuse   inuse
+	#                                  objects space  objects space
+	expect4 pgm_tmp top_keep            3      300    3       300
+	expect4 pgm_tmp tmp_keep            4      200    0         0
+	expect4 pgm_tmp direct_keep         2       60    2        60
+	expect4 pgm_tmp churn               5      200    0         0
+	expect4 pgm_tmp seed_tmp            1       10    0         0
+	expect4 pgm_tmp seed_top            1       20    0         0
+	expect4 pgm_tmp grow                2     3000    1      2000
+	expect4 pgm_tmp tmp_after           2      140    2       140
+	leafset4 pgm_tmp
+	# allocs = 18 + 2; frees = 5 pf + 2 by repal; the reset released tmp's 5.
+	expect_events pgm_tmp.alloc_objects allocs=20 frees=7 unmatched_frees=0 missed_frees=0 arena_resets=1 \
+		reset_objects=5 spec_read_faults=0
+
+	profile4x pgm_top 0 "${PGM_SPECS[@]}" --sym 'repal:size=arg2,free=arg1,arena=*(arg1-8)' -- "$TB/t_pgctx" resettop
+	expect4 pgm_top top_keep            3      300    0         0
+	expect4 pgm_top tmp_keep            4      200    4       200
+	expect4 pgm_top direct_keep         2       60    0         0
+	expect4 pgm_top churn               5      200    0         0
+	expect4 pgm_top seed_tmp            1       10    0         0
+	expect4 pgm_top seed_top            1       20    0         0
+	expect4 pgm_top grow                2     3000    1      1000
+	expect4 pgm_top tmp_after           2      140    2       140
+	leafset4 pgm_top
+	expect_events pgm_top.alloc_objects allocs=20 frees=7 unmatched_frees=0 missed_frees=0 arena_resets=1 \
+		reset_objects=6 spec_read_faults=0
+
+	# repal's context read from the new block at the return: the same.
+	ht pgm_ret -v "${PGM_SPECS[@]}" --sym 'repal:size=arg2,free=arg1,arena=*(ret-8)' -f collapsed \
+		--value inuse_space -- "$TB/t_pgctx" resettop
+	check_rc pgm_ret 0 "specmem: repal arena=*(ret-8) exits 0"
+	expect_leaf pgm_ret grow 1000
+	expect_leaf pgm_ret tmp_keep 200
+	expect_leaf pgm_ret tmp_after 140
+	leafset pgm_ret grow tmp_keep tmp_after
+	expect_events pgm_ret allocs=20 frees=7 reset_objects=6 spec_read_faults=0
+
+	# Without the global read, pal's blocks have no arena: the tmp reset
+	# releases only grow's block (its context read through *(arg1-8)).
+	ht pgm_noglobal -v --no-libc --sym pal --sym 'ctx_alloc:size=arg2,arena=arg1' --free-sym pf \
+		--reset-sym ctx_reset --sym 'repal:size=arg2,free=arg1,arena=*(arg1-8)' -f collapsed \
+		--value inuse_space -- "$TB/t_pgctx" reset
+	check_rc pgm_noglobal 0 "specmem: pal without arena= exits 0"
+	expect_leaf pgm_noglobal tmp_keep 200
+	expect_events pgm_noglobal allocs=20 frees=7 reset_objects=1
+
+	# Errors: one line, exit 2.
+	ht pgm_nosym --no-libc --sym 'pal:arena=*NoSuchGlobal' -- "$TB/t_pgctx"
+	report "specmem: *NoSuchGlobal -> exit 2, one line naming it" \
+		"$(err_diag pgm_nosym 2 'no variable NoSuchGlobal')"
+	ht pgm_bare --no-libc --sym 'repal:size=arg2,arena=*arg1' -- "$TB/t_pgctx"
+	report "specmem: *arg1 -> exit 2, one line: write *(arg1)" "$(err_diag pgm_bare 2 'write *(arg1)')"
+	ht pgm_freeret --no-libc --free-sym 'pf:ptr=*(ret-8)' -- "$TB/t_pgctx"
+	report "specmem: --free-sym with *(ret-8) -> exit 2, one line: no ret in a free" \
+		"$(err_diag pgm_freeret 2 'ret cannot be used')"
+	ht pgm_many --no-libc --sym 'repal:size=*(arg1-8)+*(arg1-16)+*(arg2),objects=*(arg3)+*(arg4)' -- "$TB/t_pgctx"
+	report "specmem: 5 reads at the entry -> exit 2, one line: more than 4" \
+		"$(err_diag pgm_many 2 'more than 4 reads')"
+}

@@ -24,16 +24,20 @@
  *   seed_top:    ctx_alloc(&top, 20)                     1 / 20, repal'd
  *   grow:        repal(seed_tmp's, 1000) in tmp and
  *                repal(seed_top's, 2000) in top, kept    2 / 3000
- * With the argument "reset":
+ * With the argument "reset" ("resettop"):
  *   main:        ctx_reset(&tmp): frees tmp_keep's 4 and grow's 1000-byte
- *                block (5 blocks, 1200 bytes)
+ *                block (5 blocks, 1200 bytes); (ctx_reset(&top): frees
+ *                top_keep's 3, direct_keep's 2 and grow's 2000-byte block,
+ *                6 blocks, 2360 bytes)
  *   tmp_after:   2 x pal(70) in tmp, kept                2 / 140
- * Allocated 18 (20 with reset) blocks, 3790 (3930) bytes; in use at exit
- * 11 blocks, 3560 bytes (8 blocks, 2500 bytes with reset); per context at
- * exit: top 3/300 + 2/60 + 1/2000 = 6 blocks / 2360 bytes, tmp 4/200 +
- * 1/1000 = 5 / 1200 (with reset: tmp 2/140).
+ * Allocated 18 (20 with a reset) blocks, 3790 (3930) bytes; per context
+ * before any reset: top 3/300 + 2/60 + 1/2000 = 6 blocks / 2360 bytes,
+ * tmp 4/200 + 1/1000 = 5 / 1200.  In use at exit 11 blocks, 3560 bytes;
+ * with reset 2360 + 140 = 8 blocks, 2500 bytes; with resettop 1200 + 140
+ * = 7 blocks, 1340 bytes.
  * No stdio, so nothing else allocates.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -184,10 +188,11 @@ int main(int argc, char **argv)
 	if (!a || !b)
 		return 1;
 	grow(a, b);
-	if (argc > 1 && !strcmp(argv[1], "reset")) {
-		ctx_reset(&tmp);
+	bool reset = argc > 1 && !strcmp(argv[1], "reset"), reset_top = argc > 1 && !strcmp(argv[1], "resettop");
+	if (reset || reset_top) {
+		ctx_reset(reset ? &tmp : &top);
 		tmp_after();
 	}
 	/* The contexts hold what the header says. */
-	return top.n == 6 && tmp.n == (argc > 1 ? 2u : 5u) ? 0 : 2;
+	return top.n == (reset_top ? 0u : 6u) && tmp.n == (reset ? 2u : reset_top ? 7u : 5u) ? 0 : 2;
 }

@@ -198,7 +198,8 @@ static const struct opt trace_opts[] = {
 	OPTION("sym", 0, "SPEC", "also trace an allocator function (repeatable):\n"
 			    "NAME[@OBJECT][:size=EXPR,objects=EXPR,ptr=EXPR,arena=EXPR,\n"
 			    "free=argN,out=argN,round=page]\n"
-			    "EXPR: sums of products of argN, numbers and ret\n"
+			    "EXPR: sums of products of argN, numbers, ret and reads\n"
+			    "of memory: *(argN-8), *(ret+N), *GLOBAL\n"
 			    "(defaults size=arg1, objects=1, ptr=ret);\n"
 			    "free=argN: a realloc, which frees the block in argN",
 	  OPT_CALL, .call = add_sym),

@@ -37,8 +37,13 @@ static unsigned expr_args(const struct ht_expr *e)
 /* The argument registers the BPF programs use from a probe with this spec. */
 static unsigned args_read(const struct ht_alloc_spec *s)
 {
-	return expr_args(&s->size) | expr_args(&s->objects) | expr_args(&s->ptr) | expr_args(&s->arena) |
-	       1u << s->old_ptr_arg | 1u << s->out_ptr_arg;
+	unsigned m = expr_args(&s->size) | expr_args(&s->objects) | expr_args(&s->ptr) | expr_args(&s->arena) |
+		     1u << s->old_ptr_arg | 1u << s->out_ptr_arg;
+
+	/* *(argN+K) is read at the probe too. */
+	for (unsigned k = 0; k < s->n_mem && k < HT_MAX_MEM; k++)
+		m |= 1u << s->mem[k].base;
+	return m;
 }
 
 static const char *plan_path(struct probe_plan *plan, const char *path)
@@ -55,7 +60,7 @@ static bool expr_reads_ret(const struct ht_expr *e)
 {
 	for (unsigned i = 0; i < e->n && i < HT_EXPR_TERMS; i++)
 		for (unsigned j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++)
-			if (e->t[i].f[j].kind == HT_FACTOR_RET)
+			if (e->t[i].f[j].kind == HT_FACTOR_RET || e->t[i].f[j].kind == HT_FACTOR_MEM_RET)
 				return true;
 	return false;
 }
@@ -303,6 +308,39 @@ static int locate(const struct sym_spec *s, const char *option, struct elfobj *o
 	return found;
 }
 
+/*
+ * *GLOBAL in a spec: the variable's ELF address in the function's own
+ * object (its symbols, then its debug info); the BPF programs add the
+ * object's load bias.  0 or -1 (printed).
+ */
+static int resolve_globals(const struct sym_spec *s, const char *option, struct elfobj *o, const char *debug_dir,
+			   struct ht_alloc_spec *spec)
+{
+	for (unsigned k = 0; k < spec->n_mem && k < HT_MAX_MEM; k++) {
+		uint64_t va;
+		bool found;
+
+		if (!s->mem_sym[k])
+			continue;
+		found = elfobj_object(o, s->mem_sym[k], &va);
+		if (!found) {
+			struct elfobj dbg;
+			char dpath[4200];
+			if (!elfobj_open_debug(o, debug_dir, &dbg, dpath, sizeof(dpath))) {
+				found = elfobj_object(&dbg, s->mem_sym[k], &va);
+				elfobj_close(&dbg);
+			}
+		}
+		if (!found) {
+			ht_err("--%s %s: no variable %s in %s, the function's object (a global it reads must be in "
+			       "the same object)", option, s->name, s->mem_sym[k], o->path);
+			return -1;
+		}
+		spec->mem[k].offset += va;
+	}
+	return 0;
+}
+
 int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
 		      const struct objlist *objs, const char *debug_dir)
 {
@@ -339,8 +377,13 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 				return -1;
 			continue;
 		}
+		struct ht_alloc_spec spec = s->spec;
+		if (resolve_globals(s, option, &o, debug_dir, &spec)) {
+			elfobj_close(&o);
+			return -1;
+		}
 		struct placer *pl = placer_new(&o);
-		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec, false, option) : -1;
+		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &spec, false, option) : -1;
 		placer_free(pl);
 		elfobj_close(&o);
 		return err;
