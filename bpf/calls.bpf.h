@@ -187,6 +187,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 		count(proc, HT_MISSED_RETURNS);
 	}
 	save_args(ctx, c->args);
+	read_mems(spec_of(spec), c->args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);
 	c->sp = sp;
 	c->spec = spec;
 	c->depth = 1;
@@ -268,22 +269,26 @@ static __always_inline void alloc_exit(struct pt_regs *ctx)
 }
 
 /*
- * A free of ptr entered at sp, inside a free_wraps function's free of the
- * same block: PyObject_Free(p) calls free(p) for a block of more than 512
- * bytes.  The outer free accounted for the block, which this one finds
- * gone: it is no free of a block never seen.  Nested: below the
- * wrapper's stack pointer, or at it in another function (a tail jump),
+ * A free of ptr entered at sp, inside a free_wraps function's free:
+ * PyObject_Free(p) calls free(p) for a block of more than 512 bytes, and
+ * a context allocator's pfree(p) calls free(p - 16), the chunk its
+ * allocator malloc'd inside a traced call (so never recorded).  The outer
+ * free accounted for its block; a block this one finds not live is the
+ * wrapper's business, as a malloc nested in a traced allocator is: no
+ * free of a block never seen.  Nested: below
+ * the wrapper's stack pointer, or at it in another function (a tail jump),
  * while the wrapper's return address is still in its slot (or the
- * uretprobe trampoline, when another tracer's return probe took it).  Asked only of a block that is not live: a block
+ * uretprobe trampoline, when another tracer's return probe took it).
+ * Asked only of a block that is not live: a block
  * handed out again since the wrapper's free is live, and its free counts
  * even when a call from the wrapper's call site (an indirect one, say)
  * left the same return address in that slot.
  */
-static __always_inline bool nested_in_free(struct ht_call *c, __u64 sp, __u32 spec, __u64 ptr)
+static __always_inline bool nested_in_free(struct ht_call *c, __u64 sp, __u32 spec)
 {
 	__u64 ra;
 
-	if (!c || ptr != c->free_ptr || sp > c->free_sp || (sp == c->free_sp && spec == c->free_spec))
+	if (!c || !c->free_ptr || sp > c->free_sp || (sp == c->free_sp && spec == c->free_spec))
 		return false;
 	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)c->free_sp))
 		return false;
@@ -303,7 +308,7 @@ static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, 
 		return;
 
 	bool live = free_live(ptr, proc);
-	bool nested = !live && nested_in_free(c, sp, spec_i, ptr);
+	bool nested = !live && nested_in_free(c, sp, spec_i);
 
 	if (spec_of(spec_i)->free_wraps) {
 		if (!c)

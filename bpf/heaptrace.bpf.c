@@ -45,22 +45,35 @@ int alloc_return(struct pt_regs *ctx)
 	return 0;
 }
 
+/* A free's arguments and memory reads: per CPU, since with the unmatched free's walk they overflow the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[HT_ARG_SLOTS]);
+} free_args SEC(".maps");
+
 SEC("uprobe")
 int free_enter(struct pt_regs *ctx)
 {
 	int proc = proc_slot();
+	__u32 zero = 0;
 
 	if (proc < 0)
 		return 0;
 
-	__u64 args[8];
+	__u64 *args = bpf_map_lookup_elem(&free_args, &zero);
+	if (!args)
+		return 0;
 	__u32 spec = bpf_get_attach_cookie(ctx);
+	__u64 func_ip = multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx);
 	save_args(ctx, args);
+	read_mems(spec_of(spec), args, func_ip, proc);
 	__u64 ptr = eval(&spec_of(spec)->ptr, args, 0);
 	if (!ptr)
 		return 0;
 	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx),
-		   PT_REGS_FP(ctx), multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), spec, ptr);
+		   PT_REGS_FP(ctx), func_ip, spec, ptr);
 	return 0;
 }
 
@@ -187,10 +200,11 @@ int reset_enter(struct pt_regs *ctx)
 	if (proc < 0)
 		return 0;
 
-	__u64 args[8];
+	__u64 args[HT_ARG_SLOTS];
+	const volatile struct ht_alloc_spec *spec = spec_of(bpf_get_attach_cookie(ctx));
 	save_args(ctx, args);
-	struct reset_ctx rc = { .arena = eval(&spec_of(bpf_get_attach_cookie(ctx))->arena, args, 0),
-				.proc = proc };
+	read_mems(spec, args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);
+	struct reset_ctx rc = { .arena = eval(&spec->arena, args, 0), .proc = proc };
 	if (!rc.arena)
 		return 0;
 

@@ -73,12 +73,28 @@ struct ht_stack {
 #define HT_EXPR_TERMS 4
 #define HT_EXPR_FACTORS 4
 
-enum ht_factor_kind { HT_FACTOR_CONST, HT_FACTOR_ARG, HT_FACTOR_RET };
+/*
+ * MEM: 8 bytes of the target's memory read at the entry (a block's header
+ * before it is freed, the global current context as the call starts),
+ * saved beside the arguments; MEM_RET: read at the return, at ret + value.
+ */
+enum ht_factor_kind { HT_FACTOR_CONST, HT_FACTOR_ARG, HT_FACTOR_RET, HT_FACTOR_MEM, HT_FACTOR_MEM_RET };
 
 struct ht_factor {
-	__u64 value;        /* CONST: the number; ARG: its number, 1-6 */
+	__u64 value;        /* CONST: the number; ARG: its number, 1-6; MEM: the read, 0-3; MEM_RET: the offset */
 	__u32 kind;
 	__u32 pad;
+};
+
+/* A spec's reads of target memory at the entry, *(argN + offset) or *GLOBAL. */
+#define HT_MAX_MEM 4
+/* Saved at an entry: args[1..6] the argument registers, args[8 + k] the spec's read k. */
+#define HT_ARG_SLOTS 12
+
+struct ht_mem_read {
+	__u64 offset;       /* added to argN; with base 0, the global's ELF address in the probed object */
+	__u8 base;          /* 1-6: argN; 0: a global, moved by the object's load bias */
+	__u8 pad[7];
 };
 
 struct ht_term {
@@ -140,6 +156,9 @@ struct ht_alloc_spec {
 	 * a thread's cache at the thread's exit (see hold_free()); 0, 0: none.
 	 */
 	__u64 text_lo, text_hi;
+	struct ht_mem_read mem[HT_MAX_MEM];
+	__u32 n_mem;
+	__u32 pad2;
 };
 
 /* What an allocator's entry left for its return (ht_call.state). */
@@ -152,7 +171,7 @@ enum ht_call_state {
 
 /* Per-thread (task storage) state between an allocator's entry and its return probe. */
 struct ht_call {
-	__u64 args[8];      /* args[1..6] at the entry */
+	__u64 args[HT_ARG_SLOTS];   /* args[1..6] and the spec's memory reads at the entry (save_args) */
 	__u64 sp;           /* stack pointer at the outermost entry */
 	__u32 spec;
 	__u32 depth;        /* 0: not in a call; >1: calls nested inside it (realloc -> malloc) */
@@ -510,7 +529,8 @@ struct ht_stub_record {
 	X(UNWIND_FP_FRAMES, "unwind_fp_frames", 0)      /* --unwind dwarf: frames unwound by frame pointer */  \
 	X(SAMPLED_SET_FULL, "sampled_set_full", 1)      /* a sampled allocation not recorded: the stub's set was full */ \
 	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */ \
-	X(ARENA_INDEX_LOST, "arena_index_lost", 1)      /* (arena, stack) pairs a reset could not find or reach: their blocks stay in use */
+	X(ARENA_INDEX_LOST, "arena_index_lost", 1)      /* (arena, stack) pairs a reset could not find or reach: their blocks stay in use */ \
+	X(SPEC_READ_FAULTS, "spec_read_faults", 1)      /* a spec's *(...) read of target memory failed: 0 used */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

@@ -14,15 +14,20 @@
 #include <bpf/bpf_tracing.h>
 #include "heaptrace.h"
 #include "config.bpf.h"
+#include "counters.bpf.h"
 
 /* libbpf 1.1 stops at the fifth argument register. */
 #if !defined(PT_REGS_PARM6) && defined(__TARGET_ARCH_x86)
 #define PT_REGS_PARM6(x) (((const struct pt_regs *)(x))->r9)
 #endif
 
-/* Arguments 1-6 by number, slot 0 and 7 zero so any 3-bit index is valid. */
+/*
+ * Arguments 1-6 by number, slot 0 and 7 zero so any 3-bit index is valid;
+ * slots 8-11 the spec's reads of target memory (read_mems()).
+ */
 static __always_inline void save_args(struct pt_regs *ctx, __u64 *a)
 {
+	a[8] = a[9] = a[10] = a[11] = 0;
 	a[0] = 0;
 	a[1] = PT_REGS_PARM1(ctx);
 	a[2] = PT_REGS_PARM2(ctx);
@@ -31,6 +36,39 @@ static __always_inline void save_args(struct pt_regs *ctx, __u64 *a)
 	a[5] = PT_REGS_PARM5(ctx);
 	a[6] = PT_REGS_PARM6(ctx);
 	a[7] = 0;
+}
+
+/*
+ * The spec's reads of target memory at an entry (args saved): *(argN +
+ * offset), or a global, whose address moves with its object's load bias:
+ * the probe's address in the process (func_ip, the uprobe's address) less
+ * its ELF address.  A read that faults gives 0, counted.
+ */
+static __always_inline void read_mems(const volatile struct ht_alloc_spec *s, __u64 *args, __u64 func_ip, __u32 proc)
+{
+	__u64 bias = func_ip - s->probe_vaddr;
+
+	for (int k = 0; k < HT_MAX_MEM; k++) {
+		if (k >= s->n_mem)
+			break;
+		__u8 base = s->mem[k].base;
+		__u64 v = 0, at = (base ? args[base & 7] : bias) + s->mem[k].offset;
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)at)) {
+			v = 0;
+			count(proc, HT_SPEC_READ_FAULTS);
+		}
+		args[8 + k] = v;
+	}
+}
+
+/* *(ret + offset) at the return; 0 when it faults. */
+static __always_inline __u64 read_at_return(__u64 at)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)at))
+		return 0;
+	return v;
 }
 
 /* A spec's sum of products, over saved arguments and the return value. */
@@ -47,9 +85,11 @@ static __always_inline __u64 eval(const volatile struct ht_expr *e, const __u64 
 
 			if (j >= e->t[i].n)
 				break;
-			prod *= f->kind == HT_FACTOR_CONST ? f->value :
-				f->kind == HT_FACTOR_RET   ? ret :
-							     args[f->value & 7];
+			prod *= f->kind == HT_FACTOR_CONST   ? f->value :
+				f->kind == HT_FACTOR_RET     ? ret :
+				f->kind == HT_FACTOR_MEM     ? args[8 + (f->value & 3)] :
+				f->kind == HT_FACTOR_MEM_RET ? read_at_return(ret + f->value) :
+							       args[f->value & 7];
 		}
 		sum += prod;
 	}

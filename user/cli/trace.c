@@ -198,8 +198,10 @@ static const struct opt trace_opts[] = {
 	OPTION("sym", 0, "SPEC", "also trace an allocator function (repeatable):\n"
 			    "NAME[@OBJECT][:size=EXPR,objects=EXPR,ptr=EXPR,arena=EXPR,\n"
 			    "free=argN,out=argN,round=page]\n"
-			    "EXPR: sums of products of argN, numbers and ret\n"
-			    "(defaults size=arg1, objects=1, ptr=ret)",
+			    "EXPR: sums of products of argN, numbers, ret and reads\n"
+			    "of memory: *(argN-8), *(ret+N), *GLOBAL\n"
+			    "(defaults size=arg1, objects=1, ptr=ret);\n"
+			    "free=argN: a realloc, which frees the block in argN",
 	  OPT_CALL, .call = add_sym),
 	OPTION("free-sym", 0, "SPEC", "a function that frees one block: NAME[@OBJECT][:ptr=EXPR]", OPT_CALL, .call = add_sym),
 	OPTION("reset-sym", 0, "SPEC", "a function that frees a whole arena: NAME[@OBJECT][:arena=EXPR]", OPT_CALL,
@@ -211,6 +213,9 @@ static const struct opt trace_opts[] = {
 	  OPT_CALL, .call = add_preset),
 	OPTION("no-libc", 0, NULL, "trace only the --sym functions, not the malloc family", OPT_FLAG, F(no_libc)),
 	OPTION("lib", 0, "PATH", "the object whose malloc family to trace (default: found)", OPT_STRING, F(lib)),
+	OPTION("debug-dir", 0, "DIR", "separate debug info, searched before /usr/lib/debug\n"
+				  "(DIR/.build-id/xx/yyyy.debug, DIR/PATH/LINK): static --sym functions",
+	  OPT_STRING, F(debug_dir)),
 	OPTION("unwind", 0, "HOW", "auto (default): CFI (.eh_frame) where objects have it, frame\n"
 			      "pointers elsewhere; dwarf: the same, required; fp: frame\npointers only",
 	  OPT_CHOICE, F(unwind), .choices = unwind_names, .bad = "--unwind takes fp, dwarf or auto, not '%s'"),

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,13 @@ static unsigned expr_args(const struct ht_expr *e)
 /* The argument registers the BPF programs use from a probe with this spec. */
 static unsigned args_read(const struct ht_alloc_spec *s)
 {
-	return expr_args(&s->size) | expr_args(&s->objects) | expr_args(&s->ptr) | expr_args(&s->arena) |
-	       1u << s->old_ptr_arg | 1u << s->out_ptr_arg;
+	unsigned m = expr_args(&s->size) | expr_args(&s->objects) | expr_args(&s->ptr) | expr_args(&s->arena) |
+		     1u << s->old_ptr_arg | 1u << s->out_ptr_arg;
+
+	/* *(argN+K) is read at the probe too. */
+	for (unsigned k = 0; k < s->n_mem && k < HT_MAX_MEM; k++)
+		m |= 1u << s->mem[k].base;
+	return m;
 }
 
 static const char *plan_path(struct probe_plan *plan, const char *path)
@@ -54,7 +60,7 @@ static bool expr_reads_ret(const struct ht_expr *e)
 {
 	for (unsigned i = 0; i < e->n && i < HT_EXPR_TERMS; i++)
 		for (unsigned j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++)
-			if (e->t[i].f[j].kind == HT_FACTOR_RET)
+			if (e->t[i].f[j].kind == HT_FACTOR_RET || e->t[i].f[j].kind == HT_FACTOR_MEM_RET)
 				return true;
 	return false;
 }
@@ -100,7 +106,7 @@ static int widen_text(const uint8_t *code, size_t len, uint64_t vaddr, void *arg
 }
 
 static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *pl, const char *func,
-		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given, bool family)
+		     uint64_t vaddr, uint64_t size, const struct ht_alloc_spec *given, bool family, const char *option)
 {
 	struct ht_alloc_spec copy = *given, *spec = &copy;
 	struct placement where;
@@ -127,7 +133,8 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	copy.leaf = family && copy.kind == HT_SPEC_ALLOC && (!strcmp(func, "malloc") || !strcmp(func, "calloc"));
 	struct ht_unwind_object_key key;
 
-	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry, &where) ||
+	/* A function given by an address no symbol covers: its extent is unknown, so its entry. */
+	if (placer_choose(pl, vaddr, size, args_read(spec), plan->at_entry || !size, &where) ||
 	    (off = elfobj_file_offset(o, where.vaddr)) < 0) {
 		ht_err("%s: cannot read the code of %s at 0x%lx", o->path, func, vaddr);
 		return -1;
@@ -150,6 +157,23 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 		struct probe *p = &plan->probes[k];
 		if (strcmp(p->path, o->path) || p->offset != (uint64_t)off)
 			continue;
+		/*
+		 * One probe takes one spec: a second role for the same function
+		 * would be dropped.  A function that frees a block and returns
+		 * another is a realloc, one --sym with free=argN.
+		 */
+		if (plan->specs[p->spec].kind != spec->kind) {
+			enum ht_spec_kind a = plan->specs[p->spec].kind, b = spec->kind;
+			if ((a == HT_SPEC_ALLOC && b == HT_SPEC_FREE) || (a == HT_SPEC_FREE && b == HT_SPEC_ALLOC))
+				ht_err("--%s %s: %s is already traced as %s: a function that frees a block and "
+				       "returns another is a realloc, one --sym with free=argN (the block it "
+				       "frees): --sym '%s:size=arg2,free=arg1' for f(ptr, size)",
+				       option, func, p->func, a == HT_SPEC_ALLOC ? "an allocator" : "a free", func);
+			else
+				ht_err("--%s %s: %s is already traced as a%s %s: one function takes one role", option,
+				       func, p->func, a == HT_SPEC_ALLOC ? "n" : "", kind_name(a));
+			return -1;
+		}
 		if (memcmp(&plan->specs[p->spec], spec, sizeof(*spec)))
 			ht_err("warning: %s and %s share an address but not a signature; tracing it as %s",
 			       p->func, func, p->func);
@@ -201,7 +225,7 @@ int probes_add_malloc(struct probe_plan *plan, const char *path, bool require)
 		if (elfobj_func(&o, fam.name, &va, &size)) {
 			have_malloc |= !strcmp(fam.name, "malloc");
 			have_free |= fam.spec.kind == HT_SPEC_FREE;
-			err = add_probe(plan, &o, pl, fam.name, va, size, &fam.spec, true);
+			err = add_probe(plan, &o, pl, fam.name, va, size, &fam.spec, true, "malloc family");
 		}
 		symspec_free(&fam);
 	}
@@ -226,31 +250,151 @@ static bool names_object(const char *want, const char *path)
 	return !strncmp(base, want, n) && (base[n] == '\0' || base[n] == '.');
 }
 
+/* "0x5c7860": a function given by its address (ELF virtual address, as nm prints it). */
+static bool address_of(const char *name, uint64_t *vaddr)
+{
+	char *end;
+
+	if (name[0] != '0' || (name[1] != 'x' && name[1] != 'X') || !name[2])
+		return false;
+	errno = 0;
+	*vaddr = strtoull(name + 2, &end, 16);
+	return !errno && !*end;
+}
+
+/*
+ * Where s names a function in object o: its address and size (0: unknown,
+ * a function given by address that no symbol covers).  A name is looked up
+ * in the object's symbols, then in its separate debug info (a static
+ * function of a stripped program).  1: found; 0: not in this object;
+ * -1: an error, printed.
+ */
+static int locate(const struct sym_spec *s, const char *option, struct elfobj *o, const char *debug_dir,
+		  uint64_t *va, uint64_t *size)
+{
+	struct elfobj dbg;
+	char dpath[4200];
+	uint64_t at, start, sz;
+	const char *fn = NULL;
+	bool by_address = address_of(s->name, &at);
+
+	if (!by_address && elfobj_func(o, s->name, va, size))
+		return 1;
+	if (by_address && elfobj_func_at(o, at, &start, &sz, &fn) && start == at) {
+		*va = at;
+		*size = sz;
+		return 1;
+	}
+	/* Opened only when the object's own symbols do not tell: a program's debug info can be large. */
+	bool have_dbg = !elfobj_open_debug(o, debug_dir, &dbg, dpath, sizeof(dpath));
+	int found = 0;
+
+	if (by_address) {
+		if (elfobj_file_offset(o, at) < 0) {
+			ht_err("--%s %s: 0x%lx is in no executable segment of %s (an ELF virtual address, as nm "
+			       "and objdump print it)", option, s->name, at, o->path);
+			found = -1;
+		} else if (elfobj_func_at(o, at, &start, &sz, &fn) ||
+			   (have_dbg && elfobj_func_at(&dbg, at, &start, &sz, &fn))) {
+			if (start != at) {
+				ht_err("--%s %s: 0x%lx is inside %s (0x%lx), not at its entry", option, s->name, at,
+				       fn ? fn : "a function", start);
+				found = -1;
+			} else {
+				*va = at;
+				*size = sz;
+				found = 1;
+			}
+		} else {
+			*va = at;
+			*size = 0;
+			found = 1;
+		}
+	} else if (have_dbg && elfobj_func(&dbg, s->name, va, size)) {
+		ht_info("%s: found in the debug info %s", s->name, dpath);
+		found = 1;
+	}
+	if (have_dbg)
+		elfobj_close(&dbg);
+	return found;
+}
+
+/*
+ * *GLOBAL in a spec: the variable's ELF address in the function's own
+ * object (its symbols, then its debug info); the BPF programs add the
+ * object's load bias.  0 or -1 (printed).
+ */
+static int resolve_globals(const struct sym_spec *s, const char *option, struct elfobj *o, const char *debug_dir,
+			   struct ht_alloc_spec *spec)
+{
+	for (unsigned k = 0; k < spec->n_mem && k < HT_MAX_MEM; k++) {
+		uint64_t va;
+		bool found;
+
+		if (!s->mem_sym[k])
+			continue;
+		found = elfobj_object(o, s->mem_sym[k], &va);
+		if (!found) {
+			struct elfobj dbg;
+			char dpath[4200];
+			if (!elfobj_open_debug(o, debug_dir, &dbg, dpath, sizeof(dpath))) {
+				found = elfobj_object(&dbg, s->mem_sym[k], &va);
+				elfobj_close(&dbg);
+			}
+		}
+		if (!found) {
+			ht_err("--%s %s: no variable %s in %s, the function's object (a global it reads must be in "
+			       "the same object)", option, s->name, s->mem_sym[k], o->path);
+			return -1;
+		}
+		spec->mem[k].offset += va;
+	}
+	return 0;
+}
+
 int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
-		      const struct objlist *objs)
+		      const struct objlist *objs, const char *debug_dir)
 {
 	int matched = 0;
-	char looked[1024] = "";
+	char looked[PATH_MAX + 700] = "";
 	size_t used = 0;
+	int listed = 0;
+	uint64_t at;
+	bool by_address = address_of(s->name, &at);
 
 	for (int i = 0; i < objs->n; i++) {
 		const char *name = objlist_name(objs, i);
 		struct elfobj o;
 		uint64_t va, size;
 
-		if (s->object && !names_object(s->object, name))
+		if (s->object ? !names_object(s->object, name) : by_address && i > 0)
 			continue;
 		matched++;
-		if (used < sizeof(looked))
+		/*
+		 * Whole names, about 600 characters of them (the first always):
+		 * the names after the first that does not fit are "and N more".
+		 */
+		size_t want = strlen(name) + (used ? 2 : 0);
+		if (listed == matched - 1 && used + want < sizeof(looked) && (!listed || used + want < 600)) {
 			used += snprintf(looked + used, sizeof(looked) - used, "%s%s", used ? ", " : "", name);
+			listed++;
+		}
 		if (elfobj_open(&o, objs->p[i], false))
 			continue;
-		if (!elfobj_func(&o, s->name, &va, &size)) {
+		int found = locate(s, option, &o, debug_dir, &va, &size);
+		if (found <= 0) {
 			elfobj_close(&o);
+			if (found < 0)
+				return -1;
 			continue;
 		}
+		struct ht_alloc_spec spec = s->spec;
+		if (resolve_globals(s, option, &o, debug_dir, &spec)) {
+			elfobj_close(&o);
+			return -1;
+		}
 		struct placer *pl = placer_new(&o);
-		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &s->spec, false) : -1;
+		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &spec, false, option) : -1;
 		placer_free(pl);
 		elfobj_close(&o);
 		return err;
@@ -258,8 +402,13 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 	if (s->object && !matched)
 		ht_err("--%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
 		       s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
+	else if (listed < matched)
+		ht_err("--%s %s: no function %s in %d objects (%s and %d more); it may be static: give it by address, "
+		       "0xVADDR@OBJECT, or install the object's debug info", option, s->name, s->name, matched,
+		       looked, matched - listed);
 	else
-		ht_err("--%s %s: no function %s in %s", option, s->name, s->name, looked);
+		ht_err("--%s %s: no function %s in %s; it may be static: give it by address, 0xVADDR@OBJECT, or "
+		       "install the object's debug info", option, s->name, s->name, looked);
 	return -1;
 }
 

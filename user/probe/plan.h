@@ -50,9 +50,14 @@ void probes_init(struct probe_plan *plan, bool at_entry);
  */
 int probes_add_malloc(struct probe_plan *plan, const char *path, bool require);
 
-/* A --sym/--free-sym/--reset-sym function, found among the target's objects.  0 or -1 (printed). */
+/*
+ * A --sym/--free-sym/--reset-sym function, found among the target's objects
+ * by name (their symbols, then their separate debug info under debug_dir,
+ * may be NULL, and /usr/lib/debug) or by address (NAME "0x..."; in @OBJECT,
+ * else the executable).  0 or -1 (printed).
+ */
 int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
-		      const struct objlist *objs);
+		      const struct objlist *objs, const char *debug_dir);
 
 /*
  * Attach every probe of the plan for one process.  Returns 0, -1 (printed),

@@ -21,15 +21,123 @@ static struct ht_expr expr_arg(unsigned n) { return single(HT_FACTOR_ARG, n); }
 static struct ht_expr expr_const(unsigned long long v) { return single(HT_FACTOR_CONST, v); }
 static struct ht_expr expr_ret(void) { return single(HT_FACTOR_RET, 0); }
 
-/* One factor: argN, ret, or a decimal/hex number.  Advances *p. */
-static int parse_factor(const char **p, struct ht_factor *f, bool ret_ok, const char *whole,
+static size_t ident_len(const char *s)
+{
+	size_t n = 0;
+
+	if (!isalpha((unsigned char)*s) && *s != '_')
+		return 0;
+	while (isalnum((unsigned char)s[n]) || s[n] == '_' || s[n] == '.' || s[n] == '$')
+		n++;
+	return n;
+}
+
+static bool is_arg(const char *s, size_t n)
+{
+	return n >= 4 && !strncmp(s, "arg", 3) && strspn(s + 3, "0123456789") == n - 3;
+}
+
+/*
+ * A read of the target's memory, after its '*': (argN[+-N]), (ret[+-N]),
+ * (GLOBAL[+-N]) or GLOBAL.  8 bytes, read at the entry (argN, a global:
+ * a block's header before the call frees it, the current context as the
+ * call starts) or at the return (ret).  Advances *p.
+ */
+static int parse_deref(const char **p, struct ht_factor *f, bool ret_ok, const char *whole, struct sym_spec *out,
+		       char *err, size_t len)
+{
+	const char *s = *p;
+	bool paren = *s == '(';
+	unsigned long long off = 0;
+	unsigned base = 0;
+
+	if (paren)
+		s++;
+	while (isspace((unsigned char)*s))
+		s++;
+	size_t n = ident_len(s);
+	if (!n) {
+		snprintf(err, len, "'%s': bad expression: '*' reads memory at (argN+N), (ret+N) or a global, not at '%s'",
+			 whole, *s ? s : "the end");
+		return -1;
+	}
+	const char *name = s;
+	bool ret = n == 3 && !strncmp(s, "ret", 3), arg = is_arg(s, n);
+	if ((ret || arg) && !paren) {
+		snprintf(err, len, "'%s': bad expression: write *(%.*s) to read memory at %.*s", whole, (int)n, s,
+			 (int)n, s);
+		return -1;
+	}
+	if (arg) {
+		base = strtoul(s + 3, NULL, 10);
+		if (base < 1 || base > 6) {
+			snprintf(err, len, "'%s': %.*s is out of range: arguments are arg1 to arg6", whole, (int)n, s);
+			return -1;
+		}
+	}
+	if (ret && !ret_ok) {
+		snprintf(err, len, "'%s': a free or reset has no return value: ret cannot be used", whole);
+		return -1;
+	}
+	s += n;
+	while (isspace((unsigned char)*s))
+		s++;
+	if (paren && (*s == '+' || *s == '-')) {
+		char sign = *s++, *end;
+		while (isspace((unsigned char)*s))
+			s++;
+		errno = 0;
+		off = isdigit((unsigned char)*s) ? strtoull(s, &end, 0) : 0;
+		if (!isdigit((unsigned char)*s) || errno || isalnum((unsigned char)*end)) {
+			snprintf(err, len, "'%s': bad expression: *(%.*s%c...) takes a number", whole, (int)n, name, sign);
+			return -1;
+		}
+		if (sign == '-')
+			off = -off;
+		s = end;
+		while (isspace((unsigned char)*s))
+			s++;
+	}
+	if (paren) {
+		if (*s != ')') {
+			snprintf(err, len, "'%s': bad expression: expected ')' at '%s'", whole, *s ? s : "the end");
+			return -1;
+		}
+		s++;
+	}
+	if (ret) {
+		f->kind = HT_FACTOR_MEM_RET;
+		f->value = off;
+	} else {
+		struct ht_alloc_spec *sp = &out->spec;
+		if (sp->n_mem == HT_MAX_MEM) {
+			snprintf(err, len, "'%s': more than %d reads of memory at the entry", whole, HT_MAX_MEM);
+			return -1;
+		}
+		sp->mem[sp->n_mem].base = base;
+		sp->mem[sp->n_mem].offset = off;
+		if (!base)
+			out->mem_sym[sp->n_mem] = strndup(name, n);
+		f->kind = HT_FACTOR_MEM;
+		f->value = sp->n_mem++;
+	}
+	*p = s;
+	return 0;
+}
+
+/* One factor: argN, ret, a decimal/hex number or a read of memory.  Advances *p. */
+static int parse_factor(const char **p, struct ht_factor *f, bool ret_ok, const char *whole, struct sym_spec *out,
 			char *err, size_t len)
 {
 	const char *s = *p;
 
 	while (isspace((unsigned char)*s))
 		s++;
-	if (!strncmp(s, "arg", 3) && isdigit((unsigned char)s[3])) {
+	if (*s == '*') {
+		s++;
+		if (parse_deref(&s, f, ret_ok, whole, out, err, len))
+			return -1;
+	} else if (!strncmp(s, "arg", 3) && isdigit((unsigned char)s[3])) {
 		char *end;
 		unsigned long n = strtoul(s + 3, &end, 10);
 		if (n < 1 || n > 6) {
@@ -59,7 +167,7 @@ static int parse_factor(const char **p, struct ht_factor *f, bool ret_ok, const 
 		f->value = v;
 		s = end;
 	} else {
-		snprintf(err, len, "'%s': bad expression: expected argN, ret or a number at '%s'", whole,
+		snprintf(err, len, "'%s': bad expression: expected argN, ret, a number or *(...) at '%s'", whole,
 			 *s ? s : "the end");
 		return -1;
 	}
@@ -70,8 +178,8 @@ static int parse_factor(const char **p, struct ht_factor *f, bool ret_ok, const 
 }
 
 /* whole: the full SPEC, for messages. */
-static int parse_expr(const char *text, const char *whole, struct ht_expr *e, bool ret_ok, char *err,
-		      size_t len)
+static int parse_expr(const char *text, const char *whole, struct ht_expr *e, bool ret_ok, struct sym_spec *out,
+		      char *err, size_t len)
 {
 	const char *p = text;
 
@@ -87,7 +195,7 @@ static int parse_expr(const char *text, const char *whole, struct ht_expr *e, bo
 				snprintf(err, len, "'%s': more than %d factors in a term", whole, HT_EXPR_FACTORS);
 				return -1;
 			}
-			if (parse_factor(&p, &t->f[t->n++], ret_ok, whole, err, len))
+			if (parse_factor(&p, &t->f[t->n++], ret_ok, whole, out, err, len))
 				return -1;
 			if (*p != '*')
 				break;
@@ -223,7 +331,7 @@ int symspec_parse(const char *text, enum ht_spec_kind kind, struct sym_spec *out
 		} else {
 			struct ht_expr *e = which == F_SIZE ? &s->size : which == F_OBJECTS ? &s->objects :
 					    which == F_PTR ? &s->ptr : &s->arena;
-			bad = parse_expr(eq + 1, text, e, kind == HT_SPEC_ALLOC, err, len);
+			bad = parse_expr(eq + 1, text, e, kind == HT_SPEC_ALLOC, out, err, len);
 		}
 		if (bad) {
 			free(fields);
@@ -242,4 +350,8 @@ void symspec_free(struct sym_spec *s)
 	free(s->name);
 	free(s->object);
 	s->name = s->object = NULL;
+	for (int k = 0; k < HT_MAX_MEM; k++) {
+		free(s->mem_sym[k]);
+		s->mem_sym[k] = NULL;
+	}
 }

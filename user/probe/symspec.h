@@ -1,7 +1,8 @@
 /*
  * --sym / --free-sym / --reset-sym specifications:
  *   SPEC := NAME[@OBJECT][:FIELD=EXPR[,FIELD=EXPR]...]
- *   EXPR := sums of products of argN (1-6), numbers and ret; '*' binds tighter than '+'
+ *   EXPR := sums of products of argN (1-6), numbers, ret and reads of the
+ *           target's memory, *(argN+N), *(ret-N), *GLOBAL; '*' binds tighter than '+'
  * compiled into the ht_alloc_spec descriptors the BPF programs evaluate.
  */
 #ifndef HT_SYMSPEC_H
@@ -15,6 +16,11 @@ struct sym_spec {
 	char *name;
 	char *object;                   /* @OBJECT, or NULL: the executable, then libraries */
 	struct ht_alloc_spec spec;
+	/*
+	 * spec.mem[k] reads a global by name (*NAME, *(NAME+N)): resolved in
+	 * the function's object when it is probed (probes_add_symbol).
+	 */
+	char *mem_sym[HT_MAX_MEM];
 };
 
 /*

@@ -26,6 +26,7 @@
 #include "profile/timeline.h"
 #include "serve/http.h"
 #include "serve/snapshot.h"
+#include "symbolize/symbolize.h"
 #include "session/exec.h"
 #include "session/monitor.h"
 #include "session/session.h"
@@ -95,6 +96,8 @@ static int plan_probes(struct session *s)
 	int err = -1;
 
 	probes_init(&s->plan, o->probe_at_entry);
+	/* The stacks' names come from the debug info --sym found static functions in. */
+	sym_set_debug_dir(o->debug_dir);
 	if (target_objects(&s->t, &objs))
 		return -1;
 	if (!o->no_libc &&
@@ -104,7 +107,7 @@ static int plan_probes(struct session *s)
 	/* A spec naming what is not there is bad input, like a bad spec: exit status 2. */
 	err = 2;
 	for (int i = 0; i < o->n_syms; i++)
-		if (probes_add_symbol(&s->plan, &o->syms[i], o->sym_option[i], &objs))
+		if (probes_add_symbol(&s->plan, &o->syms[i], o->sym_option[i], &objs, o->debug_dir))
 			goto out;
 	err = 0;
 out:

@@ -37,6 +37,7 @@ struct trace_opts {
 	int n_syms;
 	bool no_libc;
 	const char *lib;                        /* --lib: the malloc object, overriding discovery */
+	const char *debug_dir;                  /* --debug-dir: separate debug info, before /usr/lib/debug */
 	double interval;                        /* -i: snapshot period */
 	bool diff;                              /* --diff: growth summary per snapshot */
 	bool at_peak;

@@ -43,11 +43,22 @@ struct frame_vec {
 /* Returned when memory runs out, so callers can always rely on one frame. */
 static const struct sym_frame unknown_frame;
 
-static const Dwfl_Callbacks dwfl_callbacks = {
+static char *debuginfo_path;    /* NULL: libdwfl's default */
+
+static Dwfl_Callbacks dwfl_callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.debuginfo_path = NULL, /* default: .debug dirs and /usr/lib/debug, incl. .build-id */
+	.debuginfo_path = &debuginfo_path, /* NULL: .debug dirs and /usr/lib/debug, incl. .build-id */
 };
+
+void sym_set_debug_dir(const char *dir)
+{
+	/* libdwfl's default path with dir before /usr/lib/debug: the order --sym looks in (elfobj_open_debug). */
+	free(debuginfo_path);
+	debuginfo_path = NULL;
+	if (dir && asprintf(&debuginfo_path, ":.debug:%s:/usr/lib/debug", dir) < 0)
+		debuginfo_path = NULL;
+}
 
 /* ---- interned strings ---------------------------------------------------- */
 

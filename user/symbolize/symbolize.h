@@ -26,6 +26,13 @@ struct sym_frame {
  * Returns NULL with errno set on failure.
  */
 struct symbolizer *sym_open(const char *maps_text);
+
+/*
+ * --debug-dir: separate debug info is looked for in dir before
+ * /usr/lib/debug by every symbolizer opened after this (process-wide, as
+ * libdwfl's search path is).
+ */
+void sym_set_debug_dir(const char *dir);
 void sym_close(struct symbolizer *s);
 
 /*

@@ -212,6 +212,112 @@ size_t elfobj_build_id(struct elfobj *o, uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* The .gnu_debuglink section's file name, or NULL. */
+static const char *debuglink(struct elfobj *o)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		const char *n;
+		Elf_Data *data;
+		if (!gelf_getshdr(scn, &shdr) || !(n = elf_strptr(o->elf, shstrndx, shdr.sh_name)) ||
+		    strcmp(n, ".gnu_debuglink") || !(data = elf_getdata(scn, NULL)) || !data->d_size ||
+		    !memchr(data->d_buf, '\0', data->d_size))
+			continue;
+		return data->d_buf;
+	}
+	return NULL;
+}
+
+/* Has path a symbol table, and the build ID of the object (if it has one)? */
+static bool debug_file_of(const char *path, const uint8_t *id, size_t id_len, struct elfobj *dbg)
+{
+	uint8_t got[64];
+	GElf_Shdr shdr;
+
+	if (access(path, R_OK) || elfobj_open(dbg, path, false))
+		return false;
+	/* A debug file of another build would give wrong addresses. */
+	if ((!id_len || (elfobj_build_id(dbg, got, sizeof(got)) == id_len && !memcmp(got, id, id_len))) &&
+	    find_section(dbg, SHT_SYMTAB, &shdr))
+		return true;
+	elfobj_close(dbg);
+	return false;
+}
+
+int elfobj_open_debug(struct elfobj *o, const char *debug_dir, struct elfobj *dbg, char *path, size_t len)
+{
+	const char *roots[2] = { debug_dir, "/usr/lib/debug" };
+	uint8_t id[64];
+	size_t id_len = elfobj_build_id(o, id, sizeof(id));
+	const char *link = debuglink(o);
+	char *dir = strdup(o->path), *slash = strrchr(dir, '/');
+
+	if (slash)
+		*slash = '\0';
+	else
+		strcpy(dir, ".");
+	for (int r = 0; r < 2; r++) {
+		if (!roots[r])
+			continue;
+		/* ROOT/.build-id/xx/yyyy.debug, as gdb and debuginfod lay them out. */
+		if (id_len >= 2) {
+			int n = snprintf(path, len, "%s/.build-id/%02x/", roots[r], id[0]);
+			for (size_t i = 1; i < id_len && n > 0 && (size_t)n < len; i++)
+				n += snprintf(path + n, len - n, "%02x", id[i]);
+			if (n > 0 && (size_t)n < len && (size_t)snprintf(path + n, len - n, ".debug") < len - n &&
+			    debug_file_of(path, id, id_len, dbg))
+				goto found;
+		}
+		/* ROOT/DIR/LINK: /usr/lib/debug/usr/bin/prog.debug for /usr/bin/prog. */
+		if (link && (size_t)snprintf(path, len, "%s%s/%s", roots[r], dir, link) < len &&
+		    debug_file_of(path, id, id_len, dbg))
+			goto found;
+	}
+	/* DIR/LINK and DIR/.debug/LINK, beside the object. */
+	if (link && (size_t)snprintf(path, len, "%s/%s", dir, link) < len && strcmp(path, o->path) &&
+	    debug_file_of(path, id, id_len, dbg))
+		goto found;
+	if (link && (size_t)snprintf(path, len, "%s/.debug/%s", dir, link) < len && debug_file_of(path, id, id_len, dbg))
+		goto found;
+	free(dir);
+	return -1;
+found:
+	free(dir);
+	return 0;
+}
+
+bool elfobj_func_at(struct elfobj *o, uint64_t vaddr, uint64_t *start, uint64_t *size, const char **name)
+{
+	for (int k = 0; k < 2; k++) {
+		GElf_Shdr shdr;
+		Elf_Scn *scn = find_section(o, k ? SHT_DYNSYM : SHT_SYMTAB, &shdr);
+		Elf_Data *data;
+
+		if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+			continue;
+		size_t n = shdr.sh_size / shdr.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+				continue;
+			int t = GELF_ST_TYPE(sym.st_info);
+			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || vaddr < sym.st_value ||
+			    vaddr >= sym.st_value + (sym.st_size ? sym.st_size : 1))
+				continue;
+			*start = sym.st_value;
+			*size = sym.st_size;
+			*name = elf_strptr(o->elf, shdr.sh_link, sym.st_name);
+			return true;
+		}
+	}
+	return false;
+}
+
 bool elfobj_dynamic(struct elfobj *o)
 {
 	size_t n;

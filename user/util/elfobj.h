@@ -48,6 +48,19 @@ int elfobj_exec_segments(struct elfobj *o,
 /* The GNU build ID note, as bytes (up to len); its length, or 0 when there is none. */
 size_t elfobj_build_id(struct elfobj *o, uint8_t *buf, size_t len);
 
+/*
+ * The object's separate debug info (its symbol table, static functions
+ * included), found as gdb finds it: by build ID, ROOT/.build-id/xx/yyyy.debug,
+ * then by .gnu_debuglink, ROOT/DIR/LINK, DIR/LINK and DIR/.debug/LINK, for
+ * ROOT debug_dir (may be NULL) then /usr/lib/debug, DIR the object's
+ * directory.  A file whose build ID differs from the object's is not it.
+ * 0 with dbg open and its path in path, or -1.
+ */
+int elfobj_open_debug(struct elfobj *o, const char *debug_dir, struct elfobj *dbg, char *path, size_t len);
+
+/* The function symbol whose extent holds vaddr (.symtab, then .dynsym): its start, size and name. */
+bool elfobj_func_at(struct elfobj *o, uint64_t vaddr, uint64_t *start, uint64_t *size, const char **name);
+
 /* Has a PT_INTERP, i.e. is dynamically linked. */
 bool elfobj_dynamic(struct elfobj *o);
 
