@@ -459,7 +459,8 @@ struct ht_stub_record {
 	X(STACKS_AT_MAX_DEPTH, "stacks_at_max_depth", 0)        /* stack cut at --max-depth: asked for */       \
 	X(UNWIND_FP_FRAMES, "unwind_fp_frames", 0)      /* --unwind dwarf: frames unwound by frame pointer */  \
 	X(SAMPLED_SET_FULL, "sampled_set_full", 1)      /* a sampled allocation not recorded: the stub's set was full */ \
-	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */
+	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */ \
+	X(UNTRACED_CHILDREN, "untraced_children", 0)    /* without --follow-fork: the target forked a child */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

@@ -609,6 +609,21 @@ static int write_at_peak(struct session *s, struct profile *prof, const char *pr
 	return 0;
 }
 
+/*
+ * Without --follow-fork a pre-fork server's workers, where its heap is,
+ * run untraced: a profile of the parent alone looks complete.  Said once,
+ * at the end, with the number the BPF side counted (process_fork).
+ */
+static void hint_untraced(const struct tracer *tr)
+{
+	uint64_t c[HT_COUNTER_MAX];
+
+	tracer_counters(tr, 0, c);
+	if (c[HT_UNTRACED_CHILDREN])
+		ht_err("%" PRIu64 " %s forked and not traced: --follow-fork traces them", c[HT_UNTRACED_CHILDREN],
+		       c[HT_UNTRACED_CHILDREN] == 1 ? "child" : "children");
+}
+
 /* After the stop: the final profile (or last snapshot), at-peak, children.  heaptrace's status. */
 static int write_profiles(struct session *s, struct snapshots *ss)
 {
@@ -668,6 +683,8 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 		rc = 1;
 	if (o->follow_fork && write_children(s))
 		rc = 1;
+	else if (!o->follow_fork)
+		hint_untraced(&s->tr);
 	snapshots_free(ss);
 	report_resources(&s->tr, o->max_live);
 	report_phases(s);

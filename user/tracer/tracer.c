@@ -472,6 +472,9 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
 			strerror(errno));
+	/* Without --follow-fork: the children the target forks, to say that they ran untraced. */
+	if (!cfg->follow_fork && !(tr->fork_link = bpf_program__attach(skel->progs.process_fork)))
+		ht_info("cannot watch forks (%s): untraced children are not counted", strerror(errno));
 	tr->exit_link = bpf_program__attach(skel->progs.thread_exit);
 	if (tr->exit_link)
 		skel->bss->thread_exits_seen = 1;
@@ -632,6 +635,8 @@ void tracer_close(struct tracer *tr)
 	tr->exec_link = NULL;
 	bpf_link__destroy(tr->exit_link);
 	tr->exit_link = NULL;
+	bpf_link__destroy(tr->fork_link);
+	tr->fork_link = NULL;
 	if (tr->ktypes[0])
 		close(tr->ktypes_fd);
 	tr->ktypes[0] = '\0';

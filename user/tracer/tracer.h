@@ -60,6 +60,7 @@ struct tracer {
 	int n_links;
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
 	struct bpf_link *exit_link;     /* a thread's exit: what it held is thread_exit_frees */
+	struct bpf_link *fork_link;     /* without --follow-fork: the target's forks (untraced_children) */
 	int *multi_fds;                 /* uprobe_multi link fds */
 	int n_multi;
 	bool multi;
