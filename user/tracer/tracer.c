@@ -173,6 +173,8 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	for (int p = 0; p <= PROG_STUB_FREE; p++)
 		if (main_prog(skel, p))
 			bpf_program__set_autoload(main_prog(skel, p), progs & (1u << p));
+	/* Forks are counted only when they are not followed (untraced_children). */
+	bpf_program__set_autoload(skel->progs.process_fork, !cfg->follow_fork);
 
 	*err = timed_load(tr, skel->skeleton);
 	if (*err) {
