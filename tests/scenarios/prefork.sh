@@ -194,3 +194,58 @@ scenario_merge() {
 		kill_tree "$hp"
 	fi
 }
+
+# fsample_weight SIZE RATE: heaptrace's Q16 weight of a SIZE-byte block at
+# --sample-rate RATE (bpf/sample.h, the series branch: SIZE/RATE < 1/4).
+fsample_weight() {
+	local y=$(( ($1 << 24) / $2 )) y2 b1 q
+	y2=$(( (y * y) >> 24 ))
+	b1=$(( y / 2 + y2 / 12 - ((y2 * y2) >> 24) / 720 ))
+	q=$(( ($2 << 16) / $1 ))
+	echo $(( q + ((q * b1) >> 24) ))
+}
+
+# fsample_raw KEY FILE: "ALLOC_OBJECTS ALLOC_SPACE" summed over the samples of a proto profile (go tool pprof -raw).
+fsample_raw() {
+	pprof_tool "$1" go -raw "$2"
+	awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
+	     on && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { o += $1; b += $2 } END { print o + 0, b + 0 }' "$TMP/$1.out"
+}
+
+# --sample-rate under --follow-fork uses uprobe sessions.  t_forkret's
+# fr_alloc sees from inside which calls took a return probe (its return
+# address is the kernel's trampoline).  The parent's calls, after its two
+# children ended (their links closed at their exit), take one only when
+# sampled: as many as its profile's sampled allocations, out of 100000.
+# A child's calls run while the parent's link is on the same probe, and
+# the kernel asks for the return for every link whose process is not the
+# caller's: all of them take one (the limit docs/process-trees.md states).
+# Every process's estimates are exactly its sampled blocks times their
+# weight (all blocks are 64 bytes).
+scenario_forksample() {
+	local key=forksample d n=100000 rate=524288 w pr pa who f raw allocs c
+	ht $key -v --no-libc --sym fr_alloc --free-sym fr_free --follow-fork --sample-rate $rate -f proto \
+		-o "$TMP/$key.pb.gz" -- "$TB/t_forkret" $n 64 2
+	check_rc $key 0 "$key: exits 0"
+	grep -qF "heaptrace: sampling one allocation per $rate bytes on average; unsampled calls skip their return probe (uprobe sessions)" \
+		"$TMP/$key.err"
+	report "$key: -v says the unsampled calls skip their return probe (uprobe sessions)" "$([ $? = 0 ] || ctx $key)"
+	pr=$(sed -n 's/^parent calls [0-9]* returns \([0-9]*\)$/\1/p' "$TMP/$key.out")
+	pa=$(proto_events "$TMP/$key.pb.gz" | tr ' ' '\n' | sed -n 's/^allocs=//p')
+	d=""
+	[ -n "$pr" ] && [ "$pr" = "$pa" ] || d+="parent's return probes '$pr', its sampled allocations '$pa'"$'\n'
+	[ "${pa:-0}" -gt 0 ] && [ "${pa:-0}" -lt 100 ] || d+="sampled allocations '$pa' of $n, want 1 to 99 (about 12)"$'\n'
+	report "$key: the parent's $n calls take a return probe only when sampled (${pr:-?} of them)" "$d${d:+$(cat "$TMP/$key.out")}"
+	c=$(grep -c "^child calls $n returns $n\$" "$TMP/$key.out")
+	report "$key: each child's calls, beside the parent's link, all take one (the kernel's limit)" \
+		"$([ "$c" = 2 ] || cat "$TMP/$key.out")"
+	w=$(fsample_weight 64 $rate)
+	d=""
+	for f in "$TMP/$key.pb.gz" $(fork_files $key | cut -d' ' -f2-); do
+		allocs=$(proto_events "$f" | tr ' ' '\n' | sed -n 's/^allocs=//p')
+		raw=$(fsample_raw $key.raw "$f")
+		want="$(( (allocs * w + 32768) >> 16 )) $(( allocs * ((64 * w) >> 16) ))"
+		[ "$raw" = "$want" ] || d+="$(rel "$f"): alloc_objects alloc_space $raw, want $want ($allocs sampled x weight $w/65536)"$'\n'
+	done
+	report "$key: each process's estimates are its sampled 64-byte blocks times their weight, exactly" "$d"
+}

@@ -239,6 +239,8 @@ static void on_exit_status(struct tracee *f, pid_t tid, int st)
 		pthread_mutex_lock(&f->lock);
 		k->exited = true;
 		pthread_mutex_unlock(&f->lock);
+		if (f->on_child_exit && k->slot != NO_SLOT)
+			f->on_child_exit(f->hook_arg, k);
 	}
 }
 

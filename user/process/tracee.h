@@ -65,6 +65,8 @@ struct tracee {
 	 * asked for when on_exec or on_child_exec is set.
 	 */
 	void (*on_child_exec)(void *arg, struct tracee_child *k);
+	/* A followed child's thread group ended (its leader was reaped); may be NULL. */
+	void (*on_child_exit)(void *arg, struct tracee_child *k);
 	void *hook_arg;
 };
 

@@ -183,6 +183,15 @@ static void on_child_exec(void *arg, struct tracee_child *k)
 	ht_info("following child PID %d: now %s", k->pid, what);
 }
 
+/* --follow-fork: a child ended: its links go, so that they cost the others nothing (tracer_forget_pid). */
+static void on_child_exit(void *arg, struct tracee_child *k)
+{
+	struct session *s = arg;
+
+	if (!s->stopped)
+		tracer_forget_pid(&s->tr, k->pid);
+}
+
 /*
  * The target's exec: a launched command's first is its own (planned
  * before it started); later ones are followed.  Then the fast path: arm
@@ -532,15 +541,20 @@ static int attach(struct session *s, double t0)
 
 	/*
 	 * Sampling skips the return probes of unsampled calls with uprobe
-	 * sessions.  Not with --follow-fork: every process's link runs on the
-	 * shared probe, and another process's link asks for the return.
+	 * sessions.  With --follow-fork too, where they help only part of the
+	 * time: every process's link runs on the shared probe, and another
+	 * process's link asks for the return (the kernel runs no program for
+	 * a link of another process, and that counts as wanting the return).
+	 * So a process alone on its probes skips them (the target before its
+	 * first fork and after its children ended: their links are closed at
+	 * their exit, on_child_exit), and processes running at once do not.
 	 */
 	double t1 = now_ms();
 	enum ht_stack_mode mode = plan_unwind(s);
 	s->ph.tables = now_ms() - t1;
 	s->cfg = (struct tracer_config){ .tgid = t->pid, .max_live = o->max_live, .max_stacks = o->max_stacks,
 					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
-					 .session = o->sample_rate && !o->follow_fork, .sample_rate = o->sample_rate,
+					 .session = o->sample_rate != 0, .sample_rate = o->sample_rate,
 					 .max_depth = o->max_depth, .stack_mode = mode,
 					 .peak_step = peak_step(o), .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
 	for (int i = 0; i < o->n_syms; i++)
@@ -937,8 +951,10 @@ int session_run(struct trace_opts *o)
 		s.tc.on_exec = on_exec;
 		s.tc.hook_arg = &s;
 	}
-	if (o->follow_fork)
+	if (o->follow_fork) {
 		s.tc.on_child_exec = on_child_exec;
+		s.tc.on_child_exit = on_child_exit;
+	}
 	if (o->argv && s.in.n)
 		s.tc.on_trap = on_trap;
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */

@@ -575,13 +575,26 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
 		return fd;
 	tr->n_session += prog == PROG_ALLOC_SESSION;
 	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
-	if (!g) {
+	pid_t *gp = g ? realloc(tr->multi_pids, (tr->n_multi + 1) * sizeof(*gp)) : NULL;
+	if (g)
+		tr->multi_fds = g;
+	if (!gp) {
 		close(fd);
 		return -ENOMEM;
 	}
-	tr->multi_fds = g;
+	tr->multi_pids = gp;
+	tr->multi_pids[tr->n_multi] = pid;
 	tr->multi_fds[tr->n_multi++] = fd;
 	return 0;
+}
+
+void tracer_forget_pid(struct tracer *tr, pid_t pid)
+{
+	for (int i = 0; i < tr->n_multi; i++)
+		if (tr->multi_pids[i] == pid && tr->multi_fds[i] >= 0) {
+			close(tr->multi_fds[i]);
+			tr->multi_fds[i] = -1;
+		}
 }
 
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
@@ -615,9 +628,12 @@ void tracer_detach(struct tracer *tr)
 	if (tr->skel && tr->skel->bss)
 		tr->skel->bss->tracing_stopped = 1;
 	for (int i = tr->n_multi; i-- > 0;)
-		close(tr->multi_fds[i]);
+		if (tr->multi_fds[i] >= 0)
+			close(tr->multi_fds[i]);
 	free(tr->multi_fds);
+	free(tr->multi_pids);
 	tr->multi_fds = NULL;
+	tr->multi_pids = NULL;
 	tr->n_multi = 0;
 	tr->n_session = 0;
 	for (int i = tr->n_links; i-- > 0;)
