@@ -208,7 +208,14 @@ run_config() {
 		timeout $RUN_TIMEOUT "$HT" --sample-rate "${name#heaptrace_s}" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
 	heaptrace_s512k_ret)
-		# --follow-fork takes sessions away: every call keeps its return probe.
+		# churn forked by a shell, both followed: the shell's link on the same probes asks for
+		# every call's return (docs/process-trees.md), so every call keeps its return probe.
+		timeout $RUN_TIMEOUT "$HT" --sample-rate 512k --follow-fork -o /dev/null -- \
+			sh -c '"$0" "$@"; true' "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_ff)
+		timeout $RUN_TIMEOUT "$HT" --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_s512k_ff)
+		# --follow-fork, churn alone on its probes: uprobe sessions skip the unsampled returns.
 		timeout $RUN_TIMEOUT "$HT" --sample-rate 512k --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
 	bpftrace)
@@ -324,7 +331,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_s512k_ret)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_s512k_ret heaptrace_ff heaptrace_s512k_ff)
 if [ "$PEERS" != 0 ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
@@ -343,7 +350,9 @@ declare -A LABEL=(
 	[entryonly]="entry-only floor (BPF, no returns)"
 	[heaptrace_s512k]="heaptrace --sample-rate 512K"
 	[heaptrace_s64k]="heaptrace --sample-rate 64K"
-	[heaptrace_s512k_ret]="  --no-inject, return probes (no sessions)"
+	[heaptrace_s512k_ret]="  --follow-fork beside its parent (returns)"
+	[heaptrace_ff]="heaptrace --follow-fork (exact)"
+	[heaptrace_s512k_ff]="  --follow-fork --sample-rate 512K (sessions)"
 	[heaptrace_entry]="heaptrace --no-inject --probe-at=entry"
 	[bpftrace]="bpftrace memleak-style"
 	[heaptrack]="heaptrack (LD_PRELOAD)"
@@ -426,6 +435,10 @@ printf '  %-44s %8s\n' "--no-inject 512K / entry-only floor (sessions)" \
 printf '  %-44s %8s\n' "--sample-rate 64K / entry-only floor" "$(ratio "${MED[heaptrace_s64k]:-}" "${MED[entryonly]:-}")"
 printf '  %-44s %8s\n' "512K with return probes / with sessions" \
 	"$(ratio "${MED[heaptrace_s512k_ret]:-}" "${MED[heaptrace_s512k]:-}")"
+printf '  %-44s %8s\n' "--follow-fork: 512K (sessions) / exact" \
+	"$(ratio "${MED[heaptrace_s512k_ff]:-}" "${MED[heaptrace_ff]:-}")"
+printf '  %-44s %8s\n' "--follow-fork: 512K beside its parent / exact" \
+	"$(ratio "${MED[heaptrace_s512k_ret]:-}" "${MED[heaptrace_ff]:-}")"
 printf '  %-44s %8s ns\n' "--sample-rate 512K above the entry-only floor" \
 	"$(diff_ns "${MED[heaptrace_s512k]:-}" "${MED[entryonly]:-}")"
 for c in "${!FAILS[@]}"; do

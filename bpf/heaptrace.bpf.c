@@ -20,6 +20,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "heaptrace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -292,6 +293,24 @@ int process_exec(void *ctx)
 		__sync_fetch_and_add(&t->execs, 1);
 		__sync_fetch_and_add(&t->exec_dropped, x.dropped);
 	}
+	return 0;
+}
+
+/*
+ * Without --follow-fork: the target forked a child, which runs untraced.
+ * Counted (in the target's slot) so that heaptrace can say so at the end;
+ * a new thread (same thread group) is no child.  The fork runs in the
+ * parent, so the current task's thread group is the parent's.
+ */
+SEC("raw_tp/sched_process_fork")
+int process_fork(__u64 *ctx)
+{
+	struct task_struct *child = (struct task_struct *)ctx[1];
+
+	if (follow_fork || tracing_stopped || bpf_get_current_pid_tgid() >> 32 != target_tgid)
+		return 0;
+	if (BPF_CORE_READ(child, pid) == BPF_CORE_READ(child, tgid))
+		count(0, HT_UNTRACED_CHILDREN);
 	return 0;
 }
 

@@ -530,7 +530,8 @@ struct ht_stub_record {
 	X(SAMPLED_SET_FULL, "sampled_set_full", 1)      /* a sampled allocation not recorded: the stub's set was full */ \
 	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */ \
 	X(ARENA_INDEX_LOST, "arena_index_lost", 1)      /* (arena, stack) pairs a reset could not find or reach: their blocks stay in use */ \
-	X(SPEC_READ_FAULTS, "spec_read_faults", 1)      /* a spec's *(...) read of target memory failed: 0 used */
+	X(SPEC_READ_FAULTS, "spec_read_faults", 1)      /* a spec's *(...) read of target memory failed: 0 used */ \
+	X(UNTRACED_CHILDREN, "untraced_children", 0)    /* without --follow-fork: the target forked a child */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

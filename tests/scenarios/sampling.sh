@@ -24,13 +24,13 @@ scenario_sample() {
 	[ "$(grep -c ' allocs ' "$TMP/sample.truth")" = 6 ] ||
 		fail "sample: t_sample prints its six functions' counts" "$(head -5 "$TMP/sample.truth")"
 	sample_exact
-	# Uprobe sessions from kernel 6.13 on; --follow-fork always keeps return probes.
+	# Uprobe sessions from kernel 6.13 on, with --follow-fork too (scenario forksample: when they skip returns there).
 	local kernel session="unsampled calls skip their return probe (uprobe sessions)"
 	local plain="unsampled calls still take their return probe"
 	kernel=$(uname -r | sed 's/[^0-9.].*//')
 	printf '6.13\n%s\n' "$kernel" | sort -V -C || session=$plain
 	sample_estimates sample_s "sampled" "$session" --sample-rate 64K
-	sample_estimates sample_f "sampled, --follow-fork" "$plain" --follow-fork --sample-rate 64K
+	sample_estimates sample_f "sampled, --follow-fork" "$session" --follow-fork --sample-rate 64K
 	sample_zero
 	sample_readers
 }

@@ -226,6 +226,9 @@ static const struct opt trace_opts[] = {
 	OPTION("follow-fork", 0, NULL, "trace the processes the target forks too, each into its\n"
 				  "own profile: FILE.PID (-o FILE) or heaptrace.PID.EXT",
 	  OPT_FLAG, F(follow_fork)),
+	OPTION("merge", 0, NULL, "with --follow-fork: one profile of the whole process tree\n"
+			    "(-f proto labels each sample with its pid)",
+	  OPT_FLAG, F(merge)),
 	OPTION("sample-rate", 0, "R", "record one allocation per R bytes on average (suffixes K,\n"
 				 "M, G; at most 1G), picked by a Poisson process over bytes,\n"
 				 "and scale the counts up into unbiased estimates; far\n"
@@ -270,6 +273,8 @@ static int check(const struct trace_opts *o)
 		return opt_bad("-u runs a launched command as a user; a -p process keeps its own%s", "");
 	if (o->no_libc && !o->n_syms)
 		return opt_bad("--no-libc leaves nothing to trace: add --sym or --preset%s", "");
+	if (o->merge && !o->follow_fork)
+		return opt_bad("--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork%s", "");
 	if (o->diff && !o->interval)
 		return opt_bad("--diff summarises growth between snapshots: it needs -i%s", "");
 	if ((o->http_token || o->http_cert || o->http_key) && !o->n_http)

@@ -50,6 +50,21 @@ static double now_ms(void)
 int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
 		     struct symbolizer *given)
 {
+	/*
+	 * --merge: stacks are per process (pid) so that -f proto can label
+	 * them; every other format shows the tree, the same frames as one.
+	 */
+	bool labelled = false;
+	for (size_t i = 0; i < p->n && !labelled; i++)
+		labelled = p->stacks[i].pid != 0;
+	if (labelled && fmt != FMT_PROTO) {
+		struct profile u;
+		if (profile_unlabel(p, &u))
+			return -1;
+		int err = output_write_sym(f, fmt, &u, v, top, given);
+		profile_free(&u);
+		return err;
+	}
 	const struct format_info *fi = format_info(fmt);
 	struct symbolizer *sym = fi->needs_symbols ? given : NULL;
 	double t0 = now_ms();

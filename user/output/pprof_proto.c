@@ -328,6 +328,14 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 				     (uint64_t)s->c.inuse_bytes };
 		pb_packed(&sub, 1, loc, nloc);
 		pb_packed(&sub, 2, vals, 4);
+		if (s->pid) {
+			/* --merge: the process, as a numeric label (pprof -tagfocus pid=N, -tags). */
+			struct pbuf lab = { 0 };
+			pb_int(&lab, 1, str_index(&st, "pid"));
+			pb_int(&lab, 3, (uint64_t)s->pid);
+			pb_msg(&sub, 3, &lab);
+			free(lab.d);
+		}
 		pb_msg(&out, 2, &sub);
 	}
 	for (size_t i = 0; i < nmap; i++) {

@@ -88,21 +88,28 @@ static struct tracee_child *find_kid(struct tracee *f, pid_t pid)
 
 static struct tracee_child *add_kid(struct tracee *f, pid_t pid, pid_t parent)
 {
-	if (!reserve(&f->kids, f->n_kids, &f->cap_kids, sizeof(*f->kids)))
-		return NULL;
-	f->kids[f->n_kids] = (struct tracee_child){ .pid = pid, .parent = parent, .slot = NO_SLOT };
-	return &f->kids[f->n_kids++];
+	struct tracee_child *k = NULL;
+
+	pthread_mutex_lock(&f->lock);
+	if (reserve(&f->kids, f->n_kids, &f->cap_kids, sizeof(*f->kids))) {
+		f->kids[f->n_kids] = (struct tracee_child){ .pid = pid, .parent = parent, .slot = NO_SLOT };
+		k = &f->kids[f->n_kids++];
+	}
+	pthread_mutex_unlock(&f->lock);
+	return k;
 }
 
-static void refresh_kid_maps(struct tracee_child *k)
+static void refresh_kid_maps(struct tracee *f, struct tracee_child *k)
 {
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", k->pid);
 	char *m = read_text_file(path);
 	if (m && *m) {
+		pthread_mutex_lock(&f->lock);
 		free(k->maps);
 		k->maps = m;
+		pthread_mutex_unlock(&f->lock);
 	} else {
 		free(m);
 	}
@@ -112,7 +119,7 @@ void tracee_refresh_maps(struct tracee *f)
 {
 	for (size_t i = 0; i < f->n_kids; i++)
 		if (!f->kids[i].exited && f->kids[i].slot != NO_SLOT)
-			refresh_kid_maps(&f->kids[i]);
+			refresh_kid_maps(f, &f->kids[i]);
 }
 
 int tracee_seize_launched(struct tracee *tc)
@@ -201,16 +208,16 @@ static void on_new_process(struct tracee *f, pid_t parent_tid, pid_t child)
 		f->not_followed++;
 		return;
 	}
-	if (parent_slot != NO_SLOT) {
-		k->slot = f->on_fork(f->arg, child, parent_slot);
-		if (!k->slot)
-			k->slot = NO_SLOT;
-	}
-	if (k->slot == NO_SLOT) {
+	uint32_t slot = parent_slot != NO_SLOT ? f->on_fork(f->arg, child, parent_slot) : 0;
+	if (!slot) {
 		f->not_followed++;
 	} else {
-		refresh_kid_maps(k);
-		k->name = proc_program_name(child);
+		char *name = proc_program_name(child);
+		refresh_kid_maps(f, k);
+		pthread_mutex_lock(&f->lock);
+		k->slot = slot;
+		k->name = name;
+		pthread_mutex_unlock(&f->lock);
 	}
 	/* Its first stop may have come before this event: then it waits for us. */
 	struct tracee_tid *ct = find_tid(f, child);
@@ -229,7 +236,11 @@ static void on_exit_status(struct tracee *f, pid_t tid, int st)
 		f->t->exited = true;
 		f->t->status = st;
 	} else if ((k = find_kid(f, tid))) {
+		pthread_mutex_lock(&f->lock);
 		k->exited = true;
+		pthread_mutex_unlock(&f->lock);
+		if (f->on_child_exit && k->slot != NO_SLOT)
+			f->on_child_exit(f->hook_arg, k);
 	}
 }
 
@@ -303,7 +314,7 @@ void tracee_reap(struct tracee *f, bool wait)
 			if (r == t->pid)
 				target_refresh_maps(t);
 			else if (k && k->slot != NO_SLOT)
-				refresh_kid_maps(k);
+				refresh_kid_maps(f, k);
 			ptrace(PTRACE_CONT, r, 0, 0);
 			break;
 		}
@@ -313,11 +324,13 @@ void tracee_reap(struct tracee *f, bool wait)
 			if (f->on_exec && tgid_of(r) == t->pid) {
 				f->on_exec(f->hook_arg, r);
 			} else if (f->on_child_exec && k && k->slot != NO_SLOT) {
-				refresh_kid_maps(k);
+				refresh_kid_maps(f, k);
 				char *name = proc_program_name(r);
 				if (name) {
+					pthread_mutex_lock(&f->lock);
 					free(k->name);
 					k->name = name;
+					pthread_mutex_unlock(&f->lock);
 				}
 				f->on_child_exec(f->hook_arg, k);
 			}

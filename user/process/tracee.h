@@ -8,6 +8,7 @@
 #ifndef HT_TRACEE_H
 #define HT_TRACEE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,11 @@ struct tracee {
 	void *arg;
 	struct tracee_child *kids;
 	size_t n_kids, cap_kids;
+	/*
+	 * Held while kids (the array, a slot, maps, a name) change: --merge's
+	 * --http thread reads them.  The ptrace loop's own reads need it not.
+	 */
+	pthread_mutex_t lock;
 	struct tracee_tid *tids;        /* every task we have seen stop */
 	size_t n_tids, cap_tids;
 	size_t not_followed;            /* children left untraced (no slot, attach failed) */
@@ -59,6 +65,8 @@ struct tracee {
 	 * asked for when on_exec or on_child_exec is set.
 	 */
 	void (*on_child_exec)(void *arg, struct tracee_child *k);
+	/* A followed child's thread group ended (its leader was reaped); may be NULL. */
+	void (*on_child_exit)(void *arg, struct tracee_child *k);
 	void *hook_arg;
 };
 

@@ -99,7 +99,9 @@ int cmp_frames(const void *a, const void *b)
 
 	if (x->depth != y->depth)
 		return x->depth < y->depth ? -1 : 1;
-	return x->depth ? memcmp(x->pcs, y->pcs, x->depth * sizeof(uint64_t)) : 0;
+	int c = x->depth ? memcmp(x->pcs, y->pcs, x->depth * sizeof(uint64_t)) : 0;
+	/* --merge: the same frames in two processes are two stacks until profile_unlabel. */
+	return c ? c : x->pid != y->pid ? (x->pid < y->pid ? -1 : 1) : 0;
 }
 
 static void sampled_add(struct prof_sampled *to, const struct prof_sampled *c)
@@ -182,6 +184,7 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 	d->unmatched = NULL;    /* new's own */
 	d->n_unmatched = 0;
 	d->timeline = NULL;     /* new's own; a diff has no time */
+	d->own_maps = NULL;     /* new's own; borrowed */
 	d->live_bins = 0;
 	d->is_diff = true;
 	d->sample_rate = 0;     /* changes of estimates */
@@ -194,7 +197,7 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 	while (i < old->n || k < new->n) {
 		int c = i == old->n ? 1 : k == new->n ? -1 : cmp_frames(&old->stacks[i], &new->stacks[k]);
 		const struct prof_stack *src = c <= 0 ? &old->stacks[i] : &new->stacks[k];
-		struct prof_stack s = { .depth = src->depth };
+		struct prof_stack s = { .depth = src->depth, .pid = src->pid };
 
 		if (c >= 0)
 			site_add(&s.c, &new->stacks[k].c);
@@ -227,6 +230,7 @@ void profile_free(struct profile *p)
 		free(p->unmatched[i].pcs);
 	free(p->unmatched);
 	free(p->timeline);
+	free(p->own_maps);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -44,6 +44,7 @@ struct prof_stack {
 	/* profile_source.live_bins: its live blocks by allocation time, bins in order (may repeat once merged). */
 	struct prof_live *live;
 	uint32_t n_live;
+	pid_t pid;              /* --merge: the process the stack is from (stacks differ by it); 0: none */
 };
 
 struct profile {
@@ -52,7 +53,8 @@ struct profile {
 	struct ht_site total;
 	uint64_t counters[HT_COUNTER_MAX];     /* this process's events and losses (its slot's) */
 	pid_t pid;
-	const char *maps;       /* the target's /proc/PID/maps text (borrowed) */
+	const char *maps;       /* the target's /proc/PID/maps text (borrowed, unless own_maps) */
+	char *own_maps;         /* --merge: maps is this, the tree's (tree.c), freed with the profile */
 	size_t trimmed;         /* stacks cut where a frame left executable memory */
 	struct ht_totals totals;        /* process totals and the peak, as the BPF side kept them */
 	uint64_t now_ns;                /* CLOCK_MONOTONIC when read (bpf_ktime_get_ns's clock) */
@@ -79,6 +81,15 @@ struct profile {
 	size_t n_unmatched;
 };
 
+/* A traced process of the tree (--merge). */
+struct tree_proc {
+	uint32_t slot;          /* its process slot */
+	pid_t pid;
+	char *maps;             /* its /proc/PID/maps text, now or as last read */
+};
+
+void tree_procs_free(struct tree_proc *procs, size_t n);
+
 /* Where profiles of a session come from, and what every one of them records. */
 struct profile_source {
 	const struct tracer *tr;
@@ -89,6 +100,13 @@ struct profile_source {
 	void (*more_counters)(void *arg, uint64_t counters[HT_COUNTER_MAX]);
 	void *more_arg;
 	struct timeline *timeline;              /* -f html: the heap over time, NULL: none */
+	/*
+	 * --merge: the traced processes besides the target, as a copy the
+	 * caller frees (tree_procs_free); NULL: profiles are the target's.
+	 * Called from --http's thread too.
+	 */
+	int (*tree)(void *arg, struct tree_proc **procs, size_t *n);
+	void *tree_arg;
 	uint32_t live_bins;                     /* -f html: live blocks read by allocation time, 0: not */
 };
 
@@ -100,6 +118,25 @@ struct profile_source {
  * followed children's, -i snapshots and --http's.
  */
 int profile_take(const struct profile_source *src, uint32_t slot, pid_t pid, const char *maps, struct profile *p);
+/*
+ * The profile that snapshots, --http and the final write take: the
+ * target's (profile_take of slot 0), or with src->tree the whole tree's
+ * (tree.c): every process's stacks, each labelled with its pid, its pcs
+ * moved into an address space of the tree's memory map (own_maps) where
+ * its mappings differ from the others'; counters and totals summed.
+ */
+int profile_take_main(const struct profile_source *src, pid_t pid, const char *maps, struct profile *p);
+/*
+ * The totals /metrics reports: the target's, or with src->tree the sum
+ * over the same processes a merged profile holds (peak_bytes: the sum of
+ * each process's own peak).
+ */
+void profile_main_totals(const struct profile_source *src, struct ht_totals *tot);
+/* The event and loss counters of the same processes (what the profile's counters hold). */
+void profile_main_counters(const struct profile_source *src, uint64_t counters[HT_COUNTER_MAX]);
+/* A copy of p without pid labels, stacks of the same frames merged (what formats without labels show). */
+int profile_unlabel(const struct profile *p, struct profile *out);
+
 /*
  * The whole session's event and loss counters: every traced process's,
  * where a profile carries its own process's (the -v events line, /metrics).

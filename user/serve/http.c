@@ -169,16 +169,18 @@ static void build_profile(struct http_server *h, struct request *r)
 	FILE *m;
 	int err = 1;
 
-	if (!h->sym || !maps || !h->sym_maps || strcmp(maps, h->sym_maps)) {
-		sym_close(h->sym);
-		free(h->sym_maps);
-		h->sym = sym_open(maps ? maps : "");
-		h->sym_maps = maps ? strdup(maps) : NULL;
-	}
-	if (profile_take(&h->src, 0, h->t->pid, maps, &p)) {
+	if (profile_take_main(&h->src, h->t->pid, maps, &p)) {
 		free(maps);
 		answer_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the profile\n");
 		return;
+	}
+	/* The profile's maps: the target's, or with --merge the tree's. */
+	const char *pm = p.maps;
+	if (!h->sym || !pm || !h->sym_maps || strcmp(pm, h->sym_maps)) {
+		sym_close(h->sym);
+		free(h->sym_maps);
+		h->sym = sym_open(pm ? pm : "");
+		h->sym_maps = pm ? strdup(pm) : NULL;
 	}
 	if (h->sym && (m = open_memstream(&r->body, &r->len))) {
 		err = output_write_sym(m, r->fmt, &p, r->value, 20, h->sym);
@@ -274,16 +276,17 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 
 	if (!m)
 		return MHD_NO;
-	tracer_totals(h->src.tr, 0, &tot);
-	profile_session_counters(&h->src, counters);
-	fprintf(m, "# HELP heaptrace_inuse_bytes Bytes in live heap blocks of the traced process.\n"
+	/* The processes /debug/pprof/heap describes: the target, or with --merge the tree. */
+	profile_main_totals(&h->src, &tot);
+	profile_main_counters(&h->src, counters);
+	fprintf(m, "# HELP heaptrace_inuse_bytes Bytes in live heap blocks of the traced process (--merge: of the tree).\n"
 		   "# TYPE heaptrace_inuse_bytes gauge\nheaptrace_inuse_bytes %" PRId64 "\n"
-		   "# HELP heaptrace_inuse_objects Live heap objects of the traced process.\n"
+		   "# HELP heaptrace_inuse_objects Live heap objects of the traced process (--merge: of the tree).\n"
 		   "# TYPE heaptrace_inuse_objects gauge\nheaptrace_inuse_objects %" PRId64 "\n"
-		   "# HELP heaptrace_peak_inuse_bytes Highest in-use bytes seen.\n"
+		   "# HELP heaptrace_peak_inuse_bytes Highest in-use bytes seen (--merge: each process's own peak, summed).\n"
 		   "# TYPE heaptrace_peak_inuse_bytes gauge\nheaptrace_peak_inuse_bytes %" PRIu64 "\n",
 		(int64_t)tot.inuse_bytes, (int64_t)ht_q16_round(tot.inuse_objects), (uint64_t)tot.peak_bytes);
-	fprintf(m, "# HELP heaptrace_events_total Allocator events and losses of every traced process, by kind.\n"
+	fprintf(m, "# HELP heaptrace_events_total Allocator events and losses of the processes the heap profile describes, by kind.\n"
 		   "# TYPE heaptrace_events_total counter\n");
 	for (int i = 0; i < HT_COUNTER_MAX; i++)
 		fprintf(m, "heaptrace_events_total{event=\"%s\"} %" PRIu64 "\n", counter_name(i), counters[i]);

@@ -27,7 +27,8 @@ static void keep(struct snapshots *ss, struct profile *p, FILE *growth_to)
 	if (ss->have_prev)
 		profile_free(&ss->prev);
 	ss->prev = *p;
-	ss->prev.maps = NULL;   /* the target's maps text is replaced as it changes */
+	if (!ss->prev.own_maps)
+		ss->prev.maps = NULL;   /* the target's maps text is replaced as it changes */
 	ss->have_prev = true;
 	memset(p, 0, sizeof(*p));
 }
@@ -66,7 +67,7 @@ void snapshot_tick(void *arg)
 	struct profile p;
 
 	target_refresh_maps(ss->t);
-	if (profile_take(ss->src, 0, ss->t->pid, ss->t->maps, &p)) {
+	if (profile_take_main(ss->src, ss->t->pid, ss->t->maps, &p)) {
 		ht_err("snapshot %d lost: cannot read the maps", ss->seq + 1);
 		ss->seq++;
 		ss->failed++;

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include "session/session.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
+#include "util/procfs.h"
 #include "util/log.h"
 
 struct session {
@@ -184,6 +186,15 @@ static void on_child_exec(void *arg, struct tracee_child *k)
 	ht_info("following child PID %d: now %s", k->pid, what);
 }
 
+/* --follow-fork: a child ended: its links go, so that they cost the others nothing (tracer_forget_pid). */
+static void on_child_exit(void *arg, struct tracee_child *k)
+{
+	struct session *s = arg;
+
+	if (!s->stopped)
+		tracer_forget_pid(&s->tr, k->pid);
+}
+
 /*
  * The target's exec: a launched command's first is its own (planned
  * before it started); later ones are followed.  Then the fast path: arm
@@ -326,6 +337,50 @@ static uint32_t trace_child(void *arg, pid_t child, uint32_t parent_slot)
 	s->next_slot++;
 	ht_info("following child PID %d", child);
 	return slot;
+}
+
+/*
+ * --merge: the followed children (src.tree), copied under the tracee's
+ * lock (--http's thread calls this too); a live child's maps read now, so
+ * that what it dlopen()ed since its last stop is named.
+ */
+static int tree_of(void *arg, struct tree_proc **out, size_t *n)
+{
+	struct tracee *tc = &((struct session *)arg)->tc;
+	struct tree_proc *v;
+	bool *live;
+	size_t k = 0;
+
+	pthread_mutex_lock(&tc->lock);
+	v = calloc(tc->n_kids + 1, sizeof(*v));
+	live = calloc(tc->n_kids + 1, sizeof(*live));
+	for (size_t i = 0; v && live && i < tc->n_kids; i++) {
+		const struct tracee_child *c = &tc->kids[i];
+		if (c->slot == UINT32_MAX || c->slot == 0)
+			continue;
+		live[k] = !c->exited;
+		v[k++] = (struct tree_proc){ .slot = c->slot, .pid = c->pid, .maps = strdup(c->maps ? c->maps : "") };
+	}
+	pthread_mutex_unlock(&tc->lock);
+	if (!v || !live) {
+		free(v);
+		free(live);
+		return -1;
+	}
+	for (size_t i = 0; i < k; i++) {
+		char path[64], *m;
+		snprintf(path, sizeof(path), "/proc/%d/maps", v[i].pid);
+		if (live[i] && (m = read_text_file(path)) && *m) {
+			free(v[i].maps);
+			v[i].maps = m;
+		} else if (live[i]) {
+			free(m);
+		}
+	}
+	free(live);
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 /* Each followed child's profile, beside the target's: FILE.PID, or heaptrace.PID.EXT. */
@@ -489,15 +544,20 @@ static int attach(struct session *s, double t0)
 
 	/*
 	 * Sampling skips the return probes of unsampled calls with uprobe
-	 * sessions.  Not with --follow-fork: every process's link runs on the
-	 * shared probe, and another process's link asks for the return.
+	 * sessions.  With --follow-fork too, where they help only part of the
+	 * time: every process's link runs on the shared probe, and another
+	 * process's link asks for the return (the kernel runs no program for
+	 * a link of another process, and that counts as wanting the return).
+	 * So a process alone on its probes skips them (the target before its
+	 * first fork and after its children ended: their links are closed at
+	 * their exit, on_child_exit), and processes running at once do not.
 	 */
 	double t1 = now_ms();
 	enum ht_stack_mode mode = plan_unwind(s);
 	s->ph.tables = now_ms() - t1;
 	s->cfg = (struct tracer_config){ .tgid = t->pid, .max_live = o->max_live, .max_stacks = o->max_stacks,
 					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
-					 .session = o->sample_rate && !o->follow_fork, .sample_rate = o->sample_rate,
+					 .session = o->sample_rate != 0, .sample_rate = o->sample_rate,
 					 .max_depth = o->max_depth, .stack_mode = mode,
 					 .peak_step = peak_step(o), .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
 	for (int i = 0; i < o->n_syms; i++)
@@ -612,6 +672,21 @@ static int write_at_peak(struct session *s, struct profile *prof, const char *pr
 	return 0;
 }
 
+/*
+ * Without --follow-fork a pre-fork server's workers, where its heap is,
+ * run untraced: a profile of the parent alone looks complete.  Said once,
+ * at the end, with the number the BPF side counted (process_fork).
+ */
+static void hint_untraced(const struct tracer *tr)
+{
+	uint64_t c[HT_COUNTER_MAX];
+
+	tracer_counters(tr, 0, c);
+	if (c[HT_UNTRACED_CHILDREN])
+		ht_err("%" PRIu64 " %s forked and not traced: --follow-fork traces them", c[HT_UNTRACED_CHILDREN],
+		       c[HT_UNTRACED_CHILDREN] == 1 ? "child" : "children");
+}
+
 /* After the stop: the final profile (or last snapshot), at-peak, children.  heaptrace's status. */
 static int write_profiles(struct session *s, struct snapshots *ss)
 {
@@ -621,7 +696,9 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 	double t1 = now_ms();
 	int rc;
 
-	if (profile_take(&s->src, 0, t->pid, t->maps, &prof)) {
+	if (o->follow_fork)
+		tracee_refresh_maps(&s->tc);
+	if (profile_take_main(&s->src, t->pid, t->maps, &prof)) {
 		snapshots_free(ss);
 		return 1;
 	}
@@ -637,13 +714,14 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 	 * the execs followed (a script's interpreter, a wrapper): -v said them.
 	 */
 	unsigned own = t->launched ? 1u : 0u;
-	if (prof.totals.execs > own && s->target_execs > own)
+	struct ht_totals tt;    /* the target's own (a --merge profile's are the tree's) */
+	tracer_totals(&s->tr, 0, &tt);
+	if (tt.execs > own && s->target_execs > own)
 		ht_info("PID %d executed %" PRIu64 " programs; the profile is the last one's (%" PRIu64
-			" live blocks of the others dropped)", t->pid, (uint64_t)prof.totals.execs,
-			(uint64_t)prof.totals.exec_dropped);
-	else if (prof.totals.execs > own)
+			" live blocks of the others dropped)", t->pid, (uint64_t)tt.execs, (uint64_t)tt.exec_dropped);
+	else if (tt.execs > own)
 		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
-		       "tracing went on in the new one", t->pid, (uint64_t)prof.totals.exec_dropped);
+		       "tracing went on in the new one", t->pid, (uint64_t)tt.exec_dropped);
 	t1 = now_ms();
 	if (o->interval) {
 		if (snapshot_write(ss, &prof) || ss->failed)
@@ -651,7 +729,8 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 		rc = ss->failed ? 1 : 0;
 		/* snapshot_write kept the profile as the previous one */
 		prof = ss->prev;
-		prof.maps = t->maps;
+		if (!prof.own_maps)
+			prof.maps = t->maps;
 		prof.name = t->name;
 		prof.ended = t->exited;
 		ss->have_prev = false;
@@ -669,8 +748,12 @@ static int write_profiles(struct session *s, struct snapshots *ss)
 	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
 	if (o->at_peak && write_at_peak(s, &prof, ss->prefix))
 		rc = 1;
-	if (o->follow_fork && write_children(s))
+	if (o->follow_fork && !o->merge && write_children(s))
 		rc = 1;
+	else if (!o->follow_fork)
+		hint_untraced(&s->tr);
+	else if (s->tc.not_followed)
+		ht_err("--follow-fork: %zu child processes were not traced", s->tc.not_followed);
 	snapshots_free(ss);
 	report_resources(&s->tr, o->max_live);
 	report_phases(s);
@@ -760,7 +843,7 @@ static int trace(struct session *s, double t0)
 		goto kill_child;
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
 					  .command = command_line(o, t), .more_counters = stub_counters,
-					  .more_arg = &s->in };
+					  .more_arg = &s->in, .tree = o->merge ? tree_of : NULL, .tree_arg = s };
 	struct snapshots ss = { .fmt = o->format, .value = o->value, .top = o->top, .diff = o->diff,
 				.src = &s->src, .t = t };
 	s->ss = &ss;
@@ -844,6 +927,7 @@ int session_run(struct trace_opts *o)
 
 	s.ph.start = t0;
 	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = trace_child, .arg = &s };
+	pthread_mutex_init(&s.tc.lock, NULL);
 	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr };
 	s.in.file_fd = -1;
 	if (check_output(o))
@@ -870,8 +954,10 @@ int session_run(struct trace_opts *o)
 		s.tc.on_exec = on_exec;
 		s.tc.hook_arg = &s;
 	}
-	if (o->follow_fork)
+	if (o->follow_fork) {
 		s.tc.on_child_exec = on_child_exec;
+		s.tc.on_child_exit = on_child_exit;
+	}
 	if (o->argv && s.in.n)
 		s.tc.on_trap = on_trap;
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */

@@ -48,6 +48,7 @@ struct trace_opts {
 	char *http_token;                       /* --http-token FILE: the token read from it */
 	char *http_cert, *http_key;             /* --http-cert, --http-key FILE: PEM read from them */
 	bool follow_fork;
+	bool merge;                             /* --merge: one profile of the followed tree */
 	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
 	bool no_inject;                         /* --no-inject: uprobes only, nothing written into the target */
 	const char *user;                       /* -u: the launched command runs as this user */

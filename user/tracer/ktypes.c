@@ -15,15 +15,15 @@
 
 /*
  * Every kernel struct member the BPF object reads (bpf/calls.bpf.h,
- * bpf/unwind.bpf.h, bpf/sigframe.bpf.h, and the PT_REGS_ macros on struct
- * pt_regs), structs in an order where a struct embedded in another comes
- * first.  A read missing here fails the load's CO-RE relocation; heaptrace
- * then loads with the whole kernel BTF and says so (-v), and
- * tests/scenarios/load.sh (scenario startup) fails.
+ * bpf/unwind.bpf.h, bpf/sigframe.bpf.h, heaptrace.bpf.c's process_fork,
+ * and the PT_REGS_ macros on struct pt_regs), structs in an order where a
+ * struct embedded in another comes first.  A read missing here fails the
+ * load's CO-RE relocation; heaptrace then loads with the whole kernel BTF
+ * and says so (-v), and tests/scenarios/load.sh (scenario startup) fails.
  */
 static const char *const fields[] = {
 	"pt_regs.*",
-	"task_struct.mm",
+	"task_struct.mm", "task_struct.pid", "task_struct.tgid",
 	"uprobes_state.xol_area",
 	"xol_area.vaddr",
 	"mm_struct.start_code", "mm_struct.end_code", "mm_struct.exe_file", "mm_struct.uprobes_state",

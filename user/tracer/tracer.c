@@ -175,6 +175,8 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 			bpf_program__set_autoload(main_prog(skel, p), progs & (1u << p));
 	/* The restorers are for heaptrace's own walks: the kernel's (--unwind kernel) stops at a signal frame. */
 	bpf_program__set_autoload(skel->progs.signal_deliver, cfg->stack_mode != HT_STACK_KERNEL);
+	/* Forks are counted only when they are not followed (untraced_children). */
+	bpf_program__set_autoload(skel->progs.process_fork, !cfg->follow_fork);
 
 	*err = timed_load(tr, skel->skeleton);
 	if (*err) {
@@ -474,6 +476,9 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (!tr->exec_link)
 		ht_info("cannot watch execve (%s): blocks of a replaced program would stay in use",
 			strerror(errno));
+	/* Without --follow-fork: the children the target forks, to say that they ran untraced. */
+	if (!cfg->follow_fork && !(tr->fork_link = bpf_program__attach(skel->progs.process_fork)))
+		ht_info("cannot watch forks (%s): untraced children are not counted", strerror(errno));
 	tr->exit_link = bpf_program__attach(skel->progs.thread_exit);
 	if (tr->exit_link)
 		skel->bss->thread_exits_seen = 1;
@@ -577,13 +582,26 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
 		return fd;
 	tr->n_session += prog == PROG_ALLOC_SESSION;
 	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
-	if (!g) {
+	pid_t *gp = g ? realloc(tr->multi_pids, (tr->n_multi + 1) * sizeof(*gp)) : NULL;
+	if (g)
+		tr->multi_fds = g;
+	if (!gp) {
 		close(fd);
 		return -ENOMEM;
 	}
-	tr->multi_fds = g;
+	tr->multi_pids = gp;
+	tr->multi_pids[tr->n_multi] = pid;
 	tr->multi_fds[tr->n_multi++] = fd;
 	return 0;
+}
+
+void tracer_forget_pid(struct tracer *tr, pid_t pid)
+{
+	for (int i = 0; i < tr->n_multi; i++)
+		if (tr->multi_pids[i] == pid && tr->multi_fds[i] >= 0) {
+			close(tr->multi_fds[i]);
+			tr->multi_fds[i] = -1;
+		}
 }
 
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
@@ -617,9 +635,12 @@ void tracer_detach(struct tracer *tr)
 	if (tr->skel && tr->skel->bss)
 		tr->skel->bss->tracing_stopped = 1;
 	for (int i = tr->n_multi; i-- > 0;)
-		close(tr->multi_fds[i]);
+		if (tr->multi_fds[i] >= 0)
+			close(tr->multi_fds[i]);
 	free(tr->multi_fds);
+	free(tr->multi_pids);
 	tr->multi_fds = NULL;
+	tr->multi_pids = NULL;
 	tr->n_multi = 0;
 	tr->n_session = 0;
 	for (int i = tr->n_links; i-- > 0;)
@@ -641,6 +662,8 @@ void tracer_close(struct tracer *tr)
 	tr->exit_link = NULL;
 	bpf_link__destroy(tr->signal_link);
 	tr->signal_link = NULL;
+	bpf_link__destroy(tr->fork_link);
+	tr->fork_link = NULL;
 	if (tr->ktypes[0])
 		close(tr->ktypes_fd);
 	tr->ktypes[0] = '\0';

@@ -61,7 +61,9 @@ struct tracer {
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
 	struct bpf_link *exit_link;     /* a thread's exit: what it held is thread_exit_frees */
 	struct bpf_link *signal_link;   /* signal delivery: the restorer, where stacks cross signal frames */
-	int *multi_fds;                 /* uprobe_multi link fds */
+	struct bpf_link *fork_link;     /* without --follow-fork: the target's forks (untraced_children) */
+	int *multi_fds;                 /* uprobe_multi link fds (-1: closed by tracer_forget_pid) */
+	pid_t *multi_pids;              /* the process each is for */
 	int n_multi;
 	bool multi;
 	bool session;                   /* loaded for uprobe sessions: attach PROG_ALLOC_SESSION */
@@ -104,6 +106,14 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
  */
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);
+
+/*
+ * A followed process ended: close its uprobe_multi links.  Every link on
+ * a probe is consulted at each hit, and one whose process is not the
+ * caller's asks for the return (uprobe sessions cannot skip it): a dead
+ * process's links would cost every other process a return probe per call.
+ */
+void tracer_forget_pid(struct tracer *tr, pid_t pid);
 
 /*
  * Allocators as uprobe sessions (tracer_config.session): loads the session
