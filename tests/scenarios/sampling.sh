@@ -207,16 +207,16 @@ sample_readers() {
 # in its stack slot.  Before issue 20's fix, uprobe sessions took that for
 # a call nested in the skipped one and dropped it: big_site's 1000 calls,
 # which any rate samples (2^40 bytes each: weight 1), counted 0, as
-# PostgreSQL's palloc lost 40-50% of its calls.  Exact, sampled with
-# sessions, and sampled with return probes (--follow-fork): big_site 1000
+# PostgreSQL's palloc lost 40-50% of its calls.  Exact, sampled, and
+# sampled under --follow-fork (its own way to sessions): big_site 1000
 # objects, 1000 x 2^40 bytes; small_site's 0-byte calls are never sampled.
 scenario_stale() {
 	local key m opts
-	for m in exact sessions returns; do
+	for m in exact sampled followfork; do
 		case $m in
 		exact) opts=() ;;
-		sessions) opts=(--sample-rate 64K) ;;
-		returns) opts=(--sample-rate 64K --follow-fork) ;;
+		sampled) opts=(--sample-rate 64K) ;;
+		followfork) opts=(--sample-rate 64K --follow-fork) ;;
 		esac
 		key=stale.$m
 		ht $key.o "${opts[@]}" --sym 'ctx_alloc:size=arg2' -f collapsed --value alloc_objects -- "$TB/t_stale"
@@ -231,4 +231,14 @@ scenario_stale() {
 			leafset $key.o big_site
 		fi
 	done
+	# Which returns a session skips: ctx_alloc makes no call (a leaf: only
+	# when sampled); deep calls big_site, so may reach a traced function.
+	ht stale.leaf -v --no-libc --sym 'ctx_alloc:size=arg2' --sym 'deep:size=1' --sample-rate 64K \
+		-o "$TMP/stale.leaf.prof" -- "$TB/t_stale"
+	local d=""
+	grep -q '^heaptrace: probe ctx_alloc .*(a session: the return only when sampled)' "$TMP/stale.leaf.err" ||
+		d+="ctx_alloc: $(grep '^heaptrace: probe ctx_alloc' "$TMP/stale.leaf.err")"$'\n'
+	grep -q '^heaptrace: probe deep .*(a session: the return always, since it may call traced functions)' \
+		"$TMP/stale.leaf.err" || d+="deep: $(grep '^heaptrace: probe deep' "$TMP/stale.leaf.err")"$'\n'
+	report "stale: -v: ctx_alloc (no call) skips unsampled returns, deep (calls big_site) keeps them" "$d"
 }

@@ -384,3 +384,40 @@ done:
 	cs_free(insn, 1);
 	return 0;
 }
+
+bool placer_is_leaf(struct placer *pl, uint64_t vaddr, uint64_t size)
+{
+	/* Allocators worth skipping a return for are small; a bound keeps planning quick. */
+	enum { MAX_LEAF = 4096 };
+	uint8_t code[MAX_LEAF];
+	const uint8_t *p = code;
+	size_t len = size;
+	uint64_t addr = vaddr;
+	bool leaf = true;
+
+	if (!size || size > MAX_LEAF || elfobj_read(pl->o, vaddr, code, size))
+		return false;
+	cs_option(pl->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	cs_insn *insn = cs_malloc(pl->cs);
+	if (!insn)
+		return false;
+	while (leaf && len) {
+		if (!cs_disasm_iter(pl->cs, &p, &len, &addr, insn)) {
+			leaf = false;
+			break;
+		}
+		const cs_detail *d = insn->detail;
+		for (int g = 0; leaf && d && g < d->groups_count; g++) {
+			if (d->groups[g] == CS_GRP_CALL || d->groups[g] == CS_GRP_INT) {
+				leaf = false;
+			} else if (d->groups[g] == CS_GRP_JUMP) {
+				/* Only a direct jump within the function: a tail call or a table could go anywhere. */
+				const cs_x86_op *op = d->x86.op_count == 1 ? &d->x86.operands[0] : NULL;
+				leaf = op && op->type == X86_OP_IMM && (uint64_t)op->imm >= vaddr &&
+				       (uint64_t)op->imm < vaddr + size;
+			}
+		}
+	}
+	cs_free(insn, 1);
+	return leaf;
+}

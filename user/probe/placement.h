@@ -54,4 +54,12 @@ int placer_choose(struct placer *pl, uint64_t vaddr, uint64_t size, unsigned arg
  */
 int placer_branch_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit);
 
+/*
+ * Does the function at vaddr (size bytes) make no call, and no jump out of
+ * itself (directly, through a register or a table)?  Then nothing it runs
+ * can be another traced function: uprobe sessions may skip its return.
+ * False when it cannot be told (no size, too big, undecodable).
+ */
+bool placer_is_leaf(struct placer *pl, uint64_t vaddr, uint64_t size);
+
 #endif

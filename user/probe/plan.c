@@ -123,14 +123,16 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	/*
 	 * Uprobe sessions skip the return of an unsampled call only when
 	 * nothing it calls can be traced: glibc's malloc and calloc (the stub's
-	 * rule too).  realloc(NULL, n) jumps to malloc, posix_memalign calls
+	 * rule too), and a --sym function whose code makes no call and no jump
+	 * out of itself (a bump allocator).  realloc(NULL, n) jumps to malloc, posix_memalign calls
 	 * it, and a --sym allocator (palloc, PyObject_Malloc) may call malloc
 	 * or another --sym function through a pointer: their returns are kept,
 	 * so a call inside them is known to be nested for certain.  Guessing
 	 * nesting from a stack slot after a skipped return hid 40-50% of
 	 * PostgreSQL's palloc calls from the sampler (issue 20, item 3).
 	 */
-	copy.leaf = family && copy.kind == HT_SPEC_ALLOC && (!strcmp(func, "malloc") || !strcmp(func, "calloc"));
+	copy.leaf = copy.kind == HT_SPEC_ALLOC &&
+		    (family ? !strcmp(func, "malloc") || !strcmp(func, "calloc") : placer_is_leaf(pl, vaddr, size));
 	struct ht_unwind_object_key key;
 
 	/* A function given by an address no symbol covers: its extent is unknown, so its entry. */
@@ -545,7 +547,10 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 		}
 		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s` (%s): %s%s", p->func, p->path, p->offset, p->func,
 			p->delta, p->where.insn, probe_cost_name(p->where.cost), p->where.why,
-			p->kind != HT_SPEC_ALLOC ? "" : tr->session ? " (a session: entry and return)" : " (and its return)");
+			p->kind != HT_SPEC_ALLOC ? "" :
+			!tr->session ? " (and its return)" :
+			plan->specs[p->spec].leaf ? " (a session: the return only when sampled)" :
+						    " (a session: the return always, since it may call traced functions)");
 	}
 	if (first)
 		ht_info("attached with %s", tr->session ? "uprobe_multi links, allocators as uprobe sessions" :
