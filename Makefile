@@ -25,7 +25,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deps demo test test-noinject bench bench-redis test-targets fuzz check-asan
+.PHONY: all clean install deps demo test test-noinject bench bench-redis bench-postgres test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
@@ -282,6 +282,12 @@ bench: deps
 bench-redis: deps
 	$(MAKE) all
 	bash bench/redis.sh
+
+# PostgreSQL: one backend under heaptrace -p (malloc, then palloc specs),
+# driven by pgbench -c 1 on 127.0.0.1 (bench/postgres.sh installs postgresql).
+bench-postgres: deps
+	$(MAKE) all
+	bash bench/postgres.sh
 
 # The whole test suite against a heaptrace built with ASan and UBSan (all but
 # the valgrind scenario, which cannot run an ASan binary).

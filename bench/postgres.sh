@@ -1,0 +1,158 @@
+#!/bin/bash
+# A real server under heaptrace -p: one PostgreSQL 15 backend (Debian's
+# package) on 127.0.0.1, driven by pgbench with one connection.  A backend is
+# forked per connection, so each run starts pgbench -c 1, finds its backend in
+# pg_stat_activity, attaches heaptrace to it and reads pgbench's per-second
+# progress: the throughput is the mean of the seconds after "tracing PID"
+# (attach and its first second are outside it), the same seconds for bare.
+# Configurations run round-robin, R rounds; ratios are of medians:
+#   bare            no heaptrace
+#   malloc_exact    heaptrace -p (the malloc family: what palloc gets from malloc)
+#   palloc_exact    --no-libc and the palloc specs of docs/postgresql.md
+#   palloc_sampled  the same with --sample-rate 64K
+#   palloc_nofree   palloc_sampled without --free-sym pfree (its probe is
+#                   single-stepped: docs/postgresql.md)
+#
+# Environment: PG_SECONDS (20: each pgbench run), PG_RUNS (1), PG_SCALE (2),
+# PG_MODE (select: pgbench -S; tpcb: the default TPC-B-like script),
+# PG_CONFIGS (all of the above).
+set -u
+cd "$(dirname "$0")/.."
+
+SECS=${PG_SECONDS:-20}
+RUNS=${PG_RUNS:-1}
+SCALE=${PG_SCALE:-2}
+MODE=${PG_MODE:-select}
+HT=$PWD/build/heaptrace
+TMP=$(mktemp -d /tmp/heaptrace-pg.XXXXXX)
+HPID=
+STARTED=
+
+note() { echo "bench-postgres: $*" >&2; }
+die() { note "$*"; exit 1; }
+
+# The server runs as an unprivileged user: initdb refuses root.
+PGUSER_OS=postgres
+as_pg() { runuser -u "$PGUSER_OS" -- "$@"; }
+
+cleanup() {
+	[ -n "$HPID" ] && kill -KILL "$HPID" 2>/dev/null
+	[ -n "$STARTED" ] && as_pg "$BIN/pg_ctl" -D "$TMP/data" -m immediate stop >/dev/null 2>&1
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+if [ -z "$BIN" ] || ! command -v pgbench >/dev/null; then
+	note "installing postgresql"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib >/dev/null ||
+		die "cannot install postgresql"
+	BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+fi
+[ -x "$BIN/postgres" ] || die "no postgres under /usr/lib/postgresql"
+id "$PGUSER_OS" >/dev/null 2>&1 || die "no user $PGUSER_OS (the Debian package creates it)"
+[ -x "$HT" ] || die "$HT not built (make)"
+chmod 755 "$TMP"
+mkdir "$TMP/data" && chown "$PGUSER_OS" "$TMP/data" "$TMP" || die "cannot make $TMP/data"
+
+PORT=
+for p in $(shuf -i 20000-60000 -n 50); do
+	ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { PORT=$p; break; }
+done
+[ -n "$PORT" ] || die "no free port"
+
+as_pg "$BIN/initdb" -D "$TMP/data" -A trust -U postgres >"$TMP/initdb.log" 2>&1 || die "initdb failed: $(tail -1 "$TMP/initdb.log")"
+# fsync off: the disk is not what is measured.
+as_pg "$BIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -t 30 \
+	-o "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$TMP -c fsync=off -c synchronous_commit=off" \
+	start >/dev/null || die "postgres did not start: $(tail -2 "$TMP/server.log")"
+STARTED=1
+PG=(-h 127.0.0.1 -p "$PORT" -U postgres)
+as_pg pgbench "${PG[@]}" -i -q -s "$SCALE" postgres >"$TMP/init.log" 2>&1 || die "pgbench -i failed"
+note "$("$BIN/postgres" --version) on 127.0.0.1:$PORT, pgbench scale $SCALE, $MODE, $SECS s a run"
+
+SPECS=(--no-libc --sym palloc:size=arg1 --sym palloc0:size=arg1
+	--sym MemoryContextAlloc:size=arg2 --sym MemoryContextAllocZero:size=arg2
+	--sym MemoryContextAllocZeroAligned:size=arg2 --sym MemoryContextAllocExtended:size=arg2
+	--free-sym pfree:ptr=arg1)
+ARGS=()
+[ "$MODE" = select ] && ARGS=(-S)
+
+backend() {
+	as_pg psql -X -At "${PG[@]}" -d postgres -c \
+		"select pid from pg_stat_activity where application_name = 'pgbench' and pid <> pg_backend_pid()" 2>/dev/null
+}
+
+# run CONFIG: TPS set to the mean throughput while traced, or empty.
+run() {
+	local args=() prog=$TMP/$1.progress err=$TMP/$1.err pb pid= t0 t1 from
+	TPS=
+	case $1 in
+	bare) ;;
+	malloc_exact) args=() ;;
+	palloc_exact) args=("${SPECS[@]}") ;;
+	palloc_sampled) args=("${SPECS[@]}" --sample-rate 64K) ;;
+	palloc_nofree) args=("${SPECS[@]::${#SPECS[@]}-2}" --sample-rate 64K) ;;
+	esac
+	# The last run's backend may still be listed while it exits.
+	for _ in $(seq 100); do
+		[ -z "$(backend)" ] && break
+		sleep 0.05
+	done
+	t0=$(date +%s.%N)
+	as_pg pgbench "${PG[@]}" -n -c 1 -T "$SECS" -P 1 "${ARGS[@]}" postgres >/dev/null 2>"$prog" &
+	pb=$!
+	for _ in $(seq 100); do
+		pid=$(backend)
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	[ -n "$pid" ] || { note "$1: no pgbench backend"; wait "$pb"; return; }
+	from=1
+	if [ "$1" != bare ]; then
+		timeout -k 5 $((SECS + 60)) "$HT" -v "${args[@]}" -o "$TMP/$1.heap" -p "$pid" 2>"$err" &
+		HPID=$!
+		for _ in $(seq 300); do
+			grep -q "^heaptrace: tracing PID $pid" "$err" 2>/dev/null && break
+			kill -0 "$HPID" 2>/dev/null || break
+			sleep 0.1
+		done
+		grep -q "^heaptrace: tracing PID $pid" "$err" || { note "$1: heaptrace did not attach: $(tail -2 "$err")"; wait "$pb"; return; }
+		t1=$(date +%s.%N)
+		from=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", b - a + 1.5 }')
+	fi
+	wait "$pb"
+	if [ -n "$HPID" ]; then
+		# The backend exits with pgbench's connection, and heaptrace with it.
+		wait "$HPID"
+		local rc=$?
+		HPID=
+		[ "$rc" = 0 ] || { note "$1: heaptrace exit status $rc: $(tail -1 "$err")"; return; }
+	fi
+	# Bare uses the same seconds as a traced run would: from 3 s on.
+	[ "$1" = bare ] && from=3
+	TPS=$(awk -v from="$from" '/^progress:/ { t = $2 + 0; if (t > from) { s += $4; n++ } }
+		END { if (n >= 3) printf "%.0f", s / n }' "$prog")
+	[ -n "$TPS" ] || note "$1: under 3 seconds traced (PG_SECONDS=$SECS)"
+}
+
+read -ra CONFIGS <<<"${PG_CONFIGS:-bare malloc_exact palloc_exact palloc_sampled palloc_nofree}"
+declare -A ALL=()
+for r in $(seq "$RUNS"); do
+	for c in "${CONFIGS[@]}"; do
+		run "$c"
+		note "round $r: $c ${TPS:-failed} tps"
+		[ -n "$TPS" ] && ALL[$c]+="$TPS "
+	done
+done
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+declare -A MED=()
+for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
+ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }' || echo -; }
+
+echo "pgbench -c 1 $([ "$MODE" = select ] && echo -S || echo TPC-B) -T $SECS, one backend traced, median of $RUNS rounds (tps):"
+for c in "${CONFIGS[@]}"; do
+	printf '  %-16s %8s   x bare %s\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")"
+done
