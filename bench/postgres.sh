@@ -81,7 +81,7 @@ ARGS=()
 
 backend() {
 	as_pg psql -X -At "${PG[@]}" -d postgres -c \
-		"select pid from pg_stat_activity where application_name = 'pgbench' and pid <> pg_backend_pid()" 2>/dev/null
+		"select pid from pg_stat_activity where application_name = 'pgbench' and query like '%abalance%' and pid <> pg_backend_pid()" 2>/dev/null
 }
 
 # run CONFIG: TPS set to the mean throughput while traced, or empty.
