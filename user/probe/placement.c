@@ -379,7 +379,7 @@ int placer_choose(struct placer *pl, uint64_t vaddr, uint64_t size, unsigned arg
 	if (best_kind)
 		snprintf(out->why, sizeof(out->why), "entry: a %s", best_kind);
 	else
-		snprintf(out->why, sizeof(out->why), "entry: %s", stop);
+		snprintf(out->why, sizeof(out->why), "entry: %.*s", (int)sizeof(out->why) - 8, stop);
 done:
 	cs_free(insn, 1);
 	return 0;
