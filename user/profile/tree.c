@@ -339,7 +339,8 @@ int profile_unlabel(const struct profile *p, struct profile *out)
 			profile_free(out);
 			return -1;
 		}
-		memcpy(s->pcs, p->stacks[i].pcs, s->depth * sizeof(uint64_t));
+		if (s->depth)   /* the lost-stack site has no frames, and may have no pcs array */
+			memcpy(s->pcs, p->stacks[i].pcs, s->depth * sizeof(uint64_t));
 		if (s->live) {
 			memcpy(s->live, p->stacks[i].live, p->stacks[i].n_live * sizeof(*s->live));
 			s->n_live = p->stacks[i].n_live;
