@@ -53,24 +53,58 @@ static Elf_Scn *find_section(struct elfobj *o, Elf64_Word type, GElf_Shdr *shdr)
 	return NULL;
 }
 
+/*
+ * A symbol table's defined functions or data objects, one at a time:
+ * sym_open() then sym_next() until it returns false; sym_name() names one.
+ */
+struct sym_iter {
+	struct elfobj *o;
+	Elf_Data *data;
+	GElf_Shdr shdr;
+	size_t i, n;
+	bool data_sym;          /* STT_OBJECT, else STT_FUNC and STT_GNU_IFUNC */
+};
+
+static bool sym_open(struct sym_iter *it, struct elfobj *o, Elf64_Word type, bool data_sym)
+{
+	Elf_Scn *scn = find_section(o, type, &it->shdr);
+
+	it->o = o;
+	it->i = it->n = 0;
+	it->data_sym = data_sym;
+	if (!scn || !(it->data = elf_getdata(scn, NULL)) || !it->shdr.sh_entsize)
+		return false;
+	it->n = it->shdr.sh_size / it->shdr.sh_entsize;
+	return true;
+}
+
+static bool sym_next(struct sym_iter *it, GElf_Sym *sym)
+{
+	while (it->i < it->n) {
+		if (!gelf_getsym(it->data, it->i++, sym) || sym->st_shndx == SHN_UNDEF || !sym->st_value)
+			continue;
+		int t = GELF_ST_TYPE(sym->st_info);
+		if (it->data_sym ? t == STT_OBJECT : t == STT_FUNC || t == STT_GNU_IFUNC)
+			return true;
+	}
+	return false;
+}
+
+static const char *sym_name(const struct sym_iter *it, const GElf_Sym *sym)
+{
+	return elf_strptr(it->o->elf, it->shdr.sh_link, sym->st_name);
+}
+
 static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name, bool data_sym,
 			  uint64_t *vaddr, uint64_t *size)
 {
-	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section(o, type, &shdr);
-	Elf_Data *data;
+	struct sym_iter it;
+	GElf_Sym sym;
 
-	if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+	if (!sym_open(&it, o, type, data_sym))
 		return false;
-	size_t n = shdr.sh_size / shdr.sh_entsize;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym sym;
-		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
-			continue;
-		int t = GELF_ST_TYPE(sym.st_info);
-		if (data_sym ? t != STT_OBJECT : t != STT_FUNC && t != STT_GNU_IFUNC)
-			continue;
-		const char *s = elf_strptr(o->elf, shdr.sh_link, sym.st_name);
+	while (sym_next(&it, &sym)) {
+		const char *s = sym_name(&it, &sym);
 		if (s && !strcmp(s, name)) {
 			*vaddr = sym.st_value;
 			*size = sym.st_size;
@@ -96,21 +130,14 @@ bool elfobj_object(struct elfobj *o, const char *name, uint64_t *vaddr)
 
 static void best_start_in(struct elfobj *o, Elf64_Word type, uint64_t vaddr, uint64_t *best)
 {
-	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section(o, type, &shdr);
-	Elf_Data *data;
+	struct sym_iter it;
+	GElf_Sym sym;
 
-	if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+	if (!sym_open(&it, o, type, false))
 		return;
-	size_t n = shdr.sh_size / shdr.sh_entsize;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym sym;
-		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF)
-			continue;
-		int t = GELF_ST_TYPE(sym.st_info);
-		if ((t == STT_FUNC || t == STT_GNU_IFUNC) && sym.st_value <= vaddr && sym.st_value > *best)
+	while (sym_next(&it, &sym))
+		if (sym.st_value <= vaddr && sym.st_value > *best)
 			*best = sym.st_value;
-	}
 }
 
 bool elfobj_func_start_before(struct elfobj *o, uint64_t vaddr, uint64_t *start)
@@ -294,24 +321,17 @@ found:
 bool elfobj_func_at(struct elfobj *o, uint64_t vaddr, uint64_t *start, uint64_t *size, const char **name)
 {
 	for (int k = 0; k < 2; k++) {
-		GElf_Shdr shdr;
-		Elf_Scn *scn = find_section(o, k ? SHT_DYNSYM : SHT_SYMTAB, &shdr);
-		Elf_Data *data;
+		struct sym_iter it;
+		GElf_Sym sym;
 
-		if (!scn || !(data = elf_getdata(scn, NULL)) || !shdr.sh_entsize)
+		if (!sym_open(&it, o, k ? SHT_DYNSYM : SHT_SYMTAB, false))
 			continue;
-		size_t n = shdr.sh_size / shdr.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
-				continue;
-			int t = GELF_ST_TYPE(sym.st_info);
-			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || vaddr < sym.st_value ||
-			    vaddr >= sym.st_value + (sym.st_size ? sym.st_size : 1))
+		while (sym_next(&it, &sym)) {
+			if (vaddr < sym.st_value || vaddr >= sym.st_value + (sym.st_size ? sym.st_size : 1))
 				continue;
 			*start = sym.st_value;
 			*size = sym.st_size;
-			*name = elf_strptr(o->elf, shdr.sh_link, sym.st_name);
+			*name = sym_name(&it, &sym);
 			return true;
 		}
 	}
