@@ -25,7 +25,8 @@
 # BENCH_STARTUP_RUNS (11) for start-up, BENCH_PEERS=0 to skip bpftrace and
 # heaptrack, BENCH_HEAPTRACE (build/heaptrace) to measure another build
 # with the same script, BENCH_RESET_CALLS (5000) and BENCH_RESET_OTHERS
-# (60000) for the context resets, BENCH_ONLY=resets to measure those alone.
+# (60000) for the context resets, BENCH_ONLY=resets to measure those alone,
+# BENCH_CONFIGS="bare heaptrace_ff ..." to run only those rows of the table.
 #
 # tracefs uprobe events are system-wide and outlive us: every exit path,
 # including Ctrl-C and errors, goes through cleanup, which removes them.
@@ -207,16 +208,19 @@ run_config() {
 	heaptrace_s512k | heaptrace_s64k)
 		timeout $RUN_TIMEOUT "$HT" --sample-rate "${name#heaptrace_s}" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
-	heaptrace_s512k_ret)
-		# churn forked by a shell, both followed: the shell's link on the same probes asks for
-		# every call's return (docs/process-trees.md), so every call keeps its return probe.
-		timeout $RUN_TIMEOUT "$HT" --sample-rate 512k --follow-fork -o /dev/null -- \
+	heaptrace_s512k_kid | heaptrace_s512k_kid_noinject)
+		# churn forked by a shell, both followed: the fast path gives the child a stub of its
+		# own; with uprobes, the shell's link on the same probes asks for every call's return
+		# (docs/process-trees.md), so every call keeps its return probe.
+		timeout $RUN_TIMEOUT "$HT" $([ $name = heaptrace_s512k_kid_noinject ] && echo --no-inject) \
+			--sample-rate 512k --follow-fork -o /dev/null -- \
 			sh -c '"$0" "$@"; true' "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_ff)
 		timeout $RUN_TIMEOUT "$HT" --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
-	heaptrace_s512k_ff)
-		# --follow-fork, churn alone on its probes: uprobe sessions skip the unsampled returns.
-		timeout $RUN_TIMEOUT "$HT" --sample-rate 512k --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
+	heaptrace_s512k_ff | heaptrace_s512k_ff_noinject)
+		# --follow-fork, churn alone on its probes: with uprobes, sessions skip the unsampled returns.
+		timeout $RUN_TIMEOUT "$HT" $([ $name = heaptrace_s512k_ff_noinject ] && echo --no-inject) \
+			--sample-rate 512k --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
 	bpftrace)
 		timeout $RUN_TIMEOUT bpftrace -o "$TMP/bpftrace.maps" -e "$BT_SCRIPT" \
@@ -331,8 +335,10 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_s512k_ret heaptrace_ff heaptrace_s512k_ff)
-if [ "$PEERS" != 0 ]; then
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject)
+# BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
+[ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
+if [ "$PEERS" != 0 ] && [ -z "${BENCH_CONFIGS:-}" ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
 fi
@@ -350,9 +356,11 @@ declare -A LABEL=(
 	[entryonly]="entry-only floor (BPF, no returns)"
 	[heaptrace_s512k]="heaptrace --sample-rate 512K"
 	[heaptrace_s64k]="heaptrace --sample-rate 64K"
-	[heaptrace_s512k_ret]="  --follow-fork beside its parent (returns)"
 	[heaptrace_ff]="heaptrace --follow-fork (exact)"
-	[heaptrace_s512k_ff]="  --follow-fork --sample-rate 512K (sessions)"
+	[heaptrace_s512k_ff]="  --follow-fork --sample-rate 512K"
+	[heaptrace_s512k_ff_noinject]="    same, --no-inject (sessions)"
+	[heaptrace_s512k_kid]="  the same, churn forked by a followed shell"
+	[heaptrace_s512k_kid_noinject]="    same, --no-inject (returns: the shell's link)"
 	[heaptrace_entry]="heaptrace --no-inject --probe-at=entry"
 	[bpftrace]="bpftrace memleak-style"
 	[heaptrack]="heaptrack (LD_PRELOAD)"
@@ -433,12 +441,14 @@ target "--sample-rate 512K / entry-only floor" "$(ratio "${MED[heaptrace_s512k]:
 printf '  %-44s %8s\n' "--no-inject 512K / entry-only floor (sessions)" \
 	"$(ratio "${MED[heaptrace_s512k_noinject]:-}" "${MED[entryonly]:-}")"
 printf '  %-44s %8s\n' "--sample-rate 64K / entry-only floor" "$(ratio "${MED[heaptrace_s64k]:-}" "${MED[entryonly]:-}")"
-printf '  %-44s %8s\n' "512K with return probes / with sessions" \
-	"$(ratio "${MED[heaptrace_s512k_ret]:-}" "${MED[heaptrace_s512k]:-}")"
-printf '  %-44s %8s\n' "--follow-fork: 512K (sessions) / exact" \
+printf '  %-44s %8s\n' "--follow-fork: 512K / exact" \
 	"$(ratio "${MED[heaptrace_s512k_ff]:-}" "${MED[heaptrace_ff]:-}")"
-printf '  %-44s %8s\n' "--follow-fork: 512K beside its parent / exact" \
-	"$(ratio "${MED[heaptrace_s512k_ret]:-}" "${MED[heaptrace_ff]:-}")"
+printf '  %-44s %8s\n' "--follow-fork: 512K in a forked child / exact" \
+	"$(ratio "${MED[heaptrace_s512k_kid]:-}" "${MED[heaptrace_ff]:-}")"
+printf '  %-44s %8s\n' "  the same, --no-inject / the fast path" \
+	"$(ratio "${MED[heaptrace_s512k_kid_noinject]:-}" "${MED[heaptrace_s512k_kid]:-}")"
+printf '  %-44s %8s\n' "  --no-inject: in a forked child / alone" \
+	"$(ratio "${MED[heaptrace_s512k_kid_noinject]:-}" "${MED[heaptrace_s512k_ff_noinject]:-}")"
 printf '  %-44s %8s ns\n' "--sample-rate 512K above the entry-only floor" \
 	"$(diff_ns "${MED[heaptrace_s512k]:-}" "${MED[entryonly]:-}")"
 for c in "${!FAILS[@]}"; do

@@ -3,6 +3,8 @@
 # tests/scenarios/fork.sh): pre-fork servers (t_prefork).
 # scenario forkhint: the hint about children forked and not traced.
 # scenario merge: --follow-fork --merge, one profile of the process tree.
+# scenario forksample: uprobe sessions under --follow-fork.
+# scenario kidstub: the fast path in followed children (t_kidstub).
 
 # ---------------------------------------------------------------------------
 # Without --follow-fork, children the target forks run untraced: heaptrace
@@ -248,4 +250,126 @@ scenario_forksample() {
 		[ "$raw" = "$want" ] || d+="$(rel "$f"): alloc_objects alloc_space $raw, want $want ($allocs sampled x weight $w/65536)"$'\n'
 	done
 	report "$key: each process's estimates are its sampled 64-byte blocks times their weight, exactly" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# The fast path in followed children.  A forked child inherits the
+# redirected functions and the stub, its data zeroed (MADV_WIPEONFORK: the
+# stub off); heaptrace gives each followed child a stub of its own at its
+# fork, so that processes running at the same time pay no trap for an
+# unrecorded call (uprobe sessions cannot: the kernel asks for the return
+# of every other process's link).  t_kidstub reads its own malloc and free:
+# a jump into the heaptrace-stub mapping and the stub's "on" word, int3 for
+# a uprobe, or the file's bytes.  3 workers and their parent allocate at the
+# same time, each 20000 blocks of 64 bytes, 2000 kept: each profile exact;
+# sampled, each process's estimates are its sampled blocks times their
+# weight.  Workers alive when heaptrace ends have their functions as the
+# file has them; after a SIGKILL of heaptrace they keep the enabled stub
+# (its record sites plain nops again) and stay correct.
+
+# kidstub_looks FILE STATE K [WHEN]: "parent" (unless WHEN) and "worker I"
+# lines of t_kidstub say malloc=STATE free=STATE; the diagnosis, if not.
+kidstub_looks() {
+	local f=$1 state=$2 k=$3 when=${4:-} i d=""
+	[ -n "$when" ] || grep -qx "parent malloc=$state free=$state" "$f" || d+="no 'parent malloc=$state free=$state'"$'\n'
+	for ((i = 0; i < k; i++)); do
+		grep -qx "worker $i${when:+ $when} malloc=$state free=$state" "$f" ||
+			d+="no 'worker $i${when:+ $when} malloc=$state free=$state'"$'\n'
+	done
+	[ -z "$d" ] || { echo "$d"; sed 's/^/output: /' "$f"; }
+}
+
+# kidstub_work KEY VALUE FILE...: each collapsed FILE has "work VALUE" as its only work stack.
+kidstub_work() {
+	local key=$1 want=$2 f got d=""
+	shift 2
+	for f in "$@"; do
+		got=$(awk '{ n = split($1, fr, ";"); if (fr[n] == "work") print $2 }' "$f" 2>/dev/null)
+		[ "$got" = "$want" ] || d+="$(rel "$f"): work '$got', want $want"$'\n'
+	done
+	echo "$d"
+}
+
+scenario_kidstub() {
+	local key d v want f n=20000 rate=65536 w allocs raw i hp
+	for v in alloc_objects inuse_objects; do
+		key=kidstub.$v
+		want=$([ $v = alloc_objects ] && echo $n || echo $((n / 10)))
+		(cd "$TMP" && ht $key -v --follow-fork -f collapsed --value $v -o "$TMP/$key.prof" -- "$TB/t_kidstub" run 3 $n)
+		RC=$(cat "$TMP/$key.rc")
+		check_rc $key 0 "$key: exits 0"
+		report "$key: the parent and 3 workers, running at once, call malloc and free through an enabled stub" \
+			"$(kidstub_looks "$TMP/$key.out" stub-on 3)"
+		d=$(grep -c '^heaptrace: fast path: PID [0-9]* has its own copy of the stub, enabled$' "$TMP/$key.err")
+		report "$key: -v says each worker has its own copy of the stub" "$([ "$d" = 3 ] || ctx $key)"
+		d=""
+		[ "$(fork_files $key | wc -l)" = 3 ] || d="$(fork_files $key | wc -l) child profiles, want 3"$'\n'
+		d+=$(kidstub_work $key "$want" "$TMP/$key.prof" $(fork_files $key | cut -d' ' -f2-))
+		report "$key: each of the 4 processes' profiles: work $want" "$d${d:+$(ctx $key)}"
+	done
+	expect_events kidstub.alloc_objects allocs=80000 frees=72000 unmatched_frees=0 missed_frees=0 call_map_full=0
+
+	# The same with --no-inject: uprobes (int3) in every process, the same counts.
+	key=kidstub_noinject
+	(cd "$TMP" && ht $key --no-inject --follow-fork -f collapsed --value inuse_objects -o "$TMP/$key.prof" -- "$TB/t_kidstub" run 3 $n)
+	RC=$(cat "$TMP/$key.rc")
+	check_rc $key 0 "$key: exits 0"
+	report "$key: every process's malloc and free carry a uprobe (int3)" "$(kidstub_looks "$TMP/$key.out" int3 3)"
+	report "$key: each process's profile: work $((n / 10))" \
+		"$(kidstub_work $key $((n / 10)) "$TMP/$key.prof" $(fork_files $key | cut -d' ' -f2-))"
+
+	# Sampled: unsampled calls stay in each process; the estimates are exact functions of the samples.
+	key=kidstub_sampled
+	(cd "$TMP" && ht $key -v --follow-fork --sample-rate $rate -f proto -o "$TMP/$key.pb.gz" -- "$TB/t_kidstub" run 3 $n)
+	RC=$(cat "$TMP/$key.rc")
+	check_rc $key 0 "$key: exits 0"
+	report "$key: sampled, each process's malloc and free go to its enabled stub" "$(kidstub_looks "$TMP/$key.out" stub-on 3)"
+	w=$(fsample_weight 64 $rate)
+	d=""
+	for f in "$TMP/$key.pb.gz" $(fork_files $key | cut -d' ' -f2-); do
+		allocs=$(proto_events "$f" | tr ' ' '\n' | sed -n 's/^allocs=//p')
+		raw=$(fsample_raw $key.raw "$f")
+		want="$(( (allocs * w + 32768) >> 16 )) $(( allocs * ((64 * w) >> 16) ))"
+		[ "${allocs:-0}" -gt 0 ] && [ "$allocs" -lt 200 ] || d+="$(rel "$f"): $allocs sampled of $n, want 1 to 199 (about 20)"$'\n'
+		[ "$raw" = "$want" ] || d+="$(rel "$f"): alloc_objects alloc_space $raw, want $want ($allocs sampled x weight $w/65536)"$'\n'
+	done
+	report "$key: each process's estimates are its sampled 64-byte blocks times their weight" "$d"
+
+	# Workers that outlive the traced run: their functions restored when heaptrace ends.
+	key=kidstub_linger
+	rm -f "$TMP/$key.fifo".*
+	mkfifo "$TMP/$key.fifo.0" "$TMP/$key.fifo.1"
+	(cd "$TMP" && ht $key -v --follow-fork -f collapsed --value inuse_objects -o "$TMP/$key.prof" -- \
+		"$TB/t_kidstub" linger 2 $n "$TMP/$key.fifo")
+	RC=$(cat "$TMP/$key.rc")
+	check_rc $key 0 "$key: exits 0"
+	for i in 0 1; do timeout 10 sh -c "echo go >'$TMP/$key.fifo.$i'"; done
+	wait_for "$TMP/$key.out" "^worker 0 errors" 20 && wait_for "$TMP/$key.out" "^worker 1 errors" 20
+	d=$(kidstub_looks "$TMP/$key.out" file 2 after)
+	for i in 0 1; do grep -qx "worker $i errors 0" "$TMP/$key.out" || d+="no 'worker $i errors 0'"$'\n'; done
+	[ "$(grep -c '^heaptrace: fast path: PID [0-9]*: every redirected function restored' "$TMP/$key.err")" = 2 ] ||
+		d+="-v does not say twice that a worker's functions were restored"$'\n'
+	report "$key: workers alive at heaptrace's end get their functions back and run on correctly" "$d"
+	report "$key: each process's profile: work $((n / 10))" \
+		"$(kidstub_work $key $((n / 10)) "$TMP/$key.prof" $(fork_files $key | cut -d' ' -f2-))"
+
+	# heaptrace SIGKILLed while its children have their stubs: they run on, correct.
+	key=kidstub_kill
+	rm -f "$TMP/$key.fifo".*
+	mkfifo "$TMP/$key.fifo.0" "$TMP/$key.fifo.1" "$TMP/$key.fifo.p"
+	ht_bg $key --follow-fork -f collapsed -o "$TMP/$key.prof" -- "$TB/t_kidstub" linger 2 $n "$TMP/$key.fifo" hold
+	hp=$HPID
+	d=""
+	if wait_for "$TMP/$key.tout" "^workers done" 30 "$hp"; then
+		kill -KILL "$(pgrep -P "$hp" | head -1)" 2>/dev/null
+		sleep 0.2
+		for i in 0 1 p; do timeout 10 sh -c "echo go >'$TMP/$key.fifo.$i'"; done
+		wait_for "$TMP/$key.tout" "^worker 0 errors" 20 && wait_for "$TMP/$key.tout" "^worker 1 errors" 20
+		d=$(kidstub_looks "$TMP/$key.tout" stub-on 2 after)
+		for i in 0 1; do grep -qx "worker $i errors 0" "$TMP/$key.tout" || d+="no 'worker $i errors 0'"$'\n'; done
+	else
+		d="t_kidstub never said 'workers done': $(cat "$TMP/$key.tout")"
+	fi
+	ht_bg_wait $key "$hp" 20
+	report "$key: heaptrace SIGKILLed: the workers keep their enabled stubs and run on correctly" "$d"
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -254,6 +255,19 @@ static int set_enabled(struct inject *in, struct remote *r, uint32_t on)
 	return write_data(in, r, offsetof(struct stub_data, enabled), &on, sizeof(on));
 }
 
+/* The sampling countdown's first draw and the stub's random state: each process its own. */
+static int seed_data(struct inject *in, struct remote *r)
+{
+	uint64_t seed = 0;
+	int64_t countdown;
+
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed) || !seed)
+		seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ ((uint64_t)in->pid << 32);
+	countdown = in->sample_rate ? (int64_t)ht_sample_interval(in->sample_rate, (uint32_t)(seed >> 32)) : 0;
+	int err = write_data(in, r, offsetof(struct stub_data, prng), &seed, sizeof(seed));
+	return err ? err : write_data(in, r, offsetof(struct stub_data, countdown), &countdown, sizeof(countdown));
+}
+
 static int attach_sites(struct inject *in, struct tracer *tr)
 {
 	uint64_t off = STUB_SITE_ALLOC, cookie = 0;
@@ -340,13 +354,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	    map_stub(in, r, img, why, sizeof(why)))
 		goto fail;
 
-	uint64_t seed = 0;
-	int64_t countdown;
-	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed) || !seed)
-		seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
-	countdown = in->sample_rate ? (int64_t)ht_sample_interval(in->sample_rate, (uint32_t)(seed >> 32)) : 0;
-	if (write_data(in, r, offsetof(struct stub_data, prng), &seed, sizeof(seed)) ||
-	    write_data(in, r, offsetof(struct stub_data, countdown), &countdown, sizeof(countdown))) {
+	if (seed_data(in, r)) {
 		snprintf(why, sizeof(why), "cannot write the stub's data");
 		goto fail;
 	}
@@ -378,6 +386,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		give_back(in, plan);
 		goto fail;
 	}
+	in->enabled = true;
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
 		in->sample_rate ? "unsampled calls stay in the process" : "one record site per call");
 	free(img);
@@ -393,14 +402,105 @@ fail:
 
 void inject_remove(struct inject *in, struct remote *r)
 {
-	if (!in->base)
+	if (!in->base || in->shared)
 		return;
 	set_enabled(in, r, 0);
+	in->enabled = false;
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
 		if (f->patched && !remote_write(r, f->addr, f->saved, f->len))
 			f->patched = false;
 	}
+}
+
+/* --- --follow-fork: a forked child's copy of the stub --- */
+
+/* A child of a process with a stub shares its memory (vfork, CLONE_VM): the same stub serves both. */
+static bool shares_memory(pid_t a, pid_t b)
+{
+	long same = syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0);
+
+	return same == 0;
+}
+
+int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, struct tracer *tr)
+{
+	char path[64];
+	struct remote r = { .pid = pid };
+	int err = 0;
+
+	if (!parent->base || !parent->enabled)
+		return -1;
+	*kid = *parent;
+	kid->pid = pid;
+	kid->file_fd = -1;
+	kid->seen = (struct stub_counters){ 0 };
+	kid->shared = shares_memory(parent->pid, pid);
+	if ((kid->file_fd = fcntl(parent->file_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	snprintf(kid->path, sizeof(kid->path), "/proc/self/fd/%d", kid->file_fd);
+	if (kid->shared) {
+		/* Its calls run the parent's stub, in the parent's memory: only the record sites' probes are its own. */
+		if ((err = attach_sites(kid, tr)))
+			goto fail;
+		ht_info("fast path: PID %d shares the memory of PID %d: its recorded calls reach the same stub", pid,
+			parent->pid);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	if ((r.mem_fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	/*
+	 * Its copy of the record sites may hold the parent's breakpoint or a
+	 * call into the parent's uprobe trampoline, which fork does not copy:
+	 * the file's bytes go back before its own probes go on.  Its data came
+	 * zeroed (MADV_WIPEONFORK): a countdown and a seed of its own, and an
+	 * empty set (the parent's sampled blocks it inherited are the parent's).
+	 */
+	static const uint64_t sites[] = { STUB_SITE_ALLOC, STUB_SITE_FREE };
+	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]) && !err; i++)
+		err = remote_write(&r, kid->base + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
+	if (!err)
+		err = attach_sites(kid, tr);
+	if (!err)
+		err = seed_data(kid, &r);
+	if (!err)
+		err = set_enabled(kid, &r, 1);
+	if (err) {
+		/*
+		 * Its functions as the file has them, so that uprobes can take
+		 * them (a uprobe on a jump would resume inside it).  Its stub
+		 * stays disabled: its data is still zero.
+		 */
+		for (int i = 0; i < kid->n; i++)
+			if (kid->fns[i].patched && !remote_write(&r, kid->fns[i].addr, kid->fns[i].saved, kid->fns[i].len))
+				kid->fns[i].patched = false;
+		goto fail;
+	}
+	kid->enabled = true;
+	close(r.mem_fd);
+	ht_info("fast path: PID %d has its own copy of the stub, enabled", pid);
+	return 0;
+fail:
+	if (r.mem_fd > 0)
+		close(r.mem_fd);
+	bool restored = !kid->shared;
+	for (int i = 0; i < kid->n; i++)
+		restored &= !kid->fns[i].patched;
+	inject_free(kid);
+	kid->base = 0;
+	kid->enabled = false;
+	if (!restored) {
+		ht_err("--follow-fork: PID %d: the fast path failed (%s) and its functions still jump to "
+		       "the stub: its calls of them are not traced", pid, strerror(-err));
+		return -1;
+	}
+	ht_info("fast path: not in PID %d (%s): uprobes instead", pid, strerror(-err));
+	return 1;
 }
 
 void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
@@ -409,16 +509,17 @@ void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
 	char path[64];
 	int fd;
 
-	if (!in->base)
-		return;
+	if (in->shared)
+		return;         /* the parent's stub: counted there */
 	snprintf(path, sizeof(path), "/proc/%d/mem", in->pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
-	if (pread(fd, &c, sizeof(c), in->base + STUB_DATA_OFF + offsetof(struct stub_data, c)) == sizeof(c)) {
-		counters[HT_SAMPLED_SET_FULL] += c.set_full;
-		counters[HT_CALL_MAP_FULL] += c.depth_full;
+	/* The last reading stands once the process is gone (--follow-fork reads a child's at its exit stop). */
+	if (in->base && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		if (pread(fd, &c, sizeof(c), in->base + STUB_DATA_OFF + offsetof(struct stub_data, c)) == sizeof(c))
+			in->seen = c;
+		close(fd);
 	}
-	close(fd);
+	counters[HT_SAMPLED_SET_FULL] += in->seen.set_full;
+	counters[HT_CALL_MAP_FULL] += in->seen.depth_full;
 }
 
 /* --- a launched command: installed once the dynamic loader has mapped the allocator --- */

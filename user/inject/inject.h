@@ -44,6 +44,9 @@ struct inject {
 	uint8_t r_brk_byte;
 	bool armed;
 	bool done;                      /* installed, or given up: the uprobes took over */
+	bool enabled;                   /* the stub is on in this process */
+	bool shared;                    /* a child sharing its parent's memory (vfork): the parent's stub */
+	struct stub_counters seen;      /* the stub's counters as last read */
 };
 
 /*
@@ -81,7 +84,18 @@ int inject_arm(struct inject *in, struct remote *r);
  */
 int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr);
 
-/* The stub's losses, added to the BPF side's counters (read while the target lives). */
+/*
+ * --follow-fork: pid, a child of the process of parent, stopped before its
+ * first instruction, inherited the redirected functions and the stub, its
+ * data zeroed (so disabled).  Give it a stub of its own: the record sites'
+ * bytes as the file has them, their uprobes for pid, its data, enabled.  A
+ * child sharing the parent's memory (vfork) gets only the record sites'
+ * uprobes.  0: done; 1: not done, its functions are the file's again
+ * (attach their uprobes); -1: not done and they still jump (printed).
+ */
+int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, struct tracer *tr);
+
+/* The stub's losses, added to the BPF side's counters (read while the process lives, then the last reading). */
 void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
 
 /* The process executed a new program: its stub is gone; install again (inject_arm) for the same functions. */

@@ -525,6 +525,20 @@ int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid
 	return 0;
 }
 
+static bool stubbed(const struct probe *p)
+{
+	return p->stub;
+}
+
+int probes_attach_stubbed(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+{
+	int err = tr->multi ? attach_multi(plan, 0, tr, pid, stubbed) : attach_each(plan, 0, tr, pid, stubbed);
+
+	if (err)
+		ht_err("PID %d: cannot attach uprobes: %s", pid, strerror(-err));
+	return err ? -1 : 0;
+}
+
 int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
 	bool first = !tr->n_links && !tr->n_multi;      /* followed children repeat the same plan */

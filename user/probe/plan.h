@@ -74,6 +74,13 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
 int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid);
 
 /*
+ * The functions the fast path holds (p->stub), as uprobes for one process
+ * without a stub of its own (a followed child after its exec, or whose
+ * stub could not be enabled).  0 or -1 (printed).
+ */
+int probes_attach_stubbed(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
+
+/*
  * Probes plan->probes[from ..] added after the tracer was loaded (a new
  * program's allocator), attached for one process; their descriptors must
  * be in the tracer already (tracer_set_specs).  0 or -1 (printed).

@@ -313,8 +313,11 @@ void tracee_reap(struct tracee *f, bool wait)
 			struct tracee_child *k = find_kid(f, r);
 			if (r == t->pid)
 				target_refresh_maps(t);
-			else if (k && k->slot != NO_SLOT)
+			else if (k && k->slot != NO_SLOT) {
 				refresh_kid_maps(f, k);
+				if (f->on_child_exiting)
+					f->on_child_exiting(f->hook_arg, k);
+			}
 			ptrace(PTRACE_CONT, r, 0, 0);
 			break;
 		}

@@ -67,6 +67,8 @@ struct tracee {
 	void (*on_child_exec)(void *arg, struct tracee_child *k);
 	/* A followed child's thread group ended (its leader was reaped); may be NULL. */
 	void (*on_child_exit)(void *arg, struct tracee_child *k);
+	/* A followed child's leader at its exit stop: its memory is still there; may be NULL. */
+	void (*on_child_exiting)(void *arg, struct tracee_child *k);
 	void *hook_arg;
 };
 

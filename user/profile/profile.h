@@ -96,8 +96,12 @@ struct profile_source {
 	double min_age;         /* --min-age SEC */
 	uint64_t start_ns;      /* when tracing started */
 	const char *command;    /* the traced command line */
-	/* Losses counted outside the BPF maps (the in-process stub's: the target's), added to theirs; may be NULL. */
-	void (*more_counters)(void *arg, uint64_t counters[HT_COUNTER_MAX]);
+	/*
+	 * Losses counted outside the BPF maps (the in-process stub's), added to
+	 * theirs: one process slot's, or every slot's (HT_ALL_PROCS); may be NULL.
+	 */
+	void (*more_counters)(void *arg, uint32_t proc, uint64_t counters[HT_COUNTER_MAX]);
+#define HT_ALL_PROCS UINT32_MAX
 	void *more_arg;
 	struct timeline *timeline;              /* -f html: the heap over time, NULL: none */
 	/*

@@ -462,7 +462,7 @@ void profile_session_counters(const struct profile_source *src, uint64_t counter
 {
 	tracer_session_counters(src->tr, counters);
 	if (src->more_counters)
-		src->more_counters(src->more_arg, counters);
+		src->more_counters(src->more_arg, HT_ALL_PROCS, counters);
 }
 
 int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, const char *maps, struct profile *p)
@@ -479,8 +479,8 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 	p->command = src->command;
 	p->sample_rate = tr->sample_rate;
 	tracer_counters(tr, proc, p->counters);
-	if (src->more_counters && proc == 0)
-		src->more_counters(src->more_arg, p->counters);
+	if (src->more_counters)
+		src->more_counters(src->more_arg, proc, p->counters);
 	tracer_totals(tr, proc, &p->totals);
 	p->now_ns = monotonic_ns();
 	p->timeline = timeline_copy(src->timeline, proc);

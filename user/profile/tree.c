@@ -358,12 +358,14 @@ void profile_main_counters(const struct profile_source *src, uint64_t counters[H
 
 	tracer_counters(src->tr, 0, counters);
 	if (src->more_counters)
-		src->more_counters(src->more_arg, counters);
+		src->more_counters(src->more_arg, 0, counters);
 	if (!src->tree || src->tree(src->tree_arg, &procs, &n))
 		return;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t c[HT_COUNTER_MAX];
 		tracer_counters(src->tr, procs[i].slot, c);
+		if (src->more_counters)
+			src->more_counters(src->more_arg, procs[i].slot, c);
 		for (int k = 0; k < HT_COUNTER_MAX; k++)
 			counters[k] += c[k];
 	}

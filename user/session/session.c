@@ -46,6 +46,13 @@ struct session {
 	struct tracer_config cfg;
 	struct profile_source src;
 	struct inject in;       /* the in-process fast path; in.n: functions given to it */
+	/*
+	 * --follow-fork: each process slot's stub (kin[0] is &in), NULL where
+	 * none serves it; stub_uprobes[slot]: the stub's functions are
+	 * uprobes for that process instead (it executed, or its stub failed).
+	 */
+	struct inject *kin[HT_MAX_PROCS];
+	bool stub_uprobes[HT_MAX_PROCS];
 	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
 	bool stopped;           /* tracing is over: later children run untraced */
 	bool memory_said;       /* check_memory() spoke (a reload does not repeat it) */
@@ -120,16 +127,16 @@ out:
 }
 
 /*
- * The in-process fast path takes the malloc family where it can.  Not with
- * --follow-fork (children would inherit a stub whose data they share the
- * layout of but not the probes), nor with the kernel's own stack walk
- * (it would walk the stub's stack, not the caller's).
+ * The in-process fast path takes the malloc family where it can; not with
+ * the kernel's own stack walk (it would walk the stub's stack, not the
+ * caller's).  Followed children get a stub of their own at their fork
+ * (child_stub).
  */
 static void plan_inject(struct session *s)
 {
 	const struct trace_opts *o = s->o;
-	const char *why = o->no_inject ? "--no-inject" : o->follow_fork ? "--follow-fork" :
-			  o->stack_mode == HT_STACK_KERNEL ? "--stack-capture kernel" : NULL;
+	const char *why = o->no_inject ? "--no-inject" : o->stack_mode == HT_STACK_KERNEL ? "--stack-capture kernel" :
+										NULL;
 
 	if (why) {
 		ht_info("fast path: off (%s): uprobes on every function", why);
@@ -138,9 +145,52 @@ static void plan_inject(struct session *s)
 	inject_plan(&s->in, &s->plan, s->t.pid, o->sample_rate, o->max_live);
 }
 
-static void stub_counters(void *arg, uint64_t counters[HT_COUNTER_MAX])
+static void stub_counters(void *arg, uint32_t proc, uint64_t counters[HT_COUNTER_MAX])
 {
-	inject_counters(arg, counters);
+	struct session *s = arg;
+
+	if (proc != HT_ALL_PROCS) {
+		if (proc < HT_MAX_PROCS && s->kin[proc])
+			inject_counters(s->kin[proc], counters);
+		return;
+	}
+	for (uint32_t k = 0; k < HT_MAX_PROCS; k++)
+		if (s->kin[k])
+			inject_counters(s->kin[k], counters);
+}
+
+/*
+ * --follow-fork: a child held before its first instruction inherited its
+ * parent's memory: the redirected functions and the stub (disabled, its
+ * data zeroed), or the functions as the file has them (the parent had no
+ * stub, or had executed another program).  Give it a stub of its own, or
+ * uprobes on the stub's functions.
+ */
+static void child_stub(struct session *s, pid_t child, uint32_t slot, uint32_t parent_slot)
+{
+	struct inject *par = s->kin[parent_slot], *kid;
+	int rc = 1;
+
+	if (par && par->enabled && (kid = calloc(1, sizeof(*kid)))) {
+		if (!(rc = inject_child(kid, par, child, &s->tr)))
+			s->kin[slot] = kid;
+		else
+			free(kid);
+	}
+	if (rc == 1 && !probes_attach_stubbed(&s->plan, &s->tr, child))
+		s->stub_uprobes[slot] = true;
+}
+
+/* A followed child's stub ended with its image (exec) or its process; its counters' last reading stays. */
+static void child_stub_gone(struct session *s, uint32_t slot)
+{
+	struct inject *kid = s->kin[slot];
+
+	if (slot && kid) {
+		inject_free(kid);
+		kid->base = 0;
+		kid->enabled = false;
+	}
 }
 
 /* The root prefix that reaches a process's files: our own for a launched command's tree. */
@@ -180,6 +230,10 @@ static void on_child_exec(void *arg, struct tracee_child *k)
 	if (s->stopped)
 		return;
 	proc_root(s, k->pid, root, sizeof(root));
+	/* The new image has no stub and no jump: the stub's functions, as uprobes, are its. */
+	child_stub_gone(s, k->slot);
+	if (!s->stub_uprobes[k->slot] && !probes_attach_stubbed(&s->plan, &s->tr, k->pid))
+		s->stub_uprobes[k->slot] = true;
 	exec_follow(&s->ex, k->pid, k->slot, k->maps, root);
 	exec_describe(what, sizeof(what), k->name, image);
 	free(image);
@@ -193,6 +247,17 @@ static void on_child_exit(void *arg, struct tracee_child *k)
 
 	if (!s->stopped)
 		tracer_forget_pid(&s->tr, k->pid);
+	child_stub_gone(s, k->slot);
+}
+
+/* --follow-fork: a child's last stop before its end: the last reading of its stub's counters. */
+static void on_child_exiting(void *arg, struct tracee_child *k)
+{
+	struct session *s = arg;
+	uint64_t c[HT_COUNTER_MAX] = { 0 };
+
+	if (s->kin[k->slot])
+		inject_counters(s->kin[k->slot], c);
 }
 
 /*
@@ -260,12 +325,36 @@ static void inject_running(struct session *s)
 	remote_free(&r);
 }
 
+/* --follow-fork, the end: each child's own stub off and its bytes back, as the target's. */
+static void remove_child_stubs(struct session *s)
+{
+	for (int k = 1; k < HT_MAX_PROCS; k++) {
+		struct inject *kid = s->kin[k];
+		struct remote r;
+		int err;
+
+		if (!kid || !kid->enabled || kid->shared)
+			continue;
+		if ((err = remote_stop(&r, kid->pid, traced_by_us, s))) {
+			ht_info("fast path: cannot stop PID %d to take its stub out (%s)", kid->pid, strerror(-err));
+		} else {
+			inject_counters(kid, (uint64_t[HT_COUNTER_MAX]){ 0 });
+			inject_remove(kid, &r);
+			ht_info("fast path: PID %d: every redirected function restored; its stub stays mapped, unused",
+				kid->pid);
+		}
+		remote_resume(&r);
+		remote_free(&r);
+	}
+}
+
 /* The end: the stub off and every byte back, with the threads stopped. */
 static void remove_inject(struct session *s)
 {
 	struct remote r;
 	int err;
 
+	remove_child_stubs(s);
 	if (!s->in.base || s->t.exited)
 		return;
 	if ((err = remote_stop(&r, s->t.pid, traced_by_us, s))) {
@@ -333,6 +422,7 @@ static uint32_t trace_child(void *arg, pid_t child, uint32_t parent_slot)
 		ht_err("--follow-fork: cannot trace child PID %d", child);
 		return 0;
 	}
+	child_stub(s, child, slot, parent_slot);
 	s->ex.upto[slot] = s->plan.n;
 	s->next_slot++;
 	ht_info("following child PID %d", child);
@@ -843,7 +933,7 @@ static int trace(struct session *s, double t0)
 		goto kill_child;
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
 					  .command = command_line(o, t), .more_counters = stub_counters,
-					  .more_arg = &s->in, .tree = o->merge ? tree_of : NULL, .tree_arg = s };
+					  .more_arg = s, .tree = o->merge ? tree_of : NULL, .tree_arg = s };
 	struct snapshots ss = { .fmt = o->format, .value = o->value, .top = o->top, .diff = o->diff,
 				.src = &s->src, .t = t };
 	s->ss = &ss;
@@ -930,6 +1020,7 @@ int session_run(struct trace_opts *o)
 	pthread_mutex_init(&s.tc.lock, NULL);
 	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr };
 	s.in.file_fd = -1;
+	s.kin[0] = &s.in;
 	if (check_output(o))
 		return 1;
 	if (monitor_init()) {
@@ -957,6 +1048,7 @@ int session_run(struct trace_opts *o)
 	if (o->follow_fork) {
 		s.tc.on_child_exec = on_child_exec;
 		s.tc.on_child_exit = on_child_exit;
+		s.tc.on_child_exiting = on_child_exiting;
 	}
 	if (o->argv && s.in.n)
 		s.tc.on_trap = on_trap;
@@ -981,6 +1073,11 @@ done:
 	target_free(t);
 	tracee_free(&s.tc);
 	inject_free(&s.in);
+	for (int k = 1; k < HT_MAX_PROCS; k++)
+		if (s.kin[k]) {
+			inject_free(s.kin[k]);
+			free(s.kin[k]);
+		}
 	unwind_free(&s.uw);
 	return rc;
 }
