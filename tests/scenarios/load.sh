@@ -97,6 +97,25 @@ scenario_limits() {
 	l=$(grep -m1 '^ *losses:' "$TMP/lim_st_top.out")
 	report "limits: -f top --max-stacks 4: losses: line shows stack_errors=45" \
 		"$(echo "$l" | grep -qw 'stack_errors=45' || echo "losses line: '$l'")"
+
+	# One name per counter, everywhere: docs/limits-and-safety.md's table
+	# holds every loss of HT_COUNTERS (bpf/heaptrace.h) and no event, and
+	# its text names every event.
+	local doc=$ROOT/docs/limits-and-safety.md id name loss rows n=0
+	rows=$(grep '^| `' "$doc")
+	d=""
+	while read -r id name loss; do
+		n=$((n + 1))
+		if [ "$loss" = 1 ]; then
+			grep -qF "\`$name\`" <<<"$rows" || d+="loss $name ($id) is not in the table"$'\n'
+		elif grep -qF "\`$name\`" <<<"$rows"; then
+			d+="event $name ($id) is in the table of losses"$'\n'
+		else
+			grep -qF "\`$name\`" "$doc" || d+="event $name ($id) is not named"$'\n'
+		fi
+	done < <(sed -nE 's/^[[:space:]]*X\(([A-Z_]+), "([a-z_]+)", ([01])\).*/\1 \2 \3/p' "$ROOT/bpf/heaptrace.h")
+	[ "$n" -ge 20 ] || d+="only $n counters read from bpf/heaptrace.h"$'\n'
+	report "limits: docs/limits-and-safety.md names all $n counters of HT_COUNTERS, the losses in its table" "$d"
 }
 
 # ---------------------------------------------------------------------------
@@ -105,10 +124,10 @@ scenario_limits() {
 #   stress: allocs N bytes N live N live_bytes N
 # heaptrace must agree exactly (stress_alloc has one stack: one record),
 # lose nothing with the default limits, and stay under 100000 KiB of RSS.
-# unmatched_frees is not 0: at thread exit glibc's tcache_thread_shutdown()
-# frees again every chunk in the thread's tcache (already freed once) and
-# the tcache itself (never allocated through malloc); a tcache holds at most
-# 7 chunks in each of 64 bins: at most 16 x (7 x 64 + 1) = 7184.
+# At thread exit glibc's tcache_thread_shutdown() frees again every chunk in
+# the thread's tcache (already freed once) and the tcache itself (never
+# allocated through malloc): counted as thread_exit_frees, not losses, so
+# unmatched_frees is 0 (docs/limits-and-safety.md).
 scenario_stress() {
 	local key=stress d="" line allocs bytes live lbytes h io ao rss um
 	rl_ht 180 $key -v -o "$TMP/$key.prof" -- "$TB/t_stress"

@@ -238,6 +238,15 @@ scenario_badinput() {
 	cmp -s "$TMP/bi.crlf.out" "$TMP/bi.lf.out" || d+="the CRLF diff differs from the LF one"$'\n'
 	report "badinput: heaptrace diff reads a CRLF profile like the LF one" "$d"
 
+	# Blanks around a number (the rows above are split at blanks): refused, not skipped by strtoul.
+	for x in ' 5' '5 '; do
+		rm -f "$marker"
+		ht bi.blank -p "$x" -- "$t" "$marker"
+		d=$(err_diag bi.blank 2 "-p" "'$x'")
+		[ -e "$marker" ] && d+=$'\n'"the command ran (it created its marker file)"
+		report "badinput: heaptrace -p '$x' -> exit 2, one line naming '$x'" "$d"
+	done
+
 	# Root refused by the kernel is not told to run as root.
 	if ! readlink /proc/1/exe >/dev/null 2>&1; then
 		ht bi.pid1 -p 1 -d 1
