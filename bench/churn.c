@@ -1,11 +1,13 @@
 /*
  * churn: the workload of heaptrace's overhead bench.
  *
- *   churn [--pairs N] [--live-set L] [--depth D] [--threads T] [--size S]
+ *   churn [--pairs N] [--live-set L] [--depth D] [--threads T] [--size S] [--fork]
  *       Each thread keeps a ring of L blocks; one iteration frees the oldest
  *       and mallocs a new S-byte block into its slot, at the bottom of D
  *       nested calls.  Prints "ns_per_pair X": wall time of the timed loop
- *       divided by the N pairs done by all threads together.
+ *       divided by the N pairs done by all threads together.  With --fork
+ *       all of it runs in a forked child while the parent waits, as in a
+ *       pre-fork server's worker.
  *
  *   churn --live N --stacks K [--size S]
  *       Allocates N blocks from K distinct call stacks, prints "ready", and
@@ -18,6 +20,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,11 +253,12 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "live", required_argument, NULL, 'L' },
 		{ "stacks", required_argument, NULL, 'K' },
+		{ "fork", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	size_t pairs = 200000, live_set = 1024, size = 64, live = 0, stacks = 1;
-	int depth = 8, threads = 1, live_mode = 0, c;
+	int depth = 8, threads = 1, live_mode = 0, forked = 0, c;
 
 	while ((c = getopt_long(argc, argv, "n:l:d:t:s:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -265,8 +269,9 @@ int main(int argc, char **argv)
 		case 's': size = parse_size("size", optarg); break;
 		case 'L': live = parse_size("live", optarg); live_mode = 1; break;
 		case 'K': stacks = parse_size("stacks", optarg); break;
+		case 'F': forked = 1; break;
 		case 'h':
-			printf("usage: churn [--pairs N] [--live-set L] [--depth D] [--threads T] [--size S]\n"
+			printf("usage: churn [--pairs N] [--live-set L] [--depth D] [--threads T] [--size S] [--fork]\n"
 			       "       churn --live N --stacks K [--size S]\n");
 			return 0;
 		default:
@@ -284,6 +289,16 @@ int main(int argc, char **argv)
 	if (!pairs || !live_set || depth < 1 || threads < 1 || threads > 1024) {
 		fprintf(stderr, "churn: pairs, live-set and depth must be >= 1, threads 1..1024\n");
 		return 2;
+	}
+	if (forked) {
+		int st;
+		pid_t child = fork();
+		if (child < 0) {
+			perror("churn: fork");
+			return 1;
+		}
+		if (child > 0)
+			return waitpid(child, &st, 0) == child && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
 	return run_churn(pairs, live_set, depth, threads, size);
 }

@@ -209,11 +209,16 @@ run_config() {
 		timeout $RUN_TIMEOUT "$HT" --sample-rate "${name#heaptrace_s}" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
 	heaptrace_s512k_kid | heaptrace_s512k_kid_noinject)
-		# churn forked by a shell, both followed: the fast path gives the child a stub of its
-		# own; with uprobes, the shell's link on the same probes asks for every call's return
-		# (docs/process-trees.md), so every call keeps its return probe.
+		# churn's loop in a forked child while its parent waits (a pre-fork worker), both followed:
+		# the fast path gives the child a stub of its own; with uprobes, the parent's link on the
+		# same probes asks for every call's return (docs/process-trees.md).
 		timeout $RUN_TIMEOUT "$HT" $([ $name = heaptrace_s512k_kid_noinject ] && echo --no-inject) \
-			--sample-rate 512k --follow-fork -o /dev/null -- \
+			--sample-rate 512k --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" --fork \
+			> "$out" 2> "$err" || rc=$? ;;
+	heaptrace_s512k_exec)
+		# churn executed by a followed shell's child: a new image has no stub (uprobes), and the
+		# shell's link asks for every call's return.
+		timeout $RUN_TIMEOUT "$HT" --sample-rate 512k --follow-fork -o /dev/null -- \
 			sh -c '"$0" "$@"; true' "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_ff)
 		timeout $RUN_TIMEOUT "$HT" --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
@@ -335,7 +340,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 if [ "$PEERS" != 0 ] && [ -z "${BENCH_CONFIGS:-}" ]; then
@@ -359,8 +364,9 @@ declare -A LABEL=(
 	[heaptrace_ff]="heaptrace --follow-fork (exact)"
 	[heaptrace_s512k_ff]="  --follow-fork --sample-rate 512K"
 	[heaptrace_s512k_ff_noinject]="    same, --no-inject (sessions)"
-	[heaptrace_s512k_kid]="  the same, churn forked by a followed shell"
-	[heaptrace_s512k_kid_noinject]="    same, --no-inject (returns: the shell's link)"
+	[heaptrace_s512k_kid]="  the same, in a forked worker"
+	[heaptrace_s512k_kid_noinject]="    same, --no-inject (returns: the parent's link)"
+	[heaptrace_s512k_exec]="  the same, exec'd by a followed shell"
 	[heaptrace_entry]="heaptrace --no-inject --probe-at=entry"
 	[bpftrace]="bpftrace memleak-style"
 	[heaptrack]="heaptrack (LD_PRELOAD)"
@@ -449,6 +455,8 @@ printf '  %-44s %8s\n' "  the same, --no-inject / the fast path" \
 	"$(ratio "${MED[heaptrace_s512k_kid_noinject]:-}" "${MED[heaptrace_s512k_kid]:-}")"
 printf '  %-44s %8s\n' "  --no-inject: in a forked child / alone" \
 	"$(ratio "${MED[heaptrace_s512k_kid_noinject]:-}" "${MED[heaptrace_s512k_ff_noinject]:-}")"
+printf '  %-44s %8s\n' "--follow-fork: 512K exec'd by a shell / exact" \
+	"$(ratio "${MED[heaptrace_s512k_exec]:-}" "${MED[heaptrace_ff]:-}")"
 printf '  %-44s %8s ns\n' "--sample-rate 512K above the entry-only floor" \
 	"$(diff_ns "${MED[heaptrace_s512k]:-}" "${MED[entryonly]:-}")"
 for c in "${!FAILS[@]}"; do

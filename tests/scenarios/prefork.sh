@@ -214,7 +214,27 @@ fsample_raw() {
 	     on && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { o += $1; b += $2 } END { print o + 0, b + 0 }' "$TMP/$1.out"
 }
 
-# --sample-rate under --follow-fork uses uprobe sessions.  t_forkret's
+# fsample_exact KEY RATE MOST FILE...: each proto FILE's alloc_objects and
+# alloc_space are exactly its sampled 64-byte blocks (its events' allocs)
+# times their weight at --sample-rate RATE, and (with MOST) it has 1 to
+# MOST - 1 samples.  The diagnosis, if not.
+fsample_exact() {
+	local key=$1 rate=$2 most=$3 w f allocs raw want d=""
+	shift 3
+	w=$(fsample_weight 64 "$rate")
+	for f in "$@"; do
+		allocs=$(proto_events "$f" | tr ' ' '\n' | sed -n 's/^allocs=//p')
+		raw=$(fsample_raw $key.raw "$f")
+		want="$(( (allocs * w + 32768) >> 16 )) $(( allocs * ((64 * w) >> 16) ))"
+		[ -z "$most" ] || { [ "${allocs:-0}" -gt 0 ] && [ "$allocs" -lt "$most" ]; } ||
+			d+="$(rel "$f"): ${allocs:-no} samples, want 1 to $((most - 1))"$'\n'
+		[ "$raw" = "$want" ] || d+="$(rel "$f"): alloc_objects alloc_space $raw, want $want ($allocs sampled x weight $w/65536)"$'\n'
+	done
+	echo "$d"
+}
+
+# --sample-rate under --follow-fork: --sym functions (no stub) use uprobe
+# sessions.  t_forkret's
 # fr_alloc sees from inside which calls took a return probe (its return
 # address is the kernel's trampoline).  The parent's calls, after its two
 # children ended (their links closed at their exit), take one only when
@@ -225,7 +245,7 @@ fsample_raw() {
 # Every process's estimates are exactly its sampled blocks times their
 # weight (all blocks are 64 bytes).
 scenario_forksample() {
-	local key=forksample d n=100000 rate=524288 w pr pa who f raw allocs c
+	local key=forksample d n=100000 rate=524288 pr pa c
 	ht $key -v --no-libc --sym fr_alloc --free-sym fr_free --follow-fork --sample-rate $rate -f proto \
 		-o "$TMP/$key.pb.gz" -- "$TB/t_forkret" $n 64 2
 	check_rc $key 0 "$key: exits 0"
@@ -241,14 +261,7 @@ scenario_forksample() {
 	c=$(grep -c "^child calls $n returns $n\$" "$TMP/$key.out")
 	report "$key: each child's calls, beside the parent's link, all take one (the kernel's limit)" \
 		"$([ "$c" = 2 ] || cat "$TMP/$key.out")"
-	w=$(fsample_weight 64 $rate)
-	d=""
-	for f in "$TMP/$key.pb.gz" $(fork_files $key | cut -d' ' -f2-); do
-		allocs=$(proto_events "$f" | tr ' ' '\n' | sed -n 's/^allocs=//p')
-		raw=$(fsample_raw $key.raw "$f")
-		want="$(( (allocs * w + 32768) >> 16 )) $(( allocs * ((64 * w) >> 16) ))"
-		[ "$raw" = "$want" ] || d+="$(rel "$f"): alloc_objects alloc_space $raw, want $want ($allocs sampled x weight $w/65536)"$'\n'
-	done
+	d=$(fsample_exact $key $rate "" "$TMP/$key.pb.gz" $(fork_files $key | cut -d' ' -f2-))
 	report "$key: each process's estimates are its sampled 64-byte blocks times their weight, exactly" "$d"
 }
 
@@ -291,7 +304,7 @@ kidstub_work() {
 }
 
 scenario_kidstub() {
-	local key d v want f n=20000 rate=65536 w allocs raw i hp
+	local key d v want n=20000 rate=65536 i hp
 	for v in alloc_objects inuse_objects; do
 		key=kidstub.$v
 		want=$([ $v = alloc_objects ] && echo $n || echo $((n / 10)))
@@ -324,15 +337,7 @@ scenario_kidstub() {
 	RC=$(cat "$TMP/$key.rc")
 	check_rc $key 0 "$key: exits 0"
 	report "$key: sampled, each process's malloc and free go to its enabled stub" "$(kidstub_looks "$TMP/$key.out" stub-on 3)"
-	w=$(fsample_weight 64 $rate)
-	d=""
-	for f in "$TMP/$key.pb.gz" $(fork_files $key | cut -d' ' -f2-); do
-		allocs=$(proto_events "$f" | tr ' ' '\n' | sed -n 's/^allocs=//p')
-		raw=$(fsample_raw $key.raw "$f")
-		want="$(( (allocs * w + 32768) >> 16 )) $(( allocs * ((64 * w) >> 16) ))"
-		[ "${allocs:-0}" -gt 0 ] && [ "$allocs" -lt 200 ] || d+="$(rel "$f"): $allocs sampled of $n, want 1 to 199 (about 20)"$'\n'
-		[ "$raw" = "$want" ] || d+="$(rel "$f"): alloc_objects alloc_space $raw, want $want ($allocs sampled x weight $w/65536)"$'\n'
-	done
+	d=$(fsample_exact $key $rate 200 "$TMP/$key.pb.gz" $(fork_files $key | cut -d' ' -f2-))
 	report "$key: each process's estimates are its sampled 64-byte blocks times their weight" "$d"
 
 	# Workers that outlive the traced run: their functions restored when heaptrace ends.

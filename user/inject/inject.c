@@ -430,7 +430,7 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	int err = 0;
 
 	if (!parent->base || !parent->enabled)
-		return -1;
+		return 1;       /* nothing inherited: the functions are the file's */
 	*kid = *parent;
 	kid->pid = pid;
 	kid->file_fd = -1;
@@ -627,7 +627,7 @@ void inject_reset(struct inject *in)
 {
 	inject_free(in);
 	in->base = 0;
-	in->done = in->armed = false;
+	in->done = in->armed = in->enabled = false;
 	for (int i = 0; i < in->n; i++) {
 		in->fns[i].addr = 0;
 		in->fns[i].patched = false;

@@ -171,7 +171,7 @@ static void child_stub(struct session *s, pid_t child, uint32_t slot, uint32_t p
 	struct inject *par = s->kin[parent_slot], *kid;
 	int rc = 1;
 
-	if (par && par->enabled && (kid = calloc(1, sizeof(*kid)))) {
+	if (par && par->base && par->enabled && (kid = calloc(1, sizeof(*kid)))) {
 		if (!(rc = inject_child(kid, par, child, &s->tr)))
 			s->kin[slot] = kid;
 		else
