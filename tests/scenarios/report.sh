@@ -226,3 +226,71 @@ scenario_svg() {
 		d+="no churn_fn frame of 16777216 bytes"$'\n'
 	report "svg: --value alloc_space: all 16813216 bytes, churn_fn 16777216" "$d"
 }
+
+# The files heaptrace names itself from -o FILE with -f html or -f svg:
+# -i snapshots, the --at-peak page and --follow-fork children's pages keep
+# the extension last (report.0001.html, report.peak.html,
+# report.PID.html), so that a browser opens them as pages, not as text.
+# The last snapshot's chart marks every snapshot; a page whose loss
+# counters are not 0 (--max-allocs 4) highlights those, and only those.
+scenario_htmlfiles() {
+	local d f n snaps marks got want
+	rm -f "$TMP"/hf.*
+	ht hf_i -i 1 --at-peak -f html -o "$TMP/hf.html" -- "$TB/t_overtime" -
+	check_rc hf_i 0 "htmlfiles: -i 1 --at-peak -f html -o hf.html exits 0"
+	snaps=$(cd "$TMP" && for f in hf.[0-9][0-9][0-9][0-9].html; do [ -e "$f" ] && echo "$f"; done)
+	n=$(echo "$snaps" | sed '/^$/d' | wc -l)
+	d=""
+	[ "$n" -ge 2 ] || d+="$n snapshots hf.NNNN.html: $(cd "$TMP" && printf '%s ' hf.*)"$'\n'
+	[ -s "$TMP/hf.peak.html" ] || d+="no at-peak page hf.peak.html"$'\n'
+	f=$(cd "$TMP" && for f in hf.*heap* hf.html.*; do [ -e "$f" ] && printf '%s ' "$f"; done)
+	[ -z "$f" ] && [ ! -e "$TMP/hf.html" ] || d+="files named otherwise: ${f}$([ -e "$TMP/hf.html" ] && echo hf.html)"$'\n'
+	report "htmlfiles: -i and --at-peak pages are hf.0001.html .. hf.$(printf %04d "$n").html and hf.peak.html" "$d"
+	if [ "$n" -ge 1 ]; then
+		f=$TMP/$(echo "$snaps" | tail -1)
+		rp_dom hf_last "$f"
+		d=$(rp_ready_diag hf_last)
+		marks=$(grep -o 'data-snapshot="[0-9]*"' "$TMP/hf_last.dom" | wc -l)
+		[ "$marks" = "$n" ] || d+="the chart marks $marks snapshots, want $n"$'\n'
+		report "htmlfiles: the last snapshot opens as a page; its chart marks all $n snapshots" "$d"
+	fi
+	rp_dom hf_peak "$TMP/hf.peak.html"
+	report "htmlfiles: the at-peak page opens as a page" "$(rp_ready_diag hf_peak)"
+
+	ht hf_fork --follow-fork -f html -o "$TMP/hf_tree.html" -- "$TB/t_fork"
+	check_rc hf_fork 0 "htmlfiles: --follow-fork -f html -o hf_tree.html exits 0"
+	d=""
+	f=$(fork_files hf_fork | sed -n 1p)
+	case ${f#* } in
+	"$TMP/hf_tree.${f%% *}.html") ;;
+	*) d+="the child's page is '${f#* }', want \$TMP/hf_tree.PID.html"$'\n' ;;
+	esac
+	rp_dom hf_child "${f#* }"
+	d+=$(rp_ready_diag hf_child)
+	grep -q '>child_keep</div>' "$TMP/hf_child.dom" || d+="no child_keep frame in the child's page"$'\n'
+	report "htmlfiles: --follow-fork: the child's page is hf_tree.PID.html and opens as a page" "$d"
+
+	ht hf_svg -i 1 -f svg -o "$TMP/hf_s.svg" -- "$TB/t_overtime" -
+	d=$(rc_diag hf_svg 0)
+	snaps=$(cd "$TMP" && for f in hf_s.[0-9][0-9][0-9][0-9].svg; do [ -e "$f" ] && echo "$f"; done)
+	[ -n "$snaps" ] || d+="no hf_s.NNNN.svg: $(cd "$TMP" && printf '%s ' hf_s.*)"$'\n'
+	for f in $snaps; do
+		d+=$(xmllint --noout "$TMP/$f" 2>&1 | head -2)
+	done
+	report "htmlfiles: -i -f svg snapshots are hf_s.NNNN.svg, valid XML" "$d"
+
+	ht hf_loss --max-allocs 4 -f html -o "$TMP/hf_loss.html" -- "$TB/t_overtime" -
+	rp_dom hf_lossd "$TMP/hf_loss.html"
+	d=$(rp_ready_diag hf_lossd)
+	got=$(grep -o '<span class="counter loss lost" data-counter="[a-z_]*"[^>]*>[^<]*' "$TMP/hf_lossd.dom" |
+		sed 's/.*>//; s/,//g; s/ /=/' | sort | tr '\n' ' ')
+	want=$(grep -m1 '^heaptrace: events:' "$TMP/hf_loss.err" | tr ' ' '\n' | grep -E '^[a-z_]+=[1-9]' |
+		grep -E "^($(grep -o 'data-counter="[a-z_]*" title="a loss' "$TMP/hf_lossd.dom" |
+			sed 's/data-counter="//; s/".*//' | paste -sd'|'))=" | sort | tr '\n' ' ')
+	[ -n "$got" ] && [ "$got" = "$want" ] ||
+		d+="highlighted: '${got}', want the non-zero loss counters of the events line: '${want}'"$'\n'
+	[[ $got == *live_map_full=* ]] || d+="live_map_full is not highlighted"$'\n'
+	[ "$(rp_attr hf_lossd '<div id="counters"' data-losses)" = "$(echo "$got" | wc -w)" ] ||
+		d+="data-losses $(rp_attr hf_lossd '<div id="counters"' data-losses), want $(echo "$got" | wc -w)"$'\n'
+	report "htmlfiles: --max-allocs 4: the page highlights exactly the non-zero loss counters (${got% })" "$d"
+}

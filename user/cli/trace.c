@@ -158,12 +158,14 @@ static const struct opt trace_opts[] = {
 	OPTION("duration", 'd', "SEC", "stop tracing after SEC seconds", OPT_SECONDS, F(duration),
 	  .bad = "-d needs a positive number of seconds, not '%s'"),
 	OPTION("interval", 'i', "SEC", "write a snapshot every SEC seconds, and a final one:\n"
-				  "PREFIX.0001.heap, ... (PREFIX: -o, default heaptrace.PID);\n"
+				  "PREFIX.0001.heap, ... (PREFIX: -o, default heaptrace.PID;\n"
+				  "-f html, svg: -o r.html gives r.0001.html, ...);\n"
 				  "with -f top on a terminal, a live view instead",
 	  OPT_SECONDS, F(interval), .bad = "-i needs a positive number of seconds, not '%s'"),
 	OPTION("diff", 0, NULL, "with -i: print what grew since the previous snapshot", OPT_FLAG, F(diff)),
 	OPTION("at-peak", 0, NULL, "also write the profile as it stood at the peak of in-use\n"
-			      "bytes (to FILE.peak, PREFIX.peak.heap or heaptrace.PID.peak.heap)",
+			      "bytes (to FILE.peak, PREFIX.peak.heap or heaptrace.PID.peak.heap;\n"
+			      "-f html, svg: r.peak.html)",
 	  OPT_FLAG, F(at_peak)),
 	OPTION("peak-step", 0, "BYTES", "rise that makes a new at-peak profile (default: 5% of\n"
 				   "the last, at least 1 MiB); the peak itself is exact",

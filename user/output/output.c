@@ -22,6 +22,18 @@ const struct format_info *format_info(enum ht_format f)
 	return &formats[f < FMT_COUNT ? f : FMT_PPROF];
 }
 
+bool output_tagged_path(char *buf, size_t len, const char *base, const char *tag, enum ht_format fmt)
+{
+	if (fmt != FMT_HTML && fmt != FMT_SVG)
+		return false;
+	const char *ext = format_info(fmt)->ext;
+	size_t n = strlen(base), e = strlen(ext);
+	if (n > e + 1 && base[n - e - 1] == '.' && !strcmp(base + n - e, ext) && base[n - e - 2] != '/')
+		n -= e + 1;
+	snprintf(buf, len, "%.*s.%s.%s", (int)n, base, tag, ext);
+	return true;
+}
+
 int format_parse(const char *s, enum ht_format *f)
 {
 	for (int i = 0; i < FMT_COUNT; i++)

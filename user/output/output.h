@@ -23,6 +23,16 @@ struct format_info {
 };
 
 const struct format_info *format_info(enum ht_format f);
+
+/*
+ * A file heaptrace names from a base (-o FILE, or a prefix of its own) and a
+ * tag (a snapshot's 0001, peak, a child's PID), in a format that browsers
+ * and image viewers open by its extension (-f html, -f svg): BASE.TAG.EXT,
+ * the base's own .EXT left out (report.html -> report.0001.html), so that
+ * the file opens as a page or a picture, not as text.  false for the other
+ * formats, whose files keep their names (FILE.PID, PREFIX.0001.heap).
+ */
+bool output_tagged_path(char *buf, size_t len, const char *base, const char *tag, enum ht_format fmt);
 int format_parse(const char *s, enum ht_format *f);
 
 /* Write p in a format (symbolizing from p->maps where the format needs names). */

@@ -48,8 +48,10 @@ int snapshot_write(struct snapshots *ss, struct profile *p)
 		fflush(stdout);
 		return err;
 	}
-	char path[4200];
-	snprintf(path, sizeof(path), "%s.%04d.heap", ss->prefix, ss->seq);
+	char path[4200], tag[16];
+	snprintf(tag, sizeof(tag), "%04d", ss->seq);
+	if (!output_tagged_path(path, sizeof(path), ss->prefix, tag, ss->fmt))
+		snprintf(path, sizeof(path), "%s.%s.heap", ss->prefix, tag);
 	err = output_file(path, ss->fmt, p, ss->value, ss->top);
 	if (err) {
 		ht_err("snapshot %d lost: cannot write %s: %s", ss->seq, path, strerror(errno));
@@ -78,8 +80,14 @@ void snapshot_tick(void *arg)
 	profile_free(&p);
 }
 
-void snapshot_peak_path(const char *output, const char *prefix, pid_t pid, char *buf, size_t len)
+void snapshot_peak_path(const char *output, const char *prefix, pid_t pid, enum ht_format fmt, char *buf,
+			size_t len)
 {
+	char base[64];
+
+	snprintf(base, sizeof(base), "heaptrace.%d", pid);
+	if (output_tagged_path(buf, len, prefix ? prefix : output ? output : base, "peak", fmt))
+		return;
 	if (prefix)
 		snprintf(buf, len, "%s.peak.heap", prefix);
 	else if (output)

@@ -10,7 +10,7 @@
 #include "tracer/tracer.h"
 
 struct snapshots {
-	const char *prefix;             /* files PREFIX.0001.heap, ... */
+	const char *prefix;             /* files PREFIX.0001.heap, ... (output_tagged_path for html, svg) */
 	enum ht_format fmt;
 	enum ht_value value;
 	size_t top;
@@ -30,8 +30,9 @@ void snapshot_tick(void *ss);
 /* Write p as the next snapshot (the final one, after tracing stopped). */
 int snapshot_write(struct snapshots *ss, struct profile *p);
 
-/* The file name of the at-peak profile for this output. */
-void snapshot_peak_path(const char *output, const char *prefix, pid_t pid, char *buf, size_t len);
+/* The file name of the at-peak profile for this output and format. */
+void snapshot_peak_path(const char *output, const char *prefix, pid_t pid, enum ht_format fmt, char *buf,
+			size_t len);
 
 void snapshots_free(struct snapshots *ss);
 

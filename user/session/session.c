@@ -488,10 +488,12 @@ static int write_children(struct session *s)
 
 		if (k->slot == UINT32_MAX || k->slot == 0)
 			continue;
-		if (o->output)
-			snprintf(path, sizeof(path), "%s.%d", o->output, k->pid);
-		else
+		char tag[16];
+		snprintf(tag, sizeof(tag), "%d", k->pid);
+		if (!o->output)
 			snprintf(path, sizeof(path), "heaptrace.%d.%s", k->pid, format_info(o->format)->ext);
+		else if (!output_tagged_path(path, sizeof(path), o->output, tag, o->format))
+			snprintf(path, sizeof(path), "%s.%d", o->output, k->pid);
 		if (profile_take(&s->src, k->slot, k->pid, k->maps, &p)) {
 			rc = 1;
 			continue;
@@ -750,7 +752,7 @@ static int write_at_peak(struct session *s, struct profile *prof, const char *pr
 	const struct trace_opts *o = s->o;
 	char path[4200];
 
-	snapshot_peak_path(o->output, prefix, s->t.pid, path, sizeof(path));
+	snapshot_peak_path(o->output, prefix, s->t.pid, o->format, path, sizeof(path));
 	profile_at_peak(prof);
 	if (output_file(path, o->format, prof, o->value, o->top)) {
 		ht_err("cannot write the at-peak profile %s: %s", path, strerror(errno));
