@@ -25,7 +25,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deps demo test test-noinject bench bench-redis bench-postgres test-targets fuzz check-asan
+.PHONY: all clean install deps demo test test-noinject bench bench-redis bench-postgres bench-postgres-fork test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
@@ -288,6 +288,12 @@ bench-redis: deps
 bench-postgres: deps
 	$(MAKE) all
 	bash bench/postgres.sh
+
+# PostgreSQL's postmaster under --follow-fork --merge (a backend per pgbench
+# connection, each followed), sampled and exact, with and without the fast path.
+bench-postgres-fork: deps
+	$(MAKE) all
+	bash bench/postgres-fork.sh
 
 # The whole test suite against a heaptrace built with ASan and UBSan (all but
 # the valgrind scenario, which cannot run an ASan binary).
