@@ -22,6 +22,8 @@
 # directory to copy the logs and profiles to).
 set -u
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 SECS=${PG_SECONDS:-15}
 RUNS=${PG_RUNS:-3}
@@ -93,7 +95,7 @@ run() {
 	*) note "unknown configuration $c"; return ;;
 	esac
 	if [ "$c" != bare ]; then
-		timeout -s INT -k 10 $((SECS + 120)) "$HT" -v --follow-fork --merge "${args[@]}" \
+		timeout -s INT -k 60 $((SECS + 120)) "$HT" -v --follow-fork --merge "${args[@]}" \
 			-f proto -o "$pb" -p "$PM" 2>"$err" &
 		HPID=$!
 		for _ in $(seq 300); do
@@ -141,10 +143,8 @@ for r in $(seq "$RUNS"); do
 	done
 done
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 declare -A MED=()
 for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
-ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }' || echo -; }
 
 echo "pgbench -S -c $CLIENTS -j $JOBS -T $SECS, postmaster under --follow-fork --merge, median of $RUNS rounds (tps):"
 for c in "${CONFIGS[@]}"; do

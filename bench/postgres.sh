@@ -18,6 +18,8 @@
 # PG_CONFIGS (all of the above).
 set -u
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 SECS=${PG_SECONDS:-20}
 RUNS=${PG_RUNS:-1}
@@ -147,10 +149,8 @@ for r in $(seq "$RUNS"); do
 	done
 done
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 declare -A MED=()
 for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
-ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }' || echo -; }
 
 echo "pgbench -c 1 $([ "$MODE" = select ] && echo -S || echo TPC-B) -T $SECS, one backend traced, median of $RUNS rounds (tps):"
 for c in "${CONFIGS[@]}"; do

@@ -15,6 +15,8 @@
 # REDIS_TESTS (set,get,lpush,lpop,incr).
 set -u
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 REQUESTS=${REDIS_REQUESTS:-200000}
 RUNS=${REDIS_RUNS:-3}
@@ -108,22 +110,15 @@ for r in $(seq "$RUNS"); do
 	done
 done
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 declare -A MED=()
 for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
-ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }' || echo -; }
 
 echo "redis-benchmark -n $REQUESTS -c $CLIENTS -t $TESTS, median of $RUNS rounds (requests/s):"
 for c in "${CONFIGS[@]}"; do
 	printf '  %-18s %10s   x bare %s\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")"
 done
-target() {
-	local v=$2 verdict
-	verdict=$(awk -v v="$v" -v l="$4" -v op="$3" 'BEGIN { if (v == "-") print "n/a"; else if ((op == ">=" && v >= l) || (op == "<=" && v <= l)) print "ok"; else print "MISSED" }')
-	printf '  %-40s %6s   (target %s %s)  %s\n' "$1" "$v" "$3" "$4" "$verdict"
-}
 echo "targets:"
 target "--sample-rate 512K / bare" "$(ratio "${MED[sampled]:-}" "${MED[bare]:-}")" ">=" 0.90
 target "exact / bare" "$(ratio "${MED[exact]:-}" "${MED[bare]:-}")" ">=" 0.5
-printf '  %-40s %6s\n' "--no-inject 512K / bare (uprobes only)" "$(ratio "${MED[sampled_noinject]:-}" "${MED[bare]:-}")"
-printf '  %-40s %6s\n' "--no-inject exact / bare" "$(ratio "${MED[exact_noinject]:-}" "${MED[bare]:-}")"
+printf '  %-44s %8s\n' "--no-inject 512K / bare (uprobes only)" "$(ratio "${MED[sampled_noinject]:-}" "${MED[bare]:-}")"
+printf '  %-44s %8s\n' "--no-inject exact / bare" "$(ratio "${MED[exact_noinject]:-}" "${MED[bare]:-}")"

@@ -33,6 +33,8 @@
 set -u
 
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 PAIRS=${BENCH_PAIRS:-200000}
 RUNS=${BENCH_RUNS:-5}
@@ -240,31 +242,6 @@ run_config() {
 		echo "exit $rc" >> "$err"
 		return 1
 	fi
-}
-
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# ratio A B: A/B to two decimals, or "-" when either is missing.
-ratio() {
-	if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then
-		awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'
-	else
-		printf -- "-"
-	fi
-}
-
-# target LABEL VALUE OP LIMIT: one line, "ok" or "MISSED".
-target() {
-	local label=$1 value=$2 op=$3 limit=$4 verdict
-	if [ "$value" = "-" ] || [ -z "$value" ]; then
-		printf '  %-44s %8s   (target %s %s)  n/a\n' "$label" "-" "$op" "$limit"
-		return
-	fi
-	verdict=$(awk -v v="$value" -v l="$limit" -v op="$op" \
-		'BEGIN { ok = op == "<=" ? v <= l : op == ">=" ? v >= l : op == "<" ? v < l : v > l; print ok ? "ok" : "MISSED" }')
-	printf '  %-44s %8s   (target %s %s)  %s\n' "$label" "$value" "$op" "$limit" "$verdict"
 }
 
 # ---------------------------------------------------------------- context resets
