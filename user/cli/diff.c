@@ -97,7 +97,11 @@ int cmd_diff(int argc, char **argv)
 		free(maps_a);
 		return 1;
 	}
-	if (!profile_diff(&a, &b, &d)) {
+	int bad = profile_diff(&a, &b, &d);
+	/* d holds copies of what it needs: the inputs' memory goes back before the output takes its own. */
+	profile_free(&a);
+	profile_free(&b);
+	if (!bad) {
 		if (o.format == FMT_PPROF)
 			keep_growth(&d);
 		d.maps = maps_b;
@@ -106,8 +110,6 @@ int cmd_diff(int argc, char **argv)
 			ht_err("cannot write the diff");
 		profile_free(&d);
 	}
-	profile_free(&a);
-	profile_free(&b);
 	free(maps_a);
 	free(maps_b);
 	return rc;

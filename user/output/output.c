@@ -2,7 +2,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "util/log.h"
 #include "output/output.h"
@@ -51,14 +50,6 @@ int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_v
 
 double output_symbolize_ms;
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
 		     struct symbolizer *given)
 {
@@ -79,7 +70,7 @@ int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum 
 	}
 	const struct format_info *fi = format_info(fmt);
 	struct symbolizer *sym = fi->needs_symbols ? given : NULL;
-	double t0 = now_ms();
+	double busy0;
 	int err;
 
 	output_symbolize_ms = 0;
@@ -89,14 +80,14 @@ int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum 
 			ht_err("cannot read the profile's memory map for symbols: %s", strerror(errno));
 			return -1;
 		}
-		/* Every frame once, into the symbolizer's cache: the writer's lookups are then cheap, and the time is the symbols'. */
-		const struct sym_frame *fr;
-		for (size_t i = 0; i < p->n; i++)
-			for (uint32_t d = 0; d < p->stacks[i].depth; d++)
-				sym_lookup(sym, p->stacks[i].pcs[d], true, &fr);
-		output_symbolize_ms = now_ms() - t0;
 	}
+	/*
+	 * Frames are symbolized as the writer asks for them (-f top: only the
+	 * stacks it prints); the time is the symbolizer's own, counted by it.
+	 */
+	busy0 = sym_busy_ms(sym);
 	err = fi->write(f, p, sym, v, top);
+	output_symbolize_ms = sym_busy_ms(sym) - busy0;
 	if (sym && sym != given)
 		sym_close(sym);
 	return fflush(f) || err ? -1 : 0;

@@ -15,16 +15,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Provided by libstdc++; declared here so this file stays plain C. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 struct cache_entry {
 	uint64_t pc;
+	struct sym_frame *frames;
+	uint32_t nframes;
 	bool is_return_addr; /* part of the key: pc and pc-1 can differ in line */
 	bool used;
-	int nframes;
-	struct sym_frame *frames;
+};
+
+struct frame_vec {
+	struct sym_frame *v;
+	int n, cap;
 };
 
 struct symbolizer {
@@ -33,11 +39,8 @@ struct symbolizer {
 	size_t cache_cap, cache_len;
 	char **strs; /* interned strings, same scheme */
 	size_t strs_cap, strs_len;
-};
-
-struct frame_vec {
-	struct sym_frame *v;
-	int n, cap;
+	struct frame_vec *scratch; /* a lookup past SYM_CACHE_MAX: valid until the next one */
+	uint64_t busy_ns;          /* time spent symbolizing (cache misses) */
 };
 
 /* Returned when memory runs out, so callers can always rely on one frame. */
@@ -666,9 +669,25 @@ void sym_close(struct symbolizer *s)
 	for (size_t i = 0; i < s->strs_cap; i++)
 		free(s->strs[i]);
 	free(s->strs);
+	if (s->scratch)
+		free(s->scratch->v);
+	free(s->scratch);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	free(s);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+double sym_busy_ms(const struct symbolizer *s)
+{
+	return s ? s->busy_ns / 1e6 : 0;
 }
 
 int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
@@ -676,9 +695,16 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 {
 	struct frame_vec fv = { 0 };
 	struct cache_entry *e;
+	uint64_t t0;
 
 	*frames = &unknown_frame;
-	if ((s->cache_len + 1) * 2 > s->cache_cap && !cache_grow(s))
+	/*
+	 * A pc in no module has nothing to keep: no entry, so a profile of
+	 * made-up addresses costs no memory here (issue 19 item 7).
+	 */
+	if (!dwfl_addrmodule(s->dwfl, is_return_addr && pc > 0 ? pc - 1 : pc))
+		return 1;
+	if ((s->cache_len + 1) * 2 > s->cache_cap && s->cache_len < SYM_CACHE_MAX && !cache_grow(s))
 		return 1;
 	e = cache_slot(s->cache, s->cache_cap, pc, is_return_addr);
 	if (e->used) {
@@ -686,9 +712,28 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 		return e->nframes;
 	}
 
+	t0 = mono_ns();
+	if (s->cache_len >= SYM_CACHE_MAX) {
+		/* Full: symbolized again each time, into one reused vector; the same frames, bounded memory. */
+		if (!s->scratch && !(s->scratch = calloc(1, sizeof(*s->scratch))))
+			return 1;
+		s->scratch->n = 0;
+		symbolize_pc(s, pc, is_return_addr, s->scratch);
+		if (s->scratch->n == 0 && !push_frame(s->scratch, &unknown_frame))
+			return 1;
+		s->busy_ns += mono_ns() - t0;
+		*frames = s->scratch->v;
+		return s->scratch->n;
+	}
 	symbolize_pc(s, pc, is_return_addr, &fv);
 	if (fv.n == 0 && !push_frame(&fv, &unknown_frame))
 		return 1;
+	if (fv.n < fv.cap) {
+		/* Exactly as many as there are: most pcs have one frame. */
+		struct sym_frame *v = realloc(fv.v, fv.n * sizeof(*v));
+		if (v)
+			fv.v = v;
+	}
 	*e = (struct cache_entry){
 		.pc = pc,
 		.is_return_addr = is_return_addr,
@@ -697,6 +742,7 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 		.frames = fv.v,
 	};
 	s->cache_len++;
+	s->busy_ns += mono_ns() - t0;
 	*frames = e->frames;
 	return e->nframes;
 }

@@ -44,10 +44,19 @@ void sym_close(struct symbolizer *s);
  * is_return_addr: pc is a return address, so pc-1 is looked up, which lands
  * on the call instruction rather than the one after it.  Always yields at
  * least one frame (an unknown pc gives func == NULL).  Results are cached per
- * pc; *frames points into the cache.  Returns the number of frames.
+ * pc, up to SYM_CACHE_MAX pcs (past that they are symbolized again each
+ * time: the same frames, memory bounded whatever a profile holds); a pc in
+ * no module takes no entry.  *frames is valid until the next sym_lookup or
+ * sym_close.  Returns the number of frames.
  */
 int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 	       const struct sym_frame **frames);
+
+/* Distinct pcs a symbolizer keeps: ~100 bytes each, ~25 MiB at most. */
+#define SYM_CACHE_MAX (256u * 1024)
+
+/* The time the symbolizer's lookups have spent symbolizing so far (misses), ms. */
+double sym_busy_ms(const struct symbolizer *s);
 
 /*
  * The name of a signal handler's return address, the signal return
