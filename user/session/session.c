@@ -129,14 +129,18 @@ out:
 /*
  * The in-process fast path takes the malloc family where it can; not with
  * the kernel's own stack walk (it would walk the stub's stack, not the
- * caller's).  Followed children get a stub of their own at their fork
- * (child_stub).
+ * caller's).  Under --follow-fork, followed children get a stub of their
+ * own at their fork (child_stub), with --sample-rate only: exact tracing
+ * of PostgreSQL's postmaster and its backends under --follow-fork crashed
+ * the postmaster twice in 6 runs (SIGSEGV inside calloc's redirected first
+ * bytes), a cause not found yet; sampled runs never did, and it is there
+ * that the stub matters (docs/fast-path.md).
  */
 static void plan_inject(struct session *s)
 {
 	const struct trace_opts *o = s->o;
 	const char *why = o->no_inject ? "--no-inject" : o->stack_mode == HT_STACK_KERNEL ? "--stack-capture kernel" :
-										NULL;
+			  o->follow_fork && !o->sample_rate ? "--follow-fork without --sample-rate" : NULL;
 
 	if (why) {
 		ht_info("fast path: off (%s): uprobes on every function", why);
