@@ -426,7 +426,7 @@ static bool shares_memory(pid_t a, pid_t b)
 int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, struct tracer *tr)
 {
 	char path[64];
-	struct remote r = { .pid = pid };
+	struct remote r = { .pid = pid, .mem_fd = -1 };
 	int err = 0;
 
 	if (!parent->base || !parent->enabled)
@@ -486,7 +486,7 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	ht_info("fast path: PID %d has its own copy of the stub, enabled", pid);
 	return 0;
 fail:
-	if (r.mem_fd > 0)
+	if (r.mem_fd >= 0)
 		close(r.mem_fd);
 	bool restored = !kid->shared;
 	for (int i = 0; i < kid->n; i++)
