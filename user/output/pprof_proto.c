@@ -310,8 +310,12 @@ static void ids_free(struct ids *t)
 	free(t->id);
 }
 
+/* Frames in no module that still get a name of their own ("[0x...]"); see output_pprof_proto. */
+#define UNKNOWN_NAMED 65536
+
 int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt, size_t top)
 {
+	size_t unknown_named = 0;
 	(void)top;
 	struct pbuf out = { 0 }, m = { 0 }, sub = { 0 };
 	struct strtab st = { 0 };
@@ -361,11 +365,15 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 			pb_int(&m, 2, mi);
 			pb_int(&m, 3, s->pcs[i] - 1);
 			/*
-			 * A pc in no module of the profile has no name but its
-			 * address, which the Location holds: no Line, no Function,
-			 * no string, so made-up addresses cost no table entries.
+			 * A pc in no module of the profile (JIT code, a bad unwind)
+			 * is named by its address, "[0x...]", one Function each, as
+			 * pprof shows it at function granularity.  Past
+			 * UNKNOWN_NAMED of them (a profile of made-up addresses,
+			 * heaptrace diff's hostile input) the Location holds its
+			 * address alone: no Line, no Function, no string, so that
+			 * memory stays bounded; pprof shows those as <unknown>.
 			 */
-			if (n == 1 && !fr[0].func && !fr[0].module && !fr[0].file)
+			if (n == 1 && !fr[0].func && !fr[0].module && !fr[0].file && unknown_named++ >= UNKNOWN_NAMED)
 				n = 0;
 			for (int l = 0; l < n; l++) {
 				char name[256];
