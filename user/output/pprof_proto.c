@@ -88,6 +88,53 @@ static void pb_packed(struct pbuf *b, int field, const uint64_t *v, size_t n)
 }
 
 /*
+ * The message goes to gzip as it is made: fields are written to a small
+ * buffer that is deflated whenever it passes 64 KiB, so the output never
+ * sits whole in memory, nor twice (issue 19 item 7).  Fields of a message
+ * may come in any order, repeated ones add up: samples, locations and
+ * functions as they are met, mappings after them (their flags are known
+ * then), the string table last.
+ */
+struct zout {
+	FILE *f;
+	z_stream z;
+	bool started;
+	int err;
+	uint8_t chunk[65536];
+};
+
+static void zout_feed(struct zout *o, struct pbuf *b, int flush)
+{
+	if (b->oom)
+		o->err = -1;
+	if (o->err || !o->started)
+		return;
+	o->z.next_in = b->d;
+	o->z.avail_in = b->n;
+	int zr;
+	do {
+		o->z.next_out = o->chunk;
+		o->z.avail_out = sizeof(o->chunk);
+		zr = deflate(&o->z, flush);
+		size_t len = sizeof(o->chunk) - o->z.avail_out;
+		if (zr == Z_STREAM_ERROR || fwrite(o->chunk, 1, len, o->f) != len) {
+			o->err = -1;
+			break;
+		}
+	} while (o->z.avail_out == 0 || (flush == Z_FINISH && zr == Z_OK));
+	if (flush == Z_FINISH && zr != Z_STREAM_END)
+		o->err = -1;
+	b->n = 0;
+}
+
+/* Deflate what the buffer holds once it is big enough to be worth a call. */
+static void zout_maybe(struct zout *o, struct pbuf *b)
+{
+	if (b->n >= 65536 || b->oom)
+		zout_feed(o, b, Z_NO_FLUSH);
+}
+
+/*
  * The string table: index 0 is "", every string once, each a copy: names
  * are built in reused buffers (an unsymbolized frame's "0x..." name).
  */
@@ -202,39 +249,50 @@ static size_t mapping_of(const struct mapping *m, size_t n, uint64_t pc)
 	return 0;
 }
 
-/* Locations and functions, each once, keyed by pc and by (name, system name, file). */
+/*
+ * Locations and functions, each once, keyed by pc and by (name, system name,
+ * file).  12 bytes a slot, filled to 3/4: a profile of millions of distinct
+ * addresses costs ~16 bytes for each here, ~24 while the table doubles.
+ * The slot comes from the hash's high bits: pcs that are multiples of 16
+ * would leave most slots out of reach of the low ones.
+ */
 struct ids {
 	uint64_t *key;
-	uint64_t *id;
+	uint32_t *id;
 	size_t mask, n;
+	int shift;
 };
 
-static uint64_t *id_slot(struct ids *t, uint64_t key, bool *fresh)
+static size_t id_hash(const struct ids *t, uint64_t key)
 {
-	if (2 * (t->n + 1) > t->mask + 1) {
-		size_t cap = t->mask ? 2 * (t->mask + 1) : 4096;
-		uint64_t *k2 = calloc(cap, sizeof(*k2)), *i2 = calloc(cap, sizeof(*i2));
-		if (!k2 || !i2) {
-			free(k2);
-			free(i2);
+	return (key * 0x9e3779b97f4a7c15ull) >> t->shift;
+}
+
+static uint32_t *id_slot(struct ids *t, uint64_t key, bool *fresh)
+{
+	if (4 * (t->n + 1) > 3 * (t->mask + 1)) {
+		struct ids g = { .mask = t->mask ? 2 * t->mask + 1 : 4095, .n = t->n, .shift = t->mask ? t->shift - 1 : 64 - 12 };
+		g.key = calloc(g.mask + 1, sizeof(*g.key));
+		g.id = calloc(g.mask + 1, sizeof(*g.id));
+		if (!g.key || !g.id || t->n >= UINT32_MAX - 1) {
+			free(g.key);
+			free(g.id);
 			return NULL;
 		}
 		for (size_t i = 0; t->mask && i <= t->mask; i++) {
 			if (!t->id[i])
 				continue;
-			size_t j = (t->key[i] * 0x9e3779b97f4a7c15ull) & (cap - 1);
-			while (i2[j])
-				j = (j + 1) & (cap - 1);
-			k2[j] = t->key[i];
-			i2[j] = t->id[i];
+			size_t j = id_hash(&g, t->key[i]);
+			while (g.id[j])
+				j = (j + 1) & g.mask;
+			g.key[j] = t->key[i];
+			g.id[j] = t->id[i];
 		}
 		free(t->key);
 		free(t->id);
-		t->key = k2;
-		t->id = i2;
-		t->mask = cap - 1;
+		*t = g;
 	}
-	size_t j = (key * 0x9e3779b97f4a7c15ull) & t->mask;
+	size_t j = id_hash(t, key);
 	for (; t->id[j]; j = (j + 1) & t->mask)
 		if (t->key[j] == key) {
 			*fresh = false;
@@ -252,10 +310,14 @@ static void ids_free(struct ids *t)
 	free(t->id);
 }
 
+/* Frames in no module that still get a name of their own ("[0x...]"); see output_pprof_proto. */
+#define UNKNOWN_NAMED 65536
+
 int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt, size_t top)
 {
+	size_t unknown_named = 0;
 	(void)top;
-	struct pbuf out = { 0 }, m = { 0 }, sub = { 0 }, locs = { 0 }, funcs = { 0 };
+	struct pbuf out = { 0 }, m = { 0 }, sub = { 0 };
 	struct strtab st = { 0 };
 	struct ids loc_ids = { 0 }, fn_ids = { 0 };
 	size_t nmap;
@@ -263,7 +325,16 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
 	static const char *const units[] = { "count", "bytes", "count", "bytes" };
 	char *comments[5] = { 0 };
+	struct zout *zo = calloc(1, sizeof(*zo));
 	int err = 0;
+
+	/* gzip, as pprof and the profilers that scrape /debug/pprof expect. */
+	if (!zo || deflateInit2(&zo->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		err = -1;
+		goto done;
+	}
+	zo->f = f;
+	zo->started = true;
 
 	for (int i = 0; i < 4; i++) {
 		pb_int(&sub, 1, str_index(&st, types[i]));
@@ -278,7 +349,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 
 		for (uint32_t i = 0; i < s->depth && nloc < HT_MAX_STACK_DEPTH; i++) {
 			bool fresh;
-			uint64_t *id = id_slot(&loc_ids, s->pcs[i], &fresh);
+			uint32_t *id = id_slot(&loc_ids, s->pcs[i], &fresh);
 			if (!id) {
 				err = -1;
 				goto done;
@@ -293,6 +364,17 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 			pb_int(&m, 1, *id);
 			pb_int(&m, 2, mi);
 			pb_int(&m, 3, s->pcs[i] - 1);
+			/*
+			 * A pc in no module of the profile (JIT code, a bad unwind)
+			 * is named by its address, "[0x...]", one Function each, as
+			 * pprof shows it at function granularity.  Past
+			 * UNKNOWN_NAMED of them (a profile of made-up addresses,
+			 * heaptrace diff's hostile input) the Location holds its
+			 * address alone: no Line, no Function, no string, so that
+			 * memory stays bounded; pprof shows those as <unknown>.
+			 */
+			if (n == 1 && !fr[0].func && !fr[0].module && !fr[0].file && unknown_named++ >= UNKNOWN_NAMED)
+				n = 0;
 			for (int l = 0; l < n; l++) {
 				char name[256];
 				const char *fname = fr[l].func ? fr[l].func : sym_frame_name(&fr[l], s->pcs[i], name, sizeof(name));
@@ -300,7 +382,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 					fidx = str_index(&st, fr[l].file);
 				uint64_t fkey = (uint64_t)nidx * 0x9e3779b97f4a7c15ull ^ (uint64_t)sidx * 0xc2b2ae3d27d4eb4full ^
 						(uint64_t)fidx * 0x165667b19e3779f9ull;
-				uint64_t *fid = id_slot(&fn_ids, fkey ? fkey : 1, &fresh);
+				uint32_t *fid = id_slot(&fn_ids, fkey ? fkey : 1, &fresh);
 				if (!fid) {
 					err = -1;
 					goto done;
@@ -310,7 +392,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 					pb_int(&sub, 2, nidx);
 					pb_int(&sub, 3, sidx);
 					pb_int(&sub, 4, fidx);
-					pb_msg(&funcs, 5, &sub);
+					pb_msg(&out, 5, &sub);
 				}
 				pb_int(&sub, 1, *fid);
 				pb_int(&sub, 2, fr[l].line);
@@ -322,7 +404,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 					maps[mi - 1].inlines |= n > 1;
 				}
 			}
-			pb_msg(&locs, 4, &m);
+			pb_msg(&out, 4, &m);
 		}
 		uint64_t vals[4] = { s->c.alloc_objects, s->c.alloc_bytes, (uint64_t)s->c.inuse_objects,
 				     (uint64_t)s->c.inuse_bytes };
@@ -337,6 +419,11 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 			free(lab.d);
 		}
 		pb_msg(&out, 2, &sub);
+		zout_maybe(zo, &out);
+		if (zo->err) {
+			err = -1;
+			goto done;
+		}
 	}
 	for (size_t i = 0; i < nmap; i++) {
 		pb_int(&m, 1, i + 1);
@@ -350,9 +437,13 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 		pb_int(&m, 9, maps[i].lines);
 		pb_int(&m, 10, maps[i].inlines);
 		pb_msg(&out, 3, &m);
+		zout_maybe(zo, &out);
 	}
-	pb_raw(&out, locs.d, locs.n);
-	pb_raw(&out, funcs.d, funcs.n);
+	/* The tables are done with: their memory goes back before the strings are written. */
+	ids_free(&loc_ids);
+	ids_free(&fn_ids);
+	loc_ids = (struct ids){ 0 };
+	fn_ids = (struct ids){ 0 };
 
 	/* Comments: who wrote this, for what, and what was lost. */
 	char losses[1024];
@@ -386,34 +477,21 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	pb_int(&out, 14, str_index(&st, dflt == V_ALLOC_SPACE ? "alloc_space" :
 					dflt == V_ALLOC_OBJECTS ? "alloc_objects" :
 					dflt == V_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
-	for (size_t i = 0; i < st.n; i++)
+	for (size_t i = 0; i < st.n; i++) {
 		pb_bytes(&out, 6, st.s[i], strlen(st.s[i]));
+		zout_maybe(zo, &out);
+	}
 	if (out.oom || m.oom || sub.oom) {
 		err = -1;
 		goto done;
 	}
-
-	/* gzip, as pprof and the profilers that scrape /debug/pprof expect. */
-	z_stream z = { 0 };
-	uint8_t chunk[65536];
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		err = -1;
-		goto done;
-	}
-	z.next_in = out.d;
-	z.avail_in = out.n;
-	int zr;
-	do {
-		z.next_out = chunk;
-		z.avail_out = sizeof(chunk);
-		zr = deflate(&z, Z_FINISH);
-		if (fwrite(chunk, 1, sizeof(chunk) - z.avail_out, f) != sizeof(chunk) - z.avail_out)
-			err = -1;
-	} while (zr == Z_OK);
-	deflateEnd(&z);
-	if (zr != Z_STREAM_END)
+	zout_feed(zo, &out, Z_FINISH);
+	if (zo->err)
 		err = -1;
 done:
+	if (zo && zo->started)
+		deflateEnd(&zo->z);
+	free(zo);
 	for (int i = 0; i < 5; i++)
 		free(comments[i]);
 	for (size_t i = 0; i < nmap; i++)
@@ -422,8 +500,6 @@ done:
 	free(out.d);
 	free(m.d);
 	free(sub.d);
-	free(locs.d);
-	free(funcs.d);
 	for (size_t i = 0; i < st.n; i++)
 		free(st.s[i]);
 	free(st.s);
