@@ -24,6 +24,8 @@ set -u
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
+# shellcheck source=bench/pg.sh
+. bench/pg.sh
 
 SECS=${PG_SECONDS:-15}
 RUNS=${PG_RUNS:-3}
@@ -39,45 +41,16 @@ FAILS=0
 note() { echo "bench-postgres-fork: $*" >&2; }
 die() { note "$*"; exit 1; }
 
-PGUSER_OS=postgres
-as_pg() { runuser -u "$PGUSER_OS" -- "$@"; }
-
 cleanup() {
 	[ -n "$HPID" ] && kill -KILL "$HPID" 2>/dev/null
-	[ -n "$STARTED" ] && as_pg "$BIN/pg_ctl" -D "$TMP/data" -m immediate stop >/dev/null 2>&1
+	pg_stop
 	[ -n "${PG_KEEP:-}" ] && mkdir -p "$PG_KEEP" && cp "$TMP"/*.err "$TMP"/*.pgbench "$TMP"/*.pb.gz "$TMP/server.log" "$PG_KEEP"/ 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-if [ -z "$BIN" ] || ! command -v pgbench >/dev/null; then
-	note "installing postgresql"
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib >/dev/null ||
-		die "cannot install postgresql"
-	BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-fi
-[ -x "$BIN/postgres" ] || die "no postgres under /usr/lib/postgresql"
-id "$PGUSER_OS" >/dev/null 2>&1 || die "no user $PGUSER_OS (the Debian package creates it)"
-[ -x "$HT" ] || die "$HT not built (make)"
-chmod 755 "$TMP"
-mkdir "$TMP/data" && chown "$PGUSER_OS" "$TMP/data" "$TMP" || die "cannot make $TMP/data"
-
-PORT=
-for p in $(shuf -i 20000-60000 -n 50); do
-	ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { PORT=$p; break; }
-done
-[ -n "$PORT" ] || die "no free port"
-
-as_pg "$BIN/initdb" -D "$TMP/data" -A trust -U postgres >"$TMP/initdb.log" 2>&1 || die "initdb failed: $(tail -1 "$TMP/initdb.log")"
-as_pg "$BIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -t 30 \
-	-o "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$TMP -c fsync=off -c synchronous_commit=off" \
-	start >/dev/null || die "postgres did not start: $(tail -2 "$TMP/server.log")"
-STARTED=1
-PG=(-h 127.0.0.1 -p "$PORT" -U postgres)
-as_pg pgbench "${PG[@]}" -i -q -s "$SCALE" postgres >"$TMP/init.log" 2>&1 || die "pgbench -i failed"
-PM=$(head -1 "$TMP/data/postmaster.pid")
+pg_start
 note "$("$BIN/postgres" --version) on 127.0.0.1:$PORT, postmaster $PM, pgbench -S -c $CLIENTS -j $JOBS, scale $SCALE, $SECS s a run"
 
 alive() { as_pg psql -X -At "${PG[@]}" -d postgres -c 'select 1' 2>/dev/null | grep -qx 1; }
