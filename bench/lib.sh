@@ -30,3 +30,21 @@ target() {
 		'BEGIN { ok = op == "<=" ? v <= l : op == ">=" ? v >= l : op == "<" ? v < l : v > l; print ok ? "ok" : "MISSED" }')
 	printf '  %-44s %8s   (target %s %s)  %s\n' "$label" "$value" "$op" "$limit" "$verdict"
 }
+
+# rounds RUNS UNIT VAR: RUNS rounds of every configuration of CONFIGS,
+# round-robin (a burst of load then hits one run of every configuration
+# rather than all runs of one): `run CONFIG ROUND` sets the variable named
+# VAR to the figure, empty when the run failed.  Fills ALL (each
+# configuration's figures) and MED (their medians).
+rounds() {
+	local r c runs=$1 unit=$2 var=$3
+	declare -gA ALL=() MED=()
+	for r in $(seq "$runs"); do
+		for c in "${CONFIGS[@]}"; do
+			run "$c" "$r"
+			note "round $r: $c ${!var:-failed} $unit"
+			[ -n "${!var}" ] && ALL[$c]+="${!var} "
+		done
+	done
+	for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
+}

@@ -107,17 +107,7 @@ run() {
 }
 
 read -ra CONFIGS <<<"${PG_CONFIGS:-bare s512k s512k_noinject exact exact_noinject}"
-declare -A ALL=()
-for r in $(seq "$RUNS"); do
-	for c in "${CONFIGS[@]}"; do
-		run "$c" "$r"
-		note "round $r: $c ${TPS:-failed} tps"
-		[ -n "$TPS" ] && ALL[$c]+="$TPS "
-	done
-done
-
-declare -A MED=()
-for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
+rounds "$RUNS" tps TPS
 
 echo "pgbench -S -c $CLIENTS -j $JOBS -T $SECS, postmaster under --follow-fork --merge, median of $RUNS rounds (tps):"
 for c in "${CONFIGS[@]}"; do

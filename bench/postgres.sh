@@ -112,17 +112,7 @@ run() {
 }
 
 read -ra CONFIGS <<<"${PG_CONFIGS:-bare malloc_exact palloc_exact palloc_sampled palloc_nofree}"
-declare -A ALL=()
-for r in $(seq "$RUNS"); do
-	for c in "${CONFIGS[@]}"; do
-		run "$c"
-		note "round $r: $c ${TPS:-failed} tps"
-		[ -n "$TPS" ] && ALL[$c]+="$TPS "
-	done
-done
-
-declare -A MED=()
-for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
+rounds "$RUNS" tps TPS
 
 echo "pgbench -c 1 $([ "$MODE" = select ] && echo -S || echo TPC-B) -T $SECS, one backend traced, median of $RUNS rounds (tps):"
 for c in "${CONFIGS[@]}"; do

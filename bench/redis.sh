@@ -101,17 +101,7 @@ run() {
 }
 
 CONFIGS=(bare sampled exact sampled_noinject exact_noinject)
-declare -A ALL=()
-for r in $(seq "$RUNS"); do
-	for c in "${CONFIGS[@]}"; do
-		run "$c"
-		note "round $r: $c ${RPS:-failed} requests/s"
-		[ -n "$RPS" ] && ALL[$c]+="$RPS "
-	done
-done
-
-declare -A MED=()
-for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
+rounds "$RUNS" requests/s RPS
 
 echo "redis-benchmark -n $REQUESTS -c $CLIENTS -t $TESTS, median of $RUNS rounds (requests/s):"
 for c in "${CONFIGS[@]}"; do
