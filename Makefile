@@ -270,8 +270,8 @@ $(BENCH)/floor.bpf.o: bench/floor.bpf.c
 $(BENCH)/floor.skel.h: $(BENCH)/floor.bpf.o
 	$(BPFTOOL) gen skeleton $< name floor > $@
 
-$(BENCH)/floor: bench/floor.c user/probe/uprobe_multi.c user/probe/uprobe_multi.h $(BENCH)/floor.skel.h
-	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/probe/uprobe_multi.c -o $@ -lbpf -lelf -lz
+$(BENCH)/floor: bench/floor.c user/tracer/uprobe_multi.c user/tracer/uprobe_multi.h $(BENCH)/floor.skel.h
+	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/tracer/uprobe_multi.c -o $@ -lbpf -lelf -lz
 
 bench: deps
 	$(MAKE) all $(BENCH)/churn $(BENCH)/resets $(BENCH)/floor $(BUILD)/tests/nofp/t_shop

@@ -7,7 +7,7 @@
  * PROBES_FILE is the output of `heaptrace --list-probes COMMAND`: one line per
  * function, `FUNC PATH 0xOFFSET +DELTA alloc|free ...`.  An alloc site gets an
  * entry and a return probe, a free site an entry probe, exactly as heaptrace
- * does, and through the same uprobe_multi links (user/uprobe_multi.c), limited
+ * does, and through the same uprobe_multi links (user/tracer/uprobe_multi.c), limited
  * to the command's PID.  --entry-only leaves out the return probes: the floor
  * of a tool that decides everything at the entry, which heaptrace
  * --sample-rate approaches when unsampled calls skip their returns.  The
@@ -26,7 +26,7 @@
 #include <bpf/libbpf.h>
 
 #include "floor.skel.h"
-#include "probe/uprobe_multi.h"
+#include "tracer/uprobe_multi.h"
 
 #define MAX_SITES 64
 

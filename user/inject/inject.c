@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "inject/inject.h"
-#include "inject/relocate.h"
+#include "probe/plan.h"
+#include "tracer/tracer.h"
+#include "insn/relocate.h"
 #include "stub_blob.h"
 #include "util/elfobj.h"
 #include "util/log.h"

@@ -16,9 +16,11 @@
 #include <sys/types.h>
 
 #include "inject/remote.h"
-#include "probe/plan.h"
+#include "heaptrace.h"
 #include "stub/stub.h"
-#include "tracer/tracer.h"
+
+struct probe_plan;
+struct tracer;
 
 struct inject_fn {
 	int probe;                      /* its probe in the plan */

@@ -8,8 +8,9 @@
 #include "util/elfobj.h"
 #include "util/log.h"
 #include "probe/malloc_family.h"
-#include "inject/relocate.h"
+#include "insn/relocate.h"
 #include "probe/plan.h"
+#include "tracer/tracer.h"
 #include "unwind/procs.h"
 
 void probes_init(struct probe_plan *plan, bool at_entry)

@@ -5,12 +5,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "probe/allocator.h"
 #include "heaptrace.h"
 #include "probe/placement.h"
 #include "probe/symspec.h"
-#include "tracer/tracer.h"
+
+struct tracer;
 
 struct probe {
 	char *func;

@@ -3,7 +3,10 @@
 #include <string.h>
 
 #include "probe/allocator.h"
+#include "probe/plan.h"
+#include "tracer/tracer.h"
 #include "session/exec.h"
+#include "session/session.h"
 #include "util/log.h"
 
 /* The new program's allocator, probed when it is an object the plan lacks; the process's missing probes attached. */

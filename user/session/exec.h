@@ -12,10 +12,11 @@
 #include <sys/types.h>
 
 #include "heaptrace.h"
-#include "probe/plan.h"
-#include "session/session.h"
-#include "tracer/tracer.h"
 #include "unwind/procs.h"
+
+struct probe_plan;
+struct tracer;
+struct trace_opts;
 
 struct exec_follow {
 	const struct trace_opts *o;

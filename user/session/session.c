@@ -30,71 +30,11 @@
 #include "symbolize/symbolize.h"
 #include "session/exec.h"
 #include "session/monitor.h"
-#include "session/session.h"
+#include "session/state.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
 #include "util/procfs.h"
 #include "util/log.h"
-
-struct session {
-	struct trace_opts *o;
-	struct target t;
-	struct tracee tc;
-	struct probe_plan plan;
-	struct tracer tr;
-	struct unwind uw;
-	struct tracer_config cfg;
-	struct profile_source src;
-	struct inject in;       /* the in-process fast path; in.n: functions given to it */
-	/*
-	 * --follow-fork: each process slot's stub (kin[0] is &in), NULL where
-	 * none serves it; stub_uprobes[slot]: the stub's functions are
-	 * uprobes for that process instead (it executed, or its stub failed).
-	 */
-	struct inject *kin[HT_MAX_PROCS];
-	bool stub_uprobes[HT_MAX_PROCS];
-	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
-	bool stopped;           /* tracing is over: later children run untraced */
-	bool memory_said;       /* check_memory() spoke (a reload does not repeat it) */
-	struct exec_follow ex;  /* following execs: what is attached for each process */
-	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
-	struct timeline tl;     /* -f html: the heap over time */
-	struct snapshots *ss;   /* -i */
-	bool over_limit;        /* a process went over --limit-peak or --limit-leak */
-	/* Where the time goes (-v), in ms: each phase in all, when it ran several times. */
-	struct {
-		double start;           /* session_run began */
-		double plan;            /* the target found or launched (held), its probes planned */
-		double tables;          /* --unwind: CFI tables built or read from the cache */
-		double load;            /* the BPF object loaded (tracer.times: its parts), rows published */
-		double attach;          /* probes attached */
-		double inject;          /* the fast path: the stub into the process */
-		double run;             /* the traced run, until the stop */
-		double detach;          /* the stub out, the probes off */
-		double read;            /* the profile read from the maps */
-		double symbolize, write;
-	} ph;
-};
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* -v: where the time went, one line. */
-static void report_phases(const struct session *s)
-{
-	const struct tracer *tr = &s->tr;
-
-	ht_info("phases: plan %.1f ms, unwind tables %.1f, BPF load %.1f (kernel types %.1f, kernel BTF %.1f, maps %.1f, "
-		"CO-RE %.1f, verifier %.1f), attach %.1f, fast path %.1f, traced run %.1f, detach %.1f, read %.1f, "
-		"symbolize %.1f, write %.1f; %.1f ms in all", s->ph.plan, s->ph.tables, s->ph.load, tr->times.ktypes_ms,
-		tr->times.btf_ms, tr->times.maps_ms, tr->times.core_ms, tr->times.verify_ms, s->ph.attach, s->ph.inject, s->ph.run,
-		s->ph.detach, s->ph.read, s->ph.symbolize, s->ph.write, now_ms() - s->ph.start);
-}
 
 /* The malloc family of the allocator the target uses (and libc's), and the --sym functions. */
 static int plan_probes(struct session *s)
@@ -113,11 +53,11 @@ static int plan_probes(struct session *s)
 	    (allocator_choose(&objs, o->lib, &primary, &libc) || probes_add_malloc(&s->plan, primary, true) ||
 	     (libc && probes_add_malloc(&s->plan, libc, false))))
 		goto out;
-	/* A spec naming what is not there is bad input, like a bad spec: exit status 2. */
-	err = 2;
 	for (int i = 0; i < o->n_syms; i++)
-		if (probes_add_symbol(&s->plan, &o->syms[i], o->sym_option[i], &objs, o->debug_dir))
+		if (probes_add_symbol(&s->plan, &o->syms[i], o->sym_option[i], &objs, o->debug_dir)) {
+			s->bad_input = true;
 			goto out;
+		}
 	err = 0;
 out:
 	free(primary);
@@ -149,56 +89,8 @@ static void plan_inject(struct session *s)
 	inject_plan(&s->in, &s->plan, s->t.pid, o->sample_rate, o->max_live);
 }
 
-static void stub_counters(void *arg, uint32_t proc, uint64_t counters[HT_COUNTER_MAX])
-{
-	struct session *s = arg;
-
-	if (proc != HT_ALL_PROCS) {
-		if (proc < HT_MAX_PROCS && s->kin[proc])
-			inject_counters(s->kin[proc], counters);
-		return;
-	}
-	for (uint32_t k = 0; k < HT_MAX_PROCS; k++)
-		if (s->kin[k])
-			inject_counters(s->kin[k], counters);
-}
-
-/*
- * --follow-fork: a child held before its first instruction inherited its
- * parent's memory: the redirected functions and the stub (disabled, its
- * data zeroed), or the functions as the file has them (the parent had no
- * stub, or had executed another program).  Give it a stub of its own, or
- * uprobes on the stub's functions.
- */
-static void child_stub(struct session *s, pid_t child, uint32_t slot, uint32_t parent_slot)
-{
-	struct inject *par = s->kin[parent_slot], *kid;
-	int rc = 1;
-
-	if (par && par->base && par->enabled && (kid = calloc(1, sizeof(*kid)))) {
-		if (!(rc = inject_child(kid, par, child, &s->tr)))
-			s->kin[slot] = kid;
-		else
-			free(kid);
-	}
-	if (rc == 1 && !probes_attach_stubbed(&s->plan, &s->tr, child))
-		s->stub_uprobes[slot] = true;
-}
-
-/* A followed child's stub ended with its image (exec) or its process; its counters' last reading stays. */
-static void child_stub_gone(struct session *s, uint32_t slot)
-{
-	struct inject *kid = s->kin[slot];
-
-	if (slot && kid) {
-		inject_free(kid);
-		kid->base = 0;
-		kid->enabled = false;
-	}
-}
-
 /* The root prefix that reaches a process's files: our own for a launched command's tree. */
-static void proc_root(const struct session *s, pid_t pid, char *buf, size_t len)
+void session_proc_root(const struct session *s, pid_t pid, char *buf, size_t len)
 {
 	if (s->t.launched)
 		snprintf(buf, len, "%s", "");
@@ -216,52 +108,13 @@ static void follow_target_exec(struct session *s)
 	struct target *t = &s->t;
 	char root[64], what[8400];
 
-	proc_root(s, t->pid, root, sizeof(root));
+	session_proc_root(s, t->pid, root, sizeof(root));
 	target_exec(t);
 	target_refresh_maps(t);
 	exec_follow(&s->ex, t->pid, 0, t->maps, root);
 	/* Only now: whoever reads this line may rely on the new program's tables and probes. */
 	exec_describe(what, sizeof(what), t->name, t->image);
 	ht_info("tracing PID %d: now %s", t->pid, what);
-}
-
-/* --follow-fork: a child executed a new program (a compiler driver's cc1, say): the same for it. */
-static void on_child_exec(void *arg, struct tracee_child *k)
-{
-	struct session *s = arg;
-	char root[64], *image = proc_exe(k->pid), what[8400];
-
-	if (s->stopped)
-		return;
-	proc_root(s, k->pid, root, sizeof(root));
-	/* The new image has no stub and no jump: the stub's functions, as uprobes, are its. */
-	child_stub_gone(s, k->slot);
-	if (!s->stub_uprobes[k->slot] && !probes_attach_stubbed(&s->plan, &s->tr, k->pid))
-		s->stub_uprobes[k->slot] = true;
-	exec_follow(&s->ex, k->pid, k->slot, k->maps, root);
-	exec_describe(what, sizeof(what), k->name, image);
-	free(image);
-	ht_info("following child PID %d: now %s", k->pid, what);
-}
-
-/* --follow-fork: a child ended: its links go, so that they cost the others nothing (tracer_forget_pid). */
-static void on_child_exit(void *arg, struct tracee_child *k)
-{
-	struct session *s = arg;
-
-	if (!s->stopped)
-		tracer_forget_pid(&s->tr, k->pid);
-	child_stub_gone(s, k->slot);
-}
-
-/* --follow-fork: a child's last stop before its end: the last reading of its stub's counters. */
-static void on_child_exiting(void *arg, struct tracee_child *k)
-{
-	struct session *s = arg;
-	uint64_t c[HT_COUNTER_MAX] = { 0 };
-
-	if (s->kin[k->slot])
-		inject_counters(s->kin[k->slot], c);
 }
 
 /*
@@ -303,7 +156,7 @@ static bool on_trap(void *arg, pid_t tid)
 	return ours;
 }
 
-static bool traced_by_us(void *arg, pid_t tid)
+bool session_traced_by_us(void *arg, pid_t tid)
 {
 	struct session *s = arg;
 
@@ -318,7 +171,7 @@ static void inject_running(struct session *s)
 
 	if (!s->in.n)
 		return;
-	if ((err = remote_stop(&r, s->t.pid, traced_by_us, s))) {
+	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s))) {
 		ht_info("fast path: cannot stop the threads of PID %d (%s): uprobes instead", s->t.pid, strerror(-err));
 		for (int i = 0; i < s->plan.n; i++)
 			s->plan.probes[i].stub = false;
@@ -329,39 +182,16 @@ static void inject_running(struct session *s)
 	remote_free(&r);
 }
 
-/* --follow-fork, the end: each child's own stub off and its bytes back, as the target's. */
-static void remove_child_stubs(struct session *s)
-{
-	for (int k = 1; k < HT_MAX_PROCS; k++) {
-		struct inject *kid = s->kin[k];
-		struct remote r;
-		int err;
-
-		if (!kid || !kid->enabled || kid->shared)
-			continue;
-		if ((err = remote_stop(&r, kid->pid, traced_by_us, s))) {
-			ht_info("fast path: cannot stop PID %d to take its stub out (%s)", kid->pid, strerror(-err));
-		} else {
-			inject_counters(kid, (uint64_t[HT_COUNTER_MAX]){ 0 });
-			inject_remove(kid, &r);
-			ht_info("fast path: PID %d: every redirected function restored; its stub stays mapped, unused",
-				kid->pid);
-		}
-		remote_resume(&r);
-		remote_free(&r);
-	}
-}
-
 /* The end: the stub off and every byte back, with the threads stopped. */
 static void remove_inject(struct session *s)
 {
 	struct remote r;
 	int err;
 
-	remove_child_stubs(s);
+	session_remove_child_stubs(s);
 	if (!s->in.base || s->t.exited)
 		return;
-	if ((err = remote_stop(&r, s->t.pid, traced_by_us, s))) {
+	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s))) {
 		ht_err("fast path: cannot stop PID %d to take the stub out (%s): it stays, disabled only if the "
 		       "process can still be written", s->t.pid, strerror(-err));
 	} else {
@@ -408,119 +238,6 @@ static char *command_line(const struct trace_opts *o, const struct target *t)
 	}
 	fclose(m);
 	return s;
-}
-
-/* --follow-fork: a forked child, held before its first instruction, gets a slot and the plan's probes. */
-static uint32_t trace_child(void *arg, pid_t child, uint32_t parent_slot)
-{
-	struct session *s = arg;
-
-	if (s->stopped)
-		return 0;
-	if (s->next_slot >= HT_MAX_PROCS) {
-		ht_err("--follow-fork: %d processes traced already; PID %d is not", HT_MAX_PROCS, child);
-		return 0;
-	}
-	uint32_t slot = s->next_slot;
-	if (tracer_add_proc(&s->tr, child, slot, parent_slot) || probes_attach(&s->plan, &s->tr, child)) {
-		ht_err("--follow-fork: cannot trace child PID %d", child);
-		return 0;
-	}
-	child_stub(s, child, slot, parent_slot);
-	s->ex.upto[slot] = s->plan.n;
-	s->next_slot++;
-	ht_info("following child PID %d", child);
-	return slot;
-}
-
-/*
- * --merge: the followed children (src.tree), copied under the tracee's
- * lock (--http's thread calls this too); a live child's maps read now, so
- * that what it dlopen()ed since its last stop is named.
- */
-static int tree_of(void *arg, struct tree_proc **out, size_t *n)
-{
-	struct tracee *tc = &((struct session *)arg)->tc;
-	struct tree_proc *v;
-	bool *live;
-	size_t k = 0;
-
-	pthread_mutex_lock(&tc->lock);
-	v = calloc(tc->n_kids + 1, sizeof(*v));
-	live = calloc(tc->n_kids + 1, sizeof(*live));
-	for (size_t i = 0; v && live && i < tc->n_kids; i++) {
-		const struct tracee_child *c = &tc->kids[i];
-		if (c->slot == UINT32_MAX || c->slot == 0)
-			continue;
-		live[k] = !c->exited;
-		v[k++] = (struct tree_proc){ .slot = c->slot, .pid = c->pid, .maps = strdup(c->maps ? c->maps : "") };
-	}
-	pthread_mutex_unlock(&tc->lock);
-	if (!v || !live) {
-		free(v);
-		free(live);
-		return -1;
-	}
-	for (size_t i = 0; i < k; i++) {
-		char path[64], *m;
-		snprintf(path, sizeof(path), "/proc/%d/maps", v[i].pid);
-		if (live[i] && (m = read_text_file(path)) && *m) {
-			free(v[i].maps);
-			v[i].maps = m;
-		} else if (live[i]) {
-			free(m);
-		}
-	}
-	free(live);
-	*out = v;
-	*n = k;
-	return 0;
-}
-
-/* Each followed child's profile, beside the target's: FILE.PID, or heaptrace.PID.EXT. */
-static int write_children(struct session *s)
-{
-	const struct trace_opts *o = s->o;
-	struct tracee *tc = &s->tc;
-	int rc = 0;
-
-	tracee_refresh_maps(tc);
-	for (size_t i = 0; i < tc->n_kids; i++) {
-		const struct tracee_child *k = &tc->kids[i];
-		struct profile p;
-		char path[4200];
-
-		if (k->slot == UINT32_MAX || k->slot == 0)
-			continue;
-		char tag[16];
-		snprintf(tag, sizeof(tag), "%d", k->pid);
-		if (!o->output)
-			snprintf(path, sizeof(path), "heaptrace.%d.%s", k->pid, format_info(o->format)->ext);
-		else if (!output_tagged_path(path, sizeof(path), o->output, tag, o->format))
-			snprintf(path, sizeof(path), "%s.%d", o->output, k->pid);
-		if (profile_take(&s->src, k->slot, k->pid, k->maps, &p)) {
-			rc = 1;
-			continue;
-		}
-		p.name = k->name;
-		p.ended = k->exited;
-		if (limits_check(&o->limits, &p))
-			s->over_limit = true;
-		if (p.totals.execs)
-			ht_err("child PID %d executed a new program (%s): %" PRIu64 " live blocks of the old one were "
-			       "dropped; its profile is the new one's", k->pid, k->name ? k->name : "?",
-			       (uint64_t)p.totals.exec_dropped);
-		if (output_file(path, o->format, &p, o->value, o->top)) {
-			ht_err("cannot write the profile of child PID %d to %s: %s", k->pid, path, strerror(errno));
-			rc = 1;
-		} else {
-			ht_err("child PID %d (of PID %d): profile in %s", k->pid, k->parent, path);
-		}
-		profile_free(&p);
-	}
-	if (tc->not_followed)
-		ht_err("--follow-fork: %zu child processes were not traced", tc->not_followed);
-	return rc;
 }
 
 static void maps_changed(void *uw, const char *maps, const char *root)
@@ -646,7 +363,7 @@ static int attach(struct session *s, double t0)
 	 * a link of another process, and that counts as wanting the return).
 	 * So a process alone on its probes skips them (the target before its
 	 * first fork and after its children ended: their links are closed at
-	 * their exit, on_child_exit), and processes running at once do not.
+	 * their exit, session_on_child_exit), and processes running at once do not.
 	 */
 	double t1 = now_ms();
 	enum ht_stack_mode mode = plan_unwind(s);
@@ -713,150 +430,6 @@ static int attach(struct session *s, double t0)
 	if (!t->launched && !o->quiet && !ht_verbose)
 		ht_err("tracing PID %d (%s), %zu probes", t->pid, t->name, (size_t)s->plan.n);
 	return 0;
-}
-
-static void report_resources(const struct tracer *tr, uint32_t max_live)
-{
-	struct tracer_memory m;
-	struct rusage ru;
-
-	tracer_memory(tr, &m);
-	if (m.estimated)
-		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock %.1f MiB: elements at their size, "
-			"not their slab object's), %.1f MiB with every map full", m.now / 1048576.0,
-			m.memlock / 1048576.0, m.max / 1048576.0);
-	else
-		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock: this kernel counts maps at their "
-			"capacity)", m.memlock / 1048576.0);
-	ht_info("live blocks: %" PRIu64 " in %d of %d levels with room for %u (--max-allocs %u): %.1f MiB, "
-		"%.0f bytes a block (%u an element)", m.live_blocks, m.levels, HT_LIVE_LEVELS, m.live_room,
-		max_live, m.live_now / 1048576.0, m.live_blocks ? (double)m.live_now / m.live_blocks : 0.0,
-		m.block_bytes);
-	if (!getrusage(RUSAGE_SELF, &ru))
-		ht_info("heaptrace peak RSS: %ld KiB", ru.ru_maxrss);
-}
-
-/* The whole session's counters (each profile carries its own process's). */
-static void report_counters(const struct profile_source *src)
-{
-	uint64_t counters[HT_COUNTER_MAX];
-	char buf[1024];
-
-	profile_session_counters(src, counters);
-	output_losses(buf, sizeof(buf), counters, false);
-	if (!*buf && !ht_verbose)
-		return;
-	output_losses(buf, sizeof(buf), counters, true);
-	ht_err("events: %s", buf);
-}
-
-/* --at-peak: the profile as it stood at the peak, beside the final one. */
-static int write_at_peak(struct session *s, struct profile *prof, const char *prefix)
-{
-	const struct trace_opts *o = s->o;
-	char path[4200];
-
-	snapshot_peak_path(o->output, prefix, s->t.pid, o->format, path, sizeof(path));
-	profile_at_peak(prof);
-	if (output_file(path, o->format, prof, o->value, o->top)) {
-		ht_err("cannot write the at-peak profile %s: %s", path, strerror(errno));
-		return 1;
-	}
-	ht_err("at-peak profile: %s (peak %" PRIu64 " bytes in use, %.3f s after the start)", path,
-	       (uint64_t)prof->totals.peak_bytes,
-	       prof->totals.peak_ns > s->src.start_ns ? (prof->totals.peak_ns - s->src.start_ns) / 1e9 : 0);
-	return 0;
-}
-
-/*
- * Without --follow-fork a pre-fork server's workers, where its heap is,
- * run untraced: a profile of the parent alone looks complete.  Said once,
- * at the end, with the number the BPF side counted (process_fork).
- */
-static void hint_untraced(const struct tracer *tr)
-{
-	uint64_t c[HT_COUNTER_MAX];
-
-	tracer_counters(tr, 0, c);
-	if (c[HT_UNTRACED_CHILDREN])
-		ht_err("%" PRIu64 " %s forked and not traced: --follow-fork traces them", c[HT_UNTRACED_CHILDREN],
-		       c[HT_UNTRACED_CHILDREN] == 1 ? "child" : "children");
-}
-
-/* After the stop: the final profile (or last snapshot), at-peak, children.  heaptrace's status. */
-static int write_profiles(struct session *s, struct snapshots *ss)
-{
-	const struct trace_opts *o = s->o;
-	struct target *t = &s->t;
-	struct profile prof;
-	double t1 = now_ms();
-	int rc;
-
-	if (o->follow_fork)
-		tracee_refresh_maps(&s->tc);
-	if (profile_take_main(&s->src, t->pid, t->maps, &prof)) {
-		snapshots_free(ss);
-		return 1;
-	}
-	prof.name = t->name;
-	prof.ended = t->exited;
-	s->ph.read = now_ms() - t1;
-	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, s->ph.read);
-	if (limits_check(&o->limits, &prof))
-		s->over_limit = true;
-	report_counters(&s->src);
-	/*
-	 * A launched command's own first execve is ours, not news, and so are
-	 * the execs followed (a script's interpreter, a wrapper): -v said them.
-	 */
-	unsigned own = t->launched ? 1u : 0u;
-	struct ht_totals tt;    /* the target's own (a --merge profile's are the tree's) */
-	tracer_totals(&s->tr, 0, &tt);
-	if (tt.execs > own && s->target_execs > own)
-		ht_info("PID %d executed %" PRIu64 " programs; the profile is the last one's (%" PRIu64
-			" live blocks of the others dropped)", t->pid, (uint64_t)tt.execs, (uint64_t)tt.exec_dropped);
-	else if (tt.execs > own)
-		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
-		       "tracing went on in the new one", t->pid, (uint64_t)tt.exec_dropped);
-	t1 = now_ms();
-	if (o->interval) {
-		if (snapshot_write(ss, &prof) || ss->failed)
-			ht_err("%d of %d snapshots lost", ss->failed, ss->seq);
-		rc = ss->failed ? 1 : 0;
-		/* snapshot_write kept the profile as the previous one */
-		prof = ss->prev;
-		if (!prof.own_maps)
-			prof.maps = t->maps;
-		prof.name = t->name;
-		prof.ended = t->exited;
-		ss->have_prev = false;
-	} else if (o->output) {
-		rc = output_file(o->output, o->format, &prof, o->value, o->top) ? 1 : 0;
-		if (rc)
-			ht_err("cannot write the profile to %s: %s", o->output, strerror(errno));
-	} else {
-		rc = output_write(stdout, o->format, &prof, o->value, o->top) ? 1 : 0;
-		if (rc)
-			ht_err("cannot write the profile: %s", strerror(errno));
-	}
-	s->ph.symbolize = output_symbolize_ms;
-	s->ph.write = now_ms() - t1 - s->ph.symbolize;
-	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
-	if (o->at_peak && write_at_peak(s, &prof, ss->prefix))
-		rc = 1;
-	if (o->follow_fork && !o->merge && write_children(s))
-		rc = 1;
-	else if (!o->follow_fork)
-		hint_untraced(&s->tr);
-	else if (s->tc.not_followed)
-		ht_err("--follow-fork: %zu child processes were not traced", s->tc.not_followed);
-	snapshots_free(ss);
-	report_resources(&s->tr, o->max_live);
-	report_phases(s);
-	if (prof.trimmed)
-		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory", prof.trimmed);
-	profile_free(&prof);
-	return rc;
 }
 
 /* -i: the next snapshot, its time marked on the timeline. */
@@ -938,8 +511,8 @@ static int trace(struct session *s, double t0)
 	if (attach(s, t0))
 		goto kill_child;
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
-					  .command = command_line(o, t), .more_counters = stub_counters,
-					  .more_arg = s, .tree = o->merge ? tree_of : NULL, .tree_arg = s };
+					  .command = command_line(o, t), .more_counters = session_stub_counters,
+					  .more_arg = s, .tree = o->merge ? session_tree_of : NULL, .tree_arg = s };
 	struct snapshots ss = { .fmt = o->format, .value = o->value, .top = o->top, .diff = o->diff,
 				.src = &s->src, .t = t };
 	s->ss = &ss;
@@ -986,7 +559,7 @@ static int trace(struct session *s, double t0)
 	if (st.why == STOP_DURATION)
 		ht_info("stopped after %g s", o->duration);
 
-	rc = write_profiles(s, &ss);
+	rc = session_write_profiles(s, &ss);
 	if (t->launched) {
 		/* Like time(1): the command runs to its end and its status is ours. */
 		if (!t->exited && st.why == STOP_SIGNAL && st.sent_to_us)
@@ -1022,7 +595,7 @@ int session_run(struct trace_opts *o)
 	int rc = 1;
 
 	s.ph.start = t0;
-	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = trace_child, .arg = &s };
+	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = session_trace_child, .arg = &s };
 	pthread_mutex_init(&s.tc.lock, NULL);
 	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr };
 	s.in.file_fd = -1;
@@ -1037,8 +610,9 @@ int session_run(struct trace_opts *o)
 		goto done;
 	if (o->user && (rc = target_set_user(t, o->user)))
 		goto done;
-	if ((rc = plan_probes(&s))) {
-		rc = rc < 0 ? 1 : rc;
+	/* A spec naming what is not there is bad input, like a bad spec: exit status 2. */
+	if (plan_probes(&s)) {
+		rc = s.bad_input ? 2 : 1;
 		goto done;
 	}
 	if (o->list_probes) {
@@ -1052,9 +626,9 @@ int session_run(struct trace_opts *o)
 		s.tc.hook_arg = &s;
 	}
 	if (o->follow_fork) {
-		s.tc.on_child_exec = on_child_exec;
-		s.tc.on_child_exit = on_child_exit;
-		s.tc.on_child_exiting = on_child_exiting;
+		s.tc.on_child_exec = session_on_child_exec;
+		s.tc.on_child_exit = session_on_child_exit;
+		s.tc.on_child_exiting = session_on_child_exiting;
 	}
 	if (o->argv && s.in.n)
 		s.tc.on_trap = on_trap;

@@ -1,6 +1,5 @@
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,8 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -18,8 +15,9 @@
 #include "heaptrace.skel.h"
 #include "alloc_session.skel.h"
 #include "util/log.h"
-#include "probe/uprobe_multi.h"
+#include "tracer/uprobe_multi.h"
 #include "tracer/ktypes.h"
+#include "tracer/internal.h"
 
 static double now_ms(void)
 {
@@ -269,155 +267,6 @@ static int load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_objec
 	return timed_load(tr, s);
 }
 
-static uint64_t memlock_of(int fd)
-{
-	char path[64], line[256];
-	uint64_t v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "memlock: %lu", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
-/* Blocks level k can hold: the first HT_LIVE_FIRST_LEVEL, each next one as many as all before it, the last the rest. */
-static uint32_t level_cap(const struct live_levels *lv, int k)
-{
-	uint64_t before = 0;
-
-	for (int i = 0; i < k; i++)
-		before += lv->cap[i];
-	uint64_t left = lv->max > before ? lv->max - before : 0;
-	uint64_t cap = k == 0 ? HT_LIVE_FIRST_LEVEL : k == HT_LIVE_LEVELS - 1 ? left : before;
-	return cap < left ? cap : left;
-}
-
-/*
- * The next level into the live map, then live_top to it, then the count at
- * which the BPF side asks for the one after: when the newest level is a
- * quarter full, were the older ones full.  The other three quarters are
- * the time this thread has to wake up and make it: blocks that find no
- * room are lost.  -1 when no level can be made.
- */
-static int add_level(struct tracer *tr)
-{
-	struct live_levels *lv = &tr->lv;
-	int k = lv->n;
-	uint32_t cap = k < HT_LIVE_LEVELS ? level_cap(lv, k) : 0;
-	char name[16];
-
-	if (!cap)
-		return -1;
-	snprintf(name, sizeof(name), "live_%u", (unsigned)k & 7u);   /* k < HT_LIVE_LEVELS = 8 */
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
-	uint32_t key = k;
-	if (fd < 0 || bpf_map_update_elem(bpf_map__fd(tr->skel->maps.live), &key, &fd, BPF_ANY)) {
-		uint64_t room = 0;
-		for (int i = 0; i < k; i++)
-			room += lv->cap[i];
-		if (!lv->failed)
-			ht_err("cannot make room for %u more live blocks: %s; blocks beyond %" PRIu64
-			       " are not tracked (live_map_full)", cap, strerror(errno), room);
-		lv->failed = true;
-		if (fd >= 0)
-			close(fd);
-		tr->skel->data_live->live_grow_at = 0;
-		return -1;
-	}
-	lv->fds[k] = fd;
-	lv->cap[k] = cap;
-	lv->base[k] = memlock_of(fd);
-	__atomic_store_n(&lv->n, k + 1, __ATOMIC_RELEASE);
-	tr->skel->data_live->live_top = k;
-	uint64_t room = 0;
-	for (int i = 0; i <= k; i++)
-		room += lv->cap[i];
-	tr->skel->data_live->live_grow_at = room < lv->max && k + 1 < HT_LIVE_LEVELS ? room - cap + cap / 4 + 1 : 0;
-	return 0;
-}
-
-/* Levels until the blocks are below the next threshold (they may have passed it while one was made). */
-static void grow(struct tracer *tr)
-{
-	struct heaptrace__data_live *d = tr->skel->data_live;
-
-	while (d->live_grow_at && d->live_count >= d->live_grow_at)
-		if (add_level(tr))
-			break;
-}
-
-static int on_grow(void *ctx, void *data, size_t size)
-{
-	(void)ctx;
-	(void)data;
-	(void)size;
-	return 0;
-}
-
-static void *grow_main(void *arg)
-{
-	struct tracer *tr = arg;
-
-	/*
-	 * Ahead of the busy threads of a loaded machine when woken (as root:
-	 * otherwise it stays as it is): a late level costs blocks.  It sleeps
-	 * otherwise, and its work is one map creation.
-	 */
-	if (setpriority(PRIO_PROCESS, gettid(), -10))
-		errno = 0;
-	struct pollfd p[2] = { { .fd = ring_buffer__epoll_fd(tr->lv.rb), .events = POLLIN },
-			       { .fd = tr->lv.stop_fd, .events = POLLIN } };
-
-	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents)
-			break;
-		ring_buffer__consume(tr->lv.rb);
-		grow(tr);
-	}
-	return NULL;
-}
-
-static int start_levels(struct tracer *tr, uint32_t max_live)
-{
-	struct live_levels *lv = &tr->lv;
-
-	lv->max = max_live;
-	lv->stop_fd = -1;
-	if (add_level(tr))
-		return -1;
-	lv->rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.live_grow), on_grow, NULL, NULL);
-	lv->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (!lv->rb || lv->stop_fd < 0 || (errno = pthread_create(&lv->thread, NULL, grow_main, tr))) {
-		ht_err("cannot start the thread that makes room for live blocks: %s", strerror(errno));
-		return -1;
-	}
-	lv->running = true;
-	return 0;
-}
-
-static void stop_levels(struct tracer *tr)
-{
-	struct live_levels *lv = &tr->lv;
-	uint64_t one = 1;
-
-	if (lv->running && write(lv->stop_fd, &one, sizeof(one)) == sizeof(one))
-		pthread_join(lv->thread, NULL);
-	if (lv->stop_fd > 0)
-		close(lv->stop_fd);
-	ring_buffer__free(lv->rb);
-	for (int i = 0; i < lv->n; i++)
-		close(lv->fds[i]);
-	memset(lv, 0, sizeof(*lv));
-}
-
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 {
 	bool session = cfg->session && cfg->multi;
@@ -463,9 +312,9 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if ((tr->base_memlock = calloc(n_maps, sizeof(*tr->base_memlock)))) {
 		n_maps = 0;
 		bpf_object__for_each_map(m, skel->obj)
-			tr->base_memlock[n_maps++] = memlock_of(bpf_map__fd(m));
+			tr->base_memlock[n_maps++] = tracer_memlock_of(bpf_map__fd(m));
 	}
-	if (start_levels(tr, cfg->max_live)) {
+	if (tracer_start_levels(tr, cfg->max_live)) {
 		tracer_close(tr);
 		return -1;
 	}
@@ -653,7 +502,7 @@ void tracer_detach(struct tracer *tr)
 void tracer_close(struct tracer *tr)
 {
 	tracer_detach(tr);
-	stop_levels(tr);
+	tracer_stop_levels(tr);
 	free(tr->base_memlock);
 	tr->base_memlock = NULL;
 	bpf_link__destroy(tr->exec_link);
@@ -717,117 +566,6 @@ int tracer_stacks_fd(const struct tracer *tr)
 	return bpf_map__fd(tr->skel->maps.stacks);
 }
 
-/*
- * The kernel's memlock of an element of a hash map that is not
- * preallocated, beyond its key and value (round_up 8 each): the hash
- * element's header and the BPF allocator's link (56 bytes on 6.4+).  Read
- * once from a map of one element; 0 where memlock does not follow the
- * elements (before 6.4: memlock is then the full map's).
- */
-static uint64_t elem_overhead(void)
-{
-	static uint64_t h = UINT64_MAX;
-
-	if (h != UINT64_MAX)
-		return h;
-	h = 0;
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "ht_probe", 8, 8, 1, &opts);
-	uint64_t k = 1, v = 0, empty = fd < 0 ? 0 : memlock_of(fd);
-	if (fd >= 0 && !bpf_map_update_elem(fd, &k, &v, BPF_ANY)) {
-		uint64_t one = memlock_of(fd);
-		h = one > empty + 16 ? one - empty - 16 : 0;
-	}
-	if (fd >= 0)
-		close(fd);
-	return h;
-}
-
-/*
- * What the kernel takes for an element of unit bytes (its memlock): the
- * kmalloc size class it falls in, and the memory cgroup's 8-byte pointer
- * per slab object (the BPF allocator allocates with kmalloc, charged).
- */
-static uint64_t slab_cost(uint64_t unit)
-{
-	static const uint64_t classes[] = { 8, 16, 32, 64, 96, 128, 192, 256 };
-	uint64_t c = 512;
-
-	for (size_t i = 0; i < sizeof(classes) / sizeof(*classes); i++)
-		if (unit <= classes[i])
-			return classes[i] + 8;
-	while (c < unit && c < 8192)
-		c *= 2;
-	return (unit <= c ? c : (unit + 4095) / 4096 * 4096) + 8;
-}
-
-/*
- * A hash map that is not preallocated, of max entries, holding what its
- * memlock beyond base (empty) says: its memory now and full, added to now
- * and full.  Returns its number of elements.
- */
-static uint64_t hash_memory(uint64_t memlock, uint64_t base, uint32_t ksz, uint32_t vsz, uint64_t max,
-			    uint64_t *now, uint64_t *full)
-{
-	uint64_t unit = elem_overhead() + (ksz + 7) / 8 * 8 + (vsz + 7) / 8 * 8;
-	uint64_t n = memlock > base ? (memlock - base) / unit : 0;
-
-	*now += base + n * slab_cost(unit);
-	*full += base + max * slab_cost(unit);
-	return n;
-}
-
-void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
-{
-	const struct live_levels *lv = &tr->lv;
-	int n = __atomic_load_n(&lv->n, __ATOMIC_ACQUIRE), i = 0;
-	bool dynamic = elem_overhead() > 0;
-	struct bpf_map *map;
-
-	memset(m, 0, sizeof(*m));
-	m->estimated = dynamic;
-	bpf_object__for_each_map(map, tr->skel->obj) {
-		uint64_t ml = memlock_of(bpf_map__fd(map)), base = tr->base_memlock ? tr->base_memlock[i] : ml;
-		i++;
-		m->memlock += ml;
-		if (dynamic && bpf_map__type(map) == BPF_MAP_TYPE_HASH && (bpf_map__map_flags(map) & BPF_F_NO_PREALLOC)) {
-			hash_memory(ml, base, bpf_map__key_size(map), bpf_map__value_size(map),
-				    bpf_map__max_entries(map), &m->now, &m->max);
-		} else {
-			m->now += ml;
-			m->max += ml;
-		}
-	}
-	m->block_bytes = slab_cost(elem_overhead() + sizeof(__u64) + sizeof(struct ht_block));
-	for (int k = 0; k < n; k++) {
-		uint64_t ml = memlock_of(lv->fds[k]);
-		m->memlock += ml;
-		m->live_room += lv->cap[k];
-		if (dynamic) {
-			hash_memory(ml, lv->base[k], sizeof(__u64), sizeof(struct ht_block), lv->cap[k],
-						      &m->live_now, &m->live_max);
-		} else {
-			m->live_now += ml;
-			m->live_max += ml;
-		}
-	}
-	/* Levels not made yet: their buckets (16 bytes each, a power of two of them) and elements. */
-	struct live_levels next = *lv;
-	for (int k = n; k < HT_LIVE_LEVELS; k++) {
-		uint32_t cap = level_cap(&next, k);
-		uint64_t buckets = 1;
-		while (buckets < cap)
-			buckets *= 2;
-		next.cap[k] = cap;
-		if (cap)
-			m->live_max += 16 * buckets + (uint64_t)cap * m->block_bytes;
-	}
-	m->levels = n;
-	m->live_blocks = tr->skel->data_live->live_count;
-	m->now += m->live_now;
-	m->max += m->live_max;
-}
-
 uint32_t tracer_stack_size(uint32_t max_depth)
 {
 	return offsetof(struct ht_stack, pcs) + max_depth * sizeof(__u64);
@@ -836,14 +574,6 @@ uint32_t tracer_stack_size(uint32_t max_depth)
 uint32_t tracer_stack_value_size(const struct tracer *tr)
 {
 	return bpf_map__value_size(tr->skel->maps.stacks);
-}
-
-int tracer_live_fds(const struct tracer *tr, int fds[HT_LIVE_LEVELS])
-{
-	int n = __atomic_load_n(&tr->lv.n, __ATOMIC_ACQUIRE);
-
-	memcpy(fds, tr->lv.fds, n * sizeof(*fds));
-	return n;
 }
 
 int tracer_arena_blocks_fd(const struct tracer *tr)

@@ -80,9 +80,9 @@ struct tracer {
 		double core_ms;         /* CO-RE relocations against the kernel's BTF */
 		double verify_ms;       /* the programs: the verifier */
 	} times;
-	uint64_t *base_memlock;
+	uint64_t *base_memlock;         /* per map of the object, in its order: fdinfo memlock right after load */
 	char ktypes[64];                /* the cut-down kernel BTF for CO-RE (tracer/ktypes.h); "": the whole one */
-	int ktypes_fd;                  /* the file ktypes names (/proc/self/fd/N) */         /* per map of the object, in its order: fdinfo memlock right after load */
+	int ktypes_fd;                  /* the file ktypes names (/proc/self/fd/N) */
 };
 
 /*

@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <linux/bpf.h>
 
-#include "probe/uprobe_multi.h"
+#include "tracer/uprobe_multi.h"
 
 #define HT_BPF_F_UPROBE_MULTI_RETURN 1
 

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <capstone/capstone.h>
 
-#include "inject/relocate.h"
+#include "insn/relocate.h"
 
 static bool fits_rel32(int64_t v)
 {

@@ -1,0 +1,93 @@
+/*
+ * The session's own state, shared by the files of session/ only: the
+ * lifecycle (session.c), the followed children (children.c) and what is
+ * written at the end (write.c).  Nothing outside session/ includes this.
+ */
+#ifndef HT_SESSION_STATE_H
+#define HT_SESSION_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <sys/types.h>
+
+#include "heaptrace.h"
+#include "inject/inject.h"
+#include "probe/plan.h"
+#include "process/target.h"
+#include "process/tracee.h"
+#include "profile/profile.h"
+#include "profile/timeline.h"
+#include "serve/snapshot.h"
+#include "session/exec.h"
+#include "session/session.h"
+#include "tracer/tracer.h"
+#include "unwind/procs.h"
+
+struct session {
+	struct trace_opts *o;
+	struct target t;
+	struct tracee tc;
+	struct probe_plan plan;
+	struct tracer tr;
+	struct unwind uw;
+	struct tracer_config cfg;
+	struct profile_source src;
+	struct inject in;       /* the in-process fast path; in.n: functions given to it */
+	/*
+	 * --follow-fork: each process slot's stub (kin[0] is &in), NULL where
+	 * none serves it; stub_uprobes[slot]: the stub's functions are
+	 * uprobes for that process instead (it executed, or its stub failed).
+	 */
+	struct inject *kin[HT_MAX_PROCS];
+	bool stub_uprobes[HT_MAX_PROCS];
+	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
+	bool stopped;           /* tracing is over: later children run untraced */
+	bool bad_input;         /* a --sym spec named nothing in the target: exit status 2 */
+	bool memory_said;       /* check_memory() spoke (a reload does not repeat it) */
+	struct exec_follow ex;  /* following execs: what is attached for each process */
+	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
+	struct timeline tl;     /* -f html: the heap over time */
+	struct snapshots *ss;   /* -i */
+	bool over_limit;        /* a process went over --limit-peak or --limit-leak */
+	/* Where the time goes (-v), in ms: each phase in all, when it ran several times. */
+	struct {
+		double start;           /* session_run began */
+		double plan;            /* the target found or launched (held), its probes planned */
+		double tables;          /* --unwind: CFI tables built or read from the cache */
+		double load;            /* the BPF object loaded (tracer.times: its parts), rows published */
+		double attach;          /* probes attached */
+		double inject;          /* the fast path: the stub into the process */
+		double run;             /* the traced run, until the stop */
+		double detach;          /* the stub out, the probes off */
+		double read;            /* the profile read from the maps */
+		double symbolize, write;
+	} ph;
+};
+
+static inline double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* session.c */
+void session_proc_root(const struct session *s, pid_t pid, char *buf, size_t len);
+bool session_traced_by_us(void *arg, pid_t tid);
+
+/* children.c: --follow-fork, the hooks of the ptrace loop (process/tracee.h) and the end. */
+uint32_t session_trace_child(void *arg, pid_t child, uint32_t parent_slot);
+void session_on_child_exec(void *arg, struct tracee_child *k);
+void session_on_child_exit(void *arg, struct tracee_child *k);
+void session_on_child_exiting(void *arg, struct tracee_child *k);
+void session_stub_counters(void *arg, uint32_t proc, uint64_t counters[HT_COUNTER_MAX]);
+int session_tree_of(void *arg, struct tree_proc **out, size_t *n);
+void session_remove_child_stubs(struct session *s);
+int session_write_children(struct session *s);
+
+/* write.c: after the stop, every profile asked for and the -v reports.  heaptrace's status. */
+int session_write_profiles(struct session *s, struct snapshots *ss);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * After the stop: the final profile (or the last snapshot), the at-peak
+ * one, the children's, and what -v reports of the run (counters, memory,
+ * where the time went).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "output/output.h"
+#include "session/state.h"
+#include "symbolize/symbolize.h"
+#include "util/log.h"
+
+/* -v: where the time went, one line. */
+static void report_phases(const struct session *s)
+{
+	const struct tracer *tr = &s->tr;
+
+	ht_info("phases: plan %.1f ms, unwind tables %.1f, BPF load %.1f (kernel types %.1f, kernel BTF %.1f, maps %.1f, "
+		"CO-RE %.1f, verifier %.1f), attach %.1f, fast path %.1f, traced run %.1f, detach %.1f, read %.1f, "
+		"symbolize %.1f, write %.1f; %.1f ms in all", s->ph.plan, s->ph.tables, s->ph.load, tr->times.ktypes_ms,
+		tr->times.btf_ms, tr->times.maps_ms, tr->times.core_ms, tr->times.verify_ms, s->ph.attach, s->ph.inject, s->ph.run,
+		s->ph.detach, s->ph.read, s->ph.symbolize, s->ph.write, now_ms() - s->ph.start);
+}
+
+static void report_resources(const struct tracer *tr, uint32_t max_live)
+{
+	struct tracer_memory m;
+	struct rusage ru;
+
+	tracer_memory(tr, &m);
+	if (m.estimated)
+		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock %.1f MiB: elements at their size, "
+			"not their slab object's), %.1f MiB with every map full", m.now / 1048576.0,
+			m.memlock / 1048576.0, m.max / 1048576.0);
+	else
+		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock: this kernel counts maps at their "
+			"capacity)", m.memlock / 1048576.0);
+	ht_info("live blocks: %" PRIu64 " in %d of %d levels with room for %u (--max-allocs %u): %.1f MiB, "
+		"%.0f bytes a block (%u an element)", m.live_blocks, m.levels, HT_LIVE_LEVELS, m.live_room,
+		max_live, m.live_now / 1048576.0, m.live_blocks ? (double)m.live_now / m.live_blocks : 0.0,
+		m.block_bytes);
+	if (!getrusage(RUSAGE_SELF, &ru))
+		ht_info("heaptrace peak RSS: %ld KiB", ru.ru_maxrss);
+}
+
+/* The whole session's counters (each profile carries its own process's). */
+static void report_counters(const struct profile_source *src)
+{
+	uint64_t counters[HT_COUNTER_MAX];
+	char buf[1024];
+
+	profile_session_counters(src, counters);
+	output_losses(buf, sizeof(buf), counters, false);
+	if (!*buf && !ht_verbose)
+		return;
+	output_losses(buf, sizeof(buf), counters, true);
+	ht_err("events: %s", buf);
+}
+
+/* --at-peak: the profile as it stood at the peak, beside the final one. */
+static int write_at_peak(struct session *s, struct profile *prof, const char *prefix)
+{
+	const struct trace_opts *o = s->o;
+	char path[4200];
+
+	snapshot_peak_path(o->output, prefix, s->t.pid, o->format, path, sizeof(path));
+	profile_at_peak(prof);
+	if (output_file(path, o->format, prof, o->value, o->top)) {
+		ht_err("cannot write the at-peak profile %s: %s", path, strerror(errno));
+		return 1;
+	}
+	ht_err("at-peak profile: %s (peak %" PRIu64 " bytes in use, %.3f s after the start)", path,
+	       (uint64_t)prof->totals.peak_bytes,
+	       prof->totals.peak_ns > s->src.start_ns ? (prof->totals.peak_ns - s->src.start_ns) / 1e9 : 0);
+	return 0;
+}
+
+/*
+ * Without --follow-fork a pre-fork server's workers, where its heap is,
+ * run untraced: a profile of the parent alone looks complete.  Said once,
+ * at the end, with the number the BPF side counted (process_fork).
+ */
+static void hint_untraced(const struct tracer *tr)
+{
+	uint64_t c[HT_COUNTER_MAX];
+
+	tracer_counters(tr, 0, c);
+	if (c[HT_UNTRACED_CHILDREN])
+		ht_err("%" PRIu64 " %s forked and not traced: --follow-fork traces them", c[HT_UNTRACED_CHILDREN],
+		       c[HT_UNTRACED_CHILDREN] == 1 ? "child" : "children");
+}
+
+/* After the stop: the final profile (or last snapshot), at-peak, children.  heaptrace's status. */
+int session_write_profiles(struct session *s, struct snapshots *ss)
+{
+	const struct trace_opts *o = s->o;
+	struct target *t = &s->t;
+	struct profile prof;
+	double t1 = now_ms();
+	int rc;
+
+	if (o->follow_fork)
+		tracee_refresh_maps(&s->tc);
+	if (profile_take_main(&s->src, t->pid, t->maps, &prof)) {
+		snapshots_free(ss);
+		return 1;
+	}
+	prof.name = t->name;
+	prof.ended = t->exited;
+	s->ph.read = now_ms() - t1;
+	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, s->ph.read);
+	if (limits_check(&o->limits, &prof))
+		s->over_limit = true;
+	report_counters(&s->src);
+	/*
+	 * A launched command's own first execve is ours, not news, and so are
+	 * the execs followed (a script's interpreter, a wrapper): -v said them.
+	 */
+	unsigned own = t->launched ? 1u : 0u;
+	struct ht_totals tt;    /* the target's own (a --merge profile's are the tree's) */
+	tracer_totals(&s->tr, 0, &tt);
+	if (tt.execs > own && s->target_execs > own)
+		ht_info("PID %d executed %" PRIu64 " programs; the profile is the last one's (%" PRIu64
+			" live blocks of the others dropped)", t->pid, (uint64_t)tt.execs, (uint64_t)tt.exec_dropped);
+	else if (tt.execs > own)
+		ht_err("PID %d executed a new program: %" PRIu64 " live blocks of the old one were dropped; "
+		       "tracing went on in the new one", t->pid, (uint64_t)tt.exec_dropped);
+	t1 = now_ms();
+	if (o->interval) {
+		if (snapshot_write(ss, &prof) || ss->failed)
+			ht_err("%d of %d snapshots lost", ss->failed, ss->seq);
+		rc = ss->failed ? 1 : 0;
+		/* snapshot_write kept the profile as the previous one */
+		prof = ss->prev;
+		if (!prof.own_maps)
+			prof.maps = t->maps;
+		prof.name = t->name;
+		prof.ended = t->exited;
+		ss->have_prev = false;
+	} else if (o->output) {
+		rc = output_file(o->output, o->format, &prof, o->value, o->top) ? 1 : 0;
+		if (rc)
+			ht_err("cannot write the profile to %s: %s", o->output, strerror(errno));
+	} else {
+		rc = output_write(stdout, o->format, &prof, o->value, o->top) ? 1 : 0;
+		if (rc)
+			ht_err("cannot write the profile: %s", strerror(errno));
+	}
+	s->ph.symbolize = output_symbolize_ms;
+	s->ph.write = now_ms() - t1 - s->ph.symbolize;
+	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
+	if (o->at_peak && write_at_peak(s, &prof, ss->prefix))
+		rc = 1;
+	if (o->follow_fork && !o->merge && session_write_children(s))
+		rc = 1;
+	else if (!o->follow_fork)
+		hint_untraced(&s->tr);
+	else if (s->tc.not_followed)
+		ht_err("--follow-fork: %zu child processes were not traced", s->tc.not_followed);
+	snapshots_free(ss);
+	report_resources(&s->tr, o->max_live);
+	report_phases(s);
+	if (prof.trimmed)
+		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory", prof.trimmed);
+	profile_free(&prof);
+	return rc;
+}

@@ -1,0 +1,20 @@
+/*
+ * Shared by the files of tracer/ only: the live map's levels (levels.c)
+ * and the maps' memory (memory.c), which tracer.c starts and reads.
+ */
+#ifndef HT_TRACER_INTERNAL_H
+#define HT_TRACER_INTERNAL_H
+
+#include <stdint.h>
+
+#include "tracer/tracer.h"
+
+/* The first live level and the thread that makes the next ones.  0 or -1 (printed). */
+int tracer_start_levels(struct tracer *tr, uint32_t max_live);
+void tracer_stop_levels(struct tracer *tr);
+/* Blocks level k can hold. */
+uint32_t tracer_level_cap(const struct live_levels *lv, int k);
+/* The kernel's fdinfo memlock of a map, 0 if unknown. */
+uint64_t tracer_memlock_of(int fd);
+
+#endif
