@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "output/output.h"
+#include "util/array.h"
 
 struct line {
 	char *text;
@@ -14,22 +15,19 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
 }
 
-/* Append a frame name; ';' separates frames, so one inside a name becomes ':'. */
-static void append(char **buf, size_t *len, size_t *cap, const char *name)
+/* Append a frame name; ';' separates frames, so one inside a name becomes ':'.  0 or -1. */
+static int append(char **buf, size_t *len, size_t *cap, const char *name)
 {
 	size_t n = strlen(name);
 
-	if (*len + n + 2 > *cap) {
-		*cap = (*len + n + 2) * 2;
-		*buf = realloc(*buf, *cap);
-		if (!*buf)
-			return;
-	}
+	if (ARRAY_RESERVE(*buf, *cap, *len + n + 2, 256))
+		return -1;
 	if (*len)
 		(*buf)[(*len)++] = ';';
 	for (size_t i = 0; i < n; i++)
 		(*buf)[(*len)++] = name[i] == ';' ? ':' : name[i];
 	(*buf)[*len] = '\0';
+	return 0;
 }
 
 /* Frames outermost first, inline frames expanded, innermost (allocation site) last. */
@@ -37,18 +35,23 @@ static char *stack_text(const struct prof_stack *s, struct symbolizer *sym)
 {
 	char *buf = NULL, name[256];
 	size_t len = 0, cap = 0;
+	int err = 0;
 
 	if (!s->depth)
-		append(&buf, &len, &cap, "[lost stack]");
+		err |= append(&buf, &len, &cap, "[lost stack]");
 	/* Like perf's [unknown]: the walk failed above this frame, the stack is not complete. */
 	if (s->flags & HT_STACK_TRUNCATED)
-		append(&buf, &len, &cap, "[truncated]");
+		err |= append(&buf, &len, &cap, "[truncated]");
 	for (uint32_t i = s->depth; i-- > 0;) {
 		const struct sym_frame *fr;
 		int n = sym_lookup(sym, s->pcs[i], true, &fr);
 
 		for (int k = n; k-- > 0;)
-			append(&buf, &len, &cap, sym_frame_name(&fr[k], s->pcs[i], name, sizeof(name)));
+			err |= append(&buf, &len, &cap, sym_frame_name(&fr[k], s->pcs[i], name, sizeof(name)));
+	}
+	if (err) {
+		free(buf);
+		return NULL;
 	}
 	return buf;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "output/flame.h"
+#include "util/array.h"
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -78,14 +79,8 @@ static uint32_t add_frame(struct flame *fl, const char *name, const struct sym_f
 		if (f->line == line && same_str(f->file, file) && !strcmp(f->name, name))
 			return fl->frame_ix[k] - 1;
 	}
-	if (fl->n_frames == fl->cap_frames) {
-		size_t cap = fl->cap_frames ? 2 * fl->cap_frames : 256;
-		struct flame_frame *g = realloc(fl->frames, cap * sizeof(*g));
-		if (!g)
-			return FLAME_NONE;
-		fl->frames = g;
-		fl->cap_frames = cap;
-	}
+	if (ARRAY_RESERVE(fl->frames, fl->cap_frames, fl->n_frames + 1, 256))
+		return FLAME_NONE;
 	char *copy = strdup(name);
 	if (!copy)
 		return FLAME_NONE;
@@ -107,14 +102,8 @@ static uint32_t add_node(struct flame *fl, uint32_t parent, uint32_t frame)
 		if (n->parent == parent && n->frame == frame)
 			return fl->node_ix[k] - 1;
 	}
-	if (fl->n_nodes == fl->cap_nodes) {
-		size_t cap = fl->cap_nodes ? 2 * fl->cap_nodes : 1024;
-		struct flame_node *g = realloc(fl->nodes, cap * sizeof(*g));
-		if (!g)
-			return FLAME_NONE;
-		fl->nodes = g;
-		fl->cap_nodes = cap;
-	}
+	if (ARRAY_RESERVE(fl->nodes, fl->cap_nodes, fl->n_nodes + 1, 1024))
+		return FLAME_NONE;
 	fl->nodes[fl->n_nodes] = (struct flame_node){ parent, frame };
 	fl->node_ix[k] = fl->n_nodes + 1;
 	return fl->n_nodes++;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "util/array.h"
 #include "util/elfobj.h"
 #include "output/output.h"
 #include "util/procfs.h"
@@ -25,17 +26,9 @@ static void pb_raw(struct pbuf *b, const void *p, size_t len)
 {
 	if (b->oom)
 		return;
-	if (b->n + len > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->n + len)
-			cap *= 2;
-		uint8_t *d = realloc(b->d, cap);
-		if (!d) {
-			b->oom = true;
-			return;
-		}
-		b->d = d;
-		b->cap = cap;
+	if (ARRAY_RESERVE(b->d, b->cap, b->n + len, 256)) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->d + b->n, p, len);
 	b->n += len;
@@ -185,13 +178,8 @@ static int64_t str_index(struct strtab *t, const char *s)
 	for (; t->slot[k]; k = (k + 1) & t->mask)
 		if (!strcmp(t->s[t->slot[k]], s))
 			return t->slot[k];
-	if (t->n == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 1024;
-		char **n = realloc(t->s, t->cap * sizeof(*n));
-		if (!n)
-			return 0;
-		t->s = n;
-	}
+	if (ARRAY_RESERVE(t->s, t->cap, t->n + 1, 1024))
+		return 0;
 	if (!(t->s[t->n] = strdup(s)))
 		return 0;
 	t->slot[k] = t->n;
@@ -216,13 +204,8 @@ static struct mapping *read_mappings(const char *maps, size_t *n)
 	for (const char *pos = maps; maps_next(&pos, &e);) {
 		if (e.perms[2] != 'x' || e.path[0] != '/')
 			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 32;
-			struct mapping *g = realloc(m, cap * sizeof(*g));
-			if (!g)
-				break;
-			m = g;
-		}
+		if (ARRAY_RESERVE(m, cap, *n + 1, 32))
+			break;
 		struct mapping *x = &m[(*n)++];
 		memset(x, 0, sizeof(*x));
 		x->start = e.lo;

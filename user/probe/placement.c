@@ -5,6 +5,7 @@
 #include <capstone/capstone.h>
 
 #include "probe/placement.h"
+#include "util/array.h"
 
 #define WINDOW 64               /* bytes of a function's start that are examined */
 
@@ -206,13 +207,8 @@ static int scan_rel32(const uint8_t *code, size_t len, uint64_t vaddr, void *arg
 			t = vaddr + i + 6 + rel32_at(code + i + 2);
 		else
 			continue;
-		if (pl->n_targets == cap) {
-			cap = cap ? 2 * cap : 65536;
-			uint64_t *n = realloc(pl->targets, cap * sizeof(*n));
-			if (!n)
-				return -1;
-			pl->targets = n;
-		}
+		if (ARRAY_RESERVE(pl->targets, cap, pl->n_targets + 1, 65536))
+			return -1;
 		pl->targets[pl->n_targets++] = t;
 	}
 	return 0;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "process/tracee.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
@@ -42,29 +43,13 @@ static struct tracee_tid *find_tid(struct tracee *f, pid_t tid)
 	return NULL;
 }
 
-/* Room for one more element in *arr (n used of *cap); false when out of memory. */
-static bool reserve(void *arr, size_t n, size_t *cap, size_t size)
-{
-	void **p = arr;
-
-	if (n < *cap)
-		return true;
-	size_t c = *cap ? 2 * *cap : 16;
-	void *g = realloc(*p, c * size);
-	if (!g)
-		return false;
-	*p = g;
-	*cap = c;
-	return true;
-}
-
 static struct tracee_tid *add_tid(struct tracee *f, pid_t tid)
 {
 	struct tracee_tid *t = find_tid(f, tid);
 
 	if (t)
 		return t;
-	if (!reserve(&f->tids, f->n_tids, &f->cap_tids, sizeof(*f->tids)))
+	if (ARRAY_RESERVE(f->tids, f->cap_tids, f->n_tids + 1, 16))
 		return NULL;
 	f->tids[f->n_tids] = (struct tracee_tid){ .tid = tid };
 	return &f->tids[f->n_tids++];
@@ -91,7 +76,7 @@ static struct tracee_child *add_kid(struct tracee *f, pid_t pid, pid_t parent)
 	struct tracee_child *k = NULL;
 
 	pthread_mutex_lock(&f->lock);
-	if (reserve(&f->kids, f->n_kids, &f->cap_kids, sizeof(*f->kids))) {
+	if (!ARRAY_RESERVE(f->kids, f->cap_kids, f->n_kids + 1, 16)) {
 		f->kids[f->n_kids] = (struct tracee_child){ .pid = pid, .parent = parent, .slot = NO_SLOT };
 		k = &f->kids[f->n_kids++];
 	}

@@ -85,14 +85,6 @@ void site_add(struct ht_site *to, const struct ht_site *c)
 	ADD(to->missed_frees, c->missed_frees);
 }
 
-uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 int cmp_frames(const void *a, const void *b)
 {
 	const struct prof_stack *x = a, *y = b;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 
+#include "util/array.h"
 #include "util/log.h"
 #include "profile/profile.h"
 #include "util/procfs.h"
@@ -27,13 +28,8 @@ static struct range *exec_ranges(const char *maps, size_t *n)
 	while (maps_next(&maps, &e)) {
 		if (e.perms[2] != 'x')
 			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 64;
-			struct range *g = realloc(r, cap * sizeof(*g));
-			if (!g)
-				break;
-			r = g;
-		}
+		if (ARRAY_RESERVE(r, cap, *n + 1, 64))
+			break;
 		r[(*n)++] = (struct range){ e.lo, e.hi };
 	}
 	return r;
@@ -215,7 +211,7 @@ static struct prof_stack *find_frames(struct frames *t, uint64_t h)
 struct join {
 	struct profile *p;
 	struct frames *frames;
-	size_t cap;
+	size_t cap, cap_unmatched;      /* of p->stacks, p->unmatched */
 	bool aged;              /* in-use comes from the live blocks old enough (--min-age) */
 	uint32_t proc;
 };
@@ -312,14 +308,8 @@ static int add_binned_block(const void *key, const void *value, void *arg)
 	struct prof_stack *s = bsearch(&sk, a->p->stacks, a->p->n, sizeof(*s), cmp_hash);
 	if (!s)
 		return 0;
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 4096;
-		struct live_row *g = realloc(a->rows, cap * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		a->rows = g;
-		a->cap = cap;
-	}
+	if (ARRAY_RESERVE(a->rows, a->cap, a->n + 1, 4096))
+		return -ENOMEM;
 	uint64_t age = b->time_ns > a->start_ns ? b->time_ns - a->start_ns : 0;
 	uint64_t bin = age / a->bin_ns;
 	/* Counted like in-use: estimates with --sample-rate. */
@@ -381,11 +371,10 @@ static int read_live_bins(const struct profile_source *src, uint32_t proc, struc
 static int add_unmatched(struct join *j, const void *key, const struct ht_site *c)
 {
 	struct profile *p = j->p;
-	struct prof_stack *n = realloc(p->unmatched, (p->n_unmatched + 1) * sizeof(*n)), *f;
+	struct prof_stack *n, *f;
 
-	if (!n)
+	if (ARRAY_RESERVE(p->unmatched, j->cap_unmatched, p->n_unmatched + 1, 16))
 		return -ENOMEM;
-	p->unmatched = n;
 	n = &p->unmatched[p->n_unmatched++];
 	memset(n, 0, sizeof(*n));
 	n->c.unmatched_frees = c->unmatched_frees;
@@ -410,13 +399,8 @@ static int add_site(const void *key, const void *value, void *arg)
 		return 0;
 	if (!c->alloc_objects)
 		return c->unmatched_frees ? add_unmatched(j, key, c) : 0;
-	if (p->n == j->cap) {
-		j->cap = j->cap ? 2 * j->cap : 256;
-		struct prof_stack *n = realloc(p->stacks, j->cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		p->stacks = n;
-	}
+	if (ARRAY_RESERVE(p->stacks, j->cap, p->n + 1, 256))
+		return -ENOMEM;
 	struct prof_stack *s = &p->stacks[p->n++], *f;
 	memset(s, 0, sizeof(*s));
 	s->c = *c;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "util/array.h"
 #include "util/log.h"
 #include "profile/profile.h"
 
@@ -84,13 +85,8 @@ static int repeated(uint64_t **arr, size_t *n, size_t *cap, int wt, uint64_t v, 
 			x = varint(sub);
 		else
 			break;
-		if (*n == *cap) {
-			*cap = *cap ? 2 * *cap : 16;
-			uint64_t *g = realloc(*arr, *cap * sizeof(*g));
-			if (!g)
-				return -1;
-			*arr = g;
-		}
+		if (ARRAY_RESERVE(*arr, *cap, *n + 1, 16))
+			return -1;
 		(*arr)[(*n)++] = x;
 		if (wt == 0)
 			break;
@@ -197,13 +193,8 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 	b = (struct pb){ data, data + len, false };
 	while (field(&b, &num, &wt, &v, &sub)) {
 		if (num == 6 && wt == 2) {
-			if (nstr == capstr) {
-				capstr = capstr ? 2 * capstr : 256;
-				char **g = realloc(strs, capstr * sizeof(*g));
-				if (!g)
-					goto out;
-				strs = g;
-			}
+			if (ARRAY_RESERVE(strs, capstr, nstr + 1, 256))
+				goto out;
 			strs[nstr++] = strndup((const char *)sub.p, sub.end - sub.p);
 		} else if (num == 1 && wt == 2 && ntypes < 8) {
 			while (field(&sub, &num2, &wt2, &v2, &s2))
@@ -218,13 +209,8 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 				else if (num2 == 3)
 					l.address = v2;
 			}
-			if (nloc == caploc) {
-				caploc = caploc ? 2 * caploc : 1024;
-				struct loc *g = realloc(locs, caploc * sizeof(*g));
-				if (!g)
-					goto out;
-				locs = g;
-			}
+			if (ARRAY_RESERVE(locs, caploc, nloc + 1, 1024))
+				goto out;
 			locs[nloc++] = l;
 		}
 	}
@@ -282,15 +268,10 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 			free(vals);
 			goto out;
 		}
-		if (p->n == cap) {
-			cap = cap ? 2 * cap : 256;
-			struct prof_stack *g = realloc(p->stacks, cap * sizeof(*g));
-			if (!g) {
-				free(ids);
-				free(vals);
-				goto out;
-			}
-			p->stacks = g;
+		if (ARRAY_RESERVE(p->stacks, cap, p->n + 1, 256)) {
+			free(ids);
+			free(vals);
+			goto out;
 		}
 		struct prof_stack *s = &p->stacks[p->n++];
 		memset(s, 0, sizeof(*s));

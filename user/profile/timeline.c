@@ -7,6 +7,7 @@
 #include "profile/profile.h"
 #include "profile/timeline.h"
 #include "tracer/tracer.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /*
@@ -32,14 +33,8 @@ static void push(struct tl_series *s, struct tl_point p)
 {
 	if (s->n == TL_MAX_POINTS)
 		halve(s);
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 1024;
-		struct tl_point *g = realloc(s->pt, cap * sizeof(*g));
-		if (!g)
-			return;
-		s->pt = g;
-		s->cap = cap;
-	}
+	if (ARRAY_RESERVE(s->pt, s->cap, s->n + 1, 1024))
+		return;
 	s->pt[s->n++] = p;
 }
 
@@ -127,15 +122,7 @@ void timeline_stop(struct timeline *tl)
 void timeline_mark(struct timeline *tl)
 {
 	pthread_mutex_lock(&tl->lock);
-	if (tl->n_marks == tl->cap_marks) {
-		size_t cap = tl->cap_marks ? 2 * tl->cap_marks : 64;
-		uint64_t *g = realloc(tl->marks, cap * sizeof(*g));
-		if (g) {
-			tl->marks = g;
-			tl->cap_marks = cap;
-		}
-	}
-	if (tl->n_marks < tl->cap_marks)
+	if (!ARRAY_RESERVE(tl->marks, tl->cap_marks, tl->n_marks + 1, 64))
 		tl->marks[tl->n_marks++] = monotonic_ns();
 	pthread_mutex_unlock(&tl->lock);
 }

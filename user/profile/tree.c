@@ -19,6 +19,7 @@
 #include "profile/profile.h"
 #include "profile/timeline.h"
 #include "tracer/tracer.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /* x86-64 user addresses are below 2^47 (2^56 with 5-level paging, which a process must ask for). */
@@ -60,13 +61,8 @@ static struct line *parse_lines(const char *maps, size_t *n)
 		int at = 0;
 		if (sscanf(p, "%lx-%lx %7s %lx %*s %*s%n", &lo, &hi, perms, &off, &at) == 4 && at > 0 &&
 		    (size_t)at <= len) {
-			if (*n == cap) {
-				cap = cap ? 2 * cap : 64;
-				struct line *g = realloc(v, cap * sizeof(*g));
-				if (!g)
-					goto oom;
-				v = g;
-			}
+			if (ARRAY_RESERVE(v, cap, *n + 1, 64))
+				goto oom;
 			const char *dash = memchr(p, ' ', len);
 			char *rest = strndup(dash, len - (size_t)(dash - p));
 			if (!rest)
@@ -127,16 +123,10 @@ static int join(struct space *s, struct line *l, size_t n)
 			free((char *)l[i].rest);
 			continue;
 		}
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? 2 * s->cap : 64;
-			struct line *g = realloc(s->l, cap * sizeof(*g));
-			if (!g) {
-				for (; i < n; i++)
-					free((char *)l[i].rest);
-				return -1;
-			}
-			s->l = g;
-			s->cap = cap;
+		if (ARRAY_RESERVE(s->l, s->cap, s->n + 1, 64)) {
+			for (; i < n; i++)
+				free((char *)l[i].rest);
+			return -1;
 		}
 		s->l[s->n++] = l[i];
 	}
@@ -178,16 +168,8 @@ static char *tree_maps(struct space *sp, size_t n_sp)
 /* One process's profile joined into p: its stacks labelled and moved into its space. */
 static int add_process(struct profile *p, struct profile *q, size_t *cap, uint64_t shift)
 {
-	if (p->n + q->n > *cap) {
-		size_t c = *cap ? *cap : 256;
-		while (c < p->n + q->n)
-			c *= 2;
-		struct prof_stack *g = realloc(p->stacks, c * sizeof(*g));
-		if (!g)
-			return -1;
-		p->stacks = g;
-		*cap = c;
-	}
+	if (ARRAY_RESERVE(p->stacks, *cap, p->n + q->n, 256))
+		return -1;
 	for (size_t i = 0; i < q->n; i++) {
 		struct prof_stack *s = &q->stacks[i];
 		s->pid = q->pid;

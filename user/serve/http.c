@@ -22,6 +22,7 @@
 #include "serve/http.h"
 #include "util/log.h"
 #include "util/procfs.h"
+#include "util/time.h"
 #include "output/output.h"
 
 /*
@@ -362,14 +363,6 @@ static void conn_busy(struct listener *l, struct MHD_Connection *c, bool busy)
 	pthread_mutex_unlock(&l->lock);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Milliseconds since the peer of a connection without a request line last
  * sent anything: TCP knows, counting from the handshake, so that a
@@ -400,7 +393,7 @@ static uint64_t quiet_ms(const struct conn *v, uint64_t now)
  */
 static bool make_room(struct listener *l, const struct conn *keep)
 {
-	uint64_t now = now_ms();
+	uint64_t now = monotonic_ns() / 1000000;
 	int unread;
 
 	for (struct conn *v = l->head; v && l->live > CONN_SOFT; v = v->next) {
@@ -492,7 +485,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		if (!i || !(k = calloc(1, sizeof(*k))))
 			return;
 		k->fd = i->connect_fd;
-		k->since_ms = now_ms();
+		k->since_ms = monotonic_ns() / 1000000;
 		*socket_context = k;
 		pthread_mutex_lock(&l->lock);
 		conn_append(l, k);

@@ -6,6 +6,8 @@
  * separate debug files are opened from disk by path and build id.
  */
 #include "symbolize/symbolize.h"
+#include "util/array.h"
+#include "util/time.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -30,7 +32,7 @@ struct cache_entry {
 
 struct frame_vec {
 	struct sym_frame *v;
-	int n, cap;
+	size_t n, cap;
 };
 
 struct symbolizer {
@@ -392,15 +394,8 @@ static void call_site(struct symbolizer *s, Dwarf_Die *inlined, struct sym_frame
 
 static bool push_frame(struct frame_vec *fv, const struct sym_frame *f)
 {
-	if (fv->n == fv->cap) {
-		int cap = fv->cap ? fv->cap * 2 : 4;
-		struct sym_frame *v = realloc(fv->v, cap * sizeof(*v));
-
-		if (!v)
-			return false;
-		fv->v = v;
-		fv->cap = cap;
-	}
+	if (ARRAY_RESERVE(fv->v, fv->cap, fv->n + 1, 4))
+		return false;
 	fv->v[fv->n++] = *f;
 	return true;
 }
@@ -558,7 +553,7 @@ static void symbolize_pc(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 	}
 	if (fv->n > 0 && !fv->v[fv->n - 1].func)
 		fv->v[fv->n - 1].func = symtab_name(s, mod, addr, &fv->v[fv->n - 1].system);
-	for (int i = 0; i < fv->n; i++) {
+	for (size_t i = 0; i < fv->n; i++) {
 		fv->v[i].module = module;
 		fv->v[i].module_off = off;
 	}
@@ -677,14 +672,6 @@ void sym_close(struct symbolizer *s)
 	free(s);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 double sym_busy_ms(const struct symbolizer *s)
 {
 	return s ? s->busy_ns / 1e6 : 0;
@@ -712,7 +699,7 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 		return e->nframes;
 	}
 
-	t0 = mono_ns();
+	t0 = monotonic_ns();
 	if (s->cache_len >= SYM_CACHE_MAX) {
 		/* Full: symbolized again each time, into one reused vector; the same frames, bounded memory. */
 		if (!s->scratch && !(s->scratch = calloc(1, sizeof(*s->scratch))))
@@ -721,7 +708,7 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 		symbolize_pc(s, pc, is_return_addr, s->scratch);
 		if (s->scratch->n == 0 && !push_frame(s->scratch, &unknown_frame))
 			return 1;
-		s->busy_ns += mono_ns() - t0;
+		s->busy_ns += monotonic_ns() - t0;
 		*frames = s->scratch->v;
 		return s->scratch->n;
 	}
@@ -742,7 +729,7 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 		.frames = fv.v,
 	};
 	s->cache_len++;
-	s->busy_ns += mono_ns() - t0;
+	s->busy_ns += monotonic_ns() - t0;
 	*frames = e->frames;
 	return e->nframes;
 }

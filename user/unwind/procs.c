@@ -8,9 +8,11 @@
 #include <time.h>
 #include <bpf/bpf.h>
 
+#include "util/array.h"
 #include "util/elfobj.h"
 #include "util/log.h"
 #include "util/procfs.h"
+#include "util/time.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
 #include "unwind/table.h"
@@ -28,14 +30,6 @@ struct map_row {
 	struct ht_unwind_row r;
 	uint32_t pad;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /*
  * p_vaddr - p_offset of the first executable segment (file offsets to ELF
@@ -127,14 +121,8 @@ static void add_one(struct unwind *u, const char *path)
 		return;
 	if (find(u, path, &key))
 		return;
-	if (u->n == u->cap) {
-		size_t cap = u->cap ? 2 * u->cap : 32;
-		struct unwind_object *g = realloc(u->objs, cap * sizeof(*g));
-		if (!g)
-			return;
-		u->objs = g;
-		u->cap = cap;
-	}
+	if (ARRAY_RESERVE(u->objs, u->cap, u->n + 1, 32))
+		return;
 	struct unwind_object *o = &u->objs[u->n];
 	memset(o, 0, sizeof(*o));
 	if (!(o->path = strdup(path)))

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "util/array.h"
 #include "util/elfobj.h"
 #include "util/log.h"
 #include "unwind/table.h"
@@ -54,15 +55,8 @@ static int rows_push(struct rowbuf *b, uint64_t pc, struct ht_unwind_row r)
 		b->n--;
 	if (b->n && same_rule(&b->v[b->n - 1], &r))
 		return 0;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 1024;
-		struct ht_unwind_row *v = realloc(b->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		b->v = v;
-		b->cap = cap;
-	}
+	if (ARRAY_RESERVE(b->v, b->cap, b->n + 1, 1024))
+		return -ENOMEM;
 	r.pc = (uint32_t)pc;
 	b->v[b->n++] = r;
 	return 0;
@@ -416,23 +410,26 @@ static int cie_fde_encoding(const Dwarf_CIE *cie)
 	return DW_EH_PE_absptr;
 }
 
-static int cie_lookup(const struct cfi_section *sec, struct cie_enc **cies, size_t *n, Dwarf_Off off)
+/* The CIEs met so far, with their FDEs' pointer encodings. */
+struct cies {
+	struct cie_enc *v;
+	size_t n, cap;
+};
+
+static int cie_lookup(const struct cfi_section *sec, struct cies *c, Dwarf_Off off)
 {
 	Dwarf_CFI_Entry e;
 	Dwarf_Off next;
-	struct cie_enc *v;
 	int enc = -1;
 
-	for (size_t i = 0; i < *n; i++) {
-		if ((*cies)[i].off == off)
-			return (*cies)[i].enc;
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->v[i].off == off)
+			return c->v[i].enc;
 	}
 	if (dwarf_next_cfi(sec->ident, sec->data, sec->eh, off, &next, &e) == 0 && dwarf_cfi_cie_p(&e))
 		enc = cie_fde_encoding(&e.cie);
-	if ((v = realloc(*cies, (*n + 1) * sizeof(*v)))) {
-		v[(*n)++] = (struct cie_enc){ off, enc };
-		*cies = v;
-	}
+	if (!ARRAY_RESERVE(c->v, c->cap, c->n + 1, 16))
+		c->v[c->n++] = (struct cie_enc){ off, enc };
 	return enc;
 }
 
@@ -448,9 +445,9 @@ static int fde_cmp(const void *a, const void *b)
 /* Every FDE's [start, end), sorted by start; empty ones and ones we cannot decode left out. */
 static int collect_fdes(const struct cfi_section *sec, struct fde_range **out, size_t *nout)
 {
-	struct cie_enc *cies = NULL;
+	struct cies cies = { 0 };
 	struct fde_range *v = NULL;
-	size_t ncies = 0, n = 0, cap = 0;
+	size_t n = 0, cap = 0;
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry e;
 	int r = 0;
@@ -462,25 +459,20 @@ static int collect_fdes(const struct cfi_section *sec, struct fde_range **out, s
 		int enc;
 
 		off = next;
-		if (dwarf_cfi_cie_p(&e) || (enc = cie_lookup(sec, &cies, &ncies, e.fde.CIE_pointer)) < 0)
+		if (dwarf_cfi_cie_p(&e) || (enc = cie_lookup(sec, &cies, e.fde.CIE_pointer)) < 0)
 			continue;
 		if (!read_encoded(&p, e.fde.end, enc, sec->addr + (p - base), &start) ||
 		    !read_raw(&p, e.fde.end, enc, &len) || !len || start + len < start)
 			continue;
-		if (n == cap) {
-			struct fde_range *nv = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
+		if (ARRAY_RESERVE(v, cap, n + 1, 256)) {
+			r = -ENOMEM;
+			break;
 		}
 		v[n++] = (struct fde_range){ start, start + len };
 		if (next == (Dwarf_Off)-1)
 			break;
 	}
-	free(cies);
+	free(cies.v);
 	if (r) {
 		free(v);
 		return r;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/types.h>
 
+#include "util/array.h"
 #include "util/procfs.h"
 
 char *read_text_file(const char *path)
@@ -17,40 +18,35 @@ char *read_text_file(const char *path)
 char *read_file_len(const char *path, size_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 65536;
-	char *buf;
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
 
 	if (fd < 0)
 		return NULL;
-	buf = malloc(cap);
-	while (buf) {
-		if (len + 1 >= cap) {
-			char *n = realloc(buf, cap *= 2);
-			if (!n) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = n;
-		}
+	for (;;) {
+		/* Room to read at least a byte, and the terminating NUL. */
+		if (ARRAY_RESERVE(buf, cap, len + 2, 65536))
+			goto fail;
 		ssize_t r = read(fd, buf + len, cap - len - 1);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0) {
-			free(buf);
-			buf = NULL;
-			break;
-		}
+		if (r < 0)
+			goto fail;
 		if (r == 0)
 			break;
 		len += r;
 	}
 	close(fd);
-	if (buf)
-		buf[len] = '\0';
+	buf[len] = '\0';
 	if (size)
-		*size = buf ? len : 0;
+		*size = len;
 	return buf;
+fail:
+	close(fd);
+	free(buf);
+	if (size)
+		*size = 0;
+	return NULL;
 }
 
 bool maps_next(const char **pos, struct map_entry *e)
