@@ -1,23 +1,17 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <sys/ucontext.h>
-#include <unistd.h>
-#include <zlib.h>
 
+#include "unwind/cache.h"
+#include "unwind/table.h"
 #include "util/array.h"
 #include "util/elfobj.h"
 #include "util/log.h"
-#include "unwind/table.h"
-#include "util/cache.h"
 
 /* DWARF register numbers on x86-64. */
 #define DWREG_RBP 6
@@ -516,26 +510,25 @@ static int compile(Dwarf_CFI *cfi, const struct cfi_section *sec, struct rowbuf 
 
 /* ---- the object ------------------------------------------------------------- */
 
+static bool has_contents(const GElf_Shdr *sh)
+{
+	return sh->sh_type != SHT_NOBITS && sh->sh_size;
+}
+
 /* .eh_frame if the object has one with contents, else .debug_frame; NULL: no CFI. */
 static Elf_Scn *cfi_scn(struct elfobj *o, bool *eh)
 {
 	Elf_Scn *scn = NULL, *debug = NULL;
-	size_t shstrndx;
 	GElf_Shdr sh;
 
-	if (elf_getshdrstrndx(o->elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(o->elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size ||
-		    !(name = elf_strptr(o->elf, shstrndx, sh.sh_name)))
-			continue;
-		if (!strcmp(name, ".eh_frame")) {
+	while ((scn = elfobj_section(o, ".eh_frame", scn, &sh))) {
+		if (has_contents(&sh)) {
 			*eh = true;
 			return scn;
 		}
-		if (!strcmp(name, ".debug_frame"))
+	}
+	while ((scn = elfobj_section(o, ".debug_frame", scn, &sh))) {
+		if (has_contents(&sh))
 			debug = scn;
 	}
 	*eh = false;
@@ -585,344 +578,6 @@ out:
 	return 0;
 }
 
-/* ---- the cache -------------------------------------------------------------- */
-
-#define CACHE_MAGIC "HTUNWIND"
-#define CACHE_VERSION 3         /* 2: the CFI bytes' key; 3: HT_CFA_SIGNAL rows */
-#define CACHE_MAX_ROWS (1u << 26)
-#define CACHE_KEY_LEN 16
-
-/*
- * Files are keyed by object and CACHE_VERSION, not by heaptrace version:
- * CACHE_VERSION must change with the file format and with anything that
- * changes the rows built for an object, so that older files are not used.
- */
-struct cache_hdr {
-	char magic[8];
-	uint32_t version;       /* CACHE_VERSION */
-	uint32_t row_size;
-	uint64_t n;
-	uint32_t crc;           /* crc32 of the rows */
-	uint32_t pad;
-	uint64_t cfi_hash;      /* cfi_hash() of the bytes the rows were built from */
-};
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	for (size_t done = 0; done < len;) {
-		ssize_t r = read(fd, (char *)buf + done, len - done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	for (size_t done = 0; done < len;) {
-		ssize_t r = write(fd, (const char *)buf + done, len - done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	return 0;
-}
-
-/*
- * A file of the cache that may be trusted: a regular file of ours that
- * nobody else can write (nor read, with private), with one name.
- */
-static bool cache_file_ok(int fd, bool private)
-{
-	struct stat st;
-
-	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1 &&
-	       !(st.st_mode & (private ? 077 : 022));
-}
-
-/*
- * The cache's secret: random bytes in the file "key" of the cache
- * directory, made once.  It keys the hash of the CFI bytes each entry was
- * built from (cfi_hash()), so that nobody who cannot read the directory
- * can make other bytes hash alike, as anyone can for a plain checksum.
- */
-static int cache_key(int dfd, uint8_t key[CACHE_KEY_LEN])
-{
-	char tmp[64];
-
-	for (int tries = 0; tries < 2; tries++) {
-		int fd = openat(dfd, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (fd >= 0) {
-			struct stat st;
-			bool ok = cache_file_ok(fd, true) && !fstat(fd, &st) && st.st_size == CACHE_KEY_LEN &&
-				  !read_full(fd, key, CACHE_KEY_LEN);
-
-			close(fd);
-			if (!ok)
-				ht_info("unwind cache: its key is not ours alone, or damaged; not using the cache");
-			return ok ? 0 : -1;
-		}
-		if (errno != ENOENT)
-			return -1;
-		/* Written whole, then linked into place: of two heaptraces making one, both use the first. */
-		snprintf(tmp, sizeof(tmp), ".key.%d.tmp", (int)getpid());
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return -1;
-		bool ok = getrandom(key, CACHE_KEY_LEN, 0) == CACHE_KEY_LEN && !write_full(fd, key, CACHE_KEY_LEN);
-		ok = !close(fd) && ok;
-		if (ok && linkat(dfd, tmp, dfd, "key", 0) && errno != EEXIST)
-			ok = false;
-		unlinkat(dfd, tmp, 0);
-		if (!ok)
-			return -1;
-	}
-	return -1;
-}
-
-/* SipHash-2-4 (Aumasson and Bernstein), fed in pieces; x86-64 only, so words are little-endian. */
-struct sip {
-	uint64_t v[4];
-	uint64_t tail;          /* the bytes of an unfinished word */
-	uint64_t len;
-};
-
-#define SIP_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
-
-static void sip_rounds(struct sip *s, int n)
-{
-	uint64_t *v = s->v;
-
-	while (n--) {
-		v[0] += v[1], v[1] = SIP_ROTL(v[1], 13), v[1] ^= v[0], v[0] = SIP_ROTL(v[0], 32);
-		v[2] += v[3], v[3] = SIP_ROTL(v[3], 16), v[3] ^= v[2];
-		v[0] += v[3], v[3] = SIP_ROTL(v[3], 21), v[3] ^= v[0];
-		v[2] += v[1], v[1] = SIP_ROTL(v[1], 17), v[1] ^= v[2], v[2] = SIP_ROTL(v[2], 32);
-	}
-}
-
-static void sip_word(struct sip *s, uint64_t m)
-{
-	s->v[3] ^= m;
-	sip_rounds(s, 2);
-	s->v[0] ^= m;
-}
-
-static void sip_init(struct sip *s, const uint8_t key[CACHE_KEY_LEN])
-{
-	uint64_t k0, k1;
-
-	memcpy(&k0, key, 8);
-	memcpy(&k1, key + 8, 8);
-	*s = (struct sip){ .v = { k0 ^ 0x736f6d6570736575ull, k1 ^ 0x646f72616e646f6dull,
-				  k0 ^ 0x6c7967656e657261ull, k1 ^ 0x7465646279746573ull } };
-}
-
-static void sip_update(struct sip *s, const void *data, size_t n)
-{
-	const uint8_t *p = data;
-
-	while (n) {
-		if (!(s->len & 7) && n >= 8) {
-			uint64_t m;
-
-			memcpy(&m, p, 8);
-			sip_word(s, m);
-			p += 8, n -= 8, s->len += 8;
-			continue;
-		}
-		s->tail |= (uint64_t)*p++ << (8 * (s->len & 7));
-		n--;
-		if (!(++s->len & 7)) {
-			sip_word(s, s->tail);
-			s->tail = 0;
-		}
-	}
-}
-
-static uint64_t sip_final(struct sip *s)
-{
-	sip_word(s, s->len << 56 | s->tail);
-	s->v[2] ^= 0xff;
-	sip_rounds(s, 4);
-	return s->v[0] ^ s->v[1] ^ s->v[2] ^ s->v[3];
-}
-
-static Elf_Scn *scn_named(struct elfobj *o, const char *want)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	GElf_Shdr sh;
-
-	if (elf_getshdrstrndx(o->elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(o->elf, scn))) {
-		const char *name;
-
-		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(o->elf, shstrndx, sh.sh_name)) && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
-static int hash_scn(struct sip *s, struct elfobj *o, Elf_Scn *scn)
-{
-	size_t size;
-	const char *file = elf_rawfile(o->elf, &size);
-	GElf_Shdr sh;
-
-	if (!gelf_getshdr(scn, &sh))
-		return -1;
-	/* Where it is matters as much as what it says: CFI addresses are relative to the section. */
-	sip_update(s, &sh.sh_addr, sizeof(sh.sh_addr));
-	sip_update(s, &sh.sh_size, sizeof(sh.sh_size));
-	sip_update(s, &sh.sh_flags, sizeof(sh.sh_flags));
-	if (sh.sh_type == SHT_NOBITS)
-		return 0;
-	if (!file || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
-		return -1;
-	sip_update(s, file + sh.sh_offset, sh.sh_size);
-	return 0;
-}
-
-/*
- * The keyed hash of every byte the rows are built from: the CFI section,
- * and with .eh_frame its .eh_frame_hdr, whose table libdw searches for a
- * pc's FDE.  An entry is used only for the bytes it was built from: a copy
- * of a library with its build ID kept and its CFI changed (anyone can make
- * one and have root trace it) gets rows of its own, and leaves the
- * original's alone.
- */
-static int cfi_hash(struct elfobj *o, Elf_Scn *scn, bool eh, const uint8_t key[CACHE_KEY_LEN], uint64_t *out)
-{
-	Elf_Scn *hdr = eh ? scn_named(o, ".eh_frame_hdr") : NULL;
-	struct sip s;
-
-	sip_init(&s, key);
-	sip_update(&s, o->ehdr.e_ident, EI_NIDENT);
-	if (hash_scn(&s, o, scn) || (hdr && hash_scn(&s, o, hdr)))
-		return -1;
-	*out = sip_final(&s);
-	return 0;
-}
-
-/*
- * The object's cache file name: its build ID, else its identity on this
- * machine (device, inode, size, mtime).  The CFI section's size is part of
- * it too, so that an object rewritten with its build ID kept (objcopy)
- * does not take the original's rows.
- */
-static void cache_name(struct elfobj *o, Elf_Scn *scn, char *name, size_t size)
-{
-	uint8_t id[64];
-	size_t n = elfobj_build_id(o, id, sizeof(id)), len = 0;
-	GElf_Shdr sh = { 0 };
-	struct stat st;
-
-	gelf_getshdr(scn, &sh);
-	if (n) {
-		for (size_t i = 0; i < n; i++)
-			len += snprintf(name + len, size - len, "%02x", id[i]);
-	} else if (!fstat(o->fd, &st)) {
-		len = snprintf(name, size, "file-%jx-%jx-%jx-%jx.%09ld", (uintmax_t)st.st_dev,
-			       (uintmax_t)st.st_ino, (uintmax_t)st.st_size,
-			       (uintmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-	} else {
-		name[0] = 0;
-		return;
-	}
-	/* The version too: heaptraces of two versions sharing a cache keep a file each, not rewrite one. */
-	snprintf(name + len, size - len, "-%" PRIx64 ".v%d.unwind", (uint64_t)sh.sh_size, CACHE_VERSION);
-}
-
-static uint32_t rows_crc(const struct ht_unwind_row *rows, size_t n)
-{
-	return (uint32_t)crc32_z(crc32_z(0, NULL, 0), (const Bytef *)rows, n * sizeof(*rows));
-}
-
-/* What the BPF side relies on: increasing pcs and kinds it knows. */
-static bool rows_valid(const struct ht_unwind_row *rows, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if ((i && rows[i].pc <= rows[i - 1].pc) || rows[i].cfa > HT_CFA_SIGNAL ||
-		    rows[i].rbp > HT_RBP_UNKNOWN)
-			return false;
-	}
-	return true;
-}
-
-/*
- * 0 with the rows, or -1: missing, not exactly what cache_store writes,
- * not ours alone, or built from other bytes than those that hash to
- * cfi_hash.
- */
-static int cache_load(int dfd, const char *name, uint64_t cfi_hash, struct unwind_table *out)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct ht_unwind_row *rows = NULL;
-	struct cache_hdr h;
-	struct stat st;
-
-	if (fd < 0)
-		return -1;
-	if (!cache_file_ok(fd, false) || fstat(fd, &st) || read_full(fd, &h, sizeof(h)) ||
-	    memcmp(h.magic, CACHE_MAGIC, sizeof(h.magic)) || h.version != CACHE_VERSION ||
-	    h.row_size != sizeof(*rows) || h.n > CACHE_MAX_ROWS ||
-	    (uint64_t)st.st_size != sizeof(h) + h.n * sizeof(*rows))
-		goto bad;
-	if (h.cfi_hash != cfi_hash) {
-		ht_info("unwind cache: %s was built from other bytes of CFI; rebuilding", name);
-		close(fd);
-		return -1;
-	}
-	if (h.n && (!(rows = malloc(h.n * sizeof(*rows))) || read_full(fd, rows, h.n * sizeof(*rows))))
-		goto bad;
-	if (rows_crc(rows, h.n) != h.crc || !rows_valid(rows, h.n))
-		goto bad;
-	close(fd);
-	out->rows = rows;
-	out->n = h.n;
-	out->from_cache = true;
-	return 0;
-bad:
-	ht_info("unwind cache: ignoring %s", name);
-	free(rows);
-	close(fd);
-	return -1;
-}
-
-/* Written whole under a temporary name, then renamed: readers see all of it or none. */
-static void cache_store(int dfd, const char *name, uint64_t cfi_hash, const struct unwind_table *t)
-{
-	struct cache_hdr h = { .version = CACHE_VERSION, .row_size = sizeof(*t->rows), .n = t->n,
-			       .cfi_hash = cfi_hash };
-	char tmp[512];
-	bool ok;
-	int fd;
-
-	memcpy(h.magic, CACHE_MAGIC, sizeof(h.magic));
-	h.crc = rows_crc(t->rows, t->n);
-	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
-	unlinkat(dfd, tmp, 0);  /* a leftover of a killed heaptrace of this pid: O_EXCL would refuse it */
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	ok = !write_full(fd, &h, sizeof(h)) && !write_full(fd, t->rows, t->n * sizeof(*t->rows));
-	ok = !close(fd) && ok;
-	if (!ok || renameat(dfd, tmp, dfd, name)) {
-		ht_info("unwind cache: cannot write %s: %s", name, strerror(errno));
-		unlinkat(dfd, tmp, 0);
-	}
-}
-
 /* ---- API ------------------------------------------------------------------- */
 
 static int open_object(const char *path, struct elfobj *o, Elf_Scn **scn, bool *eh)
@@ -957,34 +612,25 @@ int unwind_table_build(const char *path, struct unwind_table *out)
 
 int unwind_table_get(const char *path, struct unwind_table *out)
 {
+	struct unwind_cache c;
 	struct elfobj o;
 	Elf_Scn *scn;
-	char name[256];
-	uint8_t key[CACHE_KEY_LEN];
-	uint64_t hash;
 	bool eh;
-	int r, dfd;
+	int r;
 
 	memset(out, 0, sizeof(*out));
 	if ((r = open_object(path, &o, &scn, &eh)))
 		return r;
 	if (!scn)               /* nothing to build: not worth a cache file */
 		goto out;
-	cache_name(&o, scn, name, sizeof(name));
-	dfd = name[0] ? cache_dir_open(NULL, 0) : -1;
-	/* Hashed before building: building decompresses a compressed .debug_frame in place. */
-	if (dfd >= 0 && (cache_key(dfd, key) || cfi_hash(&o, scn, eh, key, &hash))) {
-		close(dfd);
-		dfd = -1;
+	/* Opened before building: building decompresses a compressed .debug_frame in place. */
+	unwind_cache_open(&c, &o, scn, eh);
+	if (unwind_cache_load(&c, out)) {
+		r = build_rows(&o, scn, eh, out);
+		if (!r)
+			unwind_cache_store(&c, out);
 	}
-	if (dfd >= 0 && cache_load(dfd, name, hash, out) == 0)
-		goto close_dir;
-	r = build_rows(&o, scn, eh, out);
-	if (!r && dfd >= 0)
-		cache_store(dfd, name, hash, out);
-close_dir:
-	if (dfd >= 0)
-		close(dfd);
+	unwind_cache_close(&c);
 out:
 	elfobj_close(&o);
 	return r;

@@ -239,23 +239,33 @@ size_t elfobj_build_id(struct elfobj *o, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* The .gnu_debuglink section's file name, or NULL. */
-static const char *debuglink(struct elfobj *o)
+Elf_Scn *elfobj_section(struct elfobj *o, const char *name, Elf_Scn *after, GElf_Shdr *sh)
 {
+	Elf_Scn *scn = after;
 	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr;
 
 	if (elf_getshdrstrndx(o->elf, &shstrndx))
 		return NULL;
 	while ((scn = elf_nextscn(o->elf, scn))) {
 		const char *n;
-		Elf_Data *data;
-		if (!gelf_getshdr(scn, &shdr) || !(n = elf_strptr(o->elf, shstrndx, shdr.sh_name)) ||
-		    strcmp(n, ".gnu_debuglink") || !(data = elf_getdata(scn, NULL)) || !data->d_size ||
-		    !memchr(data->d_buf, '\0', data->d_size))
-			continue;
-		return data->d_buf;
+
+		if (gelf_getshdr(scn, sh) && (n = elf_strptr(o->elf, shstrndx, sh->sh_name)) && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/* The .gnu_debuglink section's file name, or NULL. */
+static const char *debuglink(struct elfobj *o)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elfobj_section(o, ".gnu_debuglink", scn, &shdr))) {
+		Elf_Data *data = elf_getdata(scn, NULL);
+
+		if (data && data->d_size && memchr(data->d_buf, '\0', data->d_size))
+			return data->d_buf;
 	}
 	return NULL;
 }

@@ -45,6 +45,13 @@ bool elfobj_readable(struct elfobj *o, uint64_t vaddr, uint64_t len);
 int elfobj_exec_segments(struct elfobj *o,
 			 int (*fn)(const uint8_t *code, size_t len, uint64_t vaddr, void *arg), void *arg);
 
+/*
+ * The first section named name after `after` (NULL: the first of all), its
+ * header in *sh; NULL when there is none.  Passing the last one back walks
+ * every section of that name.
+ */
+Elf_Scn *elfobj_section(struct elfobj *o, const char *name, Elf_Scn *after, GElf_Shdr *sh);
+
 /* The GNU build ID note, as bytes (up to len); its length, or 0 when there is none. */
 size_t elfobj_build_id(struct elfobj *o, uint8_t *buf, size_t len);
 
