@@ -1,6 +1,5 @@
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,8 +10,6 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <time.h>
@@ -20,6 +17,7 @@
 #include <microhttpd.h>
 
 #include "serve/http.h"
+#include "serve/listen.h"
 #include "util/log.h"
 #include "util/procfs.h"
 #include "util/time.h"
@@ -57,8 +55,6 @@ enum {
 	REAP_MS = 1000,         /* otherwise, look for connections closed by their client this often */
 	IDLE_TIMEOUT = 10,      /* seconds without a byte either way */
 	MAX_PENDING = 16,       /* profile requests waiting for the profile thread; more get 503 */
-	MIN_TOKEN = 16,
-	MAX_TOKEN = 1024,
 };
 
 /* One tracked connection of a listener. */
@@ -78,9 +74,7 @@ struct listener {
 	struct http_server *h;
 	struct MHD_Daemon *d;
 	const char *spec;
-	char *path;             /* unix socket: the file, removed at stop if still ours */
-	dev_t dev;
-	ino_t ino;
+	struct unix_socket sock;        /* unix socket: the file, removed at stop if still ours */
 	pthread_mutex_t lock;   /* the connection list, shared by the listener's threads */
 	struct conn *head, *tail;       /* oldest first */
 	unsigned live;          /* tracked, not dropped */
@@ -584,207 +578,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	ht_info("http: %s", buf);
 }
 
-/* ADDR:PORT into sa; -1 with the error printed. */
-static int parse_tcp(const char *addr_port, struct sockaddr_in *out)
-{
-	const char *colon = strrchr(addr_port, ':');
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	char host[64], *end;
-	unsigned long port;
-
-	if (!colon || (size_t)(colon - addr_port) >= sizeof(host) || !colon[1] ||
-	    (port = strtoul(colon + 1, &end, 10), *end) || port > 65535) {
-		ht_err("--http takes ADDR:PORT (e.g. 127.0.0.1:6060) or unix:PATH, not '%s'", addr_port);
-		return -1;
-	}
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr_port), addr_port);
-	if (inet_pton(AF_INET, *host ? host : "127.0.0.1", &sa.sin_addr) != 1) {
-		ht_err("--http %s: '%s' is not an IPv4 address", addr_port, host);
-		return -1;
-	}
-	sa.sin_port = htons(port);
-	if (out)
-		*out = sa;
-	return 0;
-}
-
-static bool is_unix(const char *spec)
-{
-	return !strncmp(spec, "unix:", 5);
-}
-
-int http_parse_addr(const char *spec)
-{
-	if (!is_unix(spec))
-		return parse_tcp(spec, NULL);
-	if (!spec[5] || strlen(spec + 5) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		ht_err("--http %s: a unix socket needs a path of 1 to %zu bytes", spec,
-		       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-		return -1;
-	}
-	return 0;
-}
-
-static int read_file(const char *option, const char *path, bool secret, size_t max, char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	struct stat st;
-	uid_t me;
-	gid_t my_gid;
-	char *buf = NULL;
-	size_t n = 0;
-
-	if (fd < 0) {
-		ht_err("%s %s: %s", option, path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		ht_err("%s %s: not a regular file", option, path);
-		goto fail;
-	}
-	if (secret) {
-		invoking_user(&me, &my_gid);
-		if (st.st_uid && st.st_uid != me) {
-			ht_err("%s %s: owned by uid %u, not by root or you (uid %u): another user could know or change it",
-			       option, path, (unsigned)st.st_uid, (unsigned)me);
-			goto fail;
-		}
-		if (st.st_mode & 077) {
-			ht_err("%s %s: mode %04o lets group or other users read or change it (chmod 600 %s)", option,
-			       path, (unsigned)(st.st_mode & 07777), path);
-			goto fail;
-		}
-	}
-	if ((uint64_t)st.st_size > max) {
-		ht_err("%s %s: larger than %zu bytes", option, path, max);
-		goto fail;
-	}
-	if (!(buf = malloc(st.st_size + 1)))
-		goto fail;
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, st.st_size - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			ht_err("%s %s: %s", option, path, r ? strerror(errno) : "shorter than its size");
-			goto fail;
-		}
-		n += r;
-	}
-	buf[n] = '\0';
-	close(fd);
-	*out = buf;
-	*len = n;
-	return 0;
-fail:
-	free(buf);
-	close(fd);
-	return -1;
-}
-
-int http_read_token(const char *option, const char *path, char **token)
-{
-	char *t;
-	size_t n;
-
-	if (read_file(option, path, true, MAX_TOKEN + 2, &t, &n))
-		return -1;
-	/* One line: its newline is no part of the token. */
-	if (n && t[n - 1] == '\n')
-		t[--n] = '\0';
-	if (n && t[n - 1] == '\r')
-		t[--n] = '\0';
-	/* RFC 6750's b68token: what a scraper sends verbatim after "Bearer ". */
-	size_t ok = strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/");
-	ok += strspn(t + ok, "=");
-	if (n < MIN_TOKEN || n > MAX_TOKEN || ok != n) {
-		ht_err("%s %s: the token must be one line of %d to %d characters from A-Z a-z 0-9 - . _ ~ + / "
-		       "(then '='), e.g. from: head -c 32 /dev/urandom | base64",
-		       option, path, MIN_TOKEN, MAX_TOKEN);
-		free(t);
-		return -1;
-	}
-	*token = t;
-	return 0;
-}
-
-int http_read_pem(const char *option, const char *path, bool secret, char **pem)
-{
-	size_t n;
-
-	if (read_file(option, path, secret, 1 << 20, pem, &n))
-		return -1;
-	if (!strstr(*pem, "-----BEGIN ")) {
-		ht_err("%s %s: not a PEM file (no '-----BEGIN ' line)", option, path);
-		free(*pem);
-		*pem = NULL;
-		return -1;
-	}
-	return 0;
-}
-
-bool http_tls_supported(void)
-{
-	return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
-}
-
-/*
- * The listening unix socket of --http unix:PATH, mode 0600 and owned by the
- * invoking user; -1 with the error printed.  An existing socket is replaced
- * only if nothing listens on it (a killed run's), any other file never.
- */
-static int unix_listen(struct listener *l, const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	uid_t uid;
-	gid_t gid;
-	int fd;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			ht_err("--http unix:%s: the path exists and is not a socket: not replacing it", path);
-			return -1;
-		}
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int live = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)), err = errno;
-		if (fd >= 0)
-			close(fd);
-		if (live) {
-			ht_err("--http unix:%s: another server is listening on it", path);
-			return -1;
-		}
-		if (err != ECONNREFUSED || (unlink(path) && errno != ENOENT)) {
-			ht_err("--http unix:%s: cannot replace the old socket: %s", path, strerror(errno));
-			return -1;
-		}
-	} else if (errno != ENOENT) {
-		ht_err("--http unix:%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		ht_err("--http unix:%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	/* Nobody can connect before listen(): owner and mode are set first. */
-	invoking_user(&uid, &gid);
-	if (fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) ||
-	    fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW) || lstat(path, &st) || !S_ISSOCK(st.st_mode) ||
-	    listen(fd, 128)) {
-		ht_err("--http unix:%s: %s", path, strerror(errno));
-		unlink(path);
-		close(fd);
-		return -1;
-	}
-	l->path = strdup(path);
-	l->dev = st.st_dev, l->ino = st.st_ino;
-	return fd;
-}
-
 static int listener_start(struct http_server *h, struct listener *l, const struct http_config *cfg,
 			  const char *spec)
 {
@@ -792,17 +585,17 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	struct MHD_OptionItem o[16];
 	int n = 0, fd = -1;
-	bool tls = !is_unix(spec) && cfg->cert;
+	bool tls = !listen_is_unix(spec) && cfg->cert;
 
 #define OPT(opt, val, ptr) (o[n++] = (struct MHD_OptionItem){ (opt), (intptr_t)(val), (void *)(ptr) })
 	l->h = h;
 	l->spec = spec;
-	if (is_unix(spec)) {
-		if ((fd = unix_listen(l, spec + 5)) < 0)
+	if (listen_is_unix(spec)) {
+		if ((fd = listen_unix(&l->sock, spec + 5)) < 0)
 			return -1;
 		OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
 	} else {
-		if (parse_tcp(spec, &sa))
+		if (listen_parse_tcp(spec, &sa))
 			return -1;
 		OPT(MHD_OPTION_SOCK_ADDR, 0, &sa);
 	}
@@ -811,7 +604,7 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, cfg->cert);
 		OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, cfg->key);
 	}
-	OPT(MHD_OPTION_THREAD_POOL_SIZE, is_unix(spec) ? WORKERS_UNIX : WORKERS_TCP, NULL);
+	OPT(MHD_OPTION_THREAD_POOL_SIZE, listen_is_unix(spec) ? WORKERS_UNIX : WORKERS_TCP, NULL);
 	OPT(MHD_OPTION_CONNECTION_LIMIT, CONN_HARD, NULL);
 	OPT(MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT, NULL);
 	OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, l);
@@ -823,7 +616,7 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 	/* From now on the sweep may look at it; http_stop() destroys the lock. */
 	__atomic_store_n(&h->n_started, (int)(l - h->l) + 1, __ATOMIC_RELEASE);
 	errno = 0;
-	l->d = MHD_start_daemon(flags, is_unix(spec) ? 0 : ntohs(sa.sin_port), NULL, NULL, handle, l,
+	l->d = MHD_start_daemon(flags, listen_is_unix(spec) ? 0 : ntohs(sa.sin_port), NULL, NULL, handle, l,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, o, MHD_OPTION_END);
 	if (!l->d) {
 		int err = errno;
@@ -834,13 +627,13 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 			ht_err("cannot serve HTTP on %s: %s", spec, strerror(err ? err : EADDRINUSE));
 		if (fd >= 0) {
 			close(fd);
-			unlink(l->path);
+			unlink(l->sock.path);
 		}
-		free(l->path);
-		l->path = NULL;
+		free(l->sock.path);
+		l->sock.path = NULL;
 		return -1;
 	}
-	if (is_unix(spec)) {
+	if (listen_is_unix(spec)) {
 		ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on %s%s", spec,
 			h->token ? " (token required)" : "");
 		return 0;
@@ -886,7 +679,7 @@ struct http_server *http_start(const struct http_config *cfg, const struct profi
 			return NULL;
 		}
 		h->n++;
-		if (!is_unix(cfg->listen[i]) && !open_tcp)
+		if (!listen_is_unix(cfg->listen[i]) && !open_tcp)
 			open_tcp = cfg->listen[i];
 	}
 	if (open_tcp && !h->token)
@@ -897,8 +690,6 @@ struct http_server *http_start(const struct http_config *cfg, const struct profi
 
 void http_stop(struct http_server *h)
 {
-	struct stat st;
-
 	if (!h)
 		return;
 	/* The profile thread answers what waits (503) and ends; nothing is suspended after it. */
@@ -918,10 +709,7 @@ void http_stop(struct http_server *h)
 		if (l->dropped)
 			ht_info("http: %s: %lu connections without a complete request were dropped to make room",
 				l->spec, l->dropped);
-		/* Removed only if it is still the socket this run made. */
-		if (l->path && !lstat(l->path, &st) && st.st_dev == l->dev && st.st_ino == l->ino)
-			unlink(l->path);
-		free(l->path);
+		listen_unix_remove(&l->sock);
 		pthread_mutex_destroy(&l->lock);
 	}
 	if (mhd_messages > MHD_LOG_MAX)
