@@ -12,6 +12,7 @@
 #include "util/array.h"
 #include "util/elfobj.h"
 #include "output/output.h"
+#include "profile/pprof.h"
 #include "util/procfs.h"
 #include "tracer/tracer.h"
 #include "util/version.h"
@@ -51,13 +52,13 @@ static void pb_int(struct pbuf *b, int field, uint64_t v)
 {
 	if (!v)
 		return;
-	pb_varint(b, (uint64_t)field << 3);
+	pb_varint(b, (uint64_t)field << 3 | PB_VARINT);
 	pb_varint(b, v);
 }
 
 static void pb_bytes(struct pbuf *b, int field, const void *p, size_t len)
 {
-	pb_varint(b, (uint64_t)field << 3 | 2);
+	pb_varint(b, (uint64_t)field << 3 | PB_LEN);
 	pb_varint(b, len);
 	pb_raw(b, p, len);
 }
@@ -293,145 +294,172 @@ static void ids_free(struct ids *t)
 	free(t->id);
 }
 
-/* Frames in no module that still get a name of their own ("[0x...]"); see output_pprof_proto. */
+/* Frames in no module that still get a name of their own ("[0x...]"); see write_lines. */
 #define UNKNOWN_NAMED 65536
 
-int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt, size_t top)
-{
-	size_t unknown_named = 0;
-	(void)top;
-	struct pbuf out = { 0 }, m = { 0 }, sub = { 0 };
-	struct strtab st = { 0 };
-	struct ids loc_ids = { 0 }, fn_ids = { 0 };
+/* One profile being written: its tables, and the buffers messages are built in. */
+struct writer {
+	const struct profile *p;
+	struct symbolizer *sym;
+	struct zout *zo;
+	struct pbuf out;                /* the Profile's fields, deflated as they come */
+	struct pbuf m, sub;             /* a message being built, and one inside it */
+	struct strtab st;
+	struct ids loc_ids, fn_ids;
+	struct mapping *maps;
 	size_t nmap;
-	struct mapping *maps = read_mappings(p->maps, &nmap);
-	static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
-	static const char *const units[] = { "count", "bytes", "count", "bytes" };
-	char *comments[5] = { 0 };
-	struct zout *zo = calloc(1, sizeof(*zo));
-	int err = 0;
+	size_t unknown_named;
+};
 
-	/* gzip, as pprof and the profilers that scrape /debug/pprof expect. */
-	if (!zo || deflateInit2(&zo->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		err = -1;
-		goto done;
+static void write_sample_types(struct writer *w)
+{
+	static const char *const types[] = PPROF_SAMPLE_TYPES, *const units[] = PPROF_SAMPLE_UNITS;
+
+	for (int i = 0; i < PPROF_N_SAMPLE_TYPES; i++) {
+		pb_int(&w->sub, PPROF_VALUETYPE_TYPE, str_index(&w->st, types[i]));
+		pb_int(&w->sub, PPROF_VALUETYPE_UNIT, str_index(&w->st, units[i]));
+		pb_msg(&w->out, PPROF_PROFILE_SAMPLE_TYPE, &w->sub);
 	}
-	zo->f = f;
-	zo->started = true;
+}
 
-	for (int i = 0; i < 4; i++) {
-		pb_int(&sub, 1, str_index(&st, types[i]));
-		pb_int(&sub, 2, str_index(&st, units[i]));
-		pb_msg(&out, 1, &sub);
+/* The Function of frame fr (written when first met): its id, 0 when out of memory. */
+static uint32_t function_id(struct writer *w, const struct sym_frame *fr, uint64_t pc)
+{
+	char name[256];
+	const char *fname = fr->func ? fr->func : sym_frame_name(fr, pc, name, sizeof(name));
+	int64_t nidx = str_index(&w->st, fname), sidx = str_index(&w->st, fr->system ? fr->system : fname),
+		fidx = str_index(&w->st, fr->file);
+	uint64_t fkey = (uint64_t)nidx * 0x9e3779b97f4a7c15ull ^ (uint64_t)sidx * 0xc2b2ae3d27d4eb4full ^
+			(uint64_t)fidx * 0x165667b19e3779f9ull;
+	bool fresh;
+	uint32_t *fid = id_slot(&w->fn_ids, fkey ? fkey : 1, &fresh);
+
+	if (!fid)
+		return 0;
+	if (fresh) {
+		pb_int(&w->sub, PPROF_FUNCTION_ID, *fid);
+		pb_int(&w->sub, PPROF_FUNCTION_NAME, nidx);
+		pb_int(&w->sub, PPROF_FUNCTION_SYSTEM_NAME, sidx);
+		pb_int(&w->sub, PPROF_FUNCTION_FILENAME, fidx);
+		pb_msg(&w->out, PPROF_PROFILE_FUNCTION, &w->sub);
 	}
+	return *fid;
+}
 
-	for (size_t k = 0; k < p->n; k++) {
-		const struct prof_stack *s = &p->stacks[k];
-		uint64_t loc[HT_MAX_STACK_DEPTH + 1];
-		size_t nloc = 0;
+/* A new Location's Lines (its frames, inline ones first) into w->m; mi: its mapping's id, 0 for none. */
+static int write_lines(struct writer *w, uint64_t pc, size_t mi)
+{
+	const struct sym_frame *fr;
+	int n = sym_lookup(w->sym, pc, true, &fr);
 
-		for (uint32_t i = 0; i < s->depth && nloc < HT_MAX_STACK_DEPTH; i++) {
-			bool fresh;
-			uint32_t *id = id_slot(&loc_ids, s->pcs[i], &fresh);
-			if (!id) {
-				err = -1;
-				goto done;
-			}
-			loc[nloc++] = *id;
-			if (!fresh)
-				continue;
-			/* A new location: pc - 1 lands on the call, as pprof expects of return addresses. */
-			const struct sym_frame *fr;
-			int n = sym_lookup(sym, s->pcs[i], true, &fr);
-			size_t mi = mapping_of(maps, nmap, s->pcs[i]);
-			pb_int(&m, 1, *id);
-			pb_int(&m, 2, mi);
-			pb_int(&m, 3, s->pcs[i] - 1);
-			/*
-			 * A pc in no module of the profile (JIT code, a bad unwind)
-			 * is named by its address, "[0x...]", one Function each, as
-			 * pprof shows it at function granularity.  Past
-			 * UNKNOWN_NAMED of them (a profile of made-up addresses,
-			 * heaptrace diff's hostile input) the Location holds its
-			 * address alone: no Line, no Function, no string, so that
-			 * memory stays bounded; pprof shows those as <unknown>.
-			 */
-			if (n == 1 && !fr[0].func && !fr[0].module && !fr[0].file && unknown_named++ >= UNKNOWN_NAMED)
-				n = 0;
-			for (int l = 0; l < n; l++) {
-				char name[256];
-				const char *fname = fr[l].func ? fr[l].func : sym_frame_name(&fr[l], s->pcs[i], name, sizeof(name));
-				int64_t nidx = str_index(&st, fname), sidx = str_index(&st, fr[l].system ? fr[l].system : fname),
-					fidx = str_index(&st, fr[l].file);
-				uint64_t fkey = (uint64_t)nidx * 0x9e3779b97f4a7c15ull ^ (uint64_t)sidx * 0xc2b2ae3d27d4eb4full ^
-						(uint64_t)fidx * 0x165667b19e3779f9ull;
-				uint32_t *fid = id_slot(&fn_ids, fkey ? fkey : 1, &fresh);
-				if (!fid) {
-					err = -1;
-					goto done;
-				}
-				if (fresh) {
-					pb_int(&sub, 1, *fid);
-					pb_int(&sub, 2, nidx);
-					pb_int(&sub, 3, sidx);
-					pb_int(&sub, 4, fidx);
-					pb_msg(&out, 5, &sub);
-				}
-				pb_int(&sub, 1, *fid);
-				pb_int(&sub, 2, fr[l].line);
-				pb_msg(&m, 4, &sub);
-				if (mi) {
-					maps[mi - 1].functions |= fr[l].func != NULL;
-					maps[mi - 1].filenames |= fr[l].file != NULL;
-					maps[mi - 1].lines |= fr[l].line > 0;
-					maps[mi - 1].inlines |= n > 1;
-				}
-			}
-			pb_msg(&out, 4, &m);
-		}
-		uint64_t vals[4] = { s->c.alloc_objects, s->c.alloc_bytes, (uint64_t)s->c.inuse_objects,
-				     (uint64_t)s->c.inuse_bytes };
-		pb_packed(&sub, 1, loc, nloc);
-		pb_packed(&sub, 2, vals, 4);
-		if (s->pid) {
-			/* --merge: the process, as a numeric label (pprof -tagfocus pid=N, -tags). */
-			struct pbuf lab = { 0 };
-			pb_int(&lab, 1, str_index(&st, "pid"));
-			pb_int(&lab, 3, (uint64_t)s->pid);
-			pb_msg(&sub, 3, &lab);
-			free(lab.d);
-		}
-		pb_msg(&out, 2, &sub);
-		zout_maybe(zo, &out);
-		if (zo->err) {
-			err = -1;
-			goto done;
+	/*
+	 * A pc in no module of the profile (JIT code, a bad unwind) is named
+	 * by its address, "[0x...]", one Function each, as pprof shows it at
+	 * function granularity.  Past UNKNOWN_NAMED of them (a profile of
+	 * made-up addresses, heaptrace diff's hostile input) the Location
+	 * holds its address alone: no Line, no Function, no string, so that
+	 * memory stays bounded; pprof shows those as <unknown>.
+	 */
+	if (n == 1 && !fr[0].func && !fr[0].module && !fr[0].file && w->unknown_named++ >= UNKNOWN_NAMED)
+		n = 0;
+	for (int l = 0; l < n; l++) {
+		uint32_t fid = function_id(w, &fr[l], pc);
+
+		if (!fid)
+			return -1;
+		pb_int(&w->sub, PPROF_LINE_FUNCTION_ID, fid);
+		pb_int(&w->sub, PPROF_LINE_LINE, fr[l].line);
+		pb_msg(&w->m, PPROF_LOCATION_LINE, &w->sub);
+		if (mi) {
+			struct mapping *map = &w->maps[mi - 1];
+
+			map->functions |= fr[l].func != NULL;
+			map->filenames |= fr[l].file != NULL;
+			map->lines |= fr[l].line > 0;
+			map->inlines |= n > 1;
 		}
 	}
-	for (size_t i = 0; i < nmap; i++) {
-		pb_int(&m, 1, i + 1);
-		pb_int(&m, 2, maps[i].start);
-		pb_int(&m, 3, maps[i].limit);
-		pb_int(&m, 4, maps[i].offset);
-		pb_int(&m, 5, str_index(&st, maps[i].path));
-		pb_int(&m, 6, str_index(&st, maps[i].build_id));
-		pb_int(&m, 7, maps[i].functions);
-		pb_int(&m, 8, maps[i].filenames);
-		pb_int(&m, 9, maps[i].lines);
-		pb_int(&m, 10, maps[i].inlines);
-		pb_msg(&out, 3, &m);
-		zout_maybe(zo, &out);
-	}
-	/* The tables are done with: their memory goes back before the strings are written. */
-	ids_free(&loc_ids);
-	ids_free(&fn_ids);
-	loc_ids = (struct ids){ 0 };
-	fn_ids = (struct ids){ 0 };
+	return 0;
+}
 
-	/* Comments: who wrote this, for what, and what was lost. */
-	char losses[1024];
+/* The Location of pc, written when first met: its id into *id; -1 when out of memory. */
+static int location_id(struct writer *w, uint64_t pc, uint64_t *id)
+{
+	bool fresh;
+	uint32_t *slot = id_slot(&w->loc_ids, pc, &fresh);
+
+	if (!slot)
+		return -1;
+	*id = *slot;
+	if (!fresh)
+		return 0;
+	/* pc - 1 lands on the call, as pprof expects of return addresses. */
+	size_t mi = mapping_of(w->maps, w->nmap, pc);
+	pb_int(&w->m, PPROF_LOCATION_ID, *slot);
+	pb_int(&w->m, PPROF_LOCATION_MAPPING_ID, mi);
+	pb_int(&w->m, PPROF_LOCATION_ADDRESS, pc - 1);
+	if (write_lines(w, pc, mi))
+		return -1;
+	pb_msg(&w->out, PPROF_PROFILE_LOCATION, &w->m);
+	return 0;
+}
+
+/* One stack's Sample, after the Locations and Functions it is the first to use. */
+static int write_sample(struct writer *w, const struct prof_stack *s)
+{
+	uint64_t loc[HT_MAX_STACK_DEPTH + 1];
+	size_t nloc = 0;
+
+	for (uint32_t i = 0; i < s->depth && nloc < HT_MAX_STACK_DEPTH; i++)
+		if (location_id(w, s->pcs[i], &loc[nloc++]))
+			return -1;
+	/* In the order of PPROF_SAMPLE_TYPES. */
+	uint64_t vals[PPROF_N_SAMPLE_TYPES] = { s->c.alloc_objects, s->c.alloc_bytes, (uint64_t)s->c.inuse_objects,
+						(uint64_t)s->c.inuse_bytes };
+	pb_packed(&w->sub, PPROF_SAMPLE_LOCATION_ID, loc, nloc);
+	pb_packed(&w->sub, PPROF_SAMPLE_VALUE, vals, PPROF_N_SAMPLE_TYPES);
+	if (s->pid) {
+		/* --merge: the process, as a numeric label (pprof -tagfocus pid=N, -tags). */
+		struct pbuf lab = { 0 };
+		pb_int(&lab, PPROF_LABEL_KEY, str_index(&w->st, "pid"));
+		pb_int(&lab, PPROF_LABEL_NUM, (uint64_t)s->pid);
+		pb_msg(&w->sub, PPROF_SAMPLE_LABEL, &lab);
+		free(lab.d);
+	}
+	pb_msg(&w->out, PPROF_PROFILE_SAMPLE, &w->sub);
+	zout_maybe(w->zo, &w->out);
+	return w->zo->err;
+}
+
+/* After the samples: only then are the mappings' has_* flags known. */
+static void write_mappings(struct writer *w)
+{
+	for (size_t i = 0; i < w->nmap; i++) {
+		const struct mapping *map = &w->maps[i];
+
+		pb_int(&w->m, PPROF_MAPPING_ID, i + 1);
+		pb_int(&w->m, PPROF_MAPPING_MEMORY_START, map->start);
+		pb_int(&w->m, PPROF_MAPPING_MEMORY_LIMIT, map->limit);
+		pb_int(&w->m, PPROF_MAPPING_FILE_OFFSET, map->offset);
+		pb_int(&w->m, PPROF_MAPPING_FILENAME, str_index(&w->st, map->path));
+		pb_int(&w->m, PPROF_MAPPING_BUILD_ID, str_index(&w->st, map->build_id));
+		pb_int(&w->m, PPROF_MAPPING_HAS_FUNCTIONS, map->functions);
+		pb_int(&w->m, PPROF_MAPPING_HAS_FILENAMES, map->filenames);
+		pb_int(&w->m, PPROF_MAPPING_HAS_LINE_NUMBERS, map->lines);
+		pb_int(&w->m, PPROF_MAPPING_HAS_INLINE_FRAMES, map->inlines);
+		pb_msg(&w->out, PPROF_PROFILE_MAPPING, &w->m);
+		zout_maybe(w->zo, &w->out);
+	}
+}
+
+/* Comments: who wrote this, for what, and what was lost.  -1 when out of memory. */
+static int write_comments(struct writer *w)
+{
+	const struct profile *p = w->p;
+	char losses[1024], *comments[5] = { 0 };
 	int64_t cidx[5];
-	int ncomments = 3;
+	int ncomments = 3, err = 0;
+
 	output_losses(losses, sizeof(losses), p->counters, true);
 	if (asprintf(&comments[0], "heaptrace %s", HEAPTRACE_VERSION) < 0 ||
 	    asprintf(&comments[1], "command: %s", p->command ? p->command : "?") < 0 ||
@@ -442,52 +470,88 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	    /* pprof's "File:" is the executable's mapping, the real file: the name the user knows, beside it. */
 	    (p->name && asprintf(&comments[ncomments++], "program: %s", p->name) < 0)) {
 		err = -1;
-		goto done;
+		goto out;
 	}
+	/* Indexed before the fields that follow them are written: the string table's order is kept. */
 	for (int i = 0; i < ncomments; i++)
-		cidx[i] = str_index(&st, comments[i]);
-
+		cidx[i] = str_index(&w->st, comments[i]);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	pb_int(&out, 9, now.tv_sec * 1000000000ull + now.tv_nsec);
-	pb_int(&out, 10, p->now_ns > p->start_ns && p->start_ns ? p->now_ns - p->start_ns : 0);
-	pb_int(&sub, 1, str_index(&st, "space"));
-	pb_int(&sub, 2, str_index(&st, "bytes"));
-	pb_msg(&out, 11, &sub);
-	pb_int(&out, 12, 1);
+	pb_int(&w->out, PPROF_PROFILE_TIME_NANOS, now.tv_sec * 1000000000ull + now.tv_nsec);
+	pb_int(&w->out, PPROF_PROFILE_DURATION_NANOS,
+	       p->now_ns > p->start_ns && p->start_ns ? p->now_ns - p->start_ns : 0);
+	pb_int(&w->sub, PPROF_VALUETYPE_TYPE, str_index(&w->st, "space"));
+	pb_int(&w->sub, PPROF_VALUETYPE_UNIT, str_index(&w->st, "bytes"));
+	pb_msg(&w->out, PPROF_PROFILE_PERIOD_TYPE, &w->sub);
+	pb_int(&w->out, PPROF_PROFILE_PERIOD, 1);
 	for (int i = 0; i < ncomments; i++)
-		pb_int(&out, 13, cidx[i]);
-	pb_int(&out, 14, str_index(&st, dflt == V_ALLOC_SPACE ? "alloc_space" :
-					dflt == V_ALLOC_OBJECTS ? "alloc_objects" :
-					dflt == V_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
-	for (size_t i = 0; i < st.n; i++) {
-		pb_bytes(&out, 6, st.s[i], strlen(st.s[i]));
-		zout_maybe(zo, &out);
-	}
-	if (out.oom || m.oom || sub.oom) {
-		err = -1;
-		goto done;
-	}
-	zout_feed(zo, &out, Z_FINISH);
-	if (zo->err)
-		err = -1;
-done:
-	if (zo && zo->started)
-		deflateEnd(&zo->z);
-	free(zo);
+		pb_int(&w->out, PPROF_PROFILE_COMMENT, cidx[i]);
+out:
 	for (int i = 0; i < 5; i++)
 		free(comments[i]);
-	for (size_t i = 0; i < nmap; i++)
-		free(maps[i].path);
-	free(maps);
-	free(out.d);
-	free(m.d);
-	free(sub.d);
-	for (size_t i = 0; i < st.n; i++)
-		free(st.s[i]);
-	free(st.s);
-	free(st.slot);
-	ids_free(&loc_ids);
-	ids_free(&fn_ids);
+	return err;
+}
+
+static void write_strings(struct writer *w)
+{
+	for (size_t i = 0; i < w->st.n; i++) {
+		pb_bytes(&w->out, PPROF_PROFILE_STRING_TABLE, w->st.s[i], strlen(w->st.s[i]));
+		zout_maybe(w->zo, &w->out);
+	}
+}
+
+static void writer_free(struct writer *w)
+{
+	if (w->zo && w->zo->started)
+		deflateEnd(&w->zo->z);
+	free(w->zo);
+	for (size_t i = 0; i < w->nmap; i++)
+		free(w->maps[i].path);
+	free(w->maps);
+	free(w->out.d);
+	free(w->m.d);
+	free(w->sub.d);
+	for (size_t i = 0; i < w->st.n; i++)
+		free(w->st.s[i]);
+	free(w->st.s);
+	free(w->st.slot);
+	ids_free(&w->loc_ids);
+	ids_free(&w->fn_ids);
+}
+
+int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value dflt, size_t top)
+{
+	struct writer w = { .p = p, .sym = sym, .zo = calloc(1, sizeof(*w.zo)) };
+	int err = -1;
+	(void)top;
+
+	w.maps = read_mappings(p->maps, &w.nmap);
+	/* gzip, as pprof and the profilers that scrape /debug/pprof expect. */
+	if (!w.zo || deflateInit2(&w.zo->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		goto done;
+	w.zo->f = f;
+	w.zo->started = true;
+	write_sample_types(&w);
+	for (size_t k = 0; k < p->n; k++)
+		if (write_sample(&w, &p->stacks[k]))
+			goto done;
+	write_mappings(&w);
+	/* The tables are done with: their memory goes back before the strings are written. */
+	ids_free(&w.loc_ids);
+	ids_free(&w.fn_ids);
+	w.loc_ids = w.fn_ids = (struct ids){ 0 };
+	if (write_comments(&w))
+		goto done;
+	pb_int(&w.out, PPROF_PROFILE_DEFAULT_SAMPLE_TYPE,
+	       str_index(&w.st, dflt == V_ALLOC_SPACE ? "alloc_space" :
+				dflt == V_ALLOC_OBJECTS ? "alloc_objects" :
+				dflt == V_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
+	write_strings(&w);
+	if (w.out.oom || w.m.oom || w.sub.oom)
+		goto done;
+	zout_feed(w.zo, &w.out, Z_FINISH);
+	err = w.zo->err ? -1 : 0;
+done:
+	writer_free(&w);
 	return err;
 }

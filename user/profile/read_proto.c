@@ -7,6 +7,7 @@
 
 #include "util/array.h"
 #include "util/log.h"
+#include "profile/pprof.h"
 #include "profile/profile.h"
 
 struct pb {
@@ -41,16 +42,16 @@ static bool field(struct pb *b, int *num, int *wt, uint64_t *v, struct pb *sub)
 	*num = key >> 3;
 	*wt = key & 7;
 	switch (*wt) {
-	case 0:
+	case PB_VARINT:
 		*v = varint(b);
 		break;
-	case 1:
+	case PB_I64:
 		if (b->end - b->p < 8)
 			b->bad = true;
 		else
 			memcpy(v, b->p, 8), b->p += 8;
 		break;
-	case 2: {
+	case PB_LEN: {
 		uint64_t len = varint(b);
 		if ((uint64_t)(b->end - b->p) < len) {
 			b->bad = true;
@@ -62,7 +63,7 @@ static bool field(struct pb *b, int *num, int *wt, uint64_t *v, struct pb *sub)
 		b->p += len;
 		break;
 	}
-	case 5:
+	case PB_I32:
 		if (b->end - b->p < 4)
 			b->bad = true;
 		else
@@ -79,7 +80,7 @@ static int repeated(uint64_t **arr, size_t *n, size_t *cap, int wt, uint64_t v, 
 {
 	for (;;) {
 		uint64_t x;
-		if (wt == 0)
+		if (wt == PB_VARINT)
 			x = v;
 		else if (sub->p < sub->end)
 			x = varint(sub);
@@ -88,7 +89,7 @@ static int repeated(uint64_t **arr, size_t *n, size_t *cap, int wt, uint64_t v, 
 		if (ARRAY_RESERVE(*arr, *cap, *n + 1, 16))
 			return -1;
 		(*arr)[(*n)++] = x;
-		if (wt == 0)
+		if (wt == PB_VARINT)
 			break;
 	}
 	return sub->bad ? -1 : 0;
@@ -103,7 +104,8 @@ static bool proto_start(const uint8_t *d, size_t n)
 {
 	unsigned num = n ? d[0] >> 3 : 0, wt = n ? d[0] & 7 : 7;
 
-	return n && !(d[0] & 0x80) && num >= 1 && num <= 14 && (wt == 0 || wt == 2);
+	return n && !(d[0] & 0x80) && num >= PPROF_PROFILE_SAMPLE_TYPE && num <= PPROF_PROFILE_DEFAULT_SAMPLE_TYPE &&
+	       (wt == PB_VARINT || wt == PB_LEN);
 }
 
 /*
@@ -192,21 +194,21 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 	mf = open_memstream(maps, &maplen);
 	b = (struct pb){ data, data + len, false };
 	while (field(&b, &num, &wt, &v, &sub)) {
-		if (num == 6 && wt == 2) {
+		if (num == PPROF_PROFILE_STRING_TABLE && wt == PB_LEN) {
 			if (ARRAY_RESERVE(strs, capstr, nstr + 1, 256))
 				goto out;
 			strs[nstr++] = strndup((const char *)sub.p, sub.end - sub.p);
-		} else if (num == 1 && wt == 2 && ntypes < 8) {
+		} else if (num == PPROF_PROFILE_SAMPLE_TYPE && wt == PB_LEN && ntypes < 8) {
 			while (field(&sub, &num2, &wt2, &v2, &s2))
-				if (num2 == 1)
+				if (num2 == PPROF_VALUETYPE_TYPE)
 					types[ntypes] = v2;
 			ntypes++;
-		} else if (num == 4 && wt == 2) {
+		} else if (num == PPROF_PROFILE_LOCATION && wt == PB_LEN) {
 			struct loc l = { 0 };
 			while (field(&sub, &num2, &wt2, &v2, &s2)) {
-				if (num2 == 1)
+				if (num2 == PPROF_LOCATION_ID)
 					l.id = v2;
-				else if (num2 == 3)
+				else if (num2 == PPROF_LOCATION_ADDRESS)
 					l.address = v2;
 			}
 			if (ARRAY_RESERVE(locs, caploc, nloc + 1, 1024))
@@ -221,14 +223,14 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 	/* Mappings need the string table, which comes last. */
 	b = (struct pb){ data, data + len, false };
 	while (field(&b, &num, &wt, &v, &sub)) {
-		if (num != 3 || wt != 2)
+		if (num != PPROF_PROFILE_MAPPING || wt != PB_LEN)
 			continue;
 		uint64_t start = 0, limit = 0, off = 0, file = 0;
 		while (field(&sub, &num2, &wt2, &v2, &s2)) {
-			if (num2 == 2) start = v2;
-			else if (num2 == 3) limit = v2;
-			else if (num2 == 4) off = v2;
-			else if (num2 == 5) file = v2;
+			if (num2 == PPROF_MAPPING_MEMORY_START) start = v2;
+			else if (num2 == PPROF_MAPPING_MEMORY_LIMIT) limit = v2;
+			else if (num2 == PPROF_MAPPING_FILE_OFFSET) off = v2;
+			else if (num2 == PPROF_MAPPING_FILENAME) file = v2;
 		}
 		/*
 		 * libdwfl places a module by where its file offset 0 is mapped: the
@@ -241,24 +243,24 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 			fprintf(mf, "%lx-%lx r-xp 00000000 00:01 %d %s\n", (unsigned long)(start - off),
 				(unsigned long)limit, ++nmaps, strs[file]);
 	}
-	int col[4] = { -1, -1, -1, -1 };
-	static const char *const names[4] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
+	int col[PPROF_N_SAMPLE_TYPES] = { -1, -1, -1, -1 };
+	static const char *const names[PPROF_N_SAMPLE_TYPES] = PPROF_SAMPLE_TYPES;
 	for (int i = 0; i < ntypes; i++)
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
 			if (types[i] < nstr && !strcmp(strs[types[i]], names[k]))
 				col[k] = i;
 
 	size_t cap = 0;
 	b = (struct pb){ data, data + len, false };
 	while (field(&b, &num, &wt, &v, &sub)) {
-		if (num != 2 || wt != 2)
+		if (num != PPROF_PROFILE_SAMPLE || wt != PB_LEN)
 			continue;
 		uint64_t *ids = NULL, *vals = NULL;
 		size_t nid = 0, cid = 0, nval = 0, cval = 0;
 		while (field(&sub, &num2, &wt2, &v2, &s2)) {
-			if (num2 == 1 && repeated(&ids, &nid, &cid, wt2, v2, &s2))
+			if (num2 == PPROF_SAMPLE_LOCATION_ID && repeated(&ids, &nid, &cid, wt2, v2, &s2))
 				break;
-			if (num2 == 2 && repeated(&vals, &nval, &cval, wt2, v2, &s2))
+			if (num2 == PPROF_SAMPLE_VALUE && repeated(&vals, &nval, &cval, wt2, v2, &s2))
 				break;
 		}
 		if (p->n == PROFILE_MAX_RECORDS) {
@@ -289,8 +291,8 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 					break;
 				}
 		}
-		uint64_t val[4] = { 0 };
-		for (int k = 0; k < 4; k++)
+		uint64_t val[PPROF_N_SAMPLE_TYPES] = { 0 };
+		for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
 			if (col[k] >= 0 && (size_t)col[k] < nval)
 				val[k] = vals[col[k]];
 		s->c.alloc_objects = val[0];
