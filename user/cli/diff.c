@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "cli/opt.h"
 #include "output/output.h"
 #include "profile/profile.h"
@@ -16,32 +17,15 @@ struct diff_opts {
 	uint32_t top;
 };
 
-static int set_format(void *opts, const char *arg, const struct opt *o)
-{
-	(void)o;
-	return format_parse(arg, &((struct diff_opts *)opts)->format);
-}
-
-static int set_collapsed(void *opts, const char *arg, const struct opt *o)
-{
-	(void)arg, (void)o;
-	((struct diff_opts *)opts)->format = FMT_COLLAPSED;
-	return 0;
-}
-
-static int set_value(void *opts, const char *arg, const struct opt *o)
-{
-	(void)o;
-	return value_parse(arg, &((struct diff_opts *)opts)->value);
-}
+#define F(field) .off = offsetof(struct diff_opts, field)
 
 static const struct opt diff_opts[] = {
-	OPTION("format", 'f', "FMT", "top (default) | collapsed | pprof (growth only) | proto", OPT_CALL, .call = set_format,
-	  .bad = "heaptrace diff: unknown format '%s'"),
-	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = set_collapsed),
+	OPTION("format", 'f', "FMT", "top (default) | collapsed | pprof (growth only) | proto", OPT_CALL,
+	  .call = cli_set_format, F(format), .bad = "heaptrace diff: unknown format '%s'"),
+	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = cli_set_collapsed, F(format)),
 	OPTION("value", 0, "V", "inuse_space (default) | inuse_objects | alloc_space | alloc_objects", OPT_CALL,
-	  .call = set_value, .bad = "heaptrace diff: unknown value '%s'"),
-	OPTION("top", 0, "N", "stacks shown by -f top", OPT_U32, .off = offsetof(struct diff_opts, top), .min = 1,
+	  .call = cli_set_value, F(value), .bad = "heaptrace diff: unknown value '%s'"),
+	OPTION("top", 0, "N", "stacks shown by -f top", OPT_U32, F(top), .min = 1,
 	  .max = UINT32_MAX, .dflt = "20", .bad = "heaptrace diff: --top needs a positive count, not '%s'"),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),
 };

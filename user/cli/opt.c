@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,14 @@
 #define MAX_OPTS 64
 #define HELP_COLUMN 24
 
-int opt_bad(const char *fmt, const char *arg)
+int opt_bad(const char *fmt, ...)
 {
 	char msg[512];
+	va_list ap;
 
-	snprintf(msg, sizeof(msg), fmt, arg);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	ht_err("%s (see heaptrace --help)", msg);
 	return -1;
 }

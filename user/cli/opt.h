@@ -63,6 +63,6 @@ void opt_help(const struct command_opts *c, FILE *f);
 int opt_parse_bytes(const char *s, uint64_t *out, uint64_t min, uint64_t max);
 
 /* A one-line usage error, "heaptrace: MSG (see heaptrace --help)"; returns -1. */
-int opt_bad(const char *fmt, const char *arg);
+int opt_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "cli/opt.h"
 #include "probe/presets.h"
 #include "serve/http.h"
@@ -15,25 +16,6 @@
 #define F(field) .off = offsetof(struct trace_opts, field)
 #define STR_(x) #x
 #define STR(x) STR_(x)
-
-static int set_format(void *opts, const char *arg, const struct opt *o)
-{
-	(void)o;
-	return format_parse(arg, &((struct trace_opts *)opts)->format);
-}
-
-static int set_collapsed(void *opts, const char *arg, const struct opt *o)
-{
-	(void)arg, (void)o;
-	((struct trace_opts *)opts)->format = FMT_COLLAPSED;
-	return 0;
-}
-
-static int set_value(void *opts, const char *arg, const struct opt *o)
-{
-	(void)o;
-	return value_parse(arg, &((struct trace_opts *)opts)->value);
-}
 
 static int set_verbose(void *opts, const char *arg, const struct opt *o)
 {
@@ -50,7 +32,7 @@ static int set_http(void *opts, const char *arg, const struct opt *o)
 	(void)o;
 
 	if (t->n_http == HT_MAX_HTTP)
-		return opt_bad("--http: at most " STR(HT_MAX_HTTP) " listeners, not more%s", "");
+		return opt_bad("--http: at most " STR(HT_MAX_HTTP) " listeners, not more");
 	if (http_parse_addr(arg))
 		return -1;
 	t->http[t->n_http++] = arg;
@@ -150,10 +132,10 @@ static const struct opt trace_opts[] = {
 	  OPT_STRING, F(user)),
 	OPTION("output", 'o', "FILE", "where the profile goes (default: standard output)", OPT_STRING, F(output)),
 	OPTION("format", 'f', "FMT", "pprof (default, legacy text) | proto (gzipped protobuf,\nsymbols inside) | collapsed | top |\nhtml (a report page) | svg (a flame graph)",
-	  OPT_CALL, .call = set_format, .bad = "unknown format '%s': pprof, proto, collapsed, top, html or svg"),
-	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = set_collapsed),
+	  OPT_CALL, .call = cli_set_format, F(format), .bad = "unknown format '%s': pprof, proto, collapsed, top, html or svg"),
+	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = cli_set_collapsed, F(format)),
 	OPTION("value", 0, "V", "inuse_space (default) | inuse_objects | alloc_space |\nalloc_objects: the counter collapsed and top report",
-	  OPT_CALL, .call = set_value,
+	  OPT_CALL, .call = cli_set_value, F(value),
 	  .bad = "unknown value '%s': inuse_space, inuse_objects, alloc_space or alloc_objects"),
 	OPTION("duration", 'd', "SEC", "stop tracing after SEC seconds", OPT_SECONDS, F(duration),
 	  .bad = "-d needs a positive number of seconds, not '%s'"),
@@ -268,17 +250,17 @@ static const struct command_opts trace_command = {
 static int check(const struct trace_opts *o)
 {
 	if (o->pid && o->argv)
-		return opt_bad("give either -p PID or a command, not both%s", "");
+		return opt_bad("give either -p PID or a command, not both");
 	if (!o->pid && !o->argv)
-		return opt_bad("nothing to trace: give -p PID or a command%s", "");
+		return opt_bad("nothing to trace: give -p PID or a command");
 	if (o->user && o->pid)
-		return opt_bad("-u runs a launched command as a user; a -p process keeps its own%s", "");
+		return opt_bad("-u runs a launched command as a user; a -p process keeps its own");
 	if (o->no_libc && !o->n_syms)
-		return opt_bad("--no-libc leaves nothing to trace: add --sym or --preset%s", "");
+		return opt_bad("--no-libc leaves nothing to trace: add --sym or --preset");
 	if (o->merge && !o->follow_fork)
-		return opt_bad("--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork%s", "");
+		return opt_bad("--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork");
 	if (o->diff && !o->interval)
-		return opt_bad("--diff summarises growth between snapshots: it needs -i%s", "");
+		return opt_bad("--diff summarises growth between snapshots: it needs -i");
 	if ((o->http_token || o->http_cert || o->http_key) && !o->n_http)
 		return opt_bad("%s configures --http, which is not given",
 			       o->http_token ? "--http-token" : o->http_cert ? "--http-cert" : "--http-key");
@@ -288,7 +270,7 @@ static int check(const struct trace_opts *o)
 	for (int i = 0; i < o->n_http; i++)
 		tcp += !!strncmp(o->http[i], "unix:", 5);
 	if (o->http_cert && !tcp)
-		return opt_bad("--http-cert: TLS is for TCP ports, and every --http is a unix socket%s", "");
+		return opt_bad("--http-cert: TLS is for TCP ports, and every --http is a unix socket");
 	return 0;
 }
 

@@ -566,6 +566,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 enum { MHD_LOG_MAX = 20 };
 static unsigned long mhd_messages;
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];

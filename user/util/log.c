@@ -5,6 +5,8 @@
 
 bool ht_verbose;
 
+static void vline(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 static void vline(const char *fmt, va_list ap)
 {
 	/* One write per line so lines from the launched command do not interleave mid-line. */
