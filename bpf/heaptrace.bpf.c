@@ -2,20 +2,11 @@
 /*
  * One program per event kind, shared by every allocator entry point:
  * alloc_enter (uprobe), alloc_return (uretprobe), free_enter and
- * reset_enter (uprobes); alloc_session (alloc_session.bpf.c) is alloc_enter and
- * alloc_return in one uprobe session, for --sample-rate on kernels that
- * have them.  The
- * attach cookie selects an ht_alloc_spec saying where the request's
- * arguments are.  Everything is aggregated here, per stack; user space only
- * reads the maps when it writes a profile.
- *
- * This file holds the programs; what they share is in headers by concern,
- * so that each can be read and changed on its own: config.bpf.h (settings,
- * which process), counters.bpf.h, request.bpf.h (a spec's arguments),
- * calls.bpf.h (entry to return), account.bpf.h (blocks and counters),
- * stack.bpf.h (capture and interning), unwind.bpf.h (the CFI walk),
- * sigframe.bpf.h (walking through signal frames) and scratch.bpf.h (the
- * capture's per-CPU buffer).
+ * reset_enter (uprobes).  alloc_session (alloc_session.bpf.c) is
+ * alloc_enter and alloc_return in one uprobe session, for --sample-rate on
+ * kernels that have them.  The attach cookie selects an ht_alloc_spec
+ * saying where the request's arguments are.  Everything is aggregated
+ * here, per stack; user space only reads the maps when it writes a profile.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -25,6 +16,16 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/*
+ * This file holds the programs; what they share is in headers by concern,
+ * so that each can be read and changed on its own: config.bpf.h (settings,
+ * which process), counters.bpf.h, request.bpf.h (a spec's arguments),
+ * account.bpf.h (blocks and counters), calls.bpf.h (entry to return) and
+ * sigframe.bpf.h (walking through signal frames); through them
+ * live.bpf.h (the live blocks, in levels), stack.bpf.h (capture and
+ * interning), unwind.bpf.h (the CFI walk) and scratch.bpf.h (the
+ * capture's per-CPU buffer).
+ */
 #include "config.bpf.h"
 #include "counters.bpf.h"
 #include "request.bpf.h"

@@ -39,11 +39,11 @@ int format_parse(const char *s, enum ht_format *f);
 int output_write(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top);
 
 /* The same with a symbolizer the caller keeps (NULL: one for this call). */
-/* The last output_write's time in symbols (formats that need them), ms: -v's phases. */
-extern double output_symbolize_ms;
-
 int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
 		     struct symbolizer *sym);
+
+/* The last output_write's time in symbols (formats that need them), ms: -v's phases. */
+extern double output_symbolize_ms;
 
 /*
  * Write p into a new file that replaces path when complete (outfile.h).  0,
