@@ -367,11 +367,24 @@ static int read_live_bins(const struct profile_source *src, uint32_t proc, struc
 }
 
 /* A site's counters joined with its frames; the frames move into the profile. */
+/* The frames of s's stack (s->hash) move from the table into s. */
+static void take_frames(struct join *j, struct prof_stack *s)
+{
+	struct prof_stack *f = find_frames(j->frames, s->hash);
+
+	if (f && f->pcs) {
+		s->pcs = f->pcs;
+		s->depth = f->depth;
+		s->flags = f->flags;
+		f->pcs = NULL;
+	}
+}
+
 /* A site that only counts unmatched frees: the stack of a free, kept apart from the allocations'. */
 static int add_unmatched(struct join *j, const void *key, const struct ht_site *c)
 {
 	struct profile *p = j->p;
-	struct prof_stack *n, *f;
+	struct prof_stack *n;
 
 	if (ARRAY_RESERVE(p->unmatched, j->cap_unmatched, p->n_unmatched + 1, 16))
 		return -ENOMEM;
@@ -379,13 +392,7 @@ static int add_unmatched(struct join *j, const void *key, const struct ht_site *
 	memset(n, 0, sizeof(*n));
 	n->c.unmatched_frees = c->unmatched_frees;
 	n->hash = ((const struct ht_site_key *)key)->stack;
-	f = find_frames(j->frames, n->hash);
-	if (f && f->pcs) {
-		n->pcs = f->pcs;
-		n->depth = f->depth;
-		n->flags = f->flags;
-		f->pcs = NULL;
-	}
+	take_frames(j, n);
 	return 0;
 }
 
@@ -401,7 +408,7 @@ static int add_site(const void *key, const void *value, void *arg)
 		return c->unmatched_frees ? add_unmatched(j, key, c) : 0;
 	if (ARRAY_RESERVE(p->stacks, j->cap, p->n + 1, 256))
 		return -ENOMEM;
-	struct prof_stack *s = &p->stacks[p->n++], *f;
+	struct prof_stack *s = &p->stacks[p->n++];
 	memset(s, 0, sizeof(*s));
 	s->c = *c;
 	s->hash = ((const struct ht_site_key *)key)->stack;
@@ -414,13 +421,7 @@ static int add_site(const void *key, const void *value, void *arg)
 		s->c.inuse_objects = s->c.inuse_bytes = 0;
 		s->c.est_inuse_objects = s->c.est_inuse_bytes = 0;
 	}
-	f = find_frames(j->frames, ((const struct ht_site_key *)key)->stack);
-	if (f && f->pcs) {
-		s->pcs = f->pcs;
-		s->depth = f->depth;
-		s->flags = f->flags;
-		f->pcs = NULL;
-	}
+	take_frames(j, s);
 	return 0;
 }
 

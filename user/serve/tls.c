@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include "serve/http.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
@@ -25,7 +26,6 @@ static int read_file(const char *option, const char *path, bool secret, size_t m
 	uid_t me;
 	gid_t my_gid;
 	char *buf = NULL;
-	size_t n = 0;
 
 	if (fd < 0) {
 		ht_err("%s %s: %s", option, path, strerror(errno));
@@ -54,20 +54,14 @@ static int read_file(const char *option, const char *path, bool secret, size_t m
 	}
 	if (!(buf = malloc(st.st_size + 1)))
 		goto fail;
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, st.st_size - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			ht_err("%s %s: %s", option, path, r ? strerror(errno) : "shorter than its size");
-			goto fail;
-		}
-		n += r;
+	if (io_read_full(fd, buf, st.st_size)) {
+		ht_err("%s %s: %s", option, path, errno ? strerror(errno) : "shorter than its size");
+		goto fail;
 	}
-	buf[n] = '\0';
+	buf[st.st_size] = '\0';
 	close(fd);
 	*out = buf;
-	*len = n;
+	*len = st.st_size;
 	return 0;
 fail:
 	free(buf);

@@ -16,6 +16,7 @@
 
 #include "unwind/cache.h"
 #include "util/cache.h"
+#include "util/io.h"
 #include "util/log.h"
 
 #define CACHE_MAGIC "HTUNWIND"
@@ -37,34 +38,6 @@ struct cache_hdr {
 	uint32_t pad;
 	uint64_t cfi_hash;      /* cfi_hash() of the bytes the rows were built from */
 };
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	for (size_t done = 0; done < len;) {
-		ssize_t r = read(fd, (char *)buf + done, len - done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	for (size_t done = 0; done < len;) {
-		ssize_t r = write(fd, (const char *)buf + done, len - done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	return 0;
-}
 
 /*
  * A file of the cache that may be trusted: a regular file of ours that
@@ -94,7 +67,7 @@ static int cache_key(int dfd, uint8_t key[CACHE_KEY_LEN])
 		if (fd >= 0) {
 			struct stat st;
 			bool ok = cache_file_ok(fd, true) && !fstat(fd, &st) && st.st_size == CACHE_KEY_LEN &&
-				  !read_full(fd, key, CACHE_KEY_LEN);
+				  !io_read_full(fd, key, CACHE_KEY_LEN);
 
 			close(fd);
 			if (!ok)
@@ -108,7 +81,7 @@ static int cache_key(int dfd, uint8_t key[CACHE_KEY_LEN])
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -1;
-		bool ok = getrandom(key, CACHE_KEY_LEN, 0) == CACHE_KEY_LEN && !write_full(fd, key, CACHE_KEY_LEN);
+		bool ok = getrandom(key, CACHE_KEY_LEN, 0) == CACHE_KEY_LEN && !io_write_full(fd, key, CACHE_KEY_LEN);
 		ok = !close(fd) && ok;
 		if (ok && linkat(dfd, tmp, dfd, "key", 0) && errno != EEXIST)
 			ok = false;
@@ -289,7 +262,7 @@ int unwind_cache_load(const struct unwind_cache *c, struct unwind_table *out)
 
 	if (fd < 0)
 		return -1;
-	if (!cache_file_ok(fd, false) || fstat(fd, &st) || read_full(fd, &h, sizeof(h)) ||
+	if (!cache_file_ok(fd, false) || fstat(fd, &st) || io_read_full(fd, &h, sizeof(h)) ||
 	    memcmp(h.magic, CACHE_MAGIC, sizeof(h.magic)) || h.version != CACHE_VERSION ||
 	    h.row_size != sizeof(*rows) || h.n > CACHE_MAX_ROWS ||
 	    (uint64_t)st.st_size != sizeof(h) + h.n * sizeof(*rows))
@@ -299,7 +272,7 @@ int unwind_cache_load(const struct unwind_cache *c, struct unwind_table *out)
 		close(fd);
 		return -1;
 	}
-	if (h.n && (!(rows = malloc(h.n * sizeof(*rows))) || read_full(fd, rows, h.n * sizeof(*rows))))
+	if (h.n && (!(rows = malloc(h.n * sizeof(*rows))) || io_read_full(fd, rows, h.n * sizeof(*rows))))
 		goto bad;
 	if (rows_crc(rows, h.n) != h.crc || !rows_valid(rows, h.n))
 		goto bad;
@@ -315,31 +288,18 @@ bad:
 	return -1;
 }
 
-/* Written whole under a temporary name, then renamed: readers see all of it or none. */
 void unwind_cache_store(const struct unwind_cache *c, const struct unwind_table *t)
 {
 	struct cache_hdr h = { .version = CACHE_VERSION, .row_size = sizeof(*t->rows), .n = t->n,
 			       .cfi_hash = c->cfi_hash };
-	const char *name = c->name;
-	int dfd = c->dfd, fd;
-	char tmp[512];
-	bool ok;
+	struct iovec iov[2] = { { &h, sizeof(h) }, { t->rows, t->n * sizeof(*t->rows) } };
 
-	if (dfd < 0)
+	if (c->dfd < 0)
 		return;
 	memcpy(h.magic, CACHE_MAGIC, sizeof(h.magic));
 	h.crc = rows_crc(t->rows, t->n);
-	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
-	unlinkat(dfd, tmp, 0);  /* a leftover of a killed heaptrace of this pid: O_EXCL would refuse it */
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	ok = !write_full(fd, &h, sizeof(h)) && !write_full(fd, t->rows, t->n * sizeof(*t->rows));
-	ok = !close(fd) && ok;
-	if (!ok || renameat(dfd, tmp, dfd, name)) {
-		ht_info("unwind cache: cannot write %s: %s", name, strerror(errno));
-		unlinkat(dfd, tmp, 0);
-	}
+	if (cache_writev(c->dfd, c->name, iov, 2))
+		ht_info("unwind cache: cannot write %s: %s", c->name, strerror(errno));
 }
 
 void unwind_cache_open(struct unwind_cache *c, struct elfobj *o, Elf_Scn *scn, bool eh)

@@ -594,25 +594,10 @@ static int open_object(const char *path, struct elfobj *o, Elf_Scn **scn, bool *
 	return 0;
 }
 
-int unwind_table_build(const char *path, struct unwind_table *out)
+/* The table, through the cache when cached (else without reading or writing it). */
+static int table_get(const char *path, struct unwind_table *out, bool cached)
 {
-	struct elfobj o;
-	Elf_Scn *scn;
-	bool eh;
-	int r;
-
-	memset(out, 0, sizeof(*out));
-	if ((r = open_object(path, &o, &scn, &eh)))
-		return r;
-	if (scn)
-		r = build_rows(&o, scn, eh, out);
-	elfobj_close(&o);
-	return r;
-}
-
-int unwind_table_get(const char *path, struct unwind_table *out)
-{
-	struct unwind_cache c;
+	struct unwind_cache c = { .dfd = -1 };
 	struct elfobj o;
 	Elf_Scn *scn;
 	bool eh;
@@ -624,7 +609,8 @@ int unwind_table_get(const char *path, struct unwind_table *out)
 	if (!scn)               /* nothing to build: not worth a cache file */
 		goto out;
 	/* Opened before building: building decompresses a compressed .debug_frame in place. */
-	unwind_cache_open(&c, &o, scn, eh);
+	if (cached)
+		unwind_cache_open(&c, &o, scn, eh);
 	if (unwind_cache_load(&c, out)) {
 		r = build_rows(&o, scn, eh, out);
 		if (!r)
@@ -634,6 +620,16 @@ int unwind_table_get(const char *path, struct unwind_table *out)
 out:
 	elfobj_close(&o);
 	return r;
+}
+
+int unwind_table_build(const char *path, struct unwind_table *out)
+{
+	return table_get(path, out, false);
+}
+
+int unwind_table_get(const char *path, struct unwind_table *out)
+{
+	return table_get(path, out, true);
 }
 
 void unwind_table_free(struct unwind_table *t)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "util/cache.h"
+#include "util/io.h"
 #include "util/log.h"
 
 int cache_dir_open(char *path, size_t len)
@@ -40,28 +41,33 @@ int cache_dir_open(char *path, size_t len)
 	return fd;
 }
 
-int cache_write(int dfd, const char *name, const void *data, size_t len)
+int cache_writev(int dfd, const char *name, const struct iovec *iov, int n)
 {
 	char tmp[512];
-	const char *p = data;
-	int fd;
+	int fd, err = 0;
 
 	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	unlinkat(dfd, tmp, 0);  /* a leftover of a killed heaptrace of this pid: O_EXCL would refuse it */
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		p += w;
-		len -= (size_t)w;
-	}
-	if (close(fd) || len || renameat(dfd, tmp, dfd, name)) {
+	for (int i = 0; i < n && !err; i++)
+		err = io_write_full(fd, iov[i].iov_base, iov[i].iov_len);
+	if (close(fd))
+		err = -1;
+	if (err || renameat(dfd, tmp, dfd, name)) {
+		int e = errno;
+
 		unlinkat(dfd, tmp, 0);
+		errno = e;
 		return -1;
 	}
 	return 0;
+}
+
+int cache_write(int dfd, const char *name, const void *data, size_t len)
+{
+	struct iovec iov = { (void *)data, len };
+
+	return cache_writev(dfd, name, &iov, 1);
 }

@@ -3,6 +3,7 @@
 #define HT_CACHE_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 
 /*
  * The cache directory, opened (and its path into path, if not NULL):
@@ -12,7 +13,13 @@
  */
 int cache_dir_open(char *path, size_t len);
 
-/* name in the directory dfd, written whole under a temporary name then renamed: readers see all or none.  0 or -1. */
+/*
+ * name in the directory dfd, written whole under a temporary name then
+ * renamed: readers see all or none.  0, or -1 with errno set.
+ */
 int cache_write(int dfd, const char *name, const void *data, size_t len);
+
+/* The same from n pieces, written one after the other. */
+int cache_writev(int dfd, const char *name, const struct iovec *iov, int n);
 
 #endif
