@@ -165,63 +165,79 @@ struct loc {
 	uint64_t id, address;
 };
 
-int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct profile *p, char **maps)
+/* What the first pass collects: the string table, the sample types' names, the locations' addresses. */
+struct tables {
+	char **strs;
+	size_t nstr, capstr;
+	uint64_t types[8];
+	int ntypes;
+	struct loc *locs;
+	size_t nloc, caploc;
+};
+
+static void tables_free(struct tables *t)
 {
-	size_t len;
-	const char *why;
-	uint8_t *data = gunzip(gz, gzlen, &len, &why);
-	struct pb b, sub, s2;
+	for (size_t i = 0; i < t->nstr; i++)
+		free(t->strs[i]);
+	free(t->strs);
+	free(t->locs);
+}
+
+static struct loc read_location(struct pb *sub)
+{
+	struct loc l = { 0 };
+	struct pb s2;
+	int num, wt;
+	uint64_t v;
+
+	while (field(sub, &num, &wt, &v, &s2)) {
+		if (num == PPROF_LOCATION_ID)
+			l.id = v;
+		else if (num == PPROF_LOCATION_ADDRESS)
+			l.address = v;
+	}
+	return l;
+}
+
+/* Pass 1.  0, or -1: out of memory, or not a profile (said). */
+static int read_tables(const uint8_t *data, size_t len, const char *path, struct tables *t)
+{
+	struct pb b = { data, data + len, false }, sub, s2;
 	int num, wt, num2, wt2;
 	uint64_t v, v2;
-	/* Pass 1: strings, sample types, locations, mappings.  Pass 2: samples. */
-	char **strs = NULL;
-	size_t nstr = 0, capstr = 0;
-	uint64_t types[8] = { 0 };
-	int ntypes = 0;
-	struct loc *locs = NULL;
-	size_t nloc = 0, caploc = 0;
-	FILE *mf = NULL;
-	size_t maplen = 0;
-	int nmaps = 0;
-	int err = -1;
 
-	memset(p, 0, sizeof(*p));
-	*maps = NULL;
-	if (!data) {
-		ht_err("%s: %s", path, why);
-		return -1;
-	}
-	mf = open_memstream(maps, &maplen);
-	b = (struct pb){ data, data + len, false };
 	while (field(&b, &num, &wt, &v, &sub)) {
 		if (num == PPROF_PROFILE_STRING_TABLE && wt == PB_LEN) {
-			if (ARRAY_RESERVE(strs, capstr, nstr + 1, 256))
-				goto out;
-			strs[nstr++] = strndup((const char *)sub.p, sub.end - sub.p);
-		} else if (num == PPROF_PROFILE_SAMPLE_TYPE && wt == PB_LEN && ntypes < 8) {
+			if (ARRAY_RESERVE(t->strs, t->capstr, t->nstr + 1, 256))
+				return -1;
+			t->strs[t->nstr++] = strndup((const char *)sub.p, sub.end - sub.p);
+		} else if (num == PPROF_PROFILE_SAMPLE_TYPE && wt == PB_LEN && t->ntypes < 8) {
 			while (field(&sub, &num2, &wt2, &v2, &s2))
 				if (num2 == PPROF_VALUETYPE_TYPE)
-					types[ntypes] = v2;
-			ntypes++;
+					t->types[t->ntypes] = v2;
+			t->ntypes++;
 		} else if (num == PPROF_PROFILE_LOCATION && wt == PB_LEN) {
-			struct loc l = { 0 };
-			while (field(&sub, &num2, &wt2, &v2, &s2)) {
-				if (num2 == PPROF_LOCATION_ID)
-					l.id = v2;
-				else if (num2 == PPROF_LOCATION_ADDRESS)
-					l.address = v2;
-			}
-			if (ARRAY_RESERVE(locs, caploc, nloc + 1, 1024))
-				goto out;
-			locs[nloc++] = l;
+			struct loc l = read_location(&sub);
+
+			if (ARRAY_RESERVE(t->locs, t->caploc, t->nloc + 1, 1024))
+				return -1;
+			t->locs[t->nloc++] = l;
 		}
 	}
 	if (b.bad) {
 		ht_err("%s: not a pprof protobuf profile", path);
-		goto out;
+		return -1;
 	}
-	/* Mappings need the string table, which comes last. */
-	b = (struct pb){ data, data + len, false };
+	return 0;
+}
+
+/* Pass 2: the mappings as lines of a memory map into mf (they need the string table, which comes last). */
+static void read_mappings(const uint8_t *data, size_t len, const struct tables *t, FILE *mf)
+{
+	struct pb b = { data, data + len, false }, sub, s2;
+	int num, wt, num2, wt2, nmaps = 0;
+	uint64_t v, v2;
+
 	while (field(&b, &num, &wt, &v, &sub)) {
 		if (num != PPROF_PROFILE_MAPPING || wt != PB_LEN)
 			continue;
@@ -239,88 +255,138 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 		 * at start - offset.  libdwfl takes inode 0 for anonymous memory and
 		 * one inode for one file: number them.
 		 */
-		if (mf && file < nstr && start >= off)
+		if (mf && file < t->nstr && start >= off)
 			fprintf(mf, "%lx-%lx r-xp 00000000 00:01 %d %s\n", (unsigned long)(start - off),
-				(unsigned long)limit, ++nmaps, strs[file]);
+				(unsigned long)limit, ++nmaps, t->strs[file]);
 	}
-	int col[PPROF_N_SAMPLE_TYPES] = { -1, -1, -1, -1 };
-	static const char *const names[PPROF_N_SAMPLE_TYPES] = PPROF_SAMPLE_TYPES;
-	for (int i = 0; i < ntypes; i++)
-		for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
-			if (types[i] < nstr && !strcmp(strs[types[i]], names[k]))
-				col[k] = i;
+}
 
+/* Which of a Sample's values holds each of heaptrace's counters (PPROF_SAMPLE_TYPES' order); -1: none. */
+static void value_columns(const struct tables *t, int col[PPROF_N_SAMPLE_TYPES])
+{
+	static const char *const names[PPROF_N_SAMPLE_TYPES] = PPROF_SAMPLE_TYPES;
+
+	for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
+		col[k] = -1;
+	for (int i = 0; i < t->ntypes; i++)
+		for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
+			if (t->types[i] < t->nstr && !strcmp(t->strs[t->types[i]], names[k]))
+				col[k] = i;
+}
+
+/* The stack's pcs from its location ids. */
+static void sample_pcs(struct prof_stack *s, const uint64_t *ids, size_t nid, const struct tables *t)
+{
+	for (size_t i = 0; s->pcs && i < nid; i++) {
+		/* Locations hold return address - 1: back to what the text profile holds. */
+		if (ids[i] - 1 < t->nloc && t->locs[ids[i] - 1].id == ids[i]) {
+			/* ids are 1..n in order, as every writer numbers them: no search */
+			s->pcs[s->depth++] = t->locs[ids[i] - 1].address + 1;
+			continue;
+		}
+		for (size_t k = 0; k < t->nloc; k++)
+			if (t->locs[k].id == ids[i]) {
+				s->pcs[s->depth++] = t->locs[k].address + 1;
+				break;
+			}
+	}
+}
+
+/* One Sample into a new stack of p (*cap: p->stacks' room).  0, or -1 (said when it is one too many). */
+static int read_sample(struct pb *sub, const struct tables *t, const int *col, struct profile *p, size_t *cap,
+		       const char *path)
+{
+	uint64_t *ids = NULL, *vals = NULL;
+	size_t nid = 0, cid = 0, nval = 0, cval = 0;
+	struct pb s2;
+	int num, wt, err = -1;
+	uint64_t v;
+
+	while (field(sub, &num, &wt, &v, &s2)) {
+		if (num == PPROF_SAMPLE_LOCATION_ID && repeated(&ids, &nid, &cid, wt, v, &s2))
+			break;
+		if (num == PPROF_SAMPLE_VALUE && repeated(&vals, &nval, &cval, wt, v, &s2))
+			break;
+	}
+	if (p->n == PROFILE_MAX_RECORDS) {
+		ht_err("%s: more than %u samples, more stacks than any profile heaptrace reads", path,
+		       PROFILE_MAX_RECORDS);
+		goto out;
+	}
+	if (ARRAY_RESERVE(p->stacks, *cap, p->n + 1, 256))
+		goto out;
+	struct prof_stack *s = &p->stacks[p->n++];
+	memset(s, 0, sizeof(*s));
+	s->pcs = malloc((nid ? nid : 1) * sizeof(uint64_t));
+	sample_pcs(s, ids, nid, t);
+	uint64_t val[PPROF_N_SAMPLE_TYPES] = { 0 };
+	for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
+		if (col[k] >= 0 && (size_t)col[k] < nval)
+			val[k] = vals[col[k]];
+	s->c.alloc_objects = val[0];
+	s->c.alloc_bytes = val[1];
+	s->c.inuse_objects = val[2];
+	s->c.inuse_bytes = val[3];
+	err = 0;
+out:
+	free(ids);
+	free(vals);
+	return err;
+}
+
+/* Pass 3: the samples, each a stack of p.  0, or -1 (said, but for running out of memory). */
+static int read_samples(const uint8_t *data, size_t len, const struct tables *t, const char *path,
+			struct profile *p)
+{
+	struct pb b = { data, data + len, false }, sub;
+	int num, wt, col[PPROF_N_SAMPLE_TYPES];
+	uint64_t v;
 	size_t cap = 0;
-	b = (struct pb){ data, data + len, false };
+
+	value_columns(t, col);
 	while (field(&b, &num, &wt, &v, &sub)) {
 		if (num != PPROF_PROFILE_SAMPLE || wt != PB_LEN)
 			continue;
-		uint64_t *ids = NULL, *vals = NULL;
-		size_t nid = 0, cid = 0, nval = 0, cval = 0;
-		while (field(&sub, &num2, &wt2, &v2, &s2)) {
-			if (num2 == PPROF_SAMPLE_LOCATION_ID && repeated(&ids, &nid, &cid, wt2, v2, &s2))
-				break;
-			if (num2 == PPROF_SAMPLE_VALUE && repeated(&vals, &nval, &cval, wt2, v2, &s2))
-				break;
-		}
-		if (p->n == PROFILE_MAX_RECORDS) {
-			ht_err("%s: more than %u samples, more stacks than any profile heaptrace reads", path,
-			       PROFILE_MAX_RECORDS);
-			free(ids);
-			free(vals);
-			goto out;
-		}
-		if (ARRAY_RESERVE(p->stacks, cap, p->n + 1, 256)) {
-			free(ids);
-			free(vals);
-			goto out;
-		}
-		struct prof_stack *s = &p->stacks[p->n++];
-		memset(s, 0, sizeof(*s));
-		s->pcs = malloc((nid ? nid : 1) * sizeof(uint64_t));
-		for (size_t i = 0; s->pcs && i < nid; i++) {
-			/* Locations hold return address - 1: back to what the text profile holds. */
-			if (ids[i] - 1 < nloc && locs[ids[i] - 1].id == ids[i]) {
-				/* ids are 1..n in order, as every writer numbers them: no search */
-				s->pcs[s->depth++] = locs[ids[i] - 1].address + 1;
-				continue;
-			}
-			for (size_t k = 0; k < nloc; k++)
-				if (locs[k].id == ids[i]) {
-					s->pcs[s->depth++] = locs[k].address + 1;
-					break;
-				}
-		}
-		uint64_t val[PPROF_N_SAMPLE_TYPES] = { 0 };
-		for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
-			if (col[k] >= 0 && (size_t)col[k] < nval)
-				val[k] = vals[col[k]];
-		s->c.alloc_objects = val[0];
-		s->c.alloc_bytes = val[1];
-		s->c.inuse_objects = val[2];
-		s->c.inuse_bytes = val[3];
-		free(ids);
-		free(vals);
+		if (read_sample(&sub, t, col, p, &cap, path))
+			return -1;
 	}
-	err = b.bad ? -1 : 0;
-	if (err)
+	if (b.bad) {
 		ht_err("%s: truncated or corrupt protobuf", path);
-out:
-	if (mf)
-		fclose(mf);
-	for (size_t i = 0; i < nstr; i++)
-		free(strs[i]);
-	free(strs);
-	free(locs);
-	free(data);
-	if (err) {
-		profile_free(p);
-		free(*maps);
-		*maps = NULL;
 		return -1;
 	}
-	p->maps = *maps;
-	if (profile_check_range(p, path)) {
+	return 0;
+}
+
+int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct profile *p, char **maps)
+{
+	size_t len, maplen = 0;
+	const char *why;
+	uint8_t *data = gunzip(gz, gzlen, &len, &why);
+	struct tables t = { 0 };
+	FILE *mf;
+	int err = -1;
+
+	memset(p, 0, sizeof(*p));
+	*maps = NULL;
+	if (!data) {
+		ht_err("%s: %s", path, why);
+		return -1;
+	}
+	/* Pass 1: strings, sample types, locations.  Pass 2: mappings.  Pass 3: samples. */
+	mf = open_memstream(maps, &maplen);
+	if (!read_tables(data, len, path, &t)) {
+		read_mappings(data, len, &t, mf);
+		err = read_samples(data, len, &t, path, p);
+	}
+	if (mf)
+		fclose(mf);
+	tables_free(&t);
+	free(data);
+	if (!err) {
+		p->maps = *maps;
+		err = profile_check_range(p, path);
+	}
+	if (err) {
 		profile_free(p);
 		free(*maps);
 		*maps = NULL;
