@@ -188,9 +188,6 @@ void profile_free(struct profile *p);
 int64_t site_value(const struct ht_site *c, enum ht_value v);
 void site_add(struct ht_site *to, const struct ht_site *c);
 
-/* util/time.h's, for the modules that read a profile's clock through this header. */
-uint64_t monotonic_ns(void);
-
 /* qsort order of stacks by their frames. */
 int cmp_frames(const void *a, const void *b);
 const char *value_name(enum ht_value v);

@@ -12,6 +12,7 @@
 #include "util/procfs.h"
 #include "profile/timeline.h"
 #include "tracer/tracer.h"
+#include "util/time.h"
 
 struct range {
 	uint64_t lo, hi;

@@ -9,6 +9,7 @@
 #include "tracer/tracer.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/time.h"
 
 /*
  * A long run keeps its whole span at half the resolution rather than

@@ -4,6 +4,7 @@
 
 #include "util/log.h"
 #include "serve/snapshot.h"
+#include "util/time.h"
 
 static uint64_t ms_since(uint64_t ns)
 {

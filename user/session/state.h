@@ -8,7 +8,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 #include <sys/types.h>
 
 #include "heaptrace.h"
@@ -23,6 +22,7 @@
 #include "session/session.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
+#include "util/time.h"
 
 struct session {
 	struct trace_opts *o;
@@ -65,13 +65,6 @@ struct session {
 	} ph;
 };
 
-static inline double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* session.c */
 void session_proc_root(const struct session *s, pid_t pid, char *buf, size_t len);

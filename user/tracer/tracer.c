@@ -16,17 +16,11 @@
 #include "heaptrace.skel.h"
 #include "alloc_session.skel.h"
 #include "util/log.h"
+#include "util/time.h"
 #include "tracer/uprobe_multi.h"
 #include "tracer/ktypes.h"
 #include "tracer/internal.h"
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /*
  * When libbpf said what, during a load: its phases have no hooks, but
