@@ -25,7 +25,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deps demo test test-noinject bench bench-redis bench-postgres bench-postgres-fork test-targets fuzz check-asan
+.PHONY: all clean install deps demo test test-noinject check golden bench bench-redis bench-postgres bench-postgres-fork test-targets fuzz check-asan
 all: $(BUILD)/heaptrace
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
@@ -228,6 +228,18 @@ fuzz: deps
 	done
 
 test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_inline $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
+
+# check: what needs no root, no BPF, no network and no package beyond the
+# build's (tests/check/run.sh): unit tests, fuzz replays, golden files,
+# options, specs, bad profiles, the include graph.  golden: rewrite the
+# golden files' expected outputs after a change of output that is meant.
+CHECK_BINS := $(BUILD)/heaptrace $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
+
+check: $(CHECK_BINS)
+	bash tests/check/run.sh
+
+golden: $(BUILD)/heaptrace
+	bash tests/check/golden.sh --update
 
 $(BUILD)/demo: tests/demo/demo.c | $(BUILD)
 	$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@

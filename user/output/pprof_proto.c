@@ -475,9 +475,13 @@ static int write_comments(struct writer *w)
 	/* Indexed before the fields that follow them are written: the string table's order is kept. */
 	for (int i = 0; i < ncomments; i++)
 		cidx[i] = str_index(&w->st, comments[i]);
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	pb_int(&w->out, PPROF_PROFILE_TIME_NANOS, now.tv_sec * 1000000000ull + now.tv_nsec);
+
+	/* A diff is no moment in time: without one, `heaptrace diff -f proto` is the same bytes every run. */
+	if (!p->is_diff) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		pb_int(&w->out, PPROF_PROFILE_TIME_NANOS, now.tv_sec * 1000000000ull + now.tv_nsec);
+	}
 	pb_int(&w->out, PPROF_PROFILE_DURATION_NANOS,
 	       p->now_ns > p->start_ns && p->start_ns ? p->now_ns - p->start_ns : 0);
 	pb_int(&w->sub, PPROF_VALUETYPE_TYPE, str_index(&w->st, "space"));

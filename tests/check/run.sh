@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `make check`: the tests that need no root, no BPF and no network, run by
+# any contributor in seconds after `make`: the unit tests, the fuzz corpus
+# replays, the golden files of every writer and reader, options, symbol
+# specs, bad profiles and the include graph (tests/check/*.sh).  Prints a
+# line per part and every failure; the whole output is in build/check.log.
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+LOG=build/check.log
+mkdir -p build
+: >"$LOG"
+pass=0 fail=0
+start=$SECONDS
+
+# part NAME COMMAND...: its "ok"/"not ok" lines counted; a part that ends
+# without its "N passed, N failed" line, or with a status that does not
+# match it, is one failure more.
+part() {
+	local name=$1 out ok bad last rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" >>"$LOG"
+	ok=$(grep -c '^ok - ' <<<"$out")
+	bad=$(grep -c '^not ok - ' <<<"$out")
+	last=$(tail -n 1 <<<"$out")
+	if ! [[ $last =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then
+		bad=$((bad + 1))
+		out+=$'\n'"not ok - $name ended with status $rc, last line: $last"
+	fi
+	pass=$((pass + ok))
+	fail=$((fail + bad))
+	printf '%-28s %4d passed, %d failed\n' "$name" "$ok" "$bad"
+	grep -A12 '^not ok - ' <<<"$out" | grep -E '^(not ok - |#   |--)' | sed 's/^/    /'
+}
+
+for u in build/unit/test_*; do
+	[ -x "$u" ] && part "unit $(basename "$u")" "$u"
+done
+for r in build/unit/replay_*; do
+	[ -x "$r" ] && part "fuzz $(basename "$r")" "$r"
+done
+for s in tests/check/[a-z]*.sh; do
+	[ "$s" = tests/check/lib.sh ] && continue
+	[ "$s" = tests/check/run.sh ] && continue
+	part "$(basename "$s" .sh)" bash "$s"
+done
+echo "check: $((SECONDS - start)) s; every line in $LOG"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
