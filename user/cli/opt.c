@@ -20,13 +20,16 @@
 
 int opt_bad(const char *fmt, ...)
 {
-	char msg[512];
+	char *msg;
 	va_list ap;
 
+	/* Whole, however long the value: ht_err shortens its long words. */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
 	va_end(ap);
-	ht_err("%s (see heaptrace --help)", msg);
+	ht_err("%s (see heaptrace --help)", msg ? msg : fmt);
+	free(msg);
 	return -1;
 }
 

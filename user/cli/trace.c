@@ -74,14 +74,20 @@ static int add_sym(void *opts, const char *arg, const struct opt *o)
 	struct trace_opts *t = opts;
 	enum ht_spec_kind kind = !strcmp(o->name, "sym") ? HT_SPEC_ALLOC :
 				 !strcmp(o->name, "free-sym") ? HT_SPEC_FREE : HT_SPEC_RESET;
-	char err[512];
+	/* Room for the spec twice (a message quotes it and a part of it): ht_err shortens it, nothing cuts it. */
+	size_t len = 2 * strlen(arg) + 512;
+	char *err;
 
 	if (t->n_syms == HT_MAX_SPECS)
 		return opt_bad("too many symbol specs (at most %s)", STR(HT_MAX_SPECS));
-	if (symspec_parse(arg, kind, &t->syms[t->n_syms], err, sizeof(err))) {
+	if (!(err = malloc(len)))
+		return opt_bad("out of memory for --sym '%s'", arg);
+	if (symspec_parse(arg, kind, &t->syms[t->n_syms], err, len)) {
 		ht_err("--%s %s", o->name, err);
+		free(err);
 		return -1;
 	}
+	free(err);
 	t->sym_option[t->n_syms++] = o->name;
 	return 0;
 }
