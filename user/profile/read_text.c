@@ -183,6 +183,21 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 				*w++ = *r;
 		*w = '\0';
 	}
+	/*
+	 * Every line of a profile ends with a newline: a last one without is a
+	 * file cut short, maybe in the middle of a record whose counts or
+	 * frames would be read as if whole.  An error where the parse reaches it.
+	 */
+	const char *cut = NULL;
+	int cut_lineno = 0;
+	size_t tl = strlen(text);
+	if (tl && text[tl - 1] != '\n') {
+		cut = strrchr(text, '\n');
+		cut = cut ? cut + 1 : text;
+		cut_lineno = 1;
+		for (const char *c = text; c < cut; c++)
+			cut_lineno += *c == '\n';
+	}
 	char *mapped = strstr(text, "\nMAPPED_LIBRARIES:\n");
 	if (mapped) {
 		*maps = strdup(mapped + strlen("\nMAPPED_LIBRARIES:\n"));
@@ -214,8 +229,12 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 				goto bad;
 			}
 			free(hdr.pcs);
+			if (line == cut)
+				goto cut_short;
 			continue;
 		}
+		if (line == cut)
+			goto cut_short;
 		if (!parse_stack(line, &s)) {
 			ht_err("%s:%d: not a heap profile record", path, lineno);
 			goto bad;
@@ -255,6 +274,11 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 			p->stacks = n;
 		}
 		p->stacks[p->n++] = s;
+	}
+	if (cut && lineno) {
+cut_short:
+		ht_err("%s:%d: the file ends in the middle of this line: a profile cut short", path, cut_lineno);
+		goto bad;
 	}
 	free(text);
 	if (!lineno) {
