@@ -177,13 +177,14 @@ $(FIXTURES)/unwind_fixture_%.so: tests/unit/unwind_fixture.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FIXTURE_CFLAGS) $(FIXTURE_CFLAGS_$*) $< -o $@
 
-$(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/check.h user/unwind/table.c user/unwind/table.h \
+$(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/readelf_cfi.c tests/unit/readelf_cfi.h \
+		tests/unit/check.h user/unwind/table.c user/unwind/table.h \
 		user/unwind/cache.c user/unwind/cache.h user/util/elfobj.c user/util/elfobj.h user/util/log.c user/util/log.h user/util/cache.c user/util/cache.h \
 		user/util/io.c user/util/io.h \
 		bpf/heaptrace.h $(UNWIND_FIXTURES)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
-		tests/unit/test_unwind_table.c user/unwind/table.c user/unwind/cache.c user/util/elfobj.c user/util/log.c user/util/cache.c user/util/io.c \
+		tests/unit/test_unwind_table.c tests/unit/readelf_cfi.c user/unwind/table.c user/unwind/cache.c user/util/elfobj.c user/util/log.c user/util/cache.c user/util/io.c \
 		-o $@ -ldw -lelf -lz -ldl
 
 $(BUILD)/unit/test_symspec: tests/unit/test_symspec.c tests/unit/check.h user/probe/malloc_family.c user/probe/symspec.c \
