@@ -344,6 +344,27 @@ scenario_outfiles() {
 	[ -z "$f" ] || d+="temporary files left: $f"$'\n'
 	report "outfiles: a good run replaces the -o file with a new one (new inode), no temporary left" "$d"
 
+	# One's own FIFO with no reader: SIGTERM ends the wait for one (issue 26),
+	# said in a line, exit 1.  Sent every second: the first may still find
+	# heaptrace tracing, which it stops; a later one finds it waiting.
+	mkfifo "$TMP/of.own.fifo"
+	ht_bg of.ownfifo -o "$TMP/of.own.fifo" -- "$TB/t_pprof"
+	local k hpid
+	for k in $(seq 1 15); do
+		sleep 1
+		hpid=$(ps -o pid= --ppid "$HPID" 2>/dev/null | tr -d ' ')
+		[ -n "$hpid" ] || break
+		kill -TERM "$hpid" 2>/dev/null
+	done
+	ht_bg_wait of.ownfifo "$HPID" 10
+	d=""
+	[ "$(cat "$TMP/of.ownfifo.rc")" = 1 ] || d+="exit status $(cat "$TMP/of.ownfifo.rc"), want 1"$'\n'
+	grep -q "^heaptrace: SIGTERM while waiting for a reader of the FIFO $TMP/of.own.fifo: nothing was written, the profile is lost$" \
+		"$TMP/of.ownfifo.err" || d+="stderr: $(cat "$TMP/of.ownfifo.err")"$'\n'
+	grep -q "cannot write" "$TMP/of.ownfifo.err" && d+="a second line on the loss: $(grep "cannot write" "$TMP/of.ownfifo.err")"$'\n'
+	[ -p "$TMP/of.own.fifo" ] || d+="the FIFO is gone"$'\n'
+	report "outfiles: -o at one's own FIFO with no reader: SIGTERM ends the wait, the loss said, exit 1" "$d"
+
 	# Under sudo the profile belongs to the user who asked for it.
 	echo "SUDO_UID=$(id -u "$u") SUDO_GID=$(id -g "$u") heaptrace -o \$TMP/of.sudo.heap -- build/tests/t_pprof" \
 		>"$TMP/of.sudo.cmd"

@@ -13,11 +13,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -66,6 +69,54 @@ static const char *refuse(const char *path, const struct stat *d, char *why, siz
 		return why;
 	}
 	return NULL;
+}
+
+/*
+ * A FIFO's open waits for a reader, for ever if none comes.  So it is
+ * tried without waiting, again every 50 ms, with SIGINT, SIGTERM and SIGHUP
+ * taken meanwhile (sigtimedwait: none is missed between two tries): one of
+ * them ends the wait, the output is lost and that is said; errno ECANCELED.
+ * One that was blocked before (a signalfd's, while tracing) is raised again
+ * for its owner.  Ignored ones (nohup) stay ignored.
+ */
+static int open_fifo(const char *path)
+{
+	static const int stop[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t set, old;
+	int fd;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++) {
+		struct sigaction sa;
+		if (sigaction(stop[i], NULL, &sa) || sa.sa_handler != SIG_IGN)
+			sigaddset(&set, stop[i]);
+	}
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	for (;;) {
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0 || errno != ENXIO)
+			break;
+		struct timespec gap = { 0, 50 * 1000 * 1000 };
+		int sig = sigtimedwait(&set, NULL, &gap);
+		if (sig > 0) {
+			ht_err("SIG%s while waiting for a reader of the FIFO %s: nothing was written, the profile is lost",
+			       sigabbrev_np(sig), path);
+			if (sigismember(&old, sig))
+				raise(sig);
+			errno = ECANCELED;
+			break;
+		}
+	}
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* Written like any file from here: a slow reader is waited for. */
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		e = errno;
+		close(fd);
+		fd = -1;
+	}
+	errno = e;
+	return fd;
 }
 
 /*
@@ -123,7 +174,12 @@ FILE *outfile_begin(struct outfile *of, const char *path)
 	memset(of, 0, sizeof(*of));
 	of->path = path;
 	if (in_place(path)) {
-		if ((fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		struct stat st;
+		if (!lstat(path, &st) && S_ISFIFO(st.st_mode))
+			fd = open_fifo(path);
+		else
+			fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
 			return NULL;
 		if (!(of->f = fdopen(fd, "w")))
 			close(fd);

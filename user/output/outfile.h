@@ -19,7 +19,11 @@ struct outfile {
  */
 int outfile_check(const char *path);
 
-/* A new, empty, exclusive file beside path; NULL with errno. */
+/*
+ * A new, empty, exclusive file beside path; NULL with errno.  At a FIFO
+ * (written in place), waits for its reader until SIGINT, SIGTERM or SIGHUP:
+ * then NULL with errno ECANCELED, the loss already said.
+ */
 FILE *outfile_begin(struct outfile *of, const char *path);
 
 /* The file, complete, replaces path.  -1 with errno (the reason printed when the data was kept). */

@@ -466,7 +466,8 @@ static int list_probes(struct session *s)
 	FILE *f = stdout;
 
 	if (s->o->output && !(f = outfile_begin(&of, s->o->output))) {
-		ht_err("cannot write %s: %s", s->o->output, strerror(errno));
+		if (errno != ECANCELED)
+			ht_err("cannot write %s: %s", s->o->output, strerror(errno));
 		return 1;
 	}
 	probes_print(&s->plan, f);

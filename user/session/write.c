@@ -143,7 +143,7 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 		ss->have_prev = false;
 	} else if (o->output) {
 		rc = output_file(o->output, o->format, &prof, o->value, o->top) ? 1 : 0;
-		if (rc)
+		if (rc && errno != ECANCELED)   /* ECANCELED: a FIFO's wait given up, and said */
 			ht_err("cannot write the profile to %s: %s", o->output, strerror(errno));
 	} else {
 		rc = output_write(stdout, o->format, &prof, o->value, o->top) ? 1 : 0;
