@@ -122,7 +122,12 @@ scenario_html() {
 		d+="the top stacks do not give leak_fn's site tests/targets/t_overtime.c:$line"$'\n'
 	grep -q 'data-counter="allocs"' "$TMP/ov_a.dom" || d+="no allocs counter"$'\n'
 	[ "$(rp_attr ov_a '<div id="counters"' data-losses)" = 0 ] || d+="loss counters highlighted: $(rp_attr ov_a '<div id="counters"' data-losses)"$'\n'
-	report "html: the DOM names keep_fn, leak_fn and main, leak_fn's file:line, every counter, no loss" "$d"
+	# Only counters that are not 0, and "no losses" (issue 26).
+	grep -q '<span class="counter" id="no-losses"[^>]*>no losses<' "$TMP/ov_a.dom" || d+="no 'no losses' chip"$'\n'
+	got=$(grep -o 'data-counter="[a-z_]*"[^>]*>[a-z_]* 0<' "$TMP/ov_a.dom" | sed 's/".*//' | paste -sd' ')
+	[ -z "$got" ] || d+="counters shown at 0: $got"$'\n'
+	grep -q 'class="counter loss' "$TMP/ov_a.dom" && d+="a loss counter shown: $(grep -o 'class="counter loss[^<]*' "$TMP/ov_a.dom" | head -3)"$'\n'
+	report "html: the DOM names keep_fn, leak_fn and main, leak_fn's file:line, allocs; no counter at 0, 'no losses'" "$d"
 
 	got=$(rp_attr ov_a '<span id="matched"' data-matched)
 	report "html: searching ^leak_fn\$ matches its 16000 bytes in use" "$([ "$got" = 16000 ] || echo "matched ${got:-nothing}")"
@@ -292,5 +297,10 @@ scenario_htmlfiles() {
 	[[ $got == *live_map_full=* ]] || d+="live_map_full is not highlighted"$'\n'
 	[ "$(rp_attr hf_lossd '<div id="counters"' data-losses)" = "$(echo "$got" | wc -w)" ] ||
 		d+="data-losses $(rp_attr hf_lossd '<div id="counters"' data-losses), want $(echo "$got" | wc -w)"$'\n'
-	report "htmlfiles: --max-allocs 4: the page highlights exactly the non-zero loss counters (${got% })" "$d"
+	# Shown: exactly the counters of the events line that are not 0, events and losses alike.
+	got=$(grep -o 'data-counter="[a-z_]*"[^>]*>[^<]*' "$TMP/hf_lossd.dom" | sed 's/.*>//; s/,//g; s/ /=/' | sort | paste -sd' ')
+	want=$(grep -m1 '^heaptrace: events:' "$TMP/hf_loss.err" | tr ' ' '\n' | grep -E '^[a-z_]+=[1-9]' | sort | paste -sd' ')
+	[ "$got" = "$want" ] || d+="chips: '$got', want the events line's non-zero counters: '$want'"$'\n'
+	grep -q 'id="no-losses"' "$TMP/hf_lossd.dom" && d+="'no losses' shown beside losses"$'\n'
+	report "htmlfiles: --max-allocs 4: the page shows the non-zero counters and highlights exactly the losses" "$d"
 }

@@ -136,14 +136,19 @@
     if (D.sample_rate) row('sampled', 'one allocation per ' + group(D.sample_rate) + ' bytes: figures are estimates');
     var t = $('figures');
     rows.forEach(function (r) { t.appendChild(r); });
+    /* Only counters that are not 0: a row of 27 zeros hid the one that mattered. */
     var c = $('counters'), lost = 0;
     D.counters.forEach(function (k) {
+      if (!k[1]) return;
       var bad = k[2] && k[1] > 0;
       lost += bad ? 1 : 0;
       c.appendChild(el('span', { cls: 'counter' + (k[2] ? ' loss' : '') + (bad ? ' lost' : ''), 'data-counter': k[0],
         title: k[2] ? 'a loss counter: non-zero means the profile misses something (docs/limits-and-safety.md)' : 'an event counter',
         text: k[0] + ' ' + group(k[1]) }));
     });
+    if (!lost) c.appendChild(el('span', { cls: 'counter', id: 'no-losses',
+      title: 'every loss counter is 0: nothing the profile could miss was missed (docs/limits-and-safety.md)',
+      text: 'no losses' }));
     c.setAttribute('data-losses', lost);
   }
 
