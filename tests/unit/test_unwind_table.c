@@ -571,7 +571,14 @@ static void check_corrupt(const char *path)
 		case 8: done = !truncate(file, 0); break;
 		case 9: done = flip(file, H_HASH + 3); break;
 		case 10: done = !chmod(file, 0620); break;
-		case 11: done = !chown(file, 65534, 65534); break;
+		case 11:
+			/* Only root can give a file away: not made, and not counted, under make check. */
+			if (geteuid() != 0) {
+				printf("# corrupt: %s: not made (run as root for it: make test)\n", names[i]);
+				continue;
+			}
+			done = !chown(file, 65534, 65534);
+			break;
 		case 12: pathf(target, "%s/linked", dir); done = !link(file, target); break;
 		}
 		if (!check(done, "corrupt: %s: made", names[i]))
