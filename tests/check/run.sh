@@ -17,7 +17,7 @@ start=$SECONDS
 # without its "N passed, N failed" line, or with a status that does not
 # match it, is one failure more.
 part() {
-	local name=$1 out ok bad last rc
+	local name=$1 out ok bad last rc t0=$SECONDS
 	shift
 	out=$("$@" 2>&1)
 	rc=$?
@@ -31,15 +31,20 @@ part() {
 	fi
 	pass=$((pass + ok))
 	fail=$((fail + bad))
-	printf '%-28s %4d passed, %d failed\n' "$name" "$ok" "$bad"
+	printf '%-28s %4d passed, %d failed  (%d s)\n' "$name" "$ok" "$bad" $((SECONDS - t0))
 	grep -A12 '^not ok - ' <<<"$out" | grep -E '^(not ok - |#   |--)' | sed 's/^/    /'
 }
 
-for u in build/unit/test_*; do
-	[ -x "$u" ] && part "unit $(basename "$u")" "$u"
-done
-for r in build/unit/replay_*; do
-	[ -x "$r" ] && part "fuzz $(basename "$r")" "$r"
+# Every unit test and fuzz target has its program (the Makefile builds them for check).
+for src in tests/unit/test_*.c tests/fuzz/fuzz_*.c; do
+	b=$(basename "$src" .c) kind=unit
+	[ "${b#fuzz_}" != "$b" ] && b=replay_${b#fuzz_} kind=fuzz
+	if [ -x "build/unit/$b" ]; then
+		part "$kind $b" "build/unit/$b"
+	else
+		fail=$((fail + 1))
+		echo "not ok - build/unit/$b (from $src) is not built" | tee -a "$LOG"
+	fi
 done
 for s in tests/check/[a-z]*.sh; do
 	[ "$s" = tests/check/lib.sh ] && continue
