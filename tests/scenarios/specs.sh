@@ -160,14 +160,16 @@ scenario_specaddr() {
 		"$(err_diag pgnoexec 2 '0x7fff0000' 'no executable segment' 'virtual address')"
 	# The list of objects looked in: whole paths, then "and N more".  The
 	# program's path is about 560 characters: it is listed, libc fits in
-	# the ~600 characters, ld.so does not.
+	# the ~600 characters, ld.so does not.  Printed, a path that long is
+	# shortened around "..." (its start and its end, util/log.c).
 	local long
 	long=$d/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})/$(printf 'f%.0s' {1..120})
 	mkdir -p "$long"
 	cp "$src" "$long/t_pgctx"
 	ht pglong --sym nosuch -- "$long/t_pgctx"
 	local d2
-	d2=$(err_diag pglong 2 "no function nosuch in 3 objects ($long/t_pgctx, " 'libc.so.6 and 1 more)' 'static')
+	d2=$(err_diag pglong 2 "no function nosuch in 3 objects (${long:0:60}" "ffffffffff/t_pgctx, " '...' \
+		'libc.so.6 and 1 more)' 'static')
 	report "specaddr: a long list of objects is cut between names: ... and 1 more" "$d2"
 }
 
