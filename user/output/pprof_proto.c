@@ -25,7 +25,8 @@ struct pbuf {
 
 static void pb_raw(struct pbuf *b, const void *p, size_t len)
 {
-	if (b->oom)
+	/* An empty nested message (all its fields 0) is no bytes: memcpy may not be given its NULL buffer. */
+	if (b->oom || !len)
 		return;
 	if (ARRAY_RESERVE(b->d, b->cap, b->n + len, 256)) {
 		b->oom = true;
