@@ -234,12 +234,17 @@ test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_i
 # build's (tests/check/run.sh): unit tests, fuzz replays, golden files,
 # options, specs, bad profiles, the include graph.  golden: rewrite the
 # golden files' expected outputs after a change of output that is meant.
-CHECK_BINS := $(BUILD)/heaptrace $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
+CHECK_BINS := $(BUILD)/heaptrace $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) $(BUILD)/check/pbdump
+
+# -f proto's golden files as text: profile.proto's fields by name.
+$(BUILD)/check/pbdump: tests/check/pbdump.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror $< -o $@
 
 check: $(CHECK_BINS)
 	bash tests/check/run.sh
 
-golden: $(BUILD)/heaptrace
+golden: $(BUILD)/heaptrace $(BUILD)/check/pbdump
 	bash tests/check/golden.sh --update
 
 $(BUILD)/demo: tests/demo/demo.c | $(BUILD)

@@ -3,8 +3,9 @@
 # (text, sampled heap_v2 text and -f proto, of tests/golden/app) run through
 # `heaptrace diff -f FORMAT`, compared byte for byte with
 # tests/golden/expected/.  -f proto is compared inflated (zlib's deflate
-# may change, the protobuf may not); -f html by its data, the template
-# around it being build/report.html.  After a change of output that is
+# may change, the protobuf may not), and as text by its fields' names
+# (build/check/pbdump, the .pb.txt beside each .pb, for a readable diff);
+# -f html by its data, the template around it being build/report.html.  After a change of output that is
 # meant: `make golden` (this script with --update) rewrites them; review
 # the diff before committing it.
 source "$(dirname "$0")/lib.sh"
@@ -44,19 +45,29 @@ golden() {
 	want=$E/$name.$ext
 	[ "$RC" = 0 ] || d+="exit status $RC: $(head -3 "$TMP/$name.err")"$'\n'
 	[ -s "$TMP/$name.err" ] && d+="stderr: $(head -3 "$TMP/$name.err")"$'\n'
-	if [ "$UPDATE" = 1 ] && [ -z "$d" ]; then
-		cp "$got" "$want"
-	elif [ ! -e "$want" ]; then
-		d+="no $want: make golden"$'\n'
-	elif ! cmp -s "$got" "$want"; then
-		d+="differs from $want (make golden, if the change is meant):"$'\n'
-		if [ "$fmt" = proto ]; then
-			d+="$(cmp "$got" "$want" 2>&1)"
+	if [ "$fmt" = proto ] && [ -z "$d" ]; then
+		build/check/pbdump <"$got" >"$got.txt" || d+="pbdump: $(tail -1 "$got.txt")"$'\n'
+		[ -z "$d" ] && d+=$(compare "$got.txt" "$want.txt")
+	fi
+	# A run that failed compares nothing and, with --update, writes nothing.
+	[ -z "$d" ] && d+=$(compare "$got" "$want")
+	report "golden $name: diff ${old#"$G/"} ${new#"$G/"} -f $fmt${*:+ $*}" "$d"
+}
+
+# compare GOT WANT: nothing, or how they differ; with --update, GOT becomes WANT.
+compare() {
+	if [ "$UPDATE" = 1 ]; then
+		cp "$1" "$2"
+	elif [ ! -e "$2" ]; then
+		echo "no $2: make golden"
+	elif ! cmp -s "$1" "$2"; then
+		echo "differs from $2 (make golden, if the change is meant):"
+		if [[ $2 == *.pb ]]; then
+			cmp "$1" "$2" 2>&1
 		else
-			d+="$(diff "$want" "$got" | head -20)"
+			diff "$2" "$1" | head -20
 		fi
 	fi
-	report "golden $name: diff ${old#"$G/"} ${new#"$G/"} -f $fmt${*:+ $*}" "$d"
 }
 
 for f in top collapsed pprof proto html svg; do
