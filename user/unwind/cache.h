@@ -9,8 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "unwind/table.h"
 #include "util/elfobj.h"
+
+struct unwind_table;    /* only pointed at: table.c includes this header, so it does not include table.h */
 
 /* One object's entry. */
 struct unwind_cache {
