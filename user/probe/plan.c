@@ -415,6 +415,22 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 	return -1;
 }
 
+int probes_add_func(struct probe_plan *plan, const char *path, const char *func, uint64_t vaddr, uint64_t size,
+		    const struct ht_alloc_spec *spec, const char *option)
+{
+	struct elfobj o;
+	struct placer *pl;
+	int err;
+
+	if (elfobj_open(&o, path, true))
+		return -1;
+	pl = placer_new(&o);
+	err = pl ? add_probe(plan, &o, pl, func, vaddr, size, spec, false, option) : -1;
+	placer_free(pl);
+	elfobj_close(&o);
+	return err;
+}
+
 static enum tracer_prog entry_prog(enum ht_spec_kind k)
 {
 	return k == HT_SPEC_ALLOC ? PROG_ALLOC_ENTER : k == HT_SPEC_FREE ? PROG_FREE_ENTER : PROG_RESET_ENTER;

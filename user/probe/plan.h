@@ -62,6 +62,14 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 		      const struct objlist *objs, const char *debug_dir);
 
 /*
+ * A function found otherwise (CPython's allocator tables: probe/cpython.c),
+ * by its ELF address and size (0: unknown, probed at its entry), probed
+ * as a --sym or --free-sym with spec.  0 or -1 (printed).
+ */
+int probes_add_func(struct probe_plan *plan, const char *path, const char *func, uint64_t vaddr, uint64_t size,
+		    const struct ht_alloc_spec *spec, const char *option);
+
+/*
  * Attach every probe of the plan for one process.  Returns 0, -1 (printed),
  * 1 when the tracer was loaded for uprobe_multi and the kernel has none, or
  * 2 when it was loaded for uprobe sessions and the kernel has none: reload

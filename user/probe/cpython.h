@@ -1,0 +1,47 @@
+/*
+ * CPython's allocator tables.  PyObject_Malloc and its kin call through a
+ * table of function pointers (_PyObject, _PyMem in 3.8-3.11; the
+ * _PyRuntime.allocators fields in 3.12+): probing the exported wrappers
+ * sees the calls an LTO build did not inline.  The wrappers' code names
+ * the table's slot (a rip-relative load, or one through the GOT), and the
+ * file's data (or its relocation) the function the slot holds: that
+ * function is probed too.  An LTO+PGO build (Debian's) also compares the
+ * slot with that function and inlines its body wherever it is equal, so
+ * that no call is left to probe: those slots are recorded, for
+ * inject/pytables.c to point them at a jump to the same function.
+ */
+#ifndef HT_CPYTHON_H
+#define HT_CPYTHON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "probe/allocator.h"
+#include "probe/plan.h"
+
+#define CPY_MAX_SLOTS 16
+
+struct cpy_slot {
+	char *path;             /* the object that holds the table and the function */
+	const char *wrapper;    /* PyObject_Malloc, ... */
+	uint64_t slot;          /* the table's function pointer: its ELF virtual address */
+	uint64_t func;          /* the function it holds (ELF virtual address) */
+	bool inlined;           /* the code compares the slot with func and inlines func when equal */
+};
+
+struct cpy_tables {
+	struct cpy_slot s[CPY_MAX_SLOTS];
+	int n;
+};
+
+/*
+ * The first of objs that defines PyObject_Malloc: its wrappers' table
+ * functions, probed (option names them in messages), their slots in t
+ * (appended; an object already in t is skipped).  Says at -v what was
+ * found and how.  1: CPython found, 0: not, -1: an error (printed).
+ */
+int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct objlist *objs, const char *option);
+
+void cpython_free(struct cpy_tables *t);
+
+#endif
