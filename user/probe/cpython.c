@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probe/cpython.h"
 #include "probe/symspec.h"
@@ -284,7 +285,8 @@ static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct el
 		return -1;
 	if (t->n < CPY_MAX_SLOTS)
 		t->s[t->n++] = (struct cpy_slot){ .path = strdup(o->path), .wrapper = wrappers[w].wrapper,
-						  .slot = slot, .func = func, .inlined = f.compared == func };
+						  .slot = slot, .func = func, .func_off = elfobj_file_offset(o, func),
+						  .inlined = f.compared == func };
 	return 1;
 }
 
@@ -319,6 +321,13 @@ int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct obj
 		elfobj_close(&o);
 		if (rc < 0)
 			return -1;
+		/* One wrapper that inlines is enough to know the build does (Debian's PyObject_Calloc has no compare). */
+		bool inlined = false;
+		for (int k = 0; k < t->n; k++)
+			inlined |= !strcmp(t->s[k].path, objs->p[i]) && t->s[k].inlined;
+		for (int k = 0; k < t->n; k++)
+			if (!strcmp(t->s[k].path, objs->p[i]))
+				t->s[k].inlined = inlined;
 		if (!found)
 			ht_info("%s: no allocator table found behind CPython's wrappers in %s", option, objs->p[i]);
 		return 1;

@@ -26,7 +26,13 @@ struct cpy_slot {
 	const char *wrapper;    /* PyObject_Malloc, ... */
 	uint64_t slot;          /* the table's function pointer: its ELF virtual address */
 	uint64_t func;          /* the function it holds (ELF virtual address) */
-	bool inlined;           /* the code compares the slot with func and inlines func when equal */
+	uint64_t func_off;      /* its file offset: where the process has it tells the object's load bias */
+	/*
+	 * The object's code compares slots with their functions and inlines
+	 * them when equal (seen in one wrapper or more: every slot of the
+	 * object is marked, since the other comparisons are elsewhere).
+	 */
+	bool inlined;
 };
 
 struct cpy_tables {

@@ -180,7 +180,9 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 		if (memcmp(&plan->specs[p->spec], spec, sizeof(*spec)))
 			ht_err("warning: %s and %s share an address but not a signature; tracing it as %s",
 			       p->func, func, p->func);
-		ht_info("%s is an alias of %s", func, p->func);
+		/* The same function again (a spec resolved anew after an exec) is no news. */
+		if (strcmp(func, p->func))
+			ht_info("%s is an alias of %s", func, p->func);
 		return 0;
 	}
 	if (plan->n == HT_MAX_SPECS) {
@@ -355,8 +357,8 @@ static int resolve_globals(const struct sym_spec *s, const char *option, struct 
 	return 0;
 }
 
-int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
-		      const struct objlist *objs, const char *debug_dir)
+int probes_find_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
+		       const struct objlist *objs, const char *debug_dir, char *why, size_t why_len)
 {
 	int matched = 0;
 	char looked[PATH_MAX + 700] = "";
@@ -400,19 +402,30 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 		int err = pl ? add_probe(plan, &o, pl, s->name, va, size, &spec, false, option) : -1;
 		placer_free(pl);
 		elfobj_close(&o);
-		return err;
+		return err ? -1 : 1;
 	}
 	if (s->object && !matched)
-		ht_err("--%s %s: the target loads no object named %s (it has %d, from %s)", option, s->name,
-		       s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
+		snprintf(why, why_len, "--%s %s: the target loads no object named %s (it has %d, from %s)", option,
+			 s->name, s->object, objs->n, objs->n ? objlist_name(objs, 0) : "none");
 	else if (listed < matched)
-		ht_err("--%s %s: no function %s in %d objects (%s and %d more); it may be static: give it by address, "
-		       "0xVADDR@OBJECT, or install the object's debug info", option, s->name, s->name, matched,
-		       looked, matched - listed);
+		snprintf(why, why_len, "--%s %s: no function %s in %d objects (%s and %d more); it may be static: give "
+			 "it by address, 0xVADDR@OBJECT, or install the object's debug info", option, s->name, s->name,
+			 matched, looked, matched - listed);
 	else
-		ht_err("--%s %s: no function %s in %s; it may be static: give it by address, 0xVADDR@OBJECT, or "
-		       "install the object's debug info", option, s->name, s->name, looked);
-	return -1;
+		snprintf(why, why_len, "--%s %s: no function %s in %s; it may be static: give it by address, "
+			 "0xVADDR@OBJECT, or install the object's debug info", option, s->name, s->name, looked);
+	return 0;
+}
+
+int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
+		      const struct objlist *objs, const char *debug_dir)
+{
+	char why[PATH_MAX + 1000];
+	int rc = probes_find_symbol(plan, s, option, objs, debug_dir, why, sizeof(why));
+
+	if (!rc)
+		ht_err("%s", why);
+	return rc > 0 ? 0 : -1;
 }
 
 int probes_add_func(struct probe_plan *plan, const char *path, const char *func, uint64_t vaddr, uint64_t size,

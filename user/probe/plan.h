@@ -62,6 +62,14 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
 		      const struct objlist *objs, const char *debug_dir);
 
 /*
+ * probes_add_symbol for one image of several (a program, then what it
+ * executes): 1 probed, 0 not in these objects (nothing printed; the
+ * message probes_add_symbol would print is in why), -1 an error (printed).
+ */
+int probes_find_symbol(struct probe_plan *plan, const struct sym_spec *s, const char *option,
+		       const struct objlist *objs, const char *debug_dir, char *why, size_t why_len);
+
+/*
  * A function found otherwise (CPython's allocator tables: probe/cpython.c),
  * by its ELF address and size (0: unknown, probed at its entry), probed
  * as a --sym or --free-sym with spec.  0 or -1 (printed).

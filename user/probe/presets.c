@@ -17,6 +17,7 @@ static const struct preset {
 	const char *option;     /* in messages: "--preset python PyObject_Malloc: ..." */
 	const char *title;
 	const char *notes;
+	bool cpython;           /* the functions behind CPython's allocator tables too (probe/cpython.c) */
 	struct {
 		enum ht_spec_kind kind;
 		const char *spec;
@@ -27,9 +28,11 @@ static const struct preset {
 		"CPython's object allocator (pymalloc) and the PyMem_* domain",
 		"pymalloc serves requests of up to 512 bytes from arenas of its own and passes larger\n"
 		"ones on to malloc.  PyMem_Raw* are malloc, calloc, realloc and free by default: the\n"
-		"malloc family has them.  Builds with LTO (Debian's) inline pymalloc into much of the\n"
-		"interpreter, and those calls are not seen: PYTHONMALLOC=malloc sends every allocation\n"
-		"through malloc (docs/custom-allocators.md).",
+		"malloc family has them.  Also probed: the functions behind the wrappers' allocator\n"
+		"tables (_PyObject, _PyMem; _PyRuntime.allocators in 3.12+), found from the wrappers'\n"
+		"code; where an LTO+PGO build (Debian's) inlines them, their table slots are pointed at\n"
+		"a jump to the same function while tracing, unless --no-inject (docs/custom-allocators.md).",
+		true,
 		{
 			{ HT_SPEC_ALLOC, "PyObject_Malloc:size=arg1" },
 			{ HT_SPEC_ALLOC, "PyObject_Calloc:size=arg1*arg2" },
@@ -46,6 +49,7 @@ static const struct preset {
 		"jemalloc's own API, beside the malloc family",
 		"xallocx resizes in place and returns the block's real size: the block is counted again\n"
 		"at that size.  nallocx and sallocx only compute sizes.",
+		false,
 		{
 			{ HT_SPEC_ALLOC, "mallocx:size=arg1" },
 			{ HT_SPEC_ALLOC, "rallocx:size=arg2,free=arg1" },
@@ -89,6 +93,14 @@ void presets_print(FILE *f)
 			fprintf(f, "  # %.*s\n", (int)(e - l), l);
 		}
 	}
+}
+
+bool preset_cpython(const char *option)
+{
+	for (int p = 0; p < N_PRESETS; p++)
+		if (presets[p].cpython && option && !strcmp(option, presets[p].option))
+			return true;
+	return false;
 }
 
 const char *preset_names(void)

@@ -6,6 +6,7 @@
 #ifndef HT_PRESETS_H
 #define HT_PRESETS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "probe/symspec.h"
@@ -19,6 +20,9 @@ int preset_spec(const char *name, int i, const char **text, enum ht_spec_kind *k
 
 /* Every preset, what it is for, and its specs as command-line options. */
 void presets_print(FILE *f);
+
+/* Does the preset a spec came from (its option, "preset python") want CPython's allocator tables? */
+bool preset_cpython(const char *option);
 
 /* The names, as "python, jemalloc", for messages. */
 const char *preset_names(void);

@@ -17,7 +17,8 @@
 static int ptrace_options(const struct tracee *tc)
 {
 	return PTRACE_O_TRACEEXIT | (tc->on_exec || tc->on_child_exec ? PTRACE_O_TRACEEXEC : 0) |
-	       (tc->follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE : 0);
+	       (tc->follow || tc->all ? PTRACE_O_TRACECLONE : 0) |
+	       (tc->follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK : 0);
 }
 
 /* The thread group a task belongs to (/proc/TID/status), or -1 when it is gone. */
@@ -148,6 +149,11 @@ int tracee_seize_all(struct tracee *tc)
 			if (ptrace(PTRACE_SEIZE, tid, 0, ptrace_options(tc))) {
 				if (errno == ESRCH)
 					continue;       /* the thread ended meanwhile */
+				if (!tc->follow) {
+					ht_info("cannot ptrace thread %d of PID %d (%s): a program it executes is not "
+						"followed", tid, t->pid, strerror(errno));
+					continue;
+				}
 				ht_err("--follow-fork: cannot ptrace PID %d (%s)%s", t->pid, strerror(errno),
 				       errno == EPERM ? ": is a debugger attached, or is ptrace restricted (yama)?" : "");
 				closedir(d);
@@ -258,15 +264,16 @@ void tracee_reap(struct tracee *f, bool wait)
 
 	/*
 	 * Without --follow-fork only the launched command is ours to wait
-	 * for; with it, every task of the tree is, and so is any pid.
+	 * for, or a -p target's threads; with it, every task of the tree
+	 * is, and so is any pid.
 	 */
-	if (!t->launched && !f->follow)
+	if (!t->launched && !f->follow && !(f->all && f->seized))
 		return;
 	for (;;) {
 		/* Followed children may still report after the target's end; they are waited for with it. */
 		if (t->exited && (wait || !f->follow))
 			return;
-		pid_t r = waitpid(f->follow ? -1 : t->pid, &st, __WALL | (wait ? 0 : WNOHANG));
+		pid_t r = waitpid(f->follow || f->all ? -1 : t->pid, &st, __WALL | (wait ? 0 : WNOHANG));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -278,7 +285,7 @@ void tracee_reap(struct tracee *f, bool wait)
 		if (!WIFSTOPPED(st))
 			continue;
 		int event = st >> 16, sig = WSTOPSIG(st);
-		if (f->follow && !find_tid(f, r)) {
+		if ((f->follow || f->all) && !find_tid(f, r)) {
 			on_first_stop(f, r);
 			continue;
 		}

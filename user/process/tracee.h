@@ -39,6 +39,12 @@ struct tracee_tid {
 struct tracee {
 	struct target *t;
 	bool follow;                    /* --follow-fork */
+	/*
+	 * -p: every thread of the target is ours (new threads too), so that
+	 * the program it executes is followed as a launched command's is;
+	 * forks only with follow.
+	 */
+	bool all;
 	bool seized;                    /* we are the target's ptrace tracer */
 	tracee_fork_fn on_fork;
 	void *arg;
@@ -79,7 +85,11 @@ struct tracee {
  */
 int tracee_seize_launched(struct tracee *tc);
 
-/* -p --follow-fork: become the tracer of every thread of the target.  0 or -1 (printed). */
+/*
+ * -p: become the tracer of every thread of the target.  0 or -1 (printed);
+ * without --follow-fork a thread that cannot be seized is only said (-v),
+ * since what is lost is an exec it might make.
+ */
 int tracee_seize_all(struct tracee *tc);
 
 /*

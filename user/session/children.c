@@ -78,6 +78,7 @@ void session_on_child_exec(void *arg, struct tracee_child *k)
 	if (!s->stub_uprobes[k->slot] && !probes_attach_stubbed(&s->plan, &s->tr, k->pid))
 		s->stub_uprobes[k->slot] = true;
 	exec_follow(&s->ex, k->pid, k->slot, k->maps, root);
+	session_python_at_exec(s, k->pid, k->pid);
 	exec_describe(what, sizeof(what), k->name, image);
 	free(image);
 	ht_info("following child PID %d: now %s", k->pid, what);

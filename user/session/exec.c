@@ -7,9 +7,13 @@
 #include "tracer/tracer.h"
 #include "session/exec.h"
 #include "session/session.h"
+#include "session/specs.h"
 #include "util/log.h"
 
-/* The new program's allocator, probed when it is an object the plan lacks; the process's missing probes attached. */
+/*
+ * The new program's allocator, probed when it is an object the plan lacks,
+ * and the specs it has; the process's missing probes attached.
+ */
 static int plan_allocator(struct exec_follow *x, const struct objlist *objs, pid_t pid, uint32_t slot)
 {
 	struct probe_plan *plan = x->plan;
@@ -26,6 +30,9 @@ static int plan_allocator(struct exec_follow *x, const struct objlist *objs, pid
 		free(primary);
 		free(libc);
 	}
+	/* The specs, resolved in the program that runs now (a shim's real program has them). */
+	if (!err && x->specs && objs->n && specs_plan(x->specs, plan, objs, objlist_name(objs, 0)))
+		err = -1;
 	/* What was added before an error (too many probes) is still good. */
 	if (plan->n > from && tracer_set_specs(x->tr, plan->specs, from, plan->n - from)) {
 		ht_err("PID %d: cannot load the descriptors of its allocator's probes", pid);

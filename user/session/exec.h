@@ -3,7 +3,8 @@
  * perf and heaptrack do: the profile describes the program that runs.  At
  * the exec (the process stopped, nothing of the new program run) the old
  * program's stacks are forgotten, the new one's objects get CFI tables and,
- * when its allocator is an object not probed yet, probes.
+ * when its allocator is an object not probed yet, probes; so do the
+ * --sym specs and presets it has.
  */
 #ifndef HT_EXEC_H
 #define HT_EXEC_H
@@ -17,12 +18,14 @@
 struct probe_plan;
 struct tracer;
 struct trace_opts;
+struct spec_images;
 
 struct exec_follow {
 	const struct trace_opts *o;
 	struct probe_plan *plan;
 	struct tracer *tr;
 	struct unwind *uw;              /* NULL: no CFI tables (frame pointers, kernel stacks) */
+	struct spec_images *specs;      /* the specs, resolved in each new program (session/specs.h) */
 	/* Per process slot: plan->probes[0 .. upto) are attached for its process. */
 	uint8_t upto[HT_MAX_PROCS];
 };

@@ -53,10 +53,24 @@ static int plan_probes(struct session *s)
 	    (allocator_choose(&objs, o->lib, &primary, &libc) || probes_add_malloc(&s->plan, primary, true) ||
 	     (libc && probes_add_malloc(&s->plan, libc, false))))
 		goto out;
-	for (int i = 0; i < o->n_syms; i++)
-		if (probes_add_symbol(&s->plan, &o->syms[i], o->sym_option[i], &objs, o->debug_dir)) {
-			s->bad_input = true;
-			goto out;
+	/*
+	 * A spec the program lacks may be in one it executes (a shim, a
+	 * wrapper script): an error at the end if no image had it, or now
+	 * when nothing will run (--list-probes).
+	 */
+	if (specs_plan(&s->specs, &s->plan, &objs, objs.n ? objlist_name(&objs, 0) : s->t.exe)) {
+		s->bad_input = true;
+		goto out;
+	}
+	if (specs_missing(&s->specs, o->list_probes) && o->list_probes) {
+		s->bad_input = true;
+		goto out;
+	}
+	for (int i = 0; o->no_inject && i < s->specs.py.n; i++)
+		if (s->specs.py.s[i].inlined) {
+			ht_info("python: the build inlines its allocator where its table holds the default: those calls are "
+				"not seen (--no-inject: nothing is written into the target to bypass them)");
+			break;
 		}
 	err = 0;
 out:
@@ -117,6 +131,63 @@ static void follow_target_exec(struct session *s)
 	ht_info("tracing PID %d: now %s", t->pid, what);
 }
 
+void session_python_at_exec(struct session *s, pid_t pid, pid_t tid)
+{
+	struct remote r;
+
+	pytables_forget(&s->pyt, pid);
+	if (!s->specs.py.n || s->o->no_inject || s->stopped)
+		return;
+	double t0 = now_ms();
+	/*
+	 * At the exec stop the execve has not returned: a system call made for
+	 * us now would find its number overwritten by execve's result.  One
+	 * step first ends the execve (the trap comes at its exit, before the
+	 * new program's first instruction).
+	 */
+	if (!remote_adopt(&r, pid, tid) && !remote_step(&r)) {
+		pytables_redirect(&s->pyt, &s->specs.py, &r);
+		remote_sync(&r);
+	}
+	remote_free(&r);
+	s->ph.inject += now_ms() - t0;
+}
+
+/* -p: every thread stopped while CPython's inlined table slots are redirected. */
+static void python_running(struct session *s)
+{
+	struct remote r;
+	int err;
+
+	if (!s->specs.py.n || s->o->no_inject)
+		return;
+	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s)))
+		ht_info("python: cannot stop the threads of PID %d (%s): its inlined allocator calls are not seen",
+			s->t.pid, strerror(-err));
+	else
+		pytables_redirect(&s->pyt, &s->specs.py, &r);
+	remote_resume(&r);
+	remote_free(&r);
+}
+
+/* The end: each process's table slots back, with its threads stopped. */
+static void python_restore(struct session *s)
+{
+	for (pid_t pid; (pid = pytables_next_pid(&s->pyt));) {
+		struct remote r;
+		int err = remote_stop(&r, pid, session_traced_by_us, s);
+
+		if (err)
+			ht_info("python: cannot stop PID %d to restore its allocator tables (%s): they keep their jumps, "
+				"which still work", pid, strerror(-err));
+		else
+			pytables_restore(&s->pyt, &r);
+		pytables_forget(&s->pyt, pid);
+		remote_resume(&r);
+		remote_free(&r);
+	}
+}
+
 /*
  * The target's exec: a launched command's first is its own (planned
  * before it started); later ones are followed.  Then the fast path: arm
@@ -130,6 +201,7 @@ static void on_exec(void *arg, pid_t tid)
 	if (!s->stopped && (!s->t.launched || s->target_execs))
 		follow_target_exec(s);
 	s->target_execs++;
+	session_python_at_exec(s, s->t.pid, tid);
 	if (!s->in.n)
 		return;
 	double t0 = now_ms();
@@ -160,7 +232,7 @@ bool session_traced_by_us(void *arg, pid_t tid)
 {
 	struct session *s = arg;
 
-	return s->tc.seized && (s->tc.follow || tid == s->t.pid);
+	return s->tc.seized && (s->tc.follow || s->tc.all || tid == s->t.pid);
 }
 
 /* -p: every thread stopped while the stub goes in; what it does not take gets uprobes. */
@@ -388,7 +460,7 @@ static int attach(struct session *s, double t0)
 	if (load_tracer(s))
 		return -1;
 	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
-	if (o->follow_fork && !t->launched && tracee_seize_all(&s->tc))
+	if (!t->launched && tracee_seize_all(&s->tc))
 		return -1;
 	if (!t->launched) {
 		t1 = now_ms();
@@ -411,6 +483,11 @@ static int attach(struct session *s, double t0)
 			return -1;
 	}
 	s->ph.attach = now_ms() - t1;
+	if (!t->launched) {
+		t1 = now_ms();
+		python_running(s);
+		s->ph.inject += now_ms() - t1;
+	}
 	if (o->sample_rate)
 		ht_info("sampling one allocation per %" PRIu64 " bytes on average; %s", o->sample_rate,
 			s->tr.session ? "unsampled calls skip their return probe (uprobe sessions)" :
@@ -549,6 +626,7 @@ static int trace(struct session *s, double t0)
 	if (!t->exited)
 		target_refresh_maps(t);
 	remove_inject(s);
+	python_restore(s);
 	tracer_detach(&s->tr);
 	s->ph.detach = now_ms() - t1;
 	/* The end of the timeline: the heap at the stop (and the final snapshot's time). */
@@ -568,8 +646,12 @@ static int trace(struct session *s, double t0)
 		monitor_forward_to(t->pidfd);
 		tracee_reap(&s->tc, true);
 	}
+	/* A spec no program had is bad input (exit status 2), said last, after the profile of what was traced. */
+	bool missing = specs_missing(&s->specs, true) > 0;
 	/* A limit exceeded is heaptrace's own verdict, above the command's status; a failure of heaptrace's above both. */
 	int status = t->launched ? target_exit_code(t) : 0;
+	if (!rc && missing)
+		rc = 2;
 	if (!rc && s->over_limit) {
 		if (status)
 			ht_err("(the command's own exit status was %d)", status);
@@ -598,7 +680,8 @@ int session_run(struct trace_opts *o)
 	s.ph.start = t0;
 	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = session_trace_child, .arg = &s };
 	pthread_mutex_init(&s.tc.lock, NULL);
-	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr };
+	specs_init(&s.specs, o);
+	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr, .specs = &s.specs };
 	s.in.file_fd = -1;
 	s.kin[0] = &s.in;
 	if (check_output(o))
@@ -621,17 +704,16 @@ int session_run(struct trace_opts *o)
 		goto done;
 	}
 	plan_inject(&s);
-	/* Execs are followed wherever heaptrace is the tracer: a launched command, a --follow-fork tree. */
-	if (o->argv || o->follow_fork) {
-		s.tc.on_exec = on_exec;
-		s.tc.hook_arg = &s;
-	}
+	/* Execs are followed everywhere: a launched command, a -p target (all its threads seized), a --follow-fork tree. */
+	s.tc.on_exec = on_exec;
+	s.tc.hook_arg = &s;
+	s.tc.all = !o->argv;
 	if (o->follow_fork) {
 		s.tc.on_child_exec = session_on_child_exec;
 		s.tc.on_child_exit = session_on_child_exit;
 		s.tc.on_child_exiting = session_on_child_exiting;
 	}
-	if (o->argv && s.in.n)
+	if (s.in.n)
 		s.tc.on_trap = on_trap;
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
 	bool profile_on_stdout = !o->output && (!o->interval || (o->format == FMT_TOP && isatty(STDOUT_FILENO)));
@@ -660,5 +742,6 @@ done:
 			free(s.kin[k]);
 		}
 	unwind_free(&s.uw);
+	specs_free(&s.specs);
 	return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "heaptrace.h"
 #include "inject/inject.h"
+#include "inject/pytables.h"
 #include "probe/plan.h"
 #include "process/target.h"
 #include "process/tracee.h"
@@ -20,6 +21,7 @@
 #include "serve/snapshot.h"
 #include "session/exec.h"
 #include "session/session.h"
+#include "session/specs.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
 #include "util/time.h"
@@ -46,6 +48,8 @@ struct session {
 	bool bad_input;         /* a --sym spec named nothing in the target: exit status 2 */
 	bool memory_said;       /* check_memory() spoke (a reload does not repeat it) */
 	struct exec_follow ex;  /* following execs: what is attached for each process */
+	struct spec_images specs;       /* the specs, resolved in each program that runs */
+	struct pytables pyt;            /* CPython's table slots pointed at jumps, per process */
 	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
 	struct timeline tl;     /* -f html: the heap over time */
 	struct snapshots *ss;   /* -i */
@@ -68,6 +72,8 @@ struct session {
 
 /* session.c */
 void session_proc_root(const struct session *s, pid_t pid, char *buf, size_t len);
+/* A process stopped at an exec (tid: the thread stopped): CPython's inlined tables redirected (inject/pytables.h). */
+void session_python_at_exec(struct session *s, pid_t pid, pid_t tid);
 bool session_traced_by_us(void *arg, pid_t tid);
 
 /* children.c: --follow-fork, the hooks of the ptrace loop (process/tracee.h) and the end. */

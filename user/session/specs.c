@@ -1,0 +1,84 @@
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe/presets.h"
+#include "session/specs.h"
+#include "util/log.h"
+
+void specs_init(struct spec_images *si, const struct trace_opts *o)
+{
+	memset(si, 0, sizeof(*si));
+	si->o = o;
+}
+
+static void add_image(struct spec_images *si, const char *image)
+{
+	size_t used = strlen(si->images), want = strlen(image) + (used ? 2 : 0);
+
+	si->n_images++;
+	if (si->listed == si->n_images - 1 && used + want < sizeof(si->images) - 24) {
+		snprintf(si->images + used, sizeof(si->images) - used, "%s%s", used ? ", " : "", image);
+		si->listed++;
+	}
+}
+
+int specs_plan(struct spec_images *si, struct probe_plan *plan, const struct objlist *objs, const char *image)
+{
+	const struct trace_opts *o = si->o;
+	bool cpython = false;
+	char why[PATH_MAX + 1000];
+
+	add_image(si, image);
+	for (int i = 0; i < o->n_syms; i++) {
+		int rc = probes_find_symbol(plan, &o->syms[i], o->sym_option[i], objs, o->debug_dir, why, sizeof(why));
+		if (rc < 0)
+			return -1;
+		if (rc > 0) {
+			if (!si->found[i] && si->n_images > 1)
+				ht_info("--%s %s: found in %s", o->sym_option[i], o->syms[i].name, image);
+			si->found[i] = true;
+		} else if (!si->first_why[i]) {
+			si->first_why[i] = strdup(why);
+		}
+		cpython |= preset_cpython(o->sym_option[i]);
+	}
+	if (cpython)
+		for (int i = 0; i < o->n_syms; i++)
+			if (preset_cpython(o->sym_option[i]))
+				return cpython_plan(&si->py, plan, objs, o->sym_option[i]) < 0 ? -1 : 0;
+	return 0;
+}
+
+int specs_missing(const struct spec_images *si, bool final)
+{
+	const struct trace_opts *o = si->o;
+	int n = 0;
+
+	for (int i = 0; i < o->n_syms; i++) {
+		if (si->found[i])
+			continue;
+		n++;
+		if (!final) {
+			ht_info("%s; probed if a program the target executes has it", si->first_why[i]);
+			continue;
+		}
+		/* One image: the first image's message as it was; several: which ones were searched. */
+		if (si->n_images <= 1)
+			ht_err("%s", si->first_why[i]);
+		else
+			ht_err("--%s %s: no function %s in any of the %d programs the target ran (%s%s); in the first: %s",
+			       o->sym_option[i], o->syms[i].name, o->syms[i].name, si->n_images, si->images,
+			       si->listed < si->n_images ? " and more" : "", si->first_why[i]);
+	}
+	return n;
+}
+
+void specs_free(struct spec_images *si)
+{
+	for (int i = 0; i < HT_MAX_SPECS; i++)
+		free(si->first_why[i]);
+	cpython_free(&si->py);
+	memset(si->first_why, 0, sizeof(si->first_why));
+}
