@@ -68,9 +68,10 @@ int specs_missing(const struct spec_images *si, bool final)
 		if (si->n_images <= 1)
 			ht_err("%s", si->first_why[i]);
 		else
-			ht_err("--%s %s: no function %s in any of the %d programs the target ran (%s%s); in the first: %s",
-			       o->sym_option[i], o->syms[i].name, o->syms[i].name, si->n_images, si->images,
-			       si->listed < si->n_images ? " and more" : "", si->first_why[i]);
+			ht_err("--%s %s: no function %s in any of the %d programs the target ran (%s%s); it may be static: "
+			       "give it by address, 0xVADDR@OBJECT, or install the object's debug info", o->sym_option[i],
+			       o->syms[i].name, o->syms[i].name, si->n_images, si->images,
+			       si->listed < si->n_images ? " and more" : "");
 	}
 	return n;
 }
