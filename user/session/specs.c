@@ -51,27 +51,62 @@ int specs_plan(struct spec_images *si, struct probe_plan *plan, const struct obj
 	return 0;
 }
 
+/* Where the first image's message says the function was looked for: "LIST" of "no function F in LIST; it may...". */
+static void looked_in(const char *why, const char *name, char *buf, size_t len)
+{
+	char head[300];
+	const char *at, *end;
+
+	snprintf(head, sizeof(head), "no function %s in ", name);
+	if (!why || !(at = strstr(why, head))) {
+		snprintf(buf, len, "the target");
+		return;
+	}
+	at += strlen(head);
+	end = strstr(at, "; it may be static");
+	snprintf(buf, len, "%.*s", end ? (int)(end - at) : (int)strlen(at), at);
+}
+
 int specs_missing(const struct spec_images *si, bool final)
 {
 	const struct trace_opts *o = si->o;
+	bool said[HT_MAX_SPECS] = { false };
 	int n = 0;
 
 	for (int i = 0; i < o->n_syms; i++) {
-		if (si->found[i])
+		if (si->found[i] || said[i])
 			continue;
 		n++;
 		if (!final) {
 			ht_info("%s; probed if a program the target executes has it", si->first_why[i]);
 			continue;
 		}
-		/* One image: the first image's message as it was; several: which ones were searched. */
-		if (si->n_images <= 1)
-			ht_err("%s", si->first_why[i]);
+		/*
+		 * One line per option: a preset's missing functions together
+		 * (--preset jemalloc on a program without jemalloc).
+		 */
+		char names[400] = "", where[PATH_MAX + 700];
+		int group = 0;
+		for (int k = i; k < o->n_syms; k++)
+			if (!si->found[k] && !said[k] && (k == i || (!strncmp(o->sym_option[i], "preset ", 7) &&
+								    o->sym_option[k] == o->sym_option[i]))) {
+				said[k] = true;
+				group++;
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k == i ? "" : ", ",
+					 o->syms[k].name);
+			}
+		if (si->n_images > 1)
+			snprintf(where, sizeof(where), "any of the %d programs the target ran (%s%s)", si->n_images,
+				 si->images, si->listed < si->n_images ? " and more" : "");
 		else
-			ht_err("--%s %s: no function %s in any of the %d programs the target ran (%s%s); it may be static: "
-			       "give it by address, 0xVADDR@OBJECT, or install the object's debug info", o->sym_option[i],
-			       o->syms[i].name, o->syms[i].name, si->n_images, si->images,
-			       si->listed < si->n_images ? " and more" : "");
+			looked_in(si->first_why[i], o->syms[i].name, where, sizeof(where));
+		if (group == 1 && si->n_images <= 1)
+			ht_err("%s", si->first_why[i]);         /* as it always was */
+		else if (group == 1)
+			ht_err("--%s %s: no function %s in %s; it may be static: give it by address, 0xVADDR@OBJECT, or "
+			       "install the object's debug info", o->sym_option[i], o->syms[i].name, names, where);
+		else
+			ht_err("--%s: none of its functions (%s) in %s", o->sym_option[i], names, where);
 	}
 	return n;
 }
