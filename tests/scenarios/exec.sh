@@ -3,7 +3,9 @@
 # following execve (user/session/exec.c): scenarios script (a launched
 # command started as the shell would: PATH, "#!" interpreters, wrappers),
 # spawn (--follow-fork children that execute another program) and progname
-# (a process named as its user knows it) and runas (-u USER).
+# (a process named as its user knows it), runas (-u USER), pexec (-p on a
+# process that executes another program) and wrapspec (--sym and --preset
+# resolved in the program a wrapper script executes).
 
 # ---------------------------------------------------------------------------
 # A launched command that is no ELF file runs as the shell would run it, and
@@ -267,4 +269,127 @@ for f in /proc/$$/fd/*; do printf "%s " "${f##*/}"; done; echo; exec "$1"'
 	[ -n "${dir:-}" ] && rm -rf "$dir"
 	report "runas: the user $u and its groups are removed" \
 		"$(getent passwd "$u"; getent group "${u}p" "${u}s")"
+}
+
+# ---------------------------------------------------------------------------
+# Exec is followed everywhere (issue 24, item 4).
+#
+# pexec4 KEY [HEAPTRACE-OPTION...] -- CMD...: for each --value, a bash that
+# waits on a FIFO and then execs CMD, attached with heaptrace -p (-v for
+# alloc_objects) and let go once heaptrace says it is tracing: the profile
+# must be CMD's, which heaptrace only sees after the exec.  Outputs
+# KEY.VALUE.out and .err, as profile4x's.
+pexec4() {
+	local key=$1 v d="" opts=() bp hp verbose
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	for v in $VALUES; do
+		rm -f "$TMP/$key.fifo"
+		mkfifo "$TMP/$key.fifo"
+		bash -c 'read -r _ <"$0"; exec "$@"' "$TMP/$key.fifo" "$@" &
+		bp=$!
+		verbose=()
+		[ "$v" = alloc_objects ] && verbose=(-v)
+		echo "heaptrace ${verbose[*]} ${opts[*]} -f collapsed --value $v -p PID" >"$TMP/$key.$v.cmd"
+		timeout -k 5 "$(tmo)" "$HT" "${verbose[@]}" "${opts[@]}" -f collapsed --value "$v" -p "$bp" \
+			>"$TMP/$key.$v.out" 2>"$TMP/$key.$v.err" </dev/null &
+		hp=$!
+		if ! wait_for "$TMP/$key.$v.err" "^heaptrace: tracing PID $bp([^0-9]|\$)" 30 "$hp"; then
+			d+="$v: no 'tracing PID $bp' line: $(head -3 "$TMP/$key.$v.err")"$'\n'
+			kill_tree "$hp" "$bp"
+			continue
+		fi
+		echo go >"$TMP/$key.fifo"
+		wait "$hp"
+		local rc=$?
+		wait "$bp" 2>/dev/null
+		[ "$rc" = 0 ] || d+="$v: heaptrace exited $rc: $(tail -2 "$TMP/$key.$v.err")"$'\n'
+		d+=$(collapsed_diag "$key.$v" | sed "s/^/$v: /")
+		[ -s "$TMP/$key.$v.out" ] || d+="$v: empty profile"$'\n'
+	done
+	report "$key: 4 runs of heaptrace -p on a bash that execs $(rel "$1"): exit 0, well-formed profiles" "$d"
+}
+
+# -p on a process that executes a known program: the profile is the new
+# program's, exact (t_entrypoints, expect_entrypoints4), named after it,
+# with its own allocator and stub (the fast path is installed again in the
+# new image); bash's own stacks are left out (leafset4).  And with
+# --no-inject (uprobes only).
+scenario_pexec() {
+	local key d
+	pexec4 px -- "$TB/t_entrypoints"
+	expect_entrypoints4 px
+	leafset4 px
+	key=px.alloc_objects
+	d=""
+	grep -qE "^heaptrace: tracing PID [0-9]+: now $TB/t_entrypoints" "$TMP/$key.err" ||
+		d+="no 'tracing PID N: now .../t_entrypoints': $(grep -m1 'now ' "$TMP/$key.err")"$'\n'
+	grep -qE "executed 1 programs; the profile is the last one's" "$TMP/$key.err" ||
+		d+="no 'executed 1 programs; the profile is the last one's'"$'\n'
+	[ "$(grep -c 'fast path: a stub at' "$TMP/$key.err")" = 2 ] ||
+		d+="want 2 stubs (bash's, then t_entrypoints'), got: $(grep -c 'fast path: a stub at' "$TMP/$key.err")"$'\n'
+	report "pexec: -v says 'now .../t_entrypoints', the exec, and a stub in each image" "$d"
+
+	pexec4 pxn --no-inject -- "$TB/t_entrypoints"
+	expect_entrypoints4 pxn
+	leafset4 pxn
+
+	# --sym given to -p, resolved in the program the process executes:
+	# bash has no pool_alloc; t_pool does (custom_pool's numbers).
+	pexec4 pxsym --no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2' -- "$TB/t_pool"
+	expect4 pxsym pool_keep          5      500    5       500
+	expect4 pxsym pool_churn        10      400    0         0
+	expect4 pxsym pool_some          4      256    1        64
+	expect4 pxsym slab_alloc         5      472    3        72
+	leafset4 pxsym
+	expect_events pxsym.alloc_objects allocs=24 frees=15 unmatched_frees=0 missed_frees=0
+}
+
+# --sym, --free-sym and --preset through a wrapper that is no program of
+# its own: #!/usr/bin/env bash, then exec the real one (a pyenv shim's
+# shape).  env and bash have no pool_alloc: the specs wait for t_pool,
+# and its numbers are custom_pool's, exact.  A spec no program has is an
+# error at the end (exit 2, one line naming the programs searched); a
+# preset's missing functions are one line too.
+scenario_wrapspec() {
+	local w=$TMP/pool-wrapper.sh
+	printf '#!/usr/bin/env bash\nexec "%s" "$@"\n' "$TB/t_pool" >"$w"
+	chmod +x "$w"
+	profile4x wsym 0 --no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2' -- "$w"
+	#                              alloc   alloc  inuse   inuse
+	#                              objects space  objects space
+	expect4 wsym pool_keep          5      500    5       500
+	expect4 wsym pool_churn        10      400    0         0
+	expect4 wsym pool_some          4      256    1        64
+	expect4 wsym slab_alloc         5      472    3        72
+	leafset4 wsym
+	expect_events wsym.alloc_objects allocs=24 frees=15 unmatched_frees=0 missed_frees=0
+	grep -qE "^heaptrace: --sym pool_alloc: found in $TB/t_pool\$" "$TMP/wsym.alloc_objects.err"
+	report "wrapspec: -v says '--sym pool_alloc: found in .../t_pool'" \
+		"$([ $? = 0 ] || grep -m3 'pool_alloc' "$TMP/wsym.alloc_objects.err")"
+
+	# With libc too (custom_pool's poolc numbers): the wrapper's own mallocs are left out with its stacks.
+	profile4x wsymc 0 --sym slab_alloc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2' -- "$w"
+	expect4 wsymc pool_keep         5      500    5       500
+	expect4 wsymc pool_churn       10      400    0         0
+	expect4 wsymc pool_some         4      256    1        64
+	expect4 wsymc slab_keep         3       72    3        72
+	expect4 wsymc slab_churn        2      400    0         0
+	expect4 wsymc pool_new          1       32    1        32
+	leafset4 wsymc
+
+	ht wnone --sym nosuch_alloc -f collapsed -- "$w"
+	report "wrapspec: a spec no program has -> exit 2 at the end, one line naming the 3 programs searched" \
+		"$(err_diag wnone 2 'no function nosuch_alloc in any of the 3 programs' /usr/bin/env bash "$TB/t_pool")"
+	# The profile of what was traced is still written.
+	[ -s "$TMP/wnone.out" ]
+	report "wrapspec: with the missing spec, the profile is written all the same" \
+		"$([ $? = 0 ] || echo "empty stdout")"
+	ht wjem --preset jemalloc -f collapsed -- "$w"
+	report "wrapspec: --preset jemalloc through the wrapper, no jemalloc anywhere -> exit 2, one line" \
+		"$(err_diag wjem 2 'preset jemalloc: none of its functions' mallocx dallocx 'any of the 3 programs')"
 }
