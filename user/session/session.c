@@ -131,13 +131,14 @@ static void follow_target_exec(struct session *s)
 	ht_info("tracing PID %d: now %s", t->pid, what);
 }
 
-void session_python_at_exec(struct session *s, pid_t pid, pid_t tid)
+bool session_python_at_exec(struct session *s, pid_t pid, pid_t tid)
 {
 	struct remote r;
+	bool stepped = false;
 
 	pytables_forget(&s->pyt, pid);
 	if (!s->specs.py.n || s->o->no_inject || s->stopped)
-		return;
+		return false;
 	double t0 = now_ms();
 	/*
 	 * At the exec stop the execve has not returned: a system call made for
@@ -146,11 +147,13 @@ void session_python_at_exec(struct session *s, pid_t pid, pid_t tid)
 	 * new program's first instruction).
 	 */
 	if (!remote_adopt(&r, pid, tid) && !remote_step(&r)) {
+		stepped = true;
 		pytables_redirect(&s->pyt, &s->specs.py, &r);
 		remote_sync(&r);
 	}
 	remote_free(&r);
 	s->ph.inject += now_ms() - t0;
+	return stepped;
 }
 
 /* -p: every thread stopped while CPython's inlined table slots are redirected. */
@@ -201,7 +204,7 @@ static void on_exec(void *arg, pid_t tid)
 	if (!s->stopped && (!s->t.launched || s->target_execs))
 		follow_target_exec(s);
 	s->target_execs++;
-	session_python_at_exec(s, s->t.pid, tid);
+	bool stepped = session_python_at_exec(s, s->t.pid, tid);
 	if (!s->in.n)
 		return;
 	double t0 = now_ms();
@@ -210,7 +213,9 @@ static void on_exec(void *arg, pid_t tid)
 		inject_reset(&s->in);
 	s->in.pid = s->t.pid;
 	if (!remote_adopt(&r, s->t.pid, tid)) {
-		if (inject_arm(&s->in, &r) && inject_install(&s->in, &r, &s->plan, &s->tr))
+		/* A static program: installed now, by system calls, which need execve ended first (as above). */
+		if (inject_arm(&s->in, &r) && ((!stepped && remote_step(&r)) ||
+					      inject_install(&s->in, &r, &s->plan, &s->tr)))
 			probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
 		remote_sync(&r);
 		remote_free(&r);

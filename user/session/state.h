@@ -72,8 +72,12 @@ struct session {
 
 /* session.c */
 void session_proc_root(const struct session *s, pid_t pid, char *buf, size_t len);
-/* A process stopped at an exec (tid: the thread stopped): CPython's inlined tables redirected (inject/pytables.h). */
-void session_python_at_exec(struct session *s, pid_t pid, pid_t tid);
+/*
+ * A process stopped at an exec (tid: the thread stopped): CPython's
+ * inlined tables redirected (inject/pytables.h).  True when it ended the
+ * execve with one step to do so (then system calls can be made for it).
+ */
+bool session_python_at_exec(struct session *s, pid_t pid, pid_t tid);
 bool session_traced_by_us(void *arg, pid_t tid);
 
 /* children.c: --follow-fork, the hooks of the ptrace loop (process/tracee.h) and the end. */
