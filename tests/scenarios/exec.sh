@@ -139,6 +139,23 @@ scenario_spawn() {
 	done
 	[ -n "$d" ] && d+=$(head -5 "$TMP/$key.child.out")
 	report "$key: the child's whole stacks from main (alloc_space): ep_malloc 4000 ... ep_pvalloc 8192" "$d"
+
+	# --sym resolved in the program a child executes (issue 24, item 4):
+	# t_spawn has no pool_alloc, t_pool has; custom_pool's numbers
+	# (alloc_space) in the child's profile, nothing in the parent's
+	# (--no-libc), and no error at the end.
+	key=sp.sym
+	ht "$key" -v --follow-fork --no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2' \
+		-f collapsed --value alloc_space -o "$TMP/$key.prof" -- "$TB/t_spawn" vfork "$TB/t_pool"
+	check_rc $key 0 "spawn: --follow-fork --sym pool_alloc over t_spawn vfork t_pool exits 0"
+	local f
+	f=$(spawn_child_file "$key")
+	if [ -n "$f" ] && [ -f "$f" ]; then cp "$f" "$TMP/$key.child.out"; else : >"$TMP/$key.child.out"; fi
+	expect_leaf $key.child pool_keep 500
+	expect_leaf $key.child pool_churn 400
+	expect_leaf $key.child pool_some 256
+	expect_leaf $key.child slab_alloc 472
+	leafset $key.child pool_keep pool_churn pool_some slab_alloc
 }
 
 # ---------------------------------------------------------------------------
