@@ -164,8 +164,17 @@ int tracee_seize_all(struct tracee *tc)
 		}
 		closedir(d);
 	}
-	tc->seized = true;
+	/* -p without --follow-fork: the threads that could not be seized run on, untraced. */
+	tc->seized = tc->follow || tc->n_tids > 0;
 	return 0;
+}
+
+bool tracee_has(const struct tracee *tc, pid_t tid)
+{
+	for (size_t i = 0; i < tc->n_tids; i++)
+		if (tc->tids[i].tid == tid)
+			return true;
+	return false;
 }
 
 /* The slot of a traced process: 0 the target, a child's; NO_SLOT when untraced. */

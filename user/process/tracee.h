@@ -105,6 +105,9 @@ void tracee_reap(struct tracee *tc, bool wait);
 /* Read the maps of children still alive (before the profiles are written). */
 void tracee_refresh_maps(struct tracee *tc);
 
+/* Is tid a task heaptrace is the ptrace tracer of (seized, or auto-attached and seen)? */
+bool tracee_has(const struct tracee *tc, pid_t tid);
+
 void tracee_free(struct tracee *tc);
 
 #endif

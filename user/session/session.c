@@ -237,7 +237,10 @@ bool session_traced_by_us(void *arg, pid_t tid)
 {
 	struct session *s = arg;
 
-	return s->tc.seized && (s->tc.follow || s->tc.all || tid == s->t.pid);
+	/* -p without --follow-fork: the threads seized (one that could not be runs on, untraced). */
+	if (s->tc.all && !s->tc.follow)
+		return s->tc.seized && tracee_has(&s->tc, tid);
+	return s->tc.seized && (s->tc.follow || tid == s->t.pid);
 }
 
 /* -p: every thread stopped while the stub goes in; what it does not take gets uprobes. */
