@@ -467,7 +467,11 @@ static int attach(struct session *s, double t0)
 	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
 	if (load_tracer(s))
 		return -1;
-	/* -p: forks from now on wait for us (they are handled once monitoring starts). */
+	/*
+	 * -p: every thread seized, so that an exec is followed; with
+	 * --follow-fork, forks from now on wait for us (they are handled once
+	 * monitoring starts).
+	 */
 	if (!t->launched && tracee_seize_all(&s->tc))
 		return -1;
 	if (!t->launched) {
