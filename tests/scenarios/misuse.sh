@@ -142,7 +142,6 @@ scenario_badinput() {
 		"-p abc|2|-p,abc"
 		"-- heaptrace-no-such-command|127|heaptrace-no-such-command,not found"
 		"-- @TMP@/bi.noexec|126|bi.noexec,permission denied"
-		"--sym nosuchsym_xyz -- $t @MARKER@|2|nosuchsym_xyz"
 		"--sym malloc:size=arg1+ -- $t @MARKER@|2|malloc:size=arg1+,expression"
 		"--sym malloc:size=(arg1) -- $t @MARKER@|2|expression"
 		"-o /nonexistent/dir/x -- $t @MARKER@|nz|/nonexistent/dir"
@@ -211,6 +210,17 @@ scenario_badinput() {
 		esac
 		report "badinput: heaptrace $(rel "$args") -> exit $rc, one line with: $words" "$d"
 	done
+
+	# A --sym that names nothing in the program: the program runs (one it
+	# executes could have the function: a wrapper script, a shim), and at its
+	# end, since none had it, exit 2 with one line, and no profile.
+	rm -f "$marker"
+	ht bi.nosym --sym nosuchsym_xyz -- "$t" "$marker"
+	d=$(err_diag bi.nosym 2 nosuchsym_xyz "$t")
+	[ -e "$marker" ] || d+=$'\n'"the command did not run"
+	[ -s "$TMP/bi.nosym.out" ] && d+=$'\n'"a profile was written: $(head -c 80 "$TMP/bi.nosym.out")"
+	report "badinput: heaptrace --sym nosuchsym_xyz -- $t -> runs it, then exit 2, one line naming the function, no profile" "$d"
+	rm -f "$marker"
 
 	# What --max-allocs costs: beyond the machine's memory refused, a big share said.
 	local mt n

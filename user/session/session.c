@@ -650,7 +650,16 @@ static int trace(struct session *s, double t0)
 	if (st.why == STOP_DURATION)
 		ht_info("stopped after %g s", o->duration);
 
-	rc = session_write_profiles(s, &ss);
+	/*
+	 * A spec no program had is bad input (exit status 2), said at the end
+	 * since a later program could have had it; like any failed run, it
+	 * writes no profile (-o keeps what it held).
+	 */
+	bool missing = specs_missing(&s->specs, true) > 0;
+	if (missing)
+		snapshots_free(&ss);
+	else
+		rc = session_write_profiles(s, &ss);
 	if (t->launched) {
 		/* Like time(1): the command runs to its end and its status is ours. */
 		if (!t->exited && st.why == STOP_SIGNAL && st.sent_to_us)
@@ -658,11 +667,9 @@ static int trace(struct session *s, double t0)
 		monitor_forward_to(t->pidfd);
 		tracee_reap(&s->tc, true);
 	}
-	/* A spec no program had is bad input (exit status 2), said last, after the profile of what was traced. */
-	bool missing = specs_missing(&s->specs, true) > 0;
 	/* A limit exceeded is heaptrace's own verdict, above the command's status; a failure of heaptrace's above both. */
 	int status = t->launched ? target_exit_code(t) : 0;
-	if (!rc && missing)
+	if (missing)
 		rc = 2;
 	if (!rc && s->over_limit) {
 		if (status)
