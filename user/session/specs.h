@@ -15,7 +15,8 @@
 #include "probe/allocator.h"
 #include "probe/cpython.h"
 #include "probe/plan.h"
-#include "session/session.h"
+
+struct trace_opts;
 
 struct spec_images {
 	const struct trace_opts *o;
