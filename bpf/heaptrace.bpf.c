@@ -109,10 +109,11 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, str
 	/*
 	 * Made from inside a call traced by uprobes (an arena allocator
 	 * mallocing its chunks, a --sym function): that call is the request.
-	 * The stub tells nesting among its own functions itself.
+	 * The stub tells nesting among its own functions itself.  A reset
+	 * counts wherever it is called from, as reset_enter's uprobe does.
 	 */
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
-	if (c && c->depth && s->rec.sp <= c->sp)
+	if (c && c->depth && s->rec.sp <= c->sp && spec_of(s->rec.spec)->kind != HT_SPEC_RESET)
 		return NULL;
 	*call = c;
 	return s;
@@ -139,20 +140,6 @@ int stub_alloc(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int stub_free(struct pt_regs *ctx)
-{
-	int proc = proc_slot();
-	struct stub_scratch *s;
-	struct ht_call *c;
-
-	if (proc < 0 || !(s = stub_record(ctx, &c)))
-		return 0;
-	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
-	if (ptr)
-		free_entry(proc, c, s->rec.sp, s->rec.fp, s->rec.func_ip, s->rec.spec, ptr);
-	return 0;
-}
 
 struct reset_ctx {
 	__u64 arena;
@@ -194,6 +181,38 @@ static long reset_step(__u32 i, struct reset_ctx *rc)
  * generation: blocks of older generations are dead, and are dropped
  * silently when their address comes back or they are freed.
  */
+static __always_inline void reset_arena(__u32 proc, __u64 arena)
+{
+	struct reset_ctx rc = { .arena = arena, .proc = proc };
+
+	if (!rc.arena)
+		return;
+
+	count(proc, HT_ARENA_RESETS);
+	struct ht_arena *a = arena_of(rc.arena, proc);
+	if (!a) {
+		/* Its blocks, if any, were counted as arena_map_full when they were allocated. */
+		count(proc, HT_ARENA_MAP_FULL);
+		return;
+	}
+	__sync_fetch_and_add(&a->gen, 1);
+	/* Take the list: pairs made from here on belong to the new generation's list. */
+	__u32 n = __sync_lock_test_and_set(&a->sites, 0);
+	rc.next = __sync_lock_test_and_set(&a->head, 0);
+	if (!n)
+		return;
+	__u32 walk = n < HT_RESET_WALK_MAX ? n : HT_RESET_WALK_MAX;
+	long done = bpf_loop(walk, reset_step, &rc, 0);
+	if (done < 0)
+		done = 0;
+	if (rc.lost && done > 0)
+		done--;         /* the step that found nothing */
+	if ((__u64)done < n)
+		count_n(proc, HT_ARENA_INDEX_LOST, n - done);
+	count_n(proc, HT_RESET_FREES, rc.blocks);
+	count_n(proc, HT_RESET_OBJECTS, rc.objects);
+}
+
 SEC("uprobe")
 int reset_enter(struct pt_regs *ctx)
 {
@@ -206,33 +225,32 @@ int reset_enter(struct pt_regs *ctx)
 	const volatile struct ht_alloc_spec *spec = spec_of(bpf_get_attach_cookie(ctx));
 	save_args(ctx, args);
 	read_mems(spec, args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);
-	struct reset_ctx rc = { .arena = eval(&spec->arena, args, 0), .proc = proc };
-	if (!rc.arena)
-		return 0;
+	reset_arena(proc, eval(&spec->arena, args, 0));
+	return 0;
+}
 
-	count(proc, HT_ARENA_RESETS);
-	struct ht_arena *a = arena_of(rc.arena, proc);
-	if (!a) {
-		/* Its blocks, if any, were counted as arena_map_full when they were allocated. */
-		count(proc, HT_ARENA_MAP_FULL);
+/*
+ * A free or an arena reset the stub recorded (both at its free site: the
+ * descriptor's kind tells them apart), with the arguments and the reads of
+ * memory of the entry in the record, as a probe would have saved them.
+ */
+SEC("uprobe")
+int stub_free(struct pt_regs *ctx)
+{
+	int proc = proc_slot();
+	struct stub_scratch *s;
+	struct ht_call *c;
+
+	if (proc < 0 || !(s = stub_record(ctx, &c)))
+		return 0;
+	const volatile struct ht_alloc_spec *spec = spec_of(s->rec.spec);
+	if (spec->kind == HT_SPEC_RESET) {
+		reset_arena(proc, eval(&spec->arena, s->rec.args, 0));
 		return 0;
 	}
-	__sync_fetch_and_add(&a->gen, 1);
-	/* Take the list: pairs made from here on belong to the new generation's list. */
-	__u32 n = __sync_lock_test_and_set(&a->sites, 0);
-	rc.next = __sync_lock_test_and_set(&a->head, 0);
-	if (!n)
-		return 0;
-	__u32 walk = n < HT_RESET_WALK_MAX ? n : HT_RESET_WALK_MAX;
-	long done = bpf_loop(walk, reset_step, &rc, 0);
-	if (done < 0)
-		done = 0;
-	if (rc.lost && done > 0)
-		done--;         /* the step that found nothing */
-	if ((__u64)done < n)
-		count_n(proc, HT_ARENA_INDEX_LOST, n - done);
-	count_n(proc, HT_RESET_FREES, rc.blocks);
-	count_n(proc, HT_RESET_OBJECTS, rc.objects);
+	__u64 ptr = eval(&spec->ptr, s->rec.args, 0);
+	if (ptr)
+		free_entry(proc, c, s->rec.sp, s->rec.fp, s->rec.func_ip, s->rec.spec, ptr);
 	return 0;
 }
 

@@ -485,7 +485,12 @@ enum ht_stub_flags {
 };
 
 struct ht_stub_record {
-	__u64 args[8];          /* args[1..6]: the integer argument registers at the entry */
+	/*
+	 * As a probe saves them (HT_ARG_SLOTS): args[1..6] the integer argument
+	 * registers at the entry, args[8 + k] the spec's read k of a global at
+	 * the entry (the stub reads only globals: user/inject/spec_stub.c)
+	 */
+	__u64 args[HT_ARG_SLOTS];
 	__u64 ret;              /* the return value (allocations) */
 	__u64 sp;               /* the stack pointer at the entry: the caller's return address is at sp */
 	__u64 fp;               /* rbp at the entry */

@@ -19,12 +19,18 @@
 #include "stub.h"
 
 struct stub_frame {
+	__u64 mem[HT_MAX_MEM];  /* the spec's reads of memory, made at the entry */
 	__u64 target;           /* where the handler goes next: the original function */
 	__u64 index;            /* i of entry_i; bit 32 and up: what the entry decided */
 	__u64 fp;
 	__u64 args[6];
+	__u64 rax, r10;         /* given back to the original as they came */
 	__u64 ret_addr;         /* the caller's return address: its address is the entry's sp */
 };
+
+_Static_assert(__builtin_offsetof(struct stub_frame, target) == 32 &&
+	       __builtin_offsetof(struct stub_frame, args) == 56 &&
+	       __builtin_offsetof(struct stub_frame, ret_addr) == 120, "entry.S's frame");
 
 enum { MODE_PASS, MODE_CALL, MODE_RECORD, MODE_FREE_OLD };
 
@@ -57,6 +63,11 @@ static inline __u64 thread_pointer(void)
 	return tp;
 }
 
+/*
+ * A spec's sum of products, as bpf/request.bpf.h evaluates it.  The stub is
+ * given only specs whose size and block it can evaluate
+ * (user/inject/spec_stub.c): no read of memory at the return.
+ */
 static __u64 eval(const struct ht_expr *e, const __u64 *args, __u64 ret)
 {
 	__u64 sum = 0;
@@ -65,20 +76,40 @@ static __u64 eval(const struct ht_expr *e, const __u64 *args, __u64 ret)
 		__u64 prod = 1;
 		for (__u32 j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++) {
 			const struct ht_factor *f = &e->t[i].f[j];
-			prod *= f->kind == HT_FACTOR_CONST ? f->value : f->kind == HT_FACTOR_RET ? ret : args[f->value & 7];
+			prod *= f->kind == HT_FACTOR_CONST ? f->value :
+				f->kind == HT_FACTOR_RET   ? ret :
+				f->kind == HT_FACTOR_MEM   ? args[8 + (f->value & 3)] :
+				f->kind == HT_FACTOR_ARG   ? args[f->value & 7] : 0;
 		}
 		sum += prod;
 	}
 	return sum;
 }
 
-/* args[1..6] as the BPF side numbers them. */
+/*
+ * The spec's reads of memory at the entry: globals of the function's own
+ * object only (the BPF side's rule: its ELF address moved by the object's
+ * load bias, the function's address less its ELF address), which are
+ * mapped as long as the function is, so reading them cannot fault.  Reads
+ * through an argument are never given to the stub.
+ */
+static void read_mems(const struct stub_fn *fn, __u64 *mem)
+{
+	__u64 bias = fn->func_ip - fn->s.probe_vaddr;
+
+	for (__u32 k = 0; k < fn->s.n_mem && k < HT_MAX_MEM; k++)
+		mem[k] = fn->s.mem[k].base ? 0 : *(const volatile __u64 *)(bias + fn->s.mem[k].offset);
+}
+
+/* args[1..6] and the reads args[8..11], as the BPF side numbers them. */
 static void load_args(__u64 *a, const struct stub_frame *f)
 {
 	a[0] = 0;
 	for (int i = 0; i < 6; i++)
 		a[i + 1] = f->args[i];
 	a[7] = 0;
+	for (int k = 0; k < HT_MAX_MEM; k++)
+		a[8 + k] = f->mem[k];
 }
 
 static __u64 request_size(const struct ht_alloc_spec *s, const __u64 *args, __u64 ret)
@@ -231,7 +262,7 @@ static void leave(__u64 tp, __u64 sp)
 int stub_alloc_enter(struct stub_frame *f)
 {
 	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
-	__u64 args[8], tp;
+	__u64 args[HT_ARG_SLOTS], tp;
 	int mode;
 
 	f->target = fn->orig;
@@ -240,6 +271,8 @@ int stub_alloc_enter(struct stub_frame *f)
 	tp = thread_pointer();
 	if (nested(tp, (__u64)&f->ret_addr))
 		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
+	if (fn->s.n_mem)
+		read_mems(fn, f->mem);
 	load_args(args, f);
 	if (!stub_cfg.sample_rate || (!fn->s.size_at_return && sampled(request_size(&fn->s, args, 0))))
 		mode = MODE_RECORD;
@@ -262,7 +295,7 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
 	int mode = f->index >> 32;
 	struct ht_stub_record r;
-	__u64 ptr = ret, size;
+	__u64 ptr, size;
 
 	leave(thread_pointer(), (__u64)&f->ret_addr);
 	load_args(r.args, f);
@@ -273,6 +306,8 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 		return ret;
 	if (fn->s.out_ptr_arg)
 		ptr = (int)ret == 0 ? *(const __u64 *)r.args[fn->s.out_ptr_arg & 7] : 0;
+	else
+		ptr = eval(&fn->s.ptr, r.args, ret);
 	if (stub_cfg.sample_rate) {
 		__u64 old = fn->s.old_ptr_arg ? r.args[fn->s.old_ptr_arg & 7] : 0;
 		/* The same rule as the BPF side: the old block is gone when a new one came, or size 0 freed it. */
@@ -300,13 +335,18 @@ int stub_free_enter(struct stub_frame *f)
 	f->target = fn->orig;
 	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
 		return 0;
+	if (fn->s.n_mem)
+		read_mems(fn, f->mem);
 	load_args(r.args, f);
-	ptr = eval(&fn->s.ptr, r.args, 0);
-	/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
-	if (!ptr || nested(thread_pointer(), (__u64)&f->ret_addr))
-		return 0;
-	if (stub_cfg.sample_rate && !set_take(ptr))
-		return 0;
+	/* A reset frees blocks of every sampled size, wherever it is called from, as its uprobe sees them: always. */
+	if (!(fn->flags & STUB_FN_RESET)) {
+		ptr = eval(&fn->s.ptr, r.args, 0);
+		/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
+		if (!ptr || nested(thread_pointer(), (__u64)&f->ret_addr))
+			return 0;
+		if (stub_cfg.sample_rate && !set_take(ptr))
+			return 0;
+	}
 	r.ret = 0;
 	r.sp = (__u64)&f->ret_addr;
 	r.fp = f->fp;

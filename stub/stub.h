@@ -28,7 +28,7 @@
 
 #include "heaptrace.h"
 
-#define STUB_MAX_FNS 16                 /* the malloc family fits, with room for a second object */
+#define STUB_MAX_FNS 32                 /* HT_MAX_SPECS: every probe of the plan could be redirected */
 #define STUB_TRAMP_OFF 0x3000
 #define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
 #define STUB_CFG_OFF 0x4000
@@ -50,6 +50,7 @@
 enum stub_fn_flags {
 	STUB_FN_FREE = 1,               /* a free: the block is args' ptr */
 	STUB_FN_NESTS = 2,              /* may call other traced functions: always called, depth kept */
+	STUB_FN_RESET = 4,              /* an arena reset (--reset-sym): every call recorded, at the free site */
 };
 
 struct stub_fn {

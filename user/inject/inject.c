@@ -26,6 +26,7 @@
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
+#include "inject/spec_stub.h"
 #include "stub_blob.h"
 #include "util/elfobj.h"
 #include "util/log.h"
@@ -49,9 +50,11 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 	for (int k = 0; k < plan->n && in->n < STUB_MAX_FNS; k++) {
 		struct probe *p = &plan->probes[k];
 
-		if (!p->family)
-			continue;
-		/* One stub, near one object: the allocator the program calls (the first one planned). */
+		/*
+		 * One stub, near one object: the allocator the program calls (the
+		 * first one planned), or with --no-libc the first --sym's object.
+		 * Objects lie further apart than a rel32 jump reaches.
+		 */
 		if (!object)
 			object = p->path;
 		if (p->path != object) {
@@ -65,6 +68,7 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 		p->stub = true;
 		in->fns[in->n++] = (struct inject_fn){ .probe = k, .len = p->stub_len };
 	}
+	spec_stub_guard(in, plan, false);
 	return in->n;
 }
 
@@ -72,8 +76,10 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 static void give_back(struct inject *in, struct probe_plan *plan)
 {
 	for (int i = 0; i < in->n; i++)
-		if (!in->fns[i].patched)
+		if (!in->fns[i].patched && plan->probes[in->fns[i].probe].stub) {
 			plan->probes[in->fns[i].probe].stub = false;
+			plan->probes[in->fns[i].probe].given_back = true;
+		}
 }
 
 /* The mapping of a file at a file offset, in /proc/PID/maps: its address there; 0 when not mapped. */
@@ -156,7 +162,7 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		struct inject_fn *f = &in->fns[i];
 		const struct probe *p = &plan->probes[f->probe];
 		uint64_t entry = in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE, orig = entry + 16;
-		uint64_t handler = in->base + (p->kind == HT_SPEC_FREE ? STUB_ENTRY_FREE : STUB_ENTRY_ALLOC);
+		uint64_t handler = in->base + (p->kind == HT_SPEC_ALLOC ? STUB_ENTRY_ALLOC : STUB_ENTRY_FREE);
 		uint8_t *t = img + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE;
 		int32_t rel = (int32_t)(handler - (entry + 11));
 		size_t orig_len;
@@ -175,9 +181,7 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		}
 		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
 						.func_ip = f->addr + p->delta,
-						.flags = (p->kind == HT_SPEC_FREE ? STUB_FN_FREE : 0) |
-							 (strcmp(p->func, "malloc") && strcmp(p->func, "calloc") &&
-									  strcmp(p->func, "free") ? STUB_FN_NESTS : 0) };
+						.flags = spec_stub_flags(p, &plan->specs[p->spec]) };
 	}
 	return 0;
 }
@@ -336,13 +340,17 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	/* Only the functions found stay. */
 	int n = 0;
 	for (int i = 0; i < in->n; i++) {
-		if (in->fns[i].addr)
+		if (in->fns[i].addr) {
 			in->fns[n++] = in->fns[i];
-		else
+		} else {
 			plan->probes[in->fns[i].probe].stub = false;
+			plan->probes[in->fns[i].probe].given_back = true;
+		}
 	}
 	in->n = n;
-	if (!n) {
+	/* A function left to its uprobes may be called inside one that nests. */
+	spec_stub_guard(in, plan, true);
+	if (!in->n) {
 		snprintf(why, sizeof(why), "no function to redirect");
 		goto fail;
 	}

@@ -9,6 +9,7 @@
 #include "util/log.h"
 #include "probe/malloc_family.h"
 #include "insn/relocate.h"
+#include "probe/stub_spec.h"
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
@@ -200,8 +201,9 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	p->func_size = size;
 	p->stub_len = 0;
 	p->stub_why[0] = '\0';
-	p->stub = p->attached = false;
-	if (family)
+	p->stub = p->attached = p->given_back = false;
+	/* Any function may go through the stub (user/inject/): its spec the stub can evaluate, its first bytes movable. */
+	if (family || spec_stub_ok(spec, p->stub_why, sizeof(p->stub_why)))
 		check_movable(p, o, pl);
 	plan->specs[plan->n++] = *spec;
 	return 0;
@@ -502,7 +504,7 @@ static bool uprobed(const struct probe *p)
 
 static bool fell_back(const struct probe *p)
 {
-	return p->family && !p->stub && p->stub_len && !p->attached;
+	return p->given_back && !p->stub && !p->attached;
 }
 
 static void say_stub(const struct probe *p)

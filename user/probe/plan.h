@@ -23,15 +23,17 @@ struct probe {
 	enum ht_spec_kind kind;
 	struct placement where;
 	/*
-	 * The in-process fast path (user/inject/): a malloc-family function
-	 * whose first stub_len bytes can be displaced is redirected to the
-	 * stub instead of carrying uprobes (stub set), else stub_why says why not.
+	 * The in-process fast path (user/inject/): a function whose first
+	 * stub_len bytes can be displaced and whose spec the stub can evaluate
+	 * is redirected to the stub instead of carrying uprobes (stub set),
+	 * else stub_why says why not.  family: of the malloc family.
 	 */
 	bool family;
 	uint64_t func_vaddr, func_size;
 	uint32_t stub_len;
 	char stub_why[120];
 	bool stub;              /* taken by the stub: no uprobe is attached to it */
+	bool given_back;        /* the stub gave it up while installing: its uprobes come late (probes_attach_fallback) */
 	bool attached;          /* its uprobes are attached */
 };
 
