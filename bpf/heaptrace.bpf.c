@@ -72,7 +72,8 @@ int free_enter(struct pt_regs *ctx)
 	save_args(ctx, args);
 	read_mems(spec_of(spec), args, func_ip, proc);
 	__u64 ptr = eval(&spec_of(spec)->ptr, args, 0);
-	if (!ptr)
+	/* Inside an allocator call the stub made, a free is that call's business (free_entry()'s rule). */
+	if (!ptr || in_stub_call(PT_REGS_SP(ctx)))
 		return 0;
 	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx),
 		   PT_REGS_FP(ctx), func_ip, spec, ptr);
@@ -244,6 +245,8 @@ int stub_free(struct pt_regs *ctx)
 	if (proc < 0 || !(s = stub_record(ctx, &c)))
 		return 0;
 	const volatile struct ht_alloc_spec *spec = spec_of(s->rec.spec);
+	/* At the entry still (the stub jumps to the function after this): every read of the spec, as free_enter's. */
+	read_mems(spec, s->rec.args, s->rec.func_ip, proc);
 	if (spec->kind == HT_SPEC_RESET) {
 		reset_arena(proc, eval(&spec->arena, s->rec.args, 0));
 		return 0;
@@ -304,6 +307,9 @@ int process_exec(void *ctx)
 		settle_held(c, proc);
 	}
 	forget_restorer();
+	/* The stub went with the old image (a new one is told afresh). */
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	bpf_map_delete_elem(&stub_procs, &tgid);
 	bpf_loop(HT_LIVE_LEVELS, drop_level, &x, 0);
 	count(proc, HT_EXECS);
 	count_n(proc, HT_EXEC_DROPPED, x.dropped);

@@ -201,12 +201,8 @@ static int set_has(__u64 ptr)
  * thread's slots lie within STUB_PROBES of its hash, all of which a lookup
  * reads (a freed slot leaves no hole that could hide another).
  */
-#define STUB_PROBES 16
-
-static __u32 depth_hash(__u64 tp)
-{
-	return ((tp >> 6) * 0x9E3779B97F4A7C15ull) >> 40;
-}
+#define STUB_PROBES HT_STUB_PROBES
+#define depth_hash ht_stub_depth_hash
 
 /* Is the thread inside such a call, at or above sp (tail-jumped: at the same sp)? */
 static int nested(__u64 tp, __u64 sp)

@@ -41,8 +41,8 @@
 #define STUB_SITE_ALLOC 16              /* nop5; ret: an allocation recorded (uprobe here) */
 #define STUB_SITE_FREE 24               /* nop5; ret: a free recorded (uprobe here) */
 
-/* Nested calls are told apart per thread, by its thread pointer (%fs:0). */
-#define STUB_DEPTH_SLOTS 512
+/* Nested calls are told apart per thread, by its thread pointer (%fs:0): heaptrace.h's table. */
+#define STUB_DEPTH_SLOTS HT_STUB_DEPTH_SLOTS
 
 /* Sampled blocks are kept in buckets of one cache line each. */
 #define STUB_BUCKET 8
@@ -69,10 +69,7 @@ struct stub_cfg {
 	struct stub_fn fns[STUB_MAX_FNS];
 };
 
-struct stub_depth {
-	__u64 thread;                   /* thread pointer; 0: free slot */
-	__u64 sp;                       /* the call's entry stack pointer; 0: not yet published */
-};
+#define stub_depth ht_stub_depth
 
 /*
  * Counters of the stub, read by heaptrace through /proc/PID/mem.  Every

@@ -68,7 +68,6 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 		p->stub = true;
 		in->fns[in->n++] = (struct inject_fn){ .probe = k, .len = p->stub_len };
 	}
-	spec_stub_guard(in, plan, false);
 	return in->n;
 }
 
@@ -283,6 +282,15 @@ static int attach_sites(struct inject *in, struct tracer *tr)
 	return err ? err : tracer_attach_multi(tr, PROG_STUB_FREE, in->path, &off, &cookie, 1, in->pid);
 }
 
+/* Where the uprobes' BPF programs find the stub's nesting table (bpf/calls.bpf.h, in_stub_call()). */
+static int tell_bpf(struct inject *in, struct tracer *tr)
+{
+	uint64_t data = in->base + STUB_DATA_OFF;
+
+	return tracer_set_stub(tr, in->pid, data + offsetof(struct stub_data, active),
+			       data + offsetof(struct stub_data, depth));
+}
+
 static uint32_t pow2_at_least(uint64_t v)
 {
 	uint32_t p = 1;
@@ -348,8 +356,6 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		}
 	}
 	in->n = n;
-	/* A function left to its uprobes may be called inside one that nests. */
-	spec_stub_guard(in, plan, true);
 	if (!in->n) {
 		snprintf(why, sizeof(why), "no function to redirect");
 		goto fail;
@@ -369,6 +375,8 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		goto fail;
 	}
 	int err = attach_sites(in, tr);
+	if (!err)
+		err = tell_bpf(in, tr);
 	if (err) {
 		snprintf(why, sizeof(why), "cannot attach the record sites' uprobes: %s", strerror(-err));
 		goto fail;
@@ -453,7 +461,7 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	snprintf(kid->path, sizeof(kid->path), "/proc/self/fd/%d", kid->file_fd);
 	if (kid->shared) {
 		/* Its calls run the parent's stub, in the parent's memory: only the record sites' probes are its own. */
-		if ((err = attach_sites(kid, tr)))
+		if ((err = attach_sites(kid, tr)) || (err = tell_bpf(kid, tr)))
 			goto fail;
 		ht_info("fast path: PID %d shares the memory of PID %d: its recorded calls reach the same stub", pid,
 			parent->pid);
@@ -476,6 +484,8 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 		err = remote_write(&r, kid->base + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
 	if (!err)
 		err = attach_sites(kid, tr);
+	if (!err)
+		err = tell_bpf(kid, tr);
 	if (!err)
 		err = seed_data(kid, &r);
 	if (!err)

@@ -19,19 +19,23 @@ static bool stub_expr(const struct ht_alloc_spec *s, const struct ht_expr *e)
 bool spec_stub_ok(const struct ht_alloc_spec *s, char *why, size_t len)
 {
 	/*
-	 * Reads through an argument are made by BPF at the entry (a block's
-	 * header before the call frees it): the stub could only make them
-	 * with a fault in the target when the argument is bad.
+	 * The stub records a free or a reset at its entry, where BPF makes
+	 * every read of the spec itself; an allocation after its return, when
+	 * a read through an argument made at the entry (a block's header
+	 * before the call frees it) can only be the stub's, which faults in
+	 * the target where the argument is bad.
 	 */
-	for (unsigned k = 0; k < s->n_mem && k < HT_MAX_MEM; k++)
+	for (unsigned k = 0; s->kind == HT_SPEC_ALLOC && k < s->n_mem && k < HT_MAX_MEM; k++)
 		if (s->mem[k].base) {
 			snprintf(why, len, "it reads *(arg%u%+lld) at its entry, which only BPF can read safely",
 				 s->mem[k].base, (long long)s->mem[k].offset);
 			return false;
 		}
-	if (!stub_expr(s, &s->size) || !stub_expr(s, &s->ptr)) {
-		snprintf(why, len, "its %s reads memory at the return, which only BPF can read safely",
-			 !stub_expr(s, &s->size) ? "size" : "block (ptr)");
+	/* The size decides sampling and the block finds the sampled set: the stub evaluates both. */
+	bool size_ok = stub_expr(s, &s->size);
+	if (!size_ok || !stub_expr(s, &s->ptr)) {
+		snprintf(why, len, "its %s reads memory that only BPF can read safely, and the stub needs it to sample",
+			 !size_ok ? "size" : "block (ptr)");
 		return false;
 	}
 	return true;
