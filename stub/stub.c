@@ -213,9 +213,26 @@ static int nested(__u64 tp, __u64 sp)
 	for (__u32 i = 0; i < STUB_PROBES; i++) {
 		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
 		__u64 at;
-		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) == tp &&
-		    (at = __atomic_load_n(&d->sp, __ATOMIC_RELAXED)) && sp <= at)
+		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) != tp || !(at = __atomic_load_n(&d->sp, __ATOMIC_RELAXED)))
+			continue;
+		if (sp <= at)
 			return 1;
+		/*
+		 * A call of this thread above that call's entry: that call ended
+		 * without returning through the stub (a longjmp out of it, as
+		 * PostgreSQL's elog(ERROR) makes, an exception unwinding it), and
+		 * its slot would hold every deeper call of the thread for nested
+		 * from now on.  It goes, counted as the uprobes' missed_returns
+		 * are.  Only this thread writes its slots (its signal handlers run
+		 * below it, but on an alternate stack placed higher: that is the
+		 * one case in which a live call's slot goes, and only nesting
+		 * inside it is lost).
+		 */
+		if (__atomic_compare_exchange_n(&d->sp, &at, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&d->thread, 0, __ATOMIC_RELEASE);
+			__atomic_sub_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&stub_data.c.stale, 1, __ATOMIC_RELAXED);
+		}
 	}
 	return 0;
 }

@@ -78,6 +78,7 @@ struct stub_cfg {
 struct stub_counters {
 	__u64 set_full;                 /* HT_SAMPLED_SET_FULL */
 	__u64 depth_full;               /* HT_CALL_MAP_FULL */
+	__u64 stale;                    /* HT_MISSED_RETURNS: a slot whose call never returned through the stub */
 };
 
 struct stub_data {

@@ -540,6 +540,7 @@ void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
 	}
 	counters[HT_SAMPLED_SET_FULL] += in->seen.set_full;
 	counters[HT_CALL_MAP_FULL] += in->seen.depth_full;
+	counters[HT_MISSED_RETURNS] += in->seen.stale;
 }
 
 /* --- a launched command: installed once the dynamic loader has mapped the allocator --- */

@@ -542,9 +542,10 @@ int probes_attach_stubbed(const struct probe_plan *plan, struct tracer *tr, pid_
 	return err ? -1 : 0;
 }
 
-int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+int probes_attach(struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	bool first = !tr->n_links && !tr->n_multi;      /* followed children repeat the same plan */
+	/* Followed children repeat the same plan; with -p the stub's record sites are attached before it. */
+	bool first = !plan->said;
 	int err = tr->multi ? attach_multi(plan, 0, tr, pid, uprobed) : attach_each(plan, 0, tr, pid, uprobed);
 
 	if (err == -EOPNOTSUPP)
@@ -572,6 +573,7 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 	if (first)
 		ht_info("attached with %s", tr->session ? "uprobe_multi links, allocators as uprobe sessions" :
 					    tr->multi ? "uprobe_multi links" : "one perf event per probe");
+	plan->said = true;
 	return 0;
 }
 

@@ -44,6 +44,7 @@ struct probe_plan {
 	char *paths[HT_MAX_SPECS];
 	int n_paths;
 	bool at_entry;          /* --probe-at=entry */
+	bool said;              /* -v has listed the probes (once: followed children repeat the plan) */
 };
 
 void probes_init(struct probe_plan *plan, bool at_entry);
@@ -69,7 +70,7 @@ int probes_add_symbol(struct probe_plan *plan, const struct sym_spec *s, const c
  * 2 when it was loaded for uprobe sessions and the kernel has none: reload
  * it without and call again.
  */
-int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
+int probes_attach(struct probe_plan *plan, struct tracer *tr, pid_t pid);
 
 /*
  * The fast path gave up functions it had been given (p->stub cleared):
