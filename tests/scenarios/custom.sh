@@ -13,6 +13,7 @@ scenario_custom() {
 	custom_wrapfree
 	custom_stubmix
 	custom_stubsampled
+	custom_longjmp
 	custom_static
 	custom_preload
 	custom_errors
@@ -274,6 +275,27 @@ custom_stubsampled() {
 	expect4 spg grow                 2     3000    2      3000
 	leafset4 spg
 	expect_events spg.alloc_objects allocs=18 frees=7 unmatched_frees=0 missed_frees=0 failed_allocs=0
+}
+
+# t_longjmp: xalloc longjmp'd out of (PostgreSQL's elog(ERROR) out of
+# palloc), then called from above that call and at its very depth again
+# (the target's comment derives the numbers).  The call that never returned
+# is a missed return, noticed when a call enters above it; the calls at its
+# depth afterwards are not taken for nested in it: allocs = 4.  Exact and
+# sampled (--sample-rate 1: every call), with the fast path (its nesting
+# slot is given up) as with --no-inject (the uprobes' depth).
+custom_longjmp() {
+	local rate key
+	for rate in 0 1; do
+		key=ljmp$rate
+		ht "$key" -v --no-libc --sym xalloc $([ $rate = 1 ] && echo --sample-rate 1) -f collapsed \
+			--value alloc_space -- "$TB/t_longjmp"
+		check_rc "$key" 0 "custom longjmp: --sym xalloc$([ $rate = 1 ] && echo ' --sample-rate 1') exits 0"
+		expect_leaf "$key" shallow 10
+		expect_leaf "$key" lvl1 300
+		leafset "$key" shallow lvl1
+		expect_events "$key" allocs=4 missed_returns=1 unmatched_frees=0
+	done
 }
 
 # tests/static/t_static.c built with gcc -static: malloc is inside the

@@ -146,6 +146,15 @@ static void on_exec(void *arg, pid_t tid)
 	s->ph.inject += now_ms() - t0;
 }
 
+/* The target's last moment with its memory: the stub's counters (its losses) as they end. */
+static void on_exiting(void *arg)
+{
+	struct session *s = arg;
+
+	if (s->in.base)
+		inject_counters(&s->in, (uint64_t[HT_COUNTER_MAX]){ 0 });
+}
+
 static bool on_trap(void *arg, pid_t tid)
 {
 	struct session *s = arg;
@@ -624,6 +633,7 @@ int session_run(struct trace_opts *o)
 	/* Execs are followed wherever heaptrace is the tracer: a launched command, a --follow-fork tree. */
 	if (o->argv || o->follow_fork) {
 		s.tc.on_exec = on_exec;
+		s.tc.on_exiting = on_exiting;
 		s.tc.hook_arg = &s;
 	}
 	if (o->follow_fork) {
