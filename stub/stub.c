@@ -97,7 +97,7 @@ static void read_mems(const struct stub_fn *fn, __u64 *mem)
 {
 	__u64 bias = fn->func_ip - fn->s.probe_vaddr;
 
-	for (__u32 k = 0; k < fn->s.n_mem && k < HT_MAX_MEM; k++)
+	for (__u32 k = 0; k < fn->n_mem && k < HT_MAX_MEM; k++)
 		mem[k] = fn->s.mem[k].base ? 0 : *(const volatile __u64 *)(bias + fn->s.mem[k].offset);
 }
 
@@ -112,12 +112,29 @@ static void load_args(__u64 *a, const struct stub_frame *f)
 		a[8 + k] = f->mem[k];
 }
 
-static __u64 request_size(const struct ht_alloc_spec *s, const __u64 *args, __u64 ret)
+/* Argument n (1-6) as the call came. */
+static __u64 arg_of(const struct stub_frame *f, __u8 n)
 {
-	__u64 size = eval(&s->size, args, ret);
-	__u64 page = stub_cfg.page_size;
+	return n >= 1 && n <= 6 ? f->args[n - 1] : 0;
+}
 
-	return s->page_round ? (size + page - 1) & ~(page - 1) : size;
+/* The request's size: the fast form when heaptrace found one (nearly every spec), else the spec's sum. */
+static __u64 fn_size(const struct stub_fn *fn, const struct stub_frame *f, __u64 ret)
+{
+	__u64 size, page = stub_cfg.page_size;
+
+	if (fn->flags & STUB_FN_SIZE_FAST) {
+		size = fn->size_k;
+		if (fn->size_a)
+			size *= arg_of(f, fn->size_a);
+		if (fn->size_b)
+			size *= arg_of(f, fn->size_b);
+	} else {
+		__u64 args[HT_ARG_SLOTS];
+		load_args(args, f);
+		size = eval(&fn->s.size, args, ret);
+	}
+	return fn->flags & STUB_FN_PAGE_ROUND ? (size + page - 1) & ~(page - 1) : size;
 }
 
 static __u32 rand32(void)
@@ -153,6 +170,31 @@ static __u64 *bucket_of(__u64 ptr)
 	return &stub_data.set[((h >> 32) & stub_cfg.set_mask) * STUB_BUCKET];
 }
 
+static __u8 *filter_of(__u64 ptr)
+{
+	return &stub_data.filter[((ptr >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - STUB_FILTER_BITS)];
+}
+
+/*
+ * The filter's count of ptr's hash: raised after a block enters the set,
+ * lowered after one leaves it, so that a block in the set always has a
+ * count (a free of it follows its allocation's return).  At 255 it stays:
+ * the count is lost, the set is asked every time.
+ */
+static void filter_add(__u64 ptr, int up)
+{
+	__u8 *c = filter_of(ptr), v = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	while (v != 255 && (up || v) &&
+	       !__atomic_compare_exchange_n(c, &v, (__u8)(up ? v + 1 : v - 1), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static int filter_may_have(__u64 ptr)
+{
+	return __atomic_load_n(filter_of(ptr), __ATOMIC_RELAXED) != 0;
+}
+
 /* A full bucket: the allocation is not recorded (its free could not be told), and counted. */
 static int set_add(__u64 ptr)
 {
@@ -160,8 +202,10 @@ static int set_add(__u64 ptr)
 
 	for (int i = 0; i < STUB_BUCKET; i++) {
 		__u64 empty = 0;
-		if (__atomic_compare_exchange_n(&b[i], &empty, ptr, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(&b[i], &empty, ptr, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			filter_add(ptr, 1);
 			return 1;
+		}
 	}
 	__atomic_add_fetch(&stub_data.c.set_full, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -170,19 +214,25 @@ static int set_add(__u64 ptr)
 /* Take ptr out of the set; whether it was there. */
 static int set_take(__u64 ptr)
 {
+	if (!filter_may_have(ptr))
+		return 0;
 	__u64 *b = bucket_of(ptr);
 
 	for (int i = 0; i < STUB_BUCKET; i++) {
 		__u64 want = ptr;
 		if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == ptr &&
-		    __atomic_compare_exchange_n(&b[i], &want, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		    __atomic_compare_exchange_n(&b[i], &want, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			filter_add(ptr, 0);
 			return 1;
+		}
 	}
 	return 0;
 }
 
 static int set_has(__u64 ptr)
 {
+	if (!filter_may_have(ptr))
+		return 0;
 	__u64 *b = bucket_of(ptr);
 
 	for (int i = 0; i < STUB_BUCKET; i++)
@@ -207,6 +257,11 @@ static int set_has(__u64 ptr)
 /* Is the thread inside such a call, at or above sp (tail-jumped: at the same sp)? */
 static int nested(__u64 tp, __u64 sp)
 {
+	/*
+	 * A count, not a scan of the thread's slots: those lie in 4 cache lines
+	 * that a program touching much memory between calls (PostgreSQL) has
+	 * lost, where the count's line is the countdown's, read by every call.
+	 */
 	if (!__atomic_load_n(&stub_data.active, __ATOMIC_RELAXED))
 		return 0;
 	__u32 h = depth_hash(tp);
@@ -275,7 +330,7 @@ static void leave(__u64 tp, __u64 sp)
 int stub_alloc_enter(struct stub_frame *f)
 {
 	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
-	__u64 args[HT_ARG_SLOTS], tp;
+	__u64 tp;
 	int mode;
 
 	f->target = fn->orig;
@@ -284,14 +339,13 @@ int stub_alloc_enter(struct stub_frame *f)
 	tp = thread_pointer();
 	if (nested(tp, (__u64)&f->ret_addr))
 		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
-	if (fn->s.n_mem)
+	if (fn->n_mem)
 		read_mems(fn, f->mem);
-	load_args(args, f);
-	if (!stub_cfg.sample_rate || (!fn->s.size_at_return && sampled(request_size(&fn->s, args, 0))))
+	if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(fn_size(fn, f, 0))))
 		mode = MODE_RECORD;
-	else if (fn->s.size_at_return)
+	else if (fn->flags & STUB_FN_SIZE_AT_RET)
 		mode = MODE_CALL;       /* decided at the exit */
-	else if (fn->s.old_ptr_arg && set_has(args[fn->s.old_ptr_arg & 7]))
+	else if (fn->old_arg && set_has(arg_of(f, fn->old_arg)))
 		mode = MODE_FREE_OLD;   /* an unsampled realloc of a sampled block: the old one goes */
 	else if (fn->flags & STUB_FN_NESTS)
 		mode = MODE_CALL;       /* what it calls must not be sampled again */
@@ -311,18 +365,21 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	__u64 ptr, size;
 
 	leave(thread_pointer(), (__u64)&f->ret_addr);
-	load_args(r.args, f);
-	size = request_size(&fn->s, r.args, ret);
-	if (mode == MODE_CALL && fn->s.size_at_return && sampled(size))
+	/* An unsampled call held only for what it calls: nothing more to do. */
+	if (mode == MODE_CALL && !(fn->flags & STUB_FN_SIZE_AT_RET))
+		return ret;
+	size = fn_size(fn, f, ret);
+	if (mode == MODE_CALL && sampled(size))
 		mode = MODE_RECORD;
 	if (mode == MODE_CALL)
 		return ret;
-	if (fn->s.out_ptr_arg)
-		ptr = (int)ret == 0 ? *(const __u64 *)r.args[fn->s.out_ptr_arg & 7] : 0;
+	load_args(r.args, f);
+	if (fn->out_arg)
+		ptr = (int)ret == 0 ? *(const __u64 *)arg_of(f, fn->out_arg) : 0;
 	else
 		ptr = eval(&fn->s.ptr, r.args, ret);
 	if (stub_cfg.sample_rate) {
-		__u64 old = fn->s.old_ptr_arg ? r.args[fn->s.old_ptr_arg & 7] : 0;
+		__u64 old = fn->old_arg ? arg_of(f, fn->old_arg) : 0;
 		/* The same rule as the BPF side: the old block is gone when a new one came, or size 0 freed it. */
 		if (old && (ptr || !size))
 			set_take(old);
@@ -348,18 +405,26 @@ int stub_free_enter(struct stub_frame *f)
 	f->target = fn->orig;
 	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
 		return 0;
-	if (fn->s.n_mem)
+	if (fn->n_mem)
 		read_mems(fn, f->mem);
-	load_args(r.args, f);
 	/* A reset frees blocks of every sampled size, wherever it is called from, as its uprobe sees them: always. */
 	if (!(fn->flags & STUB_FN_RESET)) {
-		ptr = eval(&fn->s.ptr, r.args, 0);
+		if (fn->flags & STUB_FN_PTR_FAST) {
+			ptr = arg_of(f, fn->ptr_arg);
+		} else {
+			load_args(r.args, f);
+			ptr = eval(&fn->s.ptr, r.args, 0);
+		}
+		/* Sampling: a block whose hash no sampled block has is none (one byte read, most frees end here). */
+		if (!ptr || (stub_cfg.sample_rate && !filter_may_have(ptr)))
+			return 0;
 		/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
-		if (!ptr || nested(thread_pointer(), (__u64)&f->ret_addr))
+		if (nested(thread_pointer(), (__u64)&f->ret_addr))
 			return 0;
 		if (stub_cfg.sample_rate && !set_take(ptr))
 			return 0;
 	}
+	load_args(r.args, f);
 	r.ret = 0;
 	r.sp = (__u64)&f->ret_addr;
 	r.fp = f->fp;

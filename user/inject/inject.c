@@ -179,8 +179,8 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 			return -1;
 		}
 		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
-						.func_ip = f->addr + p->delta,
-						.flags = spec_stub_flags(p, &plan->specs[p->spec]) };
+						.func_ip = f->addr + p->delta };
+		spec_stub_fill(&cfg->fns[i], p, &plan->specs[p->spec]);
 	}
 	return 0;
 }
