@@ -9,6 +9,11 @@
  *       all of it runs in a forked child while the parent waits, as in a
  *       pre-fork server's worker.
  *
+ *       With --pool the pair is pool_free(pool, ptr, S) and pool_alloc(pool,
+ *       S) of a per-thread pool allocator instead: register arguments, leaf
+ *       functions (its slots are carved out beforehand), the shape of a
+ *       custom allocator traced with --sym (bench/run.sh's pool rows).
+ *
  *   churn --live N --stacks K [--size S]
  *       Allocates N blocks from K distinct call stacks, prints "ready", and
  *       waits until killed: the workload for reading and writing a big profile.
@@ -47,9 +52,48 @@
 
 #define WARMUP_PAIRS 10000
 
+/*
+ * A pool of fixed-size slots: a free list over one slab carved out before
+ * the clock starts, so that neither function calls anything (leaves).
+ */
+struct pool_slot {
+	struct pool_slot *next;
+};
+
+struct pool {
+	char *slab;
+	size_t next, cap, size;
+	struct pool_slot *free;
+};
+
+KEEP void *pool_alloc(struct pool *p, size_t size)
+{
+	if (size > p->size)
+		return NULL;
+	if (p->free) {
+		struct pool_slot *s = p->free;
+		p->free = s->next;
+		return s;
+	}
+	if (p->next == p->cap)
+		return NULL;
+	return p->slab + p->size * p->next++;
+}
+
+KEEP void pool_free(struct pool *p, void *ptr, size_t size)
+{
+	struct pool_slot *s = ptr;
+
+	if (!s || size > p->size)
+		return;
+	s->next = p->free;
+	p->free = s;
+}
+
 struct ring {
 	void **slot;
 	size_t n, next, size;
+	struct pool *pool;      /* --pool: pool_alloc/pool_free instead of malloc/free */
 };
 
 /* The bottom frame: one free and one malloc, in that order. */
@@ -57,8 +101,13 @@ static KEEP void churn_once(struct ring *r)
 {
 	size_t i = r->next;
 
-	free(r->slot[i]);
-	r->slot[i] = malloc(r->size);
+	if (r->pool) {
+		pool_free(r->pool, r->slot[i], r->size);
+		r->slot[i] = pool_alloc(r->pool, r->size);
+	} else {
+		free(r->slot[i]);
+		r->slot[i] = malloc(r->size);
+	}
 	if (!r->slot[i]) {
 		fprintf(stderr, "churn: out of memory\n");
 		exit(1);
@@ -116,7 +165,7 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static int run_churn(size_t pairs, size_t live_set, int depth, int threads, size_t size)
+static int run_churn(size_t pairs, size_t live_set, int depth, int threads, size_t size, int pooled)
 {
 	struct worker *w = aligned_alloc(64, threads * sizeof(*w));
 	pthread_barrier_t start;
@@ -131,6 +180,15 @@ static int run_churn(size_t pairs, size_t live_set, int depth, int threads, size
 			return 1;
 		w[t].ring.n = live_set;
 		w[t].ring.size = size;
+		if (pooled) {
+			/* The ring holds live_set slots; one more is free between a free and its alloc. */
+			struct pool *p = calloc(1, sizeof(*p));
+			if (!p || !(p->slab = malloc((live_set + 1) * (size < 8 ? 8 : size))))
+				return 1;
+			p->cap = live_set + 1;
+			p->size = size < 8 ? 8 : size;
+			w[t].ring.pool = p;
+		}
 		w[t].depth = depth;
 		w[t].start = &start;
 		/* N is the total; thread 0 takes the remainder. */
@@ -254,11 +312,12 @@ int main(int argc, char **argv)
 		{ "live", required_argument, NULL, 'L' },
 		{ "stacks", required_argument, NULL, 'K' },
 		{ "fork", no_argument, NULL, 'F' },
+		{ "pool", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	size_t pairs = 200000, live_set = 1024, size = 64, live = 0, stacks = 1;
-	int depth = 8, threads = 1, live_mode = 0, forked = 0, c;
+	int depth = 8, threads = 1, live_mode = 0, forked = 0, pooled = 0, c;
 
 	while ((c = getopt_long(argc, argv, "n:l:d:t:s:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -270,8 +329,9 @@ int main(int argc, char **argv)
 		case 'L': live = parse_size("live", optarg); live_mode = 1; break;
 		case 'K': stacks = parse_size("stacks", optarg); break;
 		case 'F': forked = 1; break;
+		case 'P': pooled = 1; break;
 		case 'h':
-			printf("usage: churn [--pairs N] [--live-set L] [--depth D] [--threads T] [--size S] [--fork]\n"
+			printf("usage: churn [--pairs N] [--live-set L] [--depth D] [--threads T] [--size S] [--fork] [--pool]\n"
 			       "       churn --live N --stacks K [--size S]\n");
 			return 0;
 		default:
@@ -300,5 +360,5 @@ int main(int argc, char **argv)
 		if (child > 0)
 			return waitpid(child, &st, 0) == child && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
-	return run_churn(pairs, live_set, depth, threads, size);
+	return run_churn(pairs, live_set, depth, threads, size, pooled);
 }

@@ -10,8 +10,11 @@
 #   malloc_exact    heaptrace -p (the malloc family: what palloc gets from malloc)
 #   palloc_exact    --no-libc and the palloc specs of docs/postgresql.md
 #   palloc_sampled  the same with --sample-rate 64K
-#   palloc_nofree   palloc_sampled without --free-sym pfree (its probe is
+#   palloc_nofree   palloc_sampled without --free-sym pfree (its uprobe was
 #                   single-stepped: docs/postgresql.md)
+#   palloc_exact_noinject, palloc_sampled_noinject
+#                   the same with --no-inject: uprobes only, as before the
+#                   stub took the palloc family (issue 24)
 #
 # Environment: PG_SECONDS (20: each pgbench run), PG_RUNS (1), PG_SCALE (2),
 # PG_MODE (select: pgbench -S; tpcb: the default TPC-B-like script),
@@ -68,6 +71,8 @@ run() {
 	palloc_exact) args=("${SPECS[@]}") ;;
 	palloc_sampled) args=("${SPECS[@]}" --sample-rate 64K) ;;
 	palloc_nofree) args=("${SPECS[@]::${#SPECS[@]}-2}" --sample-rate 64K) ;;
+	palloc_exact_noinject) args=("${SPECS[@]}" --no-inject) ;;
+	palloc_sampled_noinject) args=("${SPECS[@]}" --sample-rate 64K --no-inject) ;;
 	esac
 	# The last run's backend may still be listed while it exits.
 	for _ in $(seq 100); do
@@ -103,6 +108,12 @@ run() {
 		local rc=$?
 		HPID=
 		[ "$rc" = 0 ] || { note "$1: heaptrace exit status $rc: $(tail -1 "$err")"; return; }
+		# The palloc family through the stub, unless --no-inject: a row of uprobes would pass for one.
+		case $1 in
+		palloc_exact | palloc_sampled | palloc_nofree)
+			grep -q '^heaptrace: probe palloc .*the fast path (stub)' "$err" ||
+				{ note "$1: palloc is not through the stub: $(grep -m2 'fast path' "$err" | tr '\n' ' ')"; return; } ;;
+		esac
 	fi
 	# Bare uses the same seconds as a traced run would: from 3 s on.
 	[ "$1" = bare ] && from=3
@@ -111,10 +122,17 @@ run() {
 	[ -n "$TPS" ] || note "$1: under 3 seconds traced (PG_SECONDS=$SECS)"
 }
 
-read -ra CONFIGS <<<"${PG_CONFIGS:-bare malloc_exact palloc_exact palloc_sampled palloc_nofree}"
+read -ra CONFIGS <<<"${PG_CONFIGS:-bare malloc_exact palloc_exact palloc_sampled palloc_nofree palloc_exact_noinject palloc_sampled_noinject}"
 rounds "$RUNS" tps TPS
 
 echo "pgbench -c 1 $([ "$MODE" = select ] && echo -S || echo TPC-B) -T $SECS, one backend traced, median of $RUNS rounds (tps):"
 for c in "${CONFIGS[@]}"; do
-	printf '  %-16s %8s   x bare %s\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")"
+	printf '  %-24s %8s   x bare %s\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")"
 done
+# The palloc family through the stub (issue 24): the targets, and the gain over uprobes.
+target "palloc sampled / bare" "$(ratio "${MED[palloc_sampled]:-}" "${MED[bare]:-}")" ">=" 0.85
+target "palloc exact / bare" "$(ratio "${MED[palloc_exact]:-}" "${MED[bare]:-}")" ">=" 0.08
+printf '  %-44s %8s\n' "palloc exact: fast path / --no-inject" \
+	"$(ratio "${MED[palloc_exact]:-}" "${MED[palloc_exact_noinject]:-}")"
+printf '  %-44s %8s\n' "palloc sampled: fast path / --no-inject" \
+	"$(ratio "${MED[palloc_sampled]:-}" "${MED[palloc_sampled_noinject]:-}")"

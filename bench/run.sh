@@ -57,6 +57,9 @@ RESETS=$PWD/build/bench/resets
 FLOOR=$PWD/build/bench/floor
 CHURN_ARGS=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth "$DEPTH" --threads "$THREADS" --size "$SIZE")
 CHURN_ARGS16=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth 16 --threads "$THREADS" --size "$SIZE")
+# A custom allocator with register arguments, leaves: pool_alloc(pool, size) / pool_free(pool, ptr, size).
+POOL_ARGS=("${CHURN_ARGS[@]}" --pool)
+POOL_SPEC=(--no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2')
 RUN_TIMEOUT=300   # seconds: a wedged tool must not hang the bench
 
 TRACEFS=/sys/kernel/tracing
@@ -103,9 +106,9 @@ uprobes_add() {
 	echo 1 > "$TRACEFS/events/$GROUP/enable"
 }
 
-# Hits of our malloc event so far (uprobe_profile: event, hits, misses).
+# Hits of our malloc event (or of EVENT) so far (uprobe_profile: event, hits, misses).
 malloc_hits() {
-	awk -v ev="malloc" '$2 == ev { print $3 }' "$TRACEFS/uprobe_profile" 2>/dev/null | head -1
+	awk -v ev="${1:-malloc}" '$2 == ev { print $3 }' "$TRACEFS/uprobe_profile" 2>/dev/null | head -1
 }
 
 cleanup() {
@@ -146,6 +149,7 @@ uprobes_remove
 "$HT" --list-probes "$CHURN" > "$TMP/probes.auto" || die "heaptrace --list-probes failed"
 "$HT" --list-probes --probe-at=entry "$CHURN" > "$TMP/probes.entry" || die "heaptrace --list-probes --probe-at=entry failed"
 LIBC=$(awk '$1 == "malloc" { print $2 }' "$TMP/probes.auto")
+"$HT" --list-probes "${POOL_SPEC[@]}" "$CHURN" > "$TMP/probes.pool" || die "heaptrace --list-probes ${POOL_SPEC[*]} failed"
 [ -n "$LIBC" ] || die "no malloc probe in heaptrace --list-probes"
 
 # A memleak-equivalent bpftrace script: the size at malloc entry per thread;
@@ -229,6 +233,34 @@ run_config() {
 		timeout $RUN_TIMEOUT "$HT" $([ $name = heaptrace_s512k_ff_noinject ] && echo --no-inject) \
 			--sample-rate 512k --follow-fork -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
+	pool_bare)
+		timeout $RUN_TIMEOUT "$CHURN" "${POOL_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	pool_trap)
+		# The trap floor at the sites heaptrace chooses for pool_alloc and pool_free.
+		uprobes_add "$TMP/probes.pool" 2> "$err" || { uprobes_remove; return 1; }
+		hits0=$(malloc_hits pool_alloc)
+		timeout $RUN_TIMEOUT "$CHURN" "${POOL_ARGS[@]}" > "$out" 2>> "$err" || rc=$?
+		hits1=$(malloc_hits pool_alloc)
+		uprobes_remove
+		if [ "$rc" -eq 0 ] && [ $(( ${hits1:-0} - ${hits0:-0} )) -lt "$PAIRS" ]; then
+			echo "pool_alloc uprobe fired $(( ${hits1:-0} - ${hits0:-0} )) times for $PAIRS pairs" >> "$err"
+			rc=1
+		fi ;;
+	pool_heaptrace | pool_heaptrace_noinject | pool_heaptrace_s512k | pool_heaptrace_s512k_noinject)
+		local popts=("${POOL_SPEC[@]}")
+		case $name in *noinject) popts+=(--no-inject) ;; esac
+		case $name in *s512k*) popts+=(--sample-rate 512k) ;; esac
+		timeout $RUN_TIMEOUT "$HT" -v "${popts[@]}" -o /dev/null -- "$CHURN" "${POOL_ARGS[@]}" > "$out" 2> "$err" || rc=$?
+		# Exact: every pair recorded (the warm-up's too), none lost; through the stub unless --no-inject.
+		case $name in
+		pool_heaptrace) grep -q " allocs=$((PAIRS + LIVE_SET + 10000)) frees=$((PAIRS + 10000)) " "$err" ||
+			{ echo "not every pool pair recorded: $(grep 'events:' "$err" | cut -c1-80)" >> "$err"; rc=1; } ;;
+		esac
+		case $name in
+		*noinject) ;;
+		*) grep -q 'probe pool_alloc .*the fast path (stub)' "$err" && grep -q 'probe pool_free .*the fast path (stub)' "$err" ||
+			{ echo "pool_alloc and pool_free not both through the stub" >> "$err"; rc=1; } ;;
+		esac ;;
 	bpftrace)
 		timeout $RUN_TIMEOUT bpftrace -o "$TMP/bpftrace.maps" -e "$BT_SCRIPT" \
 			-c "$CHURN ${CHURN_ARGS[*]}" > "$out" 2> "$err" || rc=$? ;;
@@ -317,7 +349,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 if [ "$PEERS" != 0 ] && [ -z "${BENCH_CONFIGS:-}" ]; then
@@ -345,6 +377,12 @@ declare -A LABEL=(
 	[heaptrace_s512k_kid_noinject]="    same, --no-inject (returns: the parent's link)"
 	[heaptrace_s512k_exec]="  the same, exec'd by a followed shell"
 	[heaptrace_entry]="heaptrace --no-inject --probe-at=entry"
+	[pool_bare]="pool allocator (--pool), bare"
+	[pool_trap]="  trap floor at its sites"
+	[pool_heaptrace]="  heaptrace --sym (fast path)"
+	[pool_heaptrace_noinject]="    same, --no-inject (uprobes)"
+	[pool_heaptrace_s512k]="  heaptrace --sym --sample-rate 512K"
+	[pool_heaptrace_s512k_noinject]="    same, --no-inject (uprobes)"
 	[bpftrace]="bpftrace memleak-style"
 	[heaptrack]="heaptrack (LD_PRELOAD)"
 )
@@ -406,6 +444,15 @@ printf '  %-44s %8s\n' "exact: heaptrace / --no-inject" "$(ratio "${MED[heaptrac
 printf '  %-44s %8s\n' "512K: heaptrace / --no-inject" \
 	"$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace_s512k_noinject]:-}")"
 printf '  %-44s %8s\n' "512K: heaptrace / bare" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[bare]:-}")"
+echo
+echo "a custom allocator, pool_alloc(pool, size) / pool_free(pool, ptr, size) (churn --pool; ${POOL_SPEC[*]}), depth $DEPTH:"
+target "pool exact: heaptrace / its trap floor" "$(ratio "${MED[pool_heaptrace]:-}" "${MED[pool_trap]:-}")" "<=" 1.0
+target "pool 512K: ns a pair above bare" "$(diff_ns "${MED[pool_heaptrace_s512k]:-}" "${MED[pool_bare]:-}")" "<=" 50
+printf '  %-44s %8s\n' "pool exact: heaptrace / --no-inject" \
+	"$(ratio "${MED[pool_heaptrace]:-}" "${MED[pool_heaptrace_noinject]:-}")"
+printf '  %-44s %8s\n' "pool 512K: heaptrace / --no-inject" \
+	"$(ratio "${MED[pool_heaptrace_s512k]:-}" "${MED[pool_heaptrace_s512k_noinject]:-}")"
+printf '  %-44s %8s\n' "pool 512K: heaptrace / bare" "$(ratio "${MED[pool_heaptrace_s512k]:-}" "${MED[pool_bare]:-}")"
 echo
 echo "uprobes (--no-inject), depth $DEPTH:"
 target "--no-inject / trap+stack floor" "$(ratio "${MED[heaptrace_noinject]:-}" "${MED[stack]:-}")" "<=" 1.15

@@ -29,6 +29,42 @@ struct {
 	__type(value, struct ht_call);
 } calls SEC(".maps");
 
+/* Processes with a stub: where its nesting table is (user/inject/inject.c writes it before any call reaches the stub). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HT_MAX_PROCS);
+	__type(key, __u32);             /* tgid */
+	__type(value, struct ht_stub_proc);
+} stub_procs SEC(".maps");
+
+/*
+ * Is the thread inside a call the stub called, entered at or above sp?
+ * The stub's functions are told apart from their nested calls by the stub
+ * alone; a call that keeps uprobes, made inside one of them, learns it
+ * here.  One read when no thread is inside such a call (the common case
+ * between calls), at most HT_STUB_PROBES more.
+ */
+static __always_inline bool in_stub_call(__u64 sp)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, active = 0;
+	struct ht_stub_proc *p = bpf_map_lookup_elem(&stub_procs, &tgid);
+
+	if (!p || bpf_probe_read_user(&active, sizeof(active), (void *)p->active) || !active)
+		return false;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 tp = BPF_CORE_READ(task, thread.fsbase);
+	__u32 h = ht_stub_depth_hash(tp);
+	for (int i = 0; i < HT_STUB_PROBES; i++) {
+		struct ht_stub_depth d;
+		__u64 at = p->depth + ((h + i) % HT_STUB_DEPTH_SLOTS) * sizeof(d);
+		if (bpf_probe_read_user(&d, sizeof(d), (void *)at))
+			return false;
+		if (d.thread == tp && d.sp && sp <= d.sp)
+			return true;
+	}
+	return false;
+}
+
 /*
  * glibc empties a thread's cache of freed chunks (tcache) when the thread
  * exits: tcache_thread_shutdown() calls free() on every chunk still in it,
@@ -185,6 +221,16 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 			return true;
 		}
 		count(proc, HT_MISSED_RETURNS);
+	}
+	if (in_stub_call(sp)) {
+		/* Inside a call the stub made: that call is the request.  Its return, if it comes, only ends this one. */
+		if (session)
+			return false;
+		c->sp = sp;
+		c->spec = spec;
+		c->depth = 1;
+		c->state = HT_CALL_SKIP;
+		return true;
 	}
 	save_args(ctx, c->args);
 	read_mems(spec_of(spec), c->args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);

@@ -72,7 +72,8 @@ int free_enter(struct pt_regs *ctx)
 	save_args(ctx, args);
 	read_mems(spec_of(spec), args, func_ip, proc);
 	__u64 ptr = eval(&spec_of(spec)->ptr, args, 0);
-	if (!ptr)
+	/* Inside an allocator call the stub made, a free is that call's business (free_entry()'s rule). */
+	if (!ptr || in_stub_call(PT_REGS_SP(ctx)))
 		return 0;
 	free_entry(proc, bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0), PT_REGS_SP(ctx),
 		   PT_REGS_FP(ctx), func_ip, spec, ptr);
@@ -109,10 +110,11 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, str
 	/*
 	 * Made from inside a call traced by uprobes (an arena allocator
 	 * mallocing its chunks, a --sym function): that call is the request.
-	 * The stub tells nesting among its own functions itself.
+	 * The stub tells nesting among its own functions itself.  A reset
+	 * counts wherever it is called from, as reset_enter's uprobe does.
 	 */
 	struct ht_call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
-	if (c && c->depth && s->rec.sp <= c->sp)
+	if (c && c->depth && s->rec.sp <= c->sp && spec_of(s->rec.spec)->kind != HT_SPEC_RESET)
 		return NULL;
 	*call = c;
 	return s;
@@ -139,20 +141,6 @@ int stub_alloc(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int stub_free(struct pt_regs *ctx)
-{
-	int proc = proc_slot();
-	struct stub_scratch *s;
-	struct ht_call *c;
-
-	if (proc < 0 || !(s = stub_record(ctx, &c)))
-		return 0;
-	__u64 ptr = eval(&spec_of(s->rec.spec)->ptr, s->rec.args, 0);
-	if (ptr)
-		free_entry(proc, c, s->rec.sp, s->rec.fp, s->rec.func_ip, s->rec.spec, ptr);
-	return 0;
-}
 
 struct reset_ctx {
 	__u64 arena;
@@ -194,6 +182,38 @@ static long reset_step(__u32 i, struct reset_ctx *rc)
  * generation: blocks of older generations are dead, and are dropped
  * silently when their address comes back or they are freed.
  */
+static __always_inline void reset_arena(__u32 proc, __u64 arena)
+{
+	struct reset_ctx rc = { .arena = arena, .proc = proc };
+
+	if (!rc.arena)
+		return;
+
+	count(proc, HT_ARENA_RESETS);
+	struct ht_arena *a = arena_of(rc.arena, proc);
+	if (!a) {
+		/* Its blocks, if any, were counted as arena_map_full when they were allocated. */
+		count(proc, HT_ARENA_MAP_FULL);
+		return;
+	}
+	__sync_fetch_and_add(&a->gen, 1);
+	/* Take the list: pairs made from here on belong to the new generation's list. */
+	__u32 n = __sync_lock_test_and_set(&a->sites, 0);
+	rc.next = __sync_lock_test_and_set(&a->head, 0);
+	if (!n)
+		return;
+	__u32 walk = n < HT_RESET_WALK_MAX ? n : HT_RESET_WALK_MAX;
+	long done = bpf_loop(walk, reset_step, &rc, 0);
+	if (done < 0)
+		done = 0;
+	if (rc.lost && done > 0)
+		done--;         /* the step that found nothing */
+	if ((__u64)done < n)
+		count_n(proc, HT_ARENA_INDEX_LOST, n - done);
+	count_n(proc, HT_RESET_FREES, rc.blocks);
+	count_n(proc, HT_RESET_OBJECTS, rc.objects);
+}
+
 SEC("uprobe")
 int reset_enter(struct pt_regs *ctx)
 {
@@ -206,33 +226,34 @@ int reset_enter(struct pt_regs *ctx)
 	const volatile struct ht_alloc_spec *spec = spec_of(bpf_get_attach_cookie(ctx));
 	save_args(ctx, args);
 	read_mems(spec, args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);
-	struct reset_ctx rc = { .arena = eval(&spec->arena, args, 0), .proc = proc };
-	if (!rc.arena)
-		return 0;
+	reset_arena(proc, eval(&spec->arena, args, 0));
+	return 0;
+}
 
-	count(proc, HT_ARENA_RESETS);
-	struct ht_arena *a = arena_of(rc.arena, proc);
-	if (!a) {
-		/* Its blocks, if any, were counted as arena_map_full when they were allocated. */
-		count(proc, HT_ARENA_MAP_FULL);
+/*
+ * A free or an arena reset the stub recorded (both at its free site: the
+ * descriptor's kind tells them apart), with the arguments and the reads of
+ * memory of the entry in the record, as a probe would have saved them.
+ */
+SEC("uprobe")
+int stub_free(struct pt_regs *ctx)
+{
+	int proc = proc_slot();
+	struct stub_scratch *s;
+	struct ht_call *c;
+
+	if (proc < 0 || !(s = stub_record(ctx, &c)))
+		return 0;
+	const volatile struct ht_alloc_spec *spec = spec_of(s->rec.spec);
+	/* At the entry still (the stub jumps to the function after this): every read of the spec, as free_enter's. */
+	read_mems(spec, s->rec.args, s->rec.func_ip, proc);
+	if (spec->kind == HT_SPEC_RESET) {
+		reset_arena(proc, eval(&spec->arena, s->rec.args, 0));
 		return 0;
 	}
-	__sync_fetch_and_add(&a->gen, 1);
-	/* Take the list: pairs made from here on belong to the new generation's list. */
-	__u32 n = __sync_lock_test_and_set(&a->sites, 0);
-	rc.next = __sync_lock_test_and_set(&a->head, 0);
-	if (!n)
-		return 0;
-	__u32 walk = n < HT_RESET_WALK_MAX ? n : HT_RESET_WALK_MAX;
-	long done = bpf_loop(walk, reset_step, &rc, 0);
-	if (done < 0)
-		done = 0;
-	if (rc.lost && done > 0)
-		done--;         /* the step that found nothing */
-	if ((__u64)done < n)
-		count_n(proc, HT_ARENA_INDEX_LOST, n - done);
-	count_n(proc, HT_RESET_FREES, rc.blocks);
-	count_n(proc, HT_RESET_OBJECTS, rc.objects);
+	__u64 ptr = eval(&spec->ptr, s->rec.args, 0);
+	if (ptr)
+		free_entry(proc, c, s->rec.sp, s->rec.fp, s->rec.func_ip, s->rec.spec, ptr);
 	return 0;
 }
 
@@ -286,6 +307,9 @@ int process_exec(void *ctx)
 		settle_held(c, proc);
 	}
 	forget_restorer();
+	/* The stub went with the old image (a new one is told afresh). */
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	bpf_map_delete_elem(&stub_procs, &tgid);
 	bpf_loop(HT_LIVE_LEVELS, drop_level, &x, 0);
 	count(proc, HT_EXECS);
 	count_n(proc, HT_EXEC_DROPPED, x.dropped);

@@ -485,13 +485,48 @@ enum ht_stub_flags {
 };
 
 struct ht_stub_record {
-	__u64 args[8];          /* args[1..6]: the integer argument registers at the entry */
+	/*
+	 * As a probe saves them (HT_ARG_SLOTS): args[1..6] the integer argument
+	 * registers at the entry, args[8 + k] the spec's read k of a global at
+	 * the entry (the stub reads only globals, which cannot fault; a free's
+	 * or a reset's record is made at its entry, where BPF reads the rest:
+	 * user/probe/stub_spec.c)
+	 */
+	__u64 args[HT_ARG_SLOTS];
 	__u64 ret;              /* the return value (allocations) */
 	__u64 sp;               /* the stack pointer at the entry: the caller's return address is at sp */
 	__u64 fp;               /* rbp at the entry */
 	__u64 func_ip;          /* the function's probe address, as bpf_get_func_ip gives it: its object's bias */
 	__u32 spec;             /* the function's descriptor: index into the specs, like an attach cookie */
 	__u32 flags;            /* enum ht_stub_flags */
+};
+
+/*
+ * The stub's nesting table (struct stub_data's depth[], stub/stub.h): a
+ * thread inside a call the stub called (not passed through) holds a slot,
+ * its thread pointer (%fs:0, the kernel's thread.fsbase) and the call's
+ * entry stack pointer, within HT_STUB_PROBES slots of its hash.  The BPF
+ * side reads it too: a call traced by uprobes made inside such a call
+ * (a redirected --sym allocator calling one that keeps uprobes) is nested
+ * in it, as in a call the uprobes traced.
+ */
+#define HT_STUB_DEPTH_SLOTS 512
+#define HT_STUB_PROBES 16
+
+struct ht_stub_depth {
+	__u64 thread;                   /* thread pointer; 0: free slot */
+	__u64 sp;                       /* the call's entry stack pointer; 0: not yet published */
+};
+
+static inline __u32 ht_stub_depth_hash(__u64 tp)
+{
+	return ((tp >> 6) * 0x9E3779B97F4A7C15ull) >> 40;
+}
+
+/* Where a process's stub keeps them (stub_procs, by tgid): its active count and its table. */
+struct ht_stub_proc {
+	__u64 active;                   /* address of stub_data.active (__u32): 0, no thread is inside a call */
+	__u64 depth;                    /* address of stub_data.depth[0] */
 };
 
 /*

@@ -19,12 +19,18 @@
 #include "stub.h"
 
 struct stub_frame {
+	__u64 mem[HT_MAX_MEM];  /* the spec's reads of memory, made at the entry */
 	__u64 target;           /* where the handler goes next: the original function */
 	__u64 index;            /* i of entry_i; bit 32 and up: what the entry decided */
 	__u64 fp;
 	__u64 args[6];
+	__u64 rax, r10;         /* given back to the original as they came */
 	__u64 ret_addr;         /* the caller's return address: its address is the entry's sp */
 };
+
+_Static_assert(__builtin_offsetof(struct stub_frame, target) == 32 &&
+	       __builtin_offsetof(struct stub_frame, args) == 56 &&
+	       __builtin_offsetof(struct stub_frame, ret_addr) == 120, "entry.S's frame");
 
 enum { MODE_PASS, MODE_CALL, MODE_RECORD, MODE_FREE_OLD };
 
@@ -57,6 +63,11 @@ static inline __u64 thread_pointer(void)
 	return tp;
 }
 
+/*
+ * A spec's sum of products, as bpf/request.bpf.h evaluates it.  The stub is
+ * given only specs whose size and block it can evaluate
+ * (user/inject/spec_stub.c): no read of memory at the return.
+ */
 static __u64 eval(const struct ht_expr *e, const __u64 *args, __u64 ret)
 {
 	__u64 sum = 0;
@@ -65,28 +76,65 @@ static __u64 eval(const struct ht_expr *e, const __u64 *args, __u64 ret)
 		__u64 prod = 1;
 		for (__u32 j = 0; j < e->t[i].n && j < HT_EXPR_FACTORS; j++) {
 			const struct ht_factor *f = &e->t[i].f[j];
-			prod *= f->kind == HT_FACTOR_CONST ? f->value : f->kind == HT_FACTOR_RET ? ret : args[f->value & 7];
+			prod *= f->kind == HT_FACTOR_CONST ? f->value :
+				f->kind == HT_FACTOR_RET   ? ret :
+				f->kind == HT_FACTOR_MEM   ? args[8 + (f->value & 3)] :
+				f->kind == HT_FACTOR_ARG   ? args[f->value & 7] : 0;
 		}
 		sum += prod;
 	}
 	return sum;
 }
 
-/* args[1..6] as the BPF side numbers them. */
+/*
+ * The spec's reads of memory at the entry: globals of the function's own
+ * object only (the BPF side's rule: its ELF address moved by the object's
+ * load bias, the function's address less its ELF address), which are
+ * mapped as long as the function is, so reading them cannot fault.  Reads
+ * through an argument are never given to the stub.
+ */
+static void read_mems(const struct stub_fn *fn, __u64 *mem)
+{
+	__u64 bias = fn->func_ip - fn->s.probe_vaddr;
+
+	for (__u32 k = 0; k < fn->n_mem && k < HT_MAX_MEM; k++)
+		mem[k] = fn->s.mem[k].base ? 0 : *(const volatile __u64 *)(bias + fn->s.mem[k].offset);
+}
+
+/* args[1..6] and the reads args[8..11], as the BPF side numbers them. */
 static void load_args(__u64 *a, const struct stub_frame *f)
 {
 	a[0] = 0;
 	for (int i = 0; i < 6; i++)
 		a[i + 1] = f->args[i];
 	a[7] = 0;
+	for (int k = 0; k < HT_MAX_MEM; k++)
+		a[8 + k] = f->mem[k];
 }
 
-static __u64 request_size(const struct ht_alloc_spec *s, const __u64 *args, __u64 ret)
+/* Argument n (1-6) as the call came. */
+static __u64 arg_of(const struct stub_frame *f, __u8 n)
 {
-	__u64 size = eval(&s->size, args, ret);
-	__u64 page = stub_cfg.page_size;
+	return n >= 1 && n <= 6 ? f->args[n - 1] : 0;
+}
 
-	return s->page_round ? (size + page - 1) & ~(page - 1) : size;
+/* The request's size: the fast form when heaptrace found one (nearly every spec), else the spec's sum. */
+static __u64 fn_size(const struct stub_fn *fn, const struct stub_frame *f, __u64 ret)
+{
+	__u64 size, page = stub_cfg.page_size;
+
+	if (fn->flags & STUB_FN_SIZE_FAST) {
+		size = fn->size_k;
+		if (fn->size_a)
+			size *= arg_of(f, fn->size_a);
+		if (fn->size_b)
+			size *= arg_of(f, fn->size_b);
+	} else {
+		__u64 args[HT_ARG_SLOTS];
+		load_args(args, f);
+		size = eval(&fn->s.size, args, ret);
+	}
+	return fn->flags & STUB_FN_PAGE_ROUND ? (size + page - 1) & ~(page - 1) : size;
 }
 
 static __u32 rand32(void)
@@ -122,6 +170,31 @@ static __u64 *bucket_of(__u64 ptr)
 	return &stub_data.set[((h >> 32) & stub_cfg.set_mask) * STUB_BUCKET];
 }
 
+static __u8 *filter_of(__u64 ptr)
+{
+	return &stub_data.filter[((ptr >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - STUB_FILTER_BITS)];
+}
+
+/*
+ * The filter's count of ptr's hash: raised after a block enters the set,
+ * lowered after one leaves it, so that a block in the set always has a
+ * count (a free of it follows its allocation's return).  At 255 it stays:
+ * the count is lost, the set is asked every time.
+ */
+static void filter_add(__u64 ptr, int up)
+{
+	__u8 *c = filter_of(ptr), v = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	while (v != 255 && (up || v) &&
+	       !__atomic_compare_exchange_n(c, &v, (__u8)(up ? v + 1 : v - 1), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static int filter_may_have(__u64 ptr)
+{
+	return __atomic_load_n(filter_of(ptr), __ATOMIC_RELAXED) != 0;
+}
+
 /* A full bucket: the allocation is not recorded (its free could not be told), and counted. */
 static int set_add(__u64 ptr)
 {
@@ -129,8 +202,10 @@ static int set_add(__u64 ptr)
 
 	for (int i = 0; i < STUB_BUCKET; i++) {
 		__u64 empty = 0;
-		if (__atomic_compare_exchange_n(&b[i], &empty, ptr, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(&b[i], &empty, ptr, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			filter_add(ptr, 1);
 			return 1;
+		}
 	}
 	__atomic_add_fetch(&stub_data.c.set_full, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -139,19 +214,25 @@ static int set_add(__u64 ptr)
 /* Take ptr out of the set; whether it was there. */
 static int set_take(__u64 ptr)
 {
+	if (!filter_may_have(ptr))
+		return 0;
 	__u64 *b = bucket_of(ptr);
 
 	for (int i = 0; i < STUB_BUCKET; i++) {
 		__u64 want = ptr;
 		if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == ptr &&
-		    __atomic_compare_exchange_n(&b[i], &want, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		    __atomic_compare_exchange_n(&b[i], &want, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			filter_add(ptr, 0);
 			return 1;
+		}
 	}
 	return 0;
 }
 
 static int set_has(__u64 ptr)
 {
+	if (!filter_may_have(ptr))
+		return 0;
 	__u64 *b = bucket_of(ptr);
 
 	for (int i = 0; i < STUB_BUCKET; i++)
@@ -170,25 +251,43 @@ static int set_has(__u64 ptr)
  * thread's slots lie within STUB_PROBES of its hash, all of which a lookup
  * reads (a freed slot leaves no hole that could hide another).
  */
-#define STUB_PROBES 16
-
-static __u32 depth_hash(__u64 tp)
-{
-	return ((tp >> 6) * 0x9E3779B97F4A7C15ull) >> 40;
-}
+#define STUB_PROBES HT_STUB_PROBES
+#define depth_hash ht_stub_depth_hash
 
 /* Is the thread inside such a call, at or above sp (tail-jumped: at the same sp)? */
 static int nested(__u64 tp, __u64 sp)
 {
+	/*
+	 * A count, not a scan of the thread's slots: those lie in 4 cache lines
+	 * that a program touching much memory between calls (PostgreSQL) has
+	 * lost, where the count's line is the countdown's, read by every call.
+	 */
 	if (!__atomic_load_n(&stub_data.active, __ATOMIC_RELAXED))
 		return 0;
 	__u32 h = depth_hash(tp);
 	for (__u32 i = 0; i < STUB_PROBES; i++) {
 		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
 		__u64 at;
-		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) == tp &&
-		    (at = __atomic_load_n(&d->sp, __ATOMIC_RELAXED)) && sp <= at)
+		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) != tp || !(at = __atomic_load_n(&d->sp, __ATOMIC_RELAXED)))
+			continue;
+		if (sp <= at)
 			return 1;
+		/*
+		 * A call of this thread above that call's entry: that call ended
+		 * without returning through the stub (a longjmp out of it, as
+		 * PostgreSQL's elog(ERROR) makes, an exception unwinding it), and
+		 * its slot would hold every deeper call of the thread for nested
+		 * from now on.  It goes, counted as the uprobes' missed_returns
+		 * are.  Only this thread writes its slots (its signal handlers run
+		 * below it, but on an alternate stack placed higher: that is the
+		 * one case in which a live call's slot goes, and only nesting
+		 * inside it is lost).
+		 */
+		if (__atomic_compare_exchange_n(&d->sp, &at, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&d->thread, 0, __ATOMIC_RELEASE);
+			__atomic_sub_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&stub_data.c.stale, 1, __ATOMIC_RELAXED);
+		}
 	}
 	return 0;
 }
@@ -231,7 +330,7 @@ static void leave(__u64 tp, __u64 sp)
 int stub_alloc_enter(struct stub_frame *f)
 {
 	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
-	__u64 args[8], tp;
+	__u64 tp;
 	int mode;
 
 	f->target = fn->orig;
@@ -240,12 +339,13 @@ int stub_alloc_enter(struct stub_frame *f)
 	tp = thread_pointer();
 	if (nested(tp, (__u64)&f->ret_addr))
 		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
-	load_args(args, f);
-	if (!stub_cfg.sample_rate || (!fn->s.size_at_return && sampled(request_size(&fn->s, args, 0))))
+	if (fn->n_mem)
+		read_mems(fn, f->mem);
+	if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(fn_size(fn, f, 0))))
 		mode = MODE_RECORD;
-	else if (fn->s.size_at_return)
+	else if (fn->flags & STUB_FN_SIZE_AT_RET)
 		mode = MODE_CALL;       /* decided at the exit */
-	else if (fn->s.old_ptr_arg && set_has(args[fn->s.old_ptr_arg & 7]))
+	else if (fn->old_arg && set_has(arg_of(f, fn->old_arg)))
 		mode = MODE_FREE_OLD;   /* an unsampled realloc of a sampled block: the old one goes */
 	else if (fn->flags & STUB_FN_NESTS)
 		mode = MODE_CALL;       /* what it calls must not be sampled again */
@@ -262,19 +362,24 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
 	int mode = f->index >> 32;
 	struct ht_stub_record r;
-	__u64 ptr = ret, size;
+	__u64 ptr, size;
 
 	leave(thread_pointer(), (__u64)&f->ret_addr);
-	load_args(r.args, f);
-	size = request_size(&fn->s, r.args, ret);
-	if (mode == MODE_CALL && fn->s.size_at_return && sampled(size))
+	/* An unsampled call held only for what it calls: nothing more to do. */
+	if (mode == MODE_CALL && !(fn->flags & STUB_FN_SIZE_AT_RET))
+		return ret;
+	size = fn_size(fn, f, ret);
+	if (mode == MODE_CALL && sampled(size))
 		mode = MODE_RECORD;
 	if (mode == MODE_CALL)
 		return ret;
-	if (fn->s.out_ptr_arg)
-		ptr = (int)ret == 0 ? *(const __u64 *)r.args[fn->s.out_ptr_arg & 7] : 0;
+	load_args(r.args, f);
+	if (fn->out_arg)
+		ptr = (int)ret == 0 ? *(const __u64 *)arg_of(f, fn->out_arg) : 0;
+	else
+		ptr = eval(&fn->s.ptr, r.args, ret);
 	if (stub_cfg.sample_rate) {
-		__u64 old = fn->s.old_ptr_arg ? r.args[fn->s.old_ptr_arg & 7] : 0;
+		__u64 old = fn->old_arg ? arg_of(f, fn->old_arg) : 0;
 		/* The same rule as the BPF side: the old block is gone when a new one came, or size 0 freed it. */
 		if (old && (ptr || !size))
 			set_take(old);
@@ -300,13 +405,26 @@ int stub_free_enter(struct stub_frame *f)
 	f->target = fn->orig;
 	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
 		return 0;
+	if (fn->n_mem)
+		read_mems(fn, f->mem);
+	/* A reset frees blocks of every sampled size, wherever it is called from, as its uprobe sees them: always. */
+	if (!(fn->flags & STUB_FN_RESET)) {
+		if (fn->flags & STUB_FN_PTR_FAST) {
+			ptr = arg_of(f, fn->ptr_arg);
+		} else {
+			load_args(r.args, f);
+			ptr = eval(&fn->s.ptr, r.args, 0);
+		}
+		/* Sampling: a block whose hash no sampled block has is none (one byte read, most frees end here). */
+		if (!ptr || (stub_cfg.sample_rate && !filter_may_have(ptr)))
+			return 0;
+		/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
+		if (nested(thread_pointer(), (__u64)&f->ret_addr))
+			return 0;
+		if (stub_cfg.sample_rate && !set_take(ptr))
+			return 0;
+	}
 	load_args(r.args, f);
-	ptr = eval(&fn->s.ptr, r.args, 0);
-	/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
-	if (!ptr || nested(thread_pointer(), (__u64)&f->ret_addr))
-		return 0;
-	if (stub_cfg.sample_rate && !set_take(ptr))
-		return 0;
 	r.ret = 0;
 	r.sp = (__u64)&f->ret_addr;
 	r.fp = f->fp;

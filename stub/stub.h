@@ -28,7 +28,7 @@
 
 #include "heaptrace.h"
 
-#define STUB_MAX_FNS 16                 /* the malloc family fits, with room for a second object */
+#define STUB_MAX_FNS 32                 /* HT_MAX_SPECS: every probe of the plan could be redirected */
 #define STUB_TRAMP_OFF 0x3000
 #define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
 #define STUB_CFG_OFF 0x4000
@@ -41,24 +41,54 @@
 #define STUB_SITE_ALLOC 16              /* nop5; ret: an allocation recorded (uprobe here) */
 #define STUB_SITE_FREE 24               /* nop5; ret: a free recorded (uprobe here) */
 
-/* Nested calls are told apart per thread, by its thread pointer (%fs:0). */
-#define STUB_DEPTH_SLOTS 512
+/* Nested calls are told apart per thread, by its thread pointer (%fs:0): heaptrace.h's table. */
+#define STUB_DEPTH_SLOTS HT_STUB_DEPTH_SLOTS
 
 /* Sampled blocks are kept in buckets of one cache line each. */
 #define STUB_BUCKET 8
 
+/*
+ * A count of the sampled blocks whose address hashes to each byte, before
+ * the set: a free of an unsampled block (nearly every free) reads one
+ * byte of this instead of a bucket of the set (16 MiB at the default
+ * --max-allocs: a cache miss a free in a program whose frees are spread,
+ * as PostgreSQL's pfree are).  16 KiB: small enough to stay in the cache
+ * of a program that touches much memory between frees, and few sampled
+ * blocks share a byte (PostgreSQL at 64K holds some hundreds).
+ */
+#define STUB_FILTER_BITS 14
+#define STUB_FILTER (1u << STUB_FILTER_BITS)
+
 enum stub_fn_flags {
 	STUB_FN_FREE = 1,               /* a free: the block is args' ptr */
 	STUB_FN_NESTS = 2,              /* may call other traced functions: always called, depth kept */
+	STUB_FN_RESET = 4,              /* an arena reset (--reset-sym): every call recorded, at the free site */
+	STUB_FN_SIZE_FAST = 8,          /* size = size_k * argA * argB (user/inject/spec_stub.c) */
+	STUB_FN_PTR_FAST = 16,          /* a free's block is arg ptr_arg */
+	STUB_FN_SIZE_AT_RET = 32,       /* the size reads ret: sampled at the exit */
+	STUB_FN_PAGE_ROUND = 64,        /* the size rounds up to a page (pvalloc) */
 };
 
+/*
+ * A function's descriptor: what every call reads first, in one cache
+ * line (the fast forms of its size and block, precomputed by heaptrace),
+ * then a copy of the BPF side's descriptor for what only recorded calls
+ * need.
+ */
 struct stub_fn {
 	__u64 orig;                     /* orig_i: the function, displaced prologue and all */
+	__u32 flags;                    /* enum stub_fn_flags */
+	__u8 size_a, size_b;            /* STUB_FN_SIZE_FAST: argument numbers (0: a factor of 1) */
+	__u8 ptr_arg;                   /* STUB_FN_PTR_FAST: the argument number */
+	__u8 old_arg;                   /* s.old_ptr_arg: the block a realloc frees */
+	__u64 size_k;                   /* STUB_FN_SIZE_FAST: the constant factor */
 	__u64 func_ip;                  /* where its uprobe would be: the descriptor's probe_vaddr, loaded */
 	__u32 spec;                     /* index of its descriptor in the BPF side's specs */
-	__u32 flags;                    /* enum stub_fn_flags */
+	__u8 out_arg;                   /* s.out_ptr_arg */
+	__u8 n_mem;                     /* s.n_mem */
+	__u8 pad[2];
 	struct ht_alloc_spec s;         /* a copy of that descriptor: sizes, roles */
-};
+} __attribute__((aligned(64)));
 
 struct stub_cfg {
 	__u32 n_fns;
@@ -68,10 +98,7 @@ struct stub_cfg {
 	struct stub_fn fns[STUB_MAX_FNS];
 };
 
-struct stub_depth {
-	__u64 thread;                   /* thread pointer; 0: free slot */
-	__u64 sp;                       /* the call's entry stack pointer; 0: not yet published */
-};
+#define stub_depth ht_stub_depth
 
 /*
  * Counters of the stub, read by heaptrace through /proc/PID/mem.  Every
@@ -80,6 +107,7 @@ struct stub_depth {
 struct stub_counters {
 	__u64 set_full;                 /* HT_SAMPLED_SET_FULL */
 	__u64 depth_full;               /* HT_CALL_MAP_FULL */
+	__u64 stale;                    /* HT_MISSED_RETURNS: a slot whose call never returned through the stub */
 };
 
 struct stub_data {
@@ -89,8 +117,9 @@ struct stub_data {
 	__u64 prng;                     /* xorshift64* state, seeded by heaptrace */
 	struct stub_counters c;
 	struct stub_depth depth[STUB_DEPTH_SLOTS];
+	__u8 filter[STUB_FILTER];       /* sampled blocks per address hash; 255: at least (never lowered) */
 	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
-	__u64 set[];
+	__u64 set[] __attribute__((aligned(64)));	/* a bucket: one cache line */
 };
 
 #define STUB_DATA_SIZE(buckets) (sizeof(struct stub_data) + (buckets) * STUB_BUCKET * sizeof(__u64))

@@ -11,6 +11,9 @@ scenario_custom() {
 	custom_pool
 	custom_reset
 	custom_wrapfree
+	custom_stubmix
+	custom_stubsampled
+	custom_longjmp
 	custom_static
 	custom_preload
 	custom_errors
@@ -199,6 +202,100 @@ custom_wrapfree() {
 	# allocs = 3 + 4 + 5 + 2 + 1 + 2 = 17 (the mallocs inside obj_new are
 	# nested); frees = 4 + 5 + 2 + 1 + 2 = 14, none unmatched.
 	expect_events wrapfree.alloc_objects allocs=17 frees=14 unmatched_frees=0 missed_frees=0
+}
+
+# The fast path takes --sym functions too (docs/fast-path.md, "custom
+# allocators"): pool_alloc and pool_free through the stub, malloc@libc.so.6
+# on uprobes (another object: out of the stub's reach).  The slab malloc
+# inside pool_alloc is nested in it (the uprobe's BPF program reads the
+# stub's nesting table), as when all three have uprobes: custom_pool's
+# numbers, plus pool_new's malloc(32): allocs = 24 + 1.  The same with
+# --no-inject (make test-noinject).
+custom_stubmix() {
+	local d="" e=$TMP/stubmix.alloc_objects.err
+	profile4x stubmix 0 --no-libc --sym 'pool_alloc:size=arg2' --sym 'malloc@libc.so.6' \
+		--free-sym 'pool_free:ptr=arg2' -- "$TB/t_pool"
+	#                              alloc   alloc  inuse   inuse
+	#                              objects space  objects space
+	expect4 stubmix pool_keep       5      500    5       500
+	expect4 stubmix pool_churn     10      400    0         0
+	expect4 stubmix pool_some       4      256    1        64
+	expect4 stubmix slab_alloc      5      472    3        72
+	expect4 stubmix pool_new        1       32    1        32
+	absent_leaf4 stubmix pool_alloc
+	leafset4 stubmix
+	expect_events stubmix.alloc_objects allocs=25 frees=15 unmatched_frees=0 missed_frees=0
+	if ! grep -q 'fast path: off (--no-inject)' "$e"; then
+		grep -qE '^heaptrace: probe pool_alloc +[^ ]*/t_pool\+0x[0-9a-f]+: the fast path \(stub\)' "$e" ||
+			d+="pool_alloc is not through the stub"$'\n'
+		grep -qE '^heaptrace: probe pool_free +[^ ]*/t_pool\+0x[0-9a-f]+: the fast path \(stub\)' "$e" ||
+			d+="pool_free is not through the stub"$'\n'
+		grep -qE '^heaptrace: probe malloc +[^ ]*/libc\.so\.6\+0x[0-9a-f]+ = malloc\+' "$e" ||
+			d+="malloc has no uprobe"$'\n'
+		[ -n "$d" ] && d+=$(grep -E '^heaptrace: (probe|fast path)' "$e" | head -8)
+	fi
+	report "custom stubmix: -v: pool_alloc and pool_free through the stub, malloc on uprobes" "$d"
+}
+
+# The stub's sampled path for --sym functions: --sample-rate 1 samples
+# every allocation (a block of n >= 10 bytes with probability 1 - e^-n),
+# so the counts are exact and the same as custom_pool's, custom_reset's and
+# specrealloc's: allocations decided in the process, frees of sampled
+# blocks (its set), the realloc role (repal frees its old block when it
+# returns a new one) and resets.
+custom_stubsampled() {
+	profile4x spool 0 --sample-rate 1 --no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2' \
+		-- "$TB/t_pool"
+	expect4 spool pool_keep          5      500    5       500
+	expect4 spool pool_churn        10      400    0         0
+	expect4 spool pool_some          4      256    1        64
+	expect4 spool slab_alloc         5      472    3        72
+	leafset4 spool
+	expect_events spool.alloc_objects allocs=24 frees=15 unmatched_frees=0 missed_frees=0 sampled_set_full=0
+
+	profile4x sreset 0 --sample-rate 1 --no-libc --sym "$ARENA_SPEC" --reset-sym 'arena_reset:arena=arg1' \
+		-- "$TB/t_reset"
+	expect4 sreset ra_one          300     2400    0         0
+	expect4 sreset ra_two           20      320    0         0
+	expect4 sreset rb_keep         200      800  200       800
+	expect4 sreset ab_shared        50      100   25        50
+	expect4 sreset ra_after        600     4800  600      4800
+	leafset4 sreset
+	expect_events sreset.alloc_objects allocs=17 frees=0 unmatched_frees=0 missed_frees=0 \
+		arena_resets=1 reset_objects=345 arena_map_full=0
+
+	profile4x spg 0 --sample-rate 1 --no-libc --sym pal --sym 'ctx_alloc:size=arg2' \
+		--sym 'repal:size=arg2,free=arg1' --free-sym pf -- "$TB/t_pgctx"
+	expect4 spg top_keep             3      300    3       300
+	expect4 spg tmp_keep             4      200    4       200
+	expect4 spg direct_keep          2       60    2        60
+	expect4 spg churn                5      200    0         0
+	expect4 spg seed_tmp             1       10    0         0
+	expect4 spg seed_top             1       20    0         0
+	expect4 spg grow                 2     3000    2      3000
+	leafset4 spg
+	expect_events spg.alloc_objects allocs=18 frees=7 unmatched_frees=0 missed_frees=0 failed_allocs=0
+}
+
+# t_longjmp: xalloc longjmp'd out of (PostgreSQL's elog(ERROR) out of
+# palloc), then called from above that call and at its very depth again
+# (the target's comment derives the numbers).  The call that never returned
+# is a missed return, noticed when a call enters above it; the calls at its
+# depth afterwards are not taken for nested in it: allocs = 4.  Exact and
+# sampled (--sample-rate 1: every call), with the fast path (its nesting
+# slot is given up) as with --no-inject (the uprobes' depth).
+custom_longjmp() {
+	local rate key
+	for rate in 0 1; do
+		key=ljmp$rate
+		ht "$key" -v --no-libc --sym xalloc $([ $rate = 1 ] && echo --sample-rate 1) -f collapsed \
+			--value alloc_space -- "$TB/t_longjmp"
+		check_rc "$key" 0 "custom longjmp: --sym xalloc$([ $rate = 1 ] && echo ' --sample-rate 1') exits 0"
+		expect_leaf "$key" shallow 10
+		expect_leaf "$key" lvl1 300
+		leafset "$key" shallow lvl1
+		expect_events "$key" allocs=4 missed_returns=1 unmatched_frees=0
+	done
 }
 
 # tests/static/t_static.c built with gcc -static: malloc is inside the

@@ -233,8 +233,8 @@ fsample_exact() {
 	echo "$d"
 }
 
-# --sample-rate under --follow-fork: --sym functions (no stub) use uprobe
-# sessions.  t_forkret's
+# --sample-rate under --follow-fork with uprobes (--no-inject): --sym
+# functions use uprobe sessions.  t_forkret's
 # fr_alloc sees from inside which calls took a return probe (its return
 # address is the kernel's trampoline).  The parent's calls, after its two
 # children ended (their links closed at their exit), take one only when
@@ -243,10 +243,30 @@ fsample_exact() {
 # the kernel asks for the return for every link whose process is not the
 # caller's: all of them take one (the limit docs/process-trees.md states).
 # Every process's estimates are exactly its sampled blocks times their
-# weight (all blocks are 64 bytes).
+# weight (all blocks are 64 bytes).  With the fast path (forksample_stub)
+# fr_alloc and fr_free go through each process's own stub, which jumps to
+# an unsampled call (its return address the caller's) and calls a sampled
+# one (its return address in the stub, counted as a "return" by
+# t_forkret): each process, the children too, sees 1 to 99 such calls of
+# 100000, the parent exactly its sampled allocations; the estimates are as
+# exact.
 scenario_forksample() {
 	local key=forksample d n=100000 rate=524288 pr pa c
-	ht $key -v --no-libc --sym fr_alloc --free-sym fr_free --follow-fork --sample-rate $rate -f proto \
+	ht ${key}_stub -v --no-libc --sym fr_alloc --free-sym fr_free --follow-fork --sample-rate $rate -f proto \
+		-o "$TMP/${key}_stub.pb.gz" -- "$TB/t_forkret" $n 64 2
+	check_rc ${key}_stub 0 "${key}_stub: exits 0"
+	if ! grep -q 'fast path: off (--no-inject)' "$TMP/${key}_stub.err"; then
+		c=$(grep -cE "^(parent|child) calls $n returns [1-9][0-9]?\$" "$TMP/${key}_stub.out")
+		pr=$(sed -n 's/^parent calls [0-9]* returns \([0-9]*\)$/\1/p' "$TMP/${key}_stub.out")
+		pa=$(proto_events "$TMP/${key}_stub.pb.gz" | tr ' ' '\n' | sed -n 's/^allocs=//p')
+		report "${key}_stub: each process's calls of fr_alloc leave its stub only when sampled (1 to 99 of $n; the parent's ${pr:-?} = its samples)" \
+			"$([ "$c" = 3 ] && [ -n "$pr" ] && [ "$pr" = "$pa" ] ||
+				{ echo "parent's calls out of the stub '$pr', its samples '$pa'"; cat "$TMP/${key}_stub.out"
+				  grep -E 'fast path|probe fr_' "$TMP/${key}_stub.err"; })"
+		d=$(fsample_exact ${key}_stub $rate "" "$TMP/${key}_stub.pb.gz" $(fork_files ${key}_stub | cut -d' ' -f2-))
+		report "${key}_stub: each process's estimates are its sampled 64-byte blocks times their weight, exactly" "$d"
+	fi
+	ht $key -v --no-inject --no-libc --sym fr_alloc --free-sym fr_free --follow-fork --sample-rate $rate -f proto \
 		-o "$TMP/$key.pb.gz" -- "$TB/t_forkret" $n 64 2
 	check_rc $key 0 "$key: exits 0"
 	grep -qF "heaptrace: sampling one allocation per $rate bytes on average; unsampled calls skip their return probe (uprobe sessions)" \

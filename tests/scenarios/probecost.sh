@@ -52,8 +52,9 @@ scenario_probecost() {
 	# pc_load (single-stepped wherever it is probed): the fastest of 5 rounds
 	# of 2000 calls each; a single step costs a second trap (~20x on bare
 	# metal, ~4x in a VM), the test asks for 2x.
+	# Uprobes (--no-inject): the stub would take these functions otherwise.
 	for at in auto entry; do
-		ht "pc.time.$at" --no-libc --probe-at=$at --free-sym pc_skip --free-sym pc_load --free-sym pc_push \
+		ht "pc.time.$at" --no-inject --no-libc --probe-at=$at --free-sym pc_skip --free-sym pc_load --free-sym pc_push \
 			-o "$TMP/pc.time.$at.prof" -- "$t" time 2000 5
 	done
 	a=$(awk '$1 == "pc_skip" { print $2 }' "$TMP/pc.time.auto.out")
@@ -67,6 +68,25 @@ scenario_probecost() {
 		[ $((2 * a)) -le "$l" ] || d+="pc_skip at +3 $a ns, pc_load (single-stepped) $l ns: want at least 2x"$'\n'
 	fi
 	report "probecost: pc_skip probed at +3 costs ${a:-?} ns a call, at its entry ${e:-?} ns, pc_load ${l:-?} ns (single-stepped: >= 2x)" "$d"
+
+	# Through the stub (the default), a function whose uprobe would be
+	# single-stepped costs what any other costs: one optimized trap at the
+	# record site, whatever its first instruction.
+	ht pc.time.stub -v --no-libc --free-sym pc_skip --free-sym pc_load --free-sym pc_push -o "$TMP/pc.time.stub.prof" \
+		-- "$t" time 2000 5
+	if ! grep -q 'fast path: off (--no-inject)' "$TMP/pc.time.stub.err" && [[ $l =~ ^[0-9]+$ ]]; then
+		local ss sl
+		ss=$(awk '$1 == "pc_skip" { print $2 }' "$TMP/pc.time.stub.out")
+		sl=$(awk '$1 == "pc_load" { print $2 }' "$TMP/pc.time.stub.out")
+		d=$(rc_diag pc.time.stub 0)
+		if [[ ! $ss =~ ^[0-9]+$ || ! $sl =~ ^[0-9]+$ ]]; then
+			d+="no timings: '$(cat "$TMP/pc.time.stub.out")'"
+		else
+			[ $((2 * sl)) -le $((3 * ss)) ] || d+="pc_load $sl ns, pc_skip $ss ns through the stub: want at most 1.5x"$'\n'
+			[ $((2 * sl)) -le "$l" ] || d+="pc_load $sl ns through the stub, $l ns single-stepped: want at least 2x less"$'\n'
+		fi
+		report "probecost: through the stub pc_load costs ${sl:-?} ns a call, pc_skip ${ss:-?} (single-stepped under uprobes: ${l:-?})" "$d"
+	fi
 }
 
 # pc_expect FUNC +OFF KIND INSN COST: the --list-probes line of FUNC (pc.list),

@@ -233,7 +233,8 @@ scenario_stale() {
 	done
 	# Which returns a session skips: ctx_alloc makes no call (a leaf: only
 	# when sampled); deep calls big_site, so may reach a traced function.
-	ht stale.leaf -v --no-libc --sym 'ctx_alloc:size=arg2' --sym 'deep:size=1' --sample-rate 64K \
+	# Uprobe sessions: --no-inject (the stub takes these functions otherwise).
+	ht stale.leaf -v --no-inject --no-libc --sym 'ctx_alloc:size=arg2' --sym 'deep:size=1' --sample-rate 64K \
 		-o "$TMP/stale.leaf.prof" -- "$TB/t_stale"
 	local d=""
 	grep -q '^heaptrace: probe ctx_alloc .*(a session: the return only when sampled)' "$TMP/stale.leaf.err" ||

@@ -26,6 +26,7 @@
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
+#include "inject/spec_stub.h"
 #include "stub_blob.h"
 #include "util/elfobj.h"
 #include "util/log.h"
@@ -49,9 +50,11 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 	for (int k = 0; k < plan->n && in->n < STUB_MAX_FNS; k++) {
 		struct probe *p = &plan->probes[k];
 
-		if (!p->family)
-			continue;
-		/* One stub, near one object: the allocator the program calls (the first one planned). */
+		/*
+		 * One stub, near one object: the allocator the program calls (the
+		 * first one planned), or with --no-libc the first --sym's object.
+		 * Objects lie further apart than a rel32 jump reaches.
+		 */
 		if (!object)
 			object = p->path;
 		if (p->path != object) {
@@ -72,8 +75,10 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 static void give_back(struct inject *in, struct probe_plan *plan)
 {
 	for (int i = 0; i < in->n; i++)
-		if (!in->fns[i].patched)
+		if (!in->fns[i].patched && plan->probes[in->fns[i].probe].stub) {
 			plan->probes[in->fns[i].probe].stub = false;
+			plan->probes[in->fns[i].probe].given_back = true;
+		}
 }
 
 /* The mapping of a file at a file offset, in /proc/PID/maps: its address there; 0 when not mapped. */
@@ -156,7 +161,7 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		struct inject_fn *f = &in->fns[i];
 		const struct probe *p = &plan->probes[f->probe];
 		uint64_t entry = in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE, orig = entry + 16;
-		uint64_t handler = in->base + (p->kind == HT_SPEC_FREE ? STUB_ENTRY_FREE : STUB_ENTRY_ALLOC);
+		uint64_t handler = in->base + (p->kind == HT_SPEC_ALLOC ? STUB_ENTRY_ALLOC : STUB_ENTRY_FREE);
 		uint8_t *t = img + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE;
 		int32_t rel = (int32_t)(handler - (entry + 11));
 		size_t orig_len;
@@ -174,10 +179,8 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 			return -1;
 		}
 		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
-						.func_ip = f->addr + p->delta,
-						.flags = (p->kind == HT_SPEC_FREE ? STUB_FN_FREE : 0) |
-							 (strcmp(p->func, "malloc") && strcmp(p->func, "calloc") &&
-									  strcmp(p->func, "free") ? STUB_FN_NESTS : 0) };
+						.func_ip = f->addr + p->delta };
+		spec_stub_fill(&cfg->fns[i], p, &plan->specs[p->spec]);
 	}
 	return 0;
 }
@@ -279,6 +282,15 @@ static int attach_sites(struct inject *in, struct tracer *tr)
 	return err ? err : tracer_attach_multi(tr, PROG_STUB_FREE, in->path, &off, &cookie, 1, in->pid);
 }
 
+/* Where the uprobes' BPF programs find the stub's nesting table (bpf/calls.bpf.h, in_stub_call()). */
+static int tell_bpf(struct inject *in, struct tracer *tr)
+{
+	uint64_t data = in->base + STUB_DATA_OFF;
+
+	return tracer_set_stub(tr, in->pid, data + offsetof(struct stub_data, active),
+			       data + offsetof(struct stub_data, depth));
+}
+
 static uint32_t pow2_at_least(uint64_t v)
 {
 	uint32_t p = 1;
@@ -336,13 +348,15 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	/* Only the functions found stay. */
 	int n = 0;
 	for (int i = 0; i < in->n; i++) {
-		if (in->fns[i].addr)
+		if (in->fns[i].addr) {
 			in->fns[n++] = in->fns[i];
-		else
+		} else {
 			plan->probes[in->fns[i].probe].stub = false;
+			plan->probes[in->fns[i].probe].given_back = true;
+		}
 	}
 	in->n = n;
-	if (!n) {
+	if (!in->n) {
 		snprintf(why, sizeof(why), "no function to redirect");
 		goto fail;
 	}
@@ -361,6 +375,8 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		goto fail;
 	}
 	int err = attach_sites(in, tr);
+	if (!err)
+		err = tell_bpf(in, tr);
 	if (err) {
 		snprintf(why, sizeof(why), "cannot attach the record sites' uprobes: %s", strerror(-err));
 		goto fail;
@@ -445,7 +461,7 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	snprintf(kid->path, sizeof(kid->path), "/proc/self/fd/%d", kid->file_fd);
 	if (kid->shared) {
 		/* Its calls run the parent's stub, in the parent's memory: only the record sites' probes are its own. */
-		if ((err = attach_sites(kid, tr)))
+		if ((err = attach_sites(kid, tr)) || (err = tell_bpf(kid, tr)))
 			goto fail;
 		ht_info("fast path: PID %d shares the memory of PID %d: its recorded calls reach the same stub", pid,
 			parent->pid);
@@ -468,6 +484,8 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 		err = remote_write(&r, kid->base + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
 	if (!err)
 		err = attach_sites(kid, tr);
+	if (!err)
+		err = tell_bpf(kid, tr);
 	if (!err)
 		err = seed_data(kid, &r);
 	if (!err)
@@ -522,6 +540,7 @@ void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
 	}
 	counters[HT_SAMPLED_SET_FULL] += in->seen.set_full;
 	counters[HT_CALL_MAP_FULL] += in->seen.depth_full;
+	counters[HT_MISSED_RETURNS] += in->seen.stale;
 }
 
 /* --- a launched command: installed once the dynamic loader has mapped the allocator --- */

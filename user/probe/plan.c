@@ -9,6 +9,7 @@
 #include "util/log.h"
 #include "probe/malloc_family.h"
 #include "insn/relocate.h"
+#include "probe/stub_spec.h"
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
@@ -202,8 +203,9 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	p->func_size = size;
 	p->stub_len = 0;
 	p->stub_why[0] = '\0';
-	p->stub = p->attached = false;
-	if (family)
+	p->stub = p->attached = p->given_back = false;
+	/* Any function may go through the stub (user/inject/): its spec the stub can evaluate, its first bytes movable. */
+	if (family || spec_stub_ok(spec, p->stub_why, sizeof(p->stub_why)))
 		check_movable(p, o, pl);
 	plan->specs[plan->n++] = *spec;
 	return 0;
@@ -531,7 +533,7 @@ static bool uprobed(const struct probe *p)
 
 static bool fell_back(const struct probe *p)
 {
-	return p->family && !p->stub && p->stub_len && !p->attached;
+	return p->given_back && !p->stub && !p->attached;
 }
 
 static void say_stub(const struct probe *p)
@@ -569,9 +571,10 @@ int probes_attach_stubbed(const struct probe_plan *plan, struct tracer *tr, pid_
 	return err ? -1 : 0;
 }
 
-int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
+int probes_attach(struct probe_plan *plan, struct tracer *tr, pid_t pid)
 {
-	bool first = !tr->n_links && !tr->n_multi;      /* followed children repeat the same plan */
+	/* Followed children repeat the same plan; with -p the stub's record sites are attached before it. */
+	bool first = !plan->said;
 	int err = tr->multi ? attach_multi(plan, 0, tr, pid, uprobed) : attach_each(plan, 0, tr, pid, uprobed);
 
 	if (err == -EOPNOTSUPP)
@@ -599,6 +602,7 @@ int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid)
 	if (first)
 		ht_info("attached with %s", tr->session ? "uprobe_multi links, allocators as uprobe sessions" :
 					    tr->multi ? "uprobe_multi links" : "one perf event per probe");
+	plan->said = true;
 	return 0;
 }
 

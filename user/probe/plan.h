@@ -23,15 +23,17 @@ struct probe {
 	enum ht_spec_kind kind;
 	struct placement where;
 	/*
-	 * The in-process fast path (user/inject/): a malloc-family function
-	 * whose first stub_len bytes can be displaced is redirected to the
-	 * stub instead of carrying uprobes (stub set), else stub_why says why not.
+	 * The in-process fast path (user/inject/): a function whose first
+	 * stub_len bytes can be displaced and whose spec the stub can evaluate
+	 * is redirected to the stub instead of carrying uprobes (stub set),
+	 * else stub_why says why not.  family: of the malloc family.
 	 */
 	bool family;
 	uint64_t func_vaddr, func_size;
 	uint32_t stub_len;
 	char stub_why[120];
 	bool stub;              /* taken by the stub: no uprobe is attached to it */
+	bool given_back;        /* the stub gave it up while installing: its uprobes come late (probes_attach_fallback) */
 	bool attached;          /* its uprobes are attached */
 };
 
@@ -42,6 +44,7 @@ struct probe_plan {
 	char *paths[HT_MAX_SPECS];
 	int n_paths;
 	bool at_entry;          /* --probe-at=entry */
+	bool said;              /* -v has listed the probes (once: followed children repeat the plan) */
 };
 
 void probes_init(struct probe_plan *plan, bool at_entry);
@@ -83,7 +86,7 @@ int probes_add_func(struct probe_plan *plan, const char *path, const char *func,
  * 2 when it was loaded for uprobe sessions and the kernel has none: reload
  * it without and call again.
  */
-int probes_attach(const struct probe_plan *plan, struct tracer *tr, pid_t pid);
+int probes_attach(struct probe_plan *plan, struct tracer *tr, pid_t pid);
 
 /*
  * The fast path gave up functions it had been given (p->stub cleared):

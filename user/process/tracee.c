@@ -312,9 +312,11 @@ void tracee_reap(struct tracee *f, bool wait)
 		case PTRACE_EVENT_EXIT: {
 			/* The last moment its mappings exist. */
 			struct tracee_child *k = find_kid(f, r);
-			if (r == t->pid)
+			if (r == t->pid) {
 				target_refresh_maps(t);
-			else if (k && k->slot != NO_SLOT) {
+				if (f->on_exiting)
+					f->on_exiting(f->hook_arg);
+			} else if (k && k->slot != NO_SLOT) {
 				refresh_kid_maps(f, k);
 				if (f->on_child_exiting)
 					f->on_child_exiting(f->hook_arg, k);

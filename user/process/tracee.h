@@ -75,6 +75,8 @@ struct tracee {
 	void (*on_child_exit)(void *arg, struct tracee_child *k);
 	/* A followed child's leader at its exit stop: its memory is still there; may be NULL. */
 	void (*on_child_exiting)(void *arg, struct tracee_child *k);
+	/* The target's leader at its exit stop, its memory still there; may be NULL. */
+	void (*on_exiting)(void *arg);
 	void *hook_arg;
 };
 

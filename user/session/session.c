@@ -223,6 +223,15 @@ static void on_exec(void *arg, pid_t tid)
 	s->ph.inject += now_ms() - t0;
 }
 
+/* The target's last moment with its memory: the stub's counters (its losses) as they end. */
+static void on_exiting(void *arg)
+{
+	struct session *s = arg;
+
+	if (s->in.base)
+		inject_counters(&s->in, (uint64_t[HT_COUNTER_MAX]){ 0 });
+}
+
 static bool on_trap(void *arg, pid_t tid)
 {
 	struct session *s = arg;
@@ -725,6 +734,7 @@ int session_run(struct trace_opts *o)
 	plan_inject(&s);
 	/* Execs are followed everywhere: a launched command, a -p target (all its threads seized), a --follow-fork tree. */
 	s.tc.on_exec = on_exec;
+	s.tc.on_exiting = on_exiting;
 	s.tc.hook_arg = &s;
 	s.tc.all = !o->argv;
 	if (o->follow_fork) {

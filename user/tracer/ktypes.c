@@ -23,7 +23,8 @@
  */
 static const char *const fields[] = {
 	"pt_regs.*",
-	"task_struct.mm", "task_struct.pid", "task_struct.tgid",
+	"thread_struct.fsbase",
+	"task_struct.mm", "task_struct.pid", "task_struct.tgid", "task_struct.thread",
 	"uprobes_state.xol_area",
 	"xol_area.vaddr",
 	"mm_struct.start_code", "mm_struct.end_code", "mm_struct.exe_file", "mm_struct.uprobes_state",

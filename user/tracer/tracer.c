@@ -675,6 +675,14 @@ int tracer_set_specs(struct tracer *tr, const struct ht_alloc_spec *specs, int f
 	return 0;
 }
 
+int tracer_set_stub(struct tracer *tr, pid_t pid, uint64_t active, uint64_t depth)
+{
+	struct ht_stub_proc p = { .active = active, .depth = depth };
+	__u32 key = pid;
+
+	return bpf_map_update_elem(bpf_map__fd(tr->skel->maps.stub_procs), &key, &p, BPF_ANY) ? -errno : 0;
+}
+
 /* Every key of a hash map whose process slot (at proc_off) is slot, deleted. */
 static size_t forget_keys(int fd, size_t ksz, size_t proc_off, uint32_t slot)
 {

@@ -176,6 +176,14 @@ int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent
 int tracer_set_specs(struct tracer *tr, const struct ht_alloc_spec *specs, int from, int n);
 
 /*
+ * The stub in process pid (user/inject/) keeps its nesting table at depth
+ * and its count of threads inside a call at active: uprobes read it (a
+ * call they trace made inside one the stub called is nested in it).
+ * 0 or -errno.
+ */
+int tracer_set_stub(struct tracer *tr, pid_t pid, uint64_t active, uint64_t depth);
+
+/*
  * A process slot's stacks, arenas, totals and peak, gone: its process
  * executed a new program (stopped at the exec, its blocks already dropped),
  * whose profile starts afresh.  Its exec counts stay.  Returns the stacks
