@@ -147,3 +147,79 @@ scenario_inject_cycles() {
 	grep -q '^bye errors=0$' "$TMP/$key.tout" || d+="target: $(tail -2 "$TMP/$key.tout")"$'\n'
 	report "inject_cycles: the target checked every block it ever allocated: none damaged, exit 0" "$d"
 }
+
+# ---------------------------------------------------------------------------
+# t_forkstorm: 4 threads calloc/malloc/realloc/free and check every block
+# while the main thread forks (plain children, exec, posix_spawn, a
+# grandchild) and checks every child's status.  Exact --follow-fork with a
+# stub per child, launched; then -p on one running process: exact attach/
+# detach cycles, heaptrace SIGKILLed at every phase (attach, install, run)
+# and SIGINTed during its installation, and after each kill a --no-inject
+# heaptrace: its uprobes must not go on the killed one's jumps (the kernel's
+# int3 over a jump crashed PostgreSQL's postmaster at calloc+3).  Every
+# process of the tree checks itself: no damaged block, no child killed.
+scenario_forkstorm() {
+	local key=fs_launch d="" n tpid hpid i k delay kills=0 restored=0 t0=$SECONDS
+	ht $key -v --follow-fork -f collapsed -o "$TMP/$key.prof" -- "$TB/t_forkstorm" 3 4 10
+	check_rc $key 0 "forkstorm: launched under exact --follow-fork: exit 0"
+	grep -qE '^forkstorm children [1-9][0-9]* bad 0 errors 0$' "$TMP/$key.out" ||
+		d+="target: $(tail -2 "$TMP/$key.out")"$'\n'
+	grep -q '^heaptrace: fast path: a stub at' "$TMP/$key.err" || d+="no stub: $(grep 'fast path' "$TMP/$key.err" | head -2)"$'\n'
+	n=$(grep -c 'has its own copy of the stub, enabled' "$TMP/$key.err")
+	[ "$n" -ge 1 ] || d+="no child had a stub of its own"$'\n'
+	grep -q 'fast path: off' "$TMP/$key.err" && d+="$(grep 'fast path: off' "$TMP/$key.err")"$'\n'
+	report "forkstorm: exact --follow-fork, launched: the fast path in the target and $n children, every block and child intact" "$d"
+
+	key=fs_p
+	d=""
+	"$TB/t_forkstorm" 120 4 20 >"$TMP/$key.tout" 2>&1 &
+	tpid=$!
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
+		fail "forkstorm: t_forkstorm starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tpid"
+		return
+	fi
+	for i in $(seq 1 18); do
+		k=$key.$i
+		kill -0 "$tpid" 2>/dev/null || { d+="round $i: the target died: $(tail -2 "$TMP/$key.tout")"$'\n'; break; }
+		if [ "$i" -le 2 ]; then
+			# Attach, trace the tree 1 s, detach.
+			ht "$k" -v --follow-fork -d 1 -f collapsed -o "$TMP/$k.prof" -p "$tpid"
+			[ "$(cat "$TMP/$k.rc")" = 0 ] || d+="round $i: heaptrace exit status $(cat "$TMP/$k.rc"): $(tail -2 "$TMP/$k.err")"$'\n'
+			grep -q '^heaptrace: fast path: a stub at' "$TMP/$k.err" || d+="round $i: no stub: $(grep 'fast path' "$TMP/$k.err" | head -2)"$'\n'
+			continue
+		fi
+		# SIGKILL (or, one round in four, SIGINT): in odd rounds at a delay that walks through
+		# the attach and the installation, in even ones a while after the stub is in.
+		delay=$(awk -v i="$i" 'BEGIN { printf "%.3f", (i % 7) * 0.1 + 0.02 }')
+		"$HT" -v --follow-fork -f collapsed -o "$TMP/$k.prof" -p "$tpid" >"$TMP/$k.out" 2>"$TMP/$k.err" </dev/null &
+		hpid=$!
+		[ $((i % 2)) = 0 ] && wait_for "$TMP/$k.err" "^heaptrace: tracing PID $tpid" 30 "$hpid"
+		sleep "$delay"
+		if [ $((i % 4)) = 0 ]; then
+			kill -INT "$hpid" 2>/dev/null
+			wait_exit "$hpid" 30 || { d+="round $i: heaptrace still running 30 s after SIGINT"$'\n'; kill -KILL "$hpid"; wait "$hpid"; }
+		else
+			kill -KILL "$hpid" 2>/dev/null
+			wait "$hpid" 2>/dev/null
+			kills=$((kills + 1))
+		fi
+		# The next heaptrace without a stub of its own: the old jumps go before its uprobes.
+		if [ $((i % 4)) = 2 ] || [ $((i % 4)) = 3 ]; then
+			ht "$k.n" -v --follow-fork --no-inject -d 0.5 -f collapsed -o "$TMP/$k.n.prof" -p "$tpid"
+			[ "$(cat "$TMP/$k.n.rc")" = 0 ] || d+="round $i: --no-inject heaptrace exit status $(cat "$TMP/$k.n.rc"): $(tail -2 "$TMP/$k.n.err")"$'\n'
+			grep -q "still jumped to an earlier heaptrace's stub: restored" "$TMP/$k.n.err" && restored=$((restored + 1))
+		fi
+	done
+	kill -TERM "$tpid" 2>/dev/null
+	if wait_exit "$tpid" 30; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC: $(tail -1 "$TMP/$key.tout")"$'\n'
+	else
+		d+="target still running 30 s after SIGTERM"$'\n'
+		kill_tree "$tpid"
+	fi
+	grep -qE '^forkstorm children [1-9][0-9]* bad 0 errors 0$' "$TMP/$key.tout" || d+="target: $(tail -1 "$TMP/$key.tout")"$'\n'
+	[ "$kills" -ge 10 ] || d+="$kills SIGKILLs, want 10 or more"$'\n'
+	[ "$restored" -ge 1 ] || d+="no --no-inject heaptrace found a killed one's jumps to restore"$'\n'
+	report "forkstorm: -p, 2 exact --follow-fork cycles, $kills SIGKILLs and SIGINTs through attach/install/run, $restored --no-inject sessions after them restoring the old jumps: the tree intact ($(tail -1 "$TMP/$key.tout" | cut -d' ' -f2-3)) in $((SECONDS - t0)) s" "$d"
+}

@@ -16,7 +16,7 @@
  *            the parent's memory until its exec)
  *         4  a child that forks a grandchild of kind 0 and waits for it
  *       and waits for each (a child killed by a signal or exiting non-zero
- *       is bad).  SECONDS later: "forkstorm children C bad B errors E"
+ *       is bad).  SECONDS later (or at SIGTERM): "forkstorm children C bad B errors E"
  *       ("bad" lists the first statuses), every block freed; exit 0 only
  *       if B and E are 0.  It prints "ready" once its threads run.
  * No stdio: its buffers would allocate.
@@ -47,6 +47,13 @@ struct block {
 
 static atomic_long errors;
 static atomic_int stop;
+static volatile sig_atomic_t ending;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	ending = 1;
+}
 static char self[4096];
 
 static uint64_t xorshift(uint64_t *s)
@@ -213,9 +220,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < threads; i++)
 		if (pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1)))
 			return 2;
+	signal(SIGTERM, on_term);
 	say("ready\n");
 	double end = now() + secs;
-	while (now() < end) {
+	while (now() < end && !ending) {
 		pid_t pid = spawn_kid((int)(kids % 5), kids);
 		int st;
 
