@@ -223,3 +223,42 @@ scenario_forkstorm() {
 	[ "$restored" -ge 1 ] || d+="no --no-inject heaptrace found a killed one's jumps to restore"$'\n'
 	report "forkstorm: -p, 2 exact --follow-fork cycles, $kills SIGKILLs and SIGINTs through attach/install/run, $restored --no-inject sessions after them restoring the old jumps: the tree intact ($(tail -1 "$TMP/$key.tout" | cut -d' ' -f2-3)) in $((SECONDS - t0)) s" "$d"
 }
+
+# ---------------------------------------------------------------------------
+# What can fail without touching the target fails before it is stopped: an
+# --http port in use, an --http socket in a directory that does not exist.
+# The target keeps no stub mapping, heaptrace exits 1 with one line.
+scenario_inject_untouched() {
+	local key d tpid port spec i
+	mkfifo "$TMP/fp_unt.fifo"
+	"$TB/t_inject" churn "$TMP/fp_unt.fifo" 2 >"$TMP/fp_unt.tout" 2>&1 &
+	tpid=$!
+	if ! wait_for "$TMP/fp_unt.tout" '^ready$' 10 "$tpid"; then
+		fail "inject_untouched: t_inject churn starts" "$(cat "$TMP/fp_unt.tout")"
+		kill_tree "$tpid"
+		return
+	fi
+	# A port in use: a listener of our own.
+	python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' >"$TMP/fp_unt.port" &
+	local lpid=$!
+	for i in $(seq 50); do [ -s "$TMP/fp_unt.port" ] && break; sleep 0.1; done
+	port=$(cat "$TMP/fp_unt.port")
+	i=0
+	for spec in "127.0.0.1:$port" unix:/nonexistent/dir/s; do
+		i=$((i + 1))
+		key=fp_unt_$i
+		d=""
+		ht $key --http "$spec" -o "$TMP/$key.prof" -p "$tpid"
+		[ "$(cat "$TMP/$key.rc")" = 1 ] || d+="exit status $(cat "$TMP/$key.rc"), want 1"$'\n'
+		[ "$(wc -l <"$TMP/$key.err")" = 1 ] && grep -q "^heaptrace: .*${spec#unix:}" "$TMP/$key.err" ||
+			d+="want one error line naming $spec: $(cat "$TMP/$key.err")"$'\n'
+		grep -q heaptrace-stub "/proc/$tpid/maps" && d+="the target has a stub mapping: $(grep heaptrace-stub "/proc/$tpid/maps")"$'\n'
+		[ -e "$TMP/$key.prof" ] && d+="a profile was written"$'\n'
+		report "inject_untouched: --http $(rel "$spec") that cannot listen: exit 1, one error, the target untouched (no stub, no profile)" "$d"
+	done
+	kill "$lpid" 2>/dev/null
+	wait "$lpid" 2>/dev/null
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/fp_unt.fifo"
+	wait_exit "$tpid" 20 || kill_tree "$tpid"
+}

@@ -61,14 +61,37 @@ static int wait_tid(pid_t tid, int *st)
 }
 
 /*
+ * waitpid for an interrupted thread, bounded: a thread that never reports
+ * (its stop was taken by someone else) must not hang heaptrace's stop,
+ * which a supervisor then ends with SIGKILL, leaving every jump behind.
+ */
+static int wait_tid_bounded(pid_t tid, int *st, int *waited_ms)
+{
+	for (;;) {
+		pid_t w = waitpid(tid, st, __WALL | WNOHANG);
+		if (w > 0)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (*waited_ms >= 5000)
+			return -ETIMEDOUT;
+		usleep(*waited_ms < 20 ? 200 : 2000);
+		*waited_ms += *waited_ms < 20 ? 1 : 2;
+	}
+}
+
+/*
  * Wait until an interrupted thread is in its interrupt stop.  A signal
  * that arrives first is held back and sent again at the resume; a thread
- * that exits meanwhile is forgotten.  1: stopped, 0: gone, -errno.
+ * that exits meanwhile is forgotten.  1: stopped, 0: gone, -errno
+ * (-ETIMEDOUT: no stop in 5 s).
  */
 static int wait_stopped(struct remote *r, struct remote_thread *t)
 {
+	int waited_ms = 0;
+
 	for (;;) {
-		int st, err = wait_tid(t->tid, &st);
+		int st, err = wait_tid_bounded(t->tid, &st, &waited_ms);
 
 		if (err)
 			return err;

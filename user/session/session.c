@@ -513,6 +513,15 @@ static int trace(struct session *s, double t0)
 	char prefix[4096];
 	int rc = 1;
 
+	/*
+	 * The listeners first: a port in use or a bad socket path fails before
+	 * the target is stopped or written (the profiles are served from
+	 * http_ready on; until then 503).
+	 */
+	struct http_config hc = { .listen = o->http, .n_listen = o->n_http, .token = o->http_token,
+				  .cert = o->http_cert, .key = o->http_key };
+	if (o->n_http && !(http = http_start(&hc, t)))
+		goto kill_child;
 	if (attach(s, t0))
 		goto kill_child;
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
@@ -533,10 +542,7 @@ static int trace(struct session *s, double t0)
 	/* Everything that can fail is set up before a launched command runs its first instruction. */
 	if (plan_timeline(s))
 		goto kill_child;
-	struct http_config hc = { .listen = o->http, .n_listen = o->n_http, .token = o->http_token,
-				  .cert = o->http_cert, .key = o->http_key };
-	if (o->n_http && !(http = http_start(&hc, &s->src, t)))
-		goto kill_child;
+	http_ready(http, &s->src);
 	if (target_start(t)) {
 		ht_err("cannot start %s", t->exe);
 		goto kill_child;
