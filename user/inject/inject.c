@@ -377,6 +377,79 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 	return 0;
 }
 
+static int write_data(struct inject *in, struct remote *r, size_t field, const void *v, size_t len);
+
+/*
+ * The sampled set's pages, given back to the kernel (the process then
+ * reads zeroes there: an empty set).  The rest of the data stays: a thread
+ * may still hold a nesting slot.  A set within the first page is zeroed.
+ */
+static void clear_set(struct inject *in, struct remote *r)
+{
+	uint64_t set = in->base + STUB_DATA_OFF + offsetof(struct stub_data, set), end = in->base + STUB_DATA_OFF + in->data_size;
+	uint64_t page = (set + 4095) & ~4095ull;
+	static const uint8_t zero[4096];
+	int err;
+
+	remote_write(r, set, zero, (page < end ? page : end) - set);
+	if (page < end)
+		rsys(r, SYS_madvise, (long)page, (long)(end - page), MADV_DONTNEED, 0, 0, 0, &err);
+}
+
+/*
+ * A stub an earlier session left (killed, or detached: it stays mapped),
+ * which is byte for byte what this one would map at its place (the same
+ * functions, options and heaptrace): used again.  Its record sites may
+ * still carry a dead session's bytes (their uprobes' int3 or call); they
+ * get the file's nop5 back.  Its set is emptied, its counters zeroed.
+ * false: none (the caller maps a new one).
+ */
+static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_plan *plan, const char *maps,
+		       uint64_t lo_fn, uint64_t hi_fn, uint8_t *img)
+{
+	static const uint64_t sites[] = { STUB_SITE_ALLOC, STUB_SITE_FREE };
+	struct map_entry e, d;
+	char why[200], path[128];
+	uint8_t *now = malloc(STUB_FILE_SIZE);
+	bool found = false;
+
+	for (const char *pos = maps; now && !found && maps_next(&pos, &e);) {
+		const char *next = pos;
+		if (!strstr(e.path, "memfd:heaptrace-stub") || e.hi - e.lo != STUB_FILE_SIZE || e.perms[2] != 'x' ||
+		    !maps_next(&next, &d) || d.lo != e.lo + STUB_DATA_OFF || d.hi - d.lo != in->data_size || d.path[0] ||
+		    (e.lo < lo_fn ? hi_fn - e.lo : e.hi - lo_fn) >= REACH)
+			continue;
+		in->base = e.lo;
+		if (build_image(in, plan, img, why, sizeof(why)) || remote_read(r, e.lo, now, STUB_FILE_SIZE))
+			continue;
+		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
+			memcpy(now + sites[i], img + sites[i], JMP_REL32_LEN);
+		if (memcmp(now, img, STUB_FILE_SIZE) || remote_pc_in(r, e.lo + STUB_SITE_ALLOC, e.lo + STUB_SITE_FREE + 8))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, in->pid, e.lo, e.hi);
+		if ((in->file_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		found = true;
+		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]) && found; i++)
+			found = !remote_write(r, e.lo + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
+		found = found && !write_data(in, r, offsetof(struct stub_data, c), &(struct stub_counters){ 0 },
+					     sizeof(struct stub_counters));
+		if (!found) {
+			close(in->file_fd);
+			in->file_fd = -1;
+		}
+	}
+	free(now);
+	if (!found) {
+		in->base = 0;
+		return false;
+	}
+	clear_set(in, r);
+	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
+	ht_info("fast path: the stub an earlier heaptrace left at 0x%" PRIx64 " is used again", in->base);
+	return true;
+}
+
 static int write_data(struct inject *in, struct remote *r, size_t field, const void *v, size_t len)
 {
 	return remote_write(r, in->base + STUB_DATA_OFF + field, v, len);
@@ -480,13 +553,19 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	}
 	in->buckets = in->sample_rate ? pow2_at_least(in->max_live / 4 > 1024 ? in->max_live / 4 : 1024) : 1;
 	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
-	if (!(in->base = place(maps, lo, hi, STUB_DATA_OFF + in->data_size))) {
-		snprintf(why, sizeof(why), "no free address space within 2 GiB of the allocator");
+	if (!(img = malloc(STUB_FILE_SIZE))) {
+		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
 	}
-	if (!(img = malloc(STUB_FILE_SIZE)) || build_image(in, plan, img, why, sizeof(why)) ||
-	    map_stub(in, r, img, why, sizeof(why)))
-		goto fail;
+	/* An earlier session's stub, the same as this one would be: used again, not mapped anew beside it. */
+	if (!reuse_stub(in, r, plan, maps, lo, hi, img)) {
+		if (!(in->base = place(maps, lo, hi, STUB_DATA_OFF + in->data_size))) {
+			snprintf(why, sizeof(why), "no free address space within 2 GiB of the allocator");
+			goto fail;
+		}
+		if (build_image(in, plan, img, why, sizeof(why)) || map_stub(in, r, img, why, sizeof(why)))
+			goto fail;
+	}
 
 	if (seed_data(in, r)) {
 		snprintf(why, sizeof(why), "cannot write the stub's data");
@@ -545,6 +624,9 @@ void inject_remove(struct inject *in, struct remote *r)
 		if (f->patched && !remote_write(r, f->addr, f->saved, f->len))
 			f->patched = false;
 	}
+	/* What stays costs no memory: the sampled set's pages go back (up to 16 MiB a session, else). */
+	if (in->buckets > 1)
+		clear_set(in, r);
 }
 
 /* --- --follow-fork: a forked child's copy of the stub --- */
