@@ -262,3 +262,49 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()
 	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/fp_unt.fifo"
 	wait_exit "$tpid" 20 || kill_tree "$tpid"
 }
+
+# ---------------------------------------------------------------------------
+# Periodic attaching, as an always-on profiler does: 30 sampled sessions of
+# -d 0.2 on one running 4-thread target.  The first maps a stub; the others
+# use it again, and each gives the sampled set's pages back at its end: the
+# target's mappings stay those after the first session, and its RSS within
+# one stub's worth (the 64 KiB stub file and the data's first pages) of
+# where it started (the old build: a new stub and ~1 MB more each time).
+scenario_inject_footprint() {
+	local key=fp_fp d="" tpid i k rss0 rss1 rss maps1 maps stubs reused=0 t0=$SECONDS
+	mkfifo "$TMP/$key.fifo"
+	"$TB/t_inject" churn "$TMP/$key.fifo" 4 >"$TMP/$key.tout" 2>&1 &
+	tpid=$!
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
+		fail "inject_footprint: t_inject churn starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tpid"
+		return
+	fi
+	sleep 0.5
+	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status")
+	for i in $(seq 1 30); do
+		k=$key.$i
+		ht "$k" -v --sample-rate 64K -d 0.2 -o "$TMP/$k.prof" -p "$tpid"
+		[ "$(cat "$TMP/$k.rc")" = 0 ] || { d+="session $i: exit status $(cat "$TMP/$k.rc"): $(tail -2 "$TMP/$k.err")"$'\n'; break; }
+		grep -q 'fast path: the stub an earlier heaptrace left at 0x[0-9a-f]* is used again' "$TMP/$k.err" && reused=$((reused + 1))
+		if [ "$i" = 1 ]; then
+			rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status")
+			maps1="$(wc -l <"/proc/$tpid/maps") $(grep -A1 'memfd:heaptrace-stub' "/proc/$tpid/maps" | cut -d' ' -f1 | tr '\n' ' ')"
+		fi
+	done
+	rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status")
+	maps="$(wc -l <"/proc/$tpid/maps") $(grep -A1 'memfd:heaptrace-stub' "/proc/$tpid/maps" | cut -d' ' -f1 | tr '\n' ' ')"
+	stubs=$(grep -c 'memfd:heaptrace-stub' "/proc/$tpid/maps")
+	[ "$stubs" = 1 ] || d+="$stubs stub mappings, want 1"$'\n'
+	[ "$reused" = 29 ] || d+="$reused sessions used the stub again, want 29"$'\n'
+	[ "$maps" = "$maps1" ] || d+="mappings (count, stub and data) after the first session: $maps1; at the end: $maps"$'\n'
+	[ $((rss - rss0)) -le 512 ] || d+="RSS grew from $rss0 KiB to $rss KiB (after the first session: ${rss1:-?}), want at most 512 KiB"$'\n'
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	if wait_exit "$tpid" 20; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC"$'\n'
+	else
+		kill_tree "$tpid"
+	fi
+	grep -q '^bye errors=0$' "$TMP/$key.tout" || d+="target: $(tail -2 "$TMP/$key.tout")"$'\n'
+	report "inject_footprint: 30 sampled attaches of -d 0.2: one stub mapping, the same number of mappings, RSS $rss0 -> $rss KiB (after the first: ${rss1:-?}), no block damaged, in $((SECONDS - t0)) s" "$d"
+}
