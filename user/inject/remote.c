@@ -120,6 +120,7 @@ static int wait_stopped(struct remote *r, struct remote_thread *t)
 	}
 }
 
+/* 1: stopped, 0: gone (an exiting thread stays listed in /proc/PID/task a while), -errno. */
 static int stop_one(struct remote *r, pid_t tid, bool traced)
 {
 	struct remote_thread *t = add(r, tid);
@@ -149,7 +150,7 @@ static int stop_one(struct remote *r, pid_t tid, bool traced)
 	t->stopped = true;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs))
 		return -errno;
-	return 0;
+	return 1;
 }
 
 int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid), void *arg)
@@ -172,11 +173,16 @@ int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid
 			pid_t tid = atoi(e->d_name);
 			if (tid <= 0 || find(r, tid))
 				continue;
-			if ((err = stop_one(r, tid, traced && traced(arg, tid)))) {
+			/*
+			 * Only a thread stopped now is news: one that is gone
+			 * (exiting, still listed) would make this loop spin for
+			 * good (heaptrace busy at 100% until SIGKILLed).
+			 */
+			if ((err = stop_one(r, tid, traced && traced(arg, tid))) < 0) {
 				closedir(d);
 				return err;
 			}
-			added = true;
+			added |= err > 0;
 		}
 		closedir(d);
 	}
@@ -198,7 +204,7 @@ int remote_adopt(struct remote *r, pid_t pid, pid_t tid)
 	t->stopped = true;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs))
 		return -errno;
-	return 0;
+	return 1;
 }
 
 void remote_resume(struct remote *r)
