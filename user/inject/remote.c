@@ -204,7 +204,7 @@ int remote_adopt(struct remote *r, pid_t pid, pid_t tid)
 	t->stopped = true;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs))
 		return -errno;
-	return 1;
+	return 0;
 }
 
 void remote_resume(struct remote *r)
