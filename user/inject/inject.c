@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "inject/inject.h"
+#include "inject/phase.h"
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
@@ -337,6 +338,7 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 		return -1;
 	}
 	long fd = rsys(r, SYS_memfd_create, (long)t->regs.rsp, MFD_CLOEXEC, 0, 0, 0, 0, &err);
+	inject_phase("memfd");
 	remote_write(r, t->regs.rsp, saved, sizeof(saved));
 	if (err) {
 		snprintf(why, len, "memfd_create in the target: %s", strerror(-err));
@@ -347,13 +349,16 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 	bool ok = in->file_fd >= 0 && pwrite(in->file_fd, img, STUB_FILE_SIZE, 0) == STUB_FILE_SIZE;
 	if (!ok)
 		snprintf(why, len, "cannot write the stub's file %s: %s", path, strerror(errno));
+	inject_phase("written");
 	long at = ok ? rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
 			    MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0, &err) : 0;
 	if (ok && (err || (uint64_t)at != in->base)) {
 		snprintf(why, len, "mmap of the stub in the target: %s", err ? strerror(-err) : "elsewhere");
 		ok = false;
 	}
+	inject_phase("mapped");
 	rsys(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
+	inject_phase("closed");
 	if (!ok)
 		return -1;
 	at = rsys(r, SYS_mmap, in->base + STUB_DATA_OFF, in->data_size, PROT_READ | PROT_WRITE,
@@ -368,7 +373,9 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 	 * that the record sites call into (6.18), so a child that reached one
 	 * would crash; untraced, it only runs the originals.
 	 */
+	inject_phase("data");
 	rsys(r, SYS_madvise, in->base + STUB_DATA_OFF, in->data_size, MADV_WIPEONFORK, 0, 0, 0, &err);
+	inject_phase("wipeonfork");
 	if (err) {
 		snprintf(why, len, "madvise(MADV_WIPEONFORK) in the target: %s", strerror(-err));
 		return -1;
@@ -394,6 +401,7 @@ static void clear_set(struct inject *in, struct remote *r)
 	remote_write(r, set, zero, (page < end ? page : end) - set);
 	if (page < end)
 		rsys(r, SYS_madvise, (long)page, (long)(end - page), MADV_DONTNEED, 0, 0, 0, &err);
+	inject_phase("cleared");
 }
 
 /*
@@ -446,6 +454,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 	}
 	clear_set(in, r);
 	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
+	inject_phase("reused");
 	ht_info("fast path: the stub an earlier heaptrace left at 0x%" PRIx64 " is used again", in->base);
 	return true;
 }
@@ -499,6 +508,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	int good = 0;
 
 	in->done = true;
+	inject_phase("stopped");
 	snprintf(path, sizeof(path), "/proc/%d/maps", in->pid);
 	char *maps = read_text_file(path);
 	/* An earlier heaptrace's jumps go first, whether or not this one installs: uprobes must not go on them. */
@@ -571,7 +581,9 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		snprintf(why, sizeof(why), "cannot write the stub's data");
 		goto fail;
 	}
+	inject_phase("seeded");
 	int err = attach_sites(in, tr);
+	inject_phase("sites");
 	if (err) {
 		snprintf(why, sizeof(why), "cannot attach the record sites' uprobes: %s", strerror(-err));
 		goto fail;
@@ -591,6 +603,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		}
 		f->patched = true;
 		good++;
+		inject_phase("patched");
 	}
 	give_back(in, plan);
 	if (!good || set_enabled(in, r, 1)) {
@@ -600,6 +613,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		goto fail;
 	}
 	in->enabled = true;
+	inject_phase("enabled");
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
 		in->sample_rate ? "unsampled calls stay in the process" : "one record site per call");
 	free(img);
@@ -617,12 +631,15 @@ void inject_remove(struct inject *in, struct remote *r)
 {
 	if (!in->base || in->shared)
 		return;
+	inject_phase("remove");
 	set_enabled(in, r, 0);
 	in->enabled = false;
+	inject_phase("disabled");
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
 		if (f->patched && !remote_write(r, f->addr, f->saved, f->len))
 			f->patched = false;
+		inject_phase("restored");
 	}
 	/* What stays costs no memory: the sampled set's pages go back (up to 16 MiB a session, else). */
 	if (in->buckets > 1)
@@ -680,12 +697,16 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	static const uint64_t sites[] = { STUB_SITE_ALLOC, STUB_SITE_FREE };
 	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]) && !err; i++)
 		err = remote_write(&r, kid->base + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
+	inject_phase("child-nop5");
 	if (!err)
 		err = attach_sites(kid, tr);
+	inject_phase("child-sites");
 	if (!err)
 		err = seed_data(kid, &r);
+	inject_phase("child-seeded");
 	if (!err)
 		err = set_enabled(kid, &r, 1);
+	inject_phase("child-enabled");
 	if (err) {
 		/*
 		 * Its functions as the file has them, so that uprobes can take

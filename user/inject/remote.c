@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "inject/phase.h"
 #include "inject/remote.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -296,7 +297,11 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	regs.r10 = args[3];
 	regs.r8 = args[4];
 	regs.r9 = args[5];
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &regs) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &regs))
+		return -errno;
+	/* From here until its registers are back the thread holds borrowed ones (docs/fast-path.md). */
+	inject_phase("syscall");
+	if (ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
 		return -errno;
 	for (;;) {
 		int st, err = wait_tid(t->tid, &st);
