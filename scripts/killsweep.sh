@@ -8,7 +8,7 @@
 #      session's stub would be used again, and those phases not reached),
 #      one target for all kills of a phase that comes later;
 #   --follow-fork -p on t_forkstorm (threads + forks): the child phases.
-# After each kill the next heaptrace (sampled, -d 0.2, not killed) must
+# After each kill the next heaptrace (sampled, -d 0.1, not killed) must
 # attach and detach (exit 0); each target is then told to quit and must say
 # "bye errors=0" (t_forkstorm: "bad 0 errors 0") and exit 0, and leave no
 # core file.  One line a phase: kills, targets harmed; the table at the end.
@@ -89,12 +89,12 @@ for ph in $PHASES; do
 				break
 			fi
 		fi
-		HEAPTRACE_KILL_AT=$ph timeout -k 5 60 "$HT" "${args[@]}" -d 0.3 -o /dev/null -p "$TPID" \
+		HEAPTRACE_KILL_AT=$ph timeout -k 5 60 "$HT" "${args[@]}" -d 0.1 -o /dev/null -p "$TPID" \
 			>/dev/null 2>"$TMP/ht.err" </dev/null
 		rc=$?
 		[ "$rc" = 137 ] && kills=$((kills + 1))
 		# The next session must work, on what the killed one left.
-		timeout -k 5 60 "$HT" "${args[@]}" -d 0.2 -o /dev/null -p "$TPID" >/dev/null 2>"$TMP/next.err" </dev/null
+		timeout -k 5 60 "$HT" "${args[@]}" -d 0.1 -o /dev/null -p "$TPID" >/dev/null 2>"$TMP/next.err" </dev/null
 		rc2=$?
 		[ "$rc2" = 0 ] || { notes+=" next heaptrace exit $rc2: $(tail -1 "$TMP/next.err");"; bad=$((bad + 1)); }
 		if ! kill -0 "$TPID" 2>/dev/null; then

@@ -38,6 +38,11 @@ _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the co
 
 #define REACH (2000ull << 20)   /* what a rel32 jump reaches, with a margin */
 
+/* Where remote system calls run once the stub is mapped (remote.h): between the trampolines and the config. */
+#define GADGET_OFF (STUB_CFG_OFF - 0x200)
+_Static_assert(STUB_TRAMP_OFF + STUB_MAX_FNS * STUB_TRAMP_SIZE <= GADGET_OFF, "trampolines overlap the gadget");
+_Static_assert(GADGET_OFF + REMOTE_GADGET_SIZE <= STUB_CFG_OFF, "the gadget overlaps the config");
+
 int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
 {
 	const char *object = NULL;
@@ -357,6 +362,9 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 		ok = false;
 	}
 	inject_phase("mapped");
+	/* From now on the calls run from the stub's gadget: a SIGKILL of heaptrace there no longer hurts. */
+	if (ok)
+		r->gadget = in->base + GADGET_OFF;
 	rsys(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
 	inject_phase("closed");
 	if (!ok)
@@ -399,6 +407,7 @@ static void clear_set(struct inject *in, struct remote *r)
 	int err;
 
 	remote_write(r, set, zero, (page < end ? page : end) - set);
+	r->gadget = in->base + GADGET_OFF;
 	if (page < end)
 		rsys(r, SYS_madvise, (long)page, (long)(end - page), MADV_DONTNEED, 0, 0, 0, &err);
 	inject_phase("cleared");
@@ -432,6 +441,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 			continue;
 		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
 			memcpy(now + sites[i], img + sites[i], JMP_REL32_LEN);
+		memcpy(now + GADGET_OFF, img + GADGET_OFF, REMOTE_GADGET_SIZE);
 		if (memcmp(now, img, STUB_FILE_SIZE) || remote_pc_in(r, e.lo + STUB_SITE_ALLOC, e.lo + STUB_SITE_FREE + 8))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, in->pid, e.lo, e.hi);
