@@ -329,7 +329,7 @@ static long rsys(struct remote *r, long nr, long a, long b, long c, long d, long
 }
 
 /* The stub's file in the target (a memfd of its own, closed after mapping) and its data. */
-static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, char *why, size_t len)
+static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why, size_t len)
 {
 	struct remote_thread *t = &r->t[0];
 	static const char name[16] = "heaptrace-stub";
@@ -337,6 +337,20 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 	char path[64];
 	int err;
 
+	/*
+	 * First, where the stub goes, an anonymous mapping holding only the
+	 * gadget the other calls run from (remote.h): this one call is the
+	 * only one made from the process's own code, with borrowed registers
+	 * that a SIGKILL of heaptrace would leave to the thread.
+	 */
+	long at = rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &err);
+	inject_phase("reserved");
+	if (err || (uint64_t)at != in->base) {
+		snprintf(why, len, "mmap in the target: %s", err ? strerror(-err) : "elsewhere");
+		return -1;
+	}
+	r->gadget = in->base + GADGET_OFF;
 	/* memfd_create's name, briefly on the stopped thread's stack, then the stack as it was. */
 	if ((err = remote_read(r, t->regs.rsp, saved, sizeof(saved))) || (err = remote_write(r, t->regs.rsp, name, 16))) {
 		snprintf(why, len, "cannot write the target's memory: %s", strerror(-err));
@@ -349,22 +363,21 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 		snprintf(why, len, "memfd_create in the target: %s", strerror(-err));
 		return -1;
 	}
+	/* The file replaces the gadget's mapping under the thread that maps it: it has the same gadget. */
+	remote_fill_gadget(r, img + GADGET_OFF);
 	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", in->pid, fd);
 	in->file_fd = open(path, O_RDWR | O_CLOEXEC);
 	bool ok = in->file_fd >= 0 && pwrite(in->file_fd, img, STUB_FILE_SIZE, 0) == STUB_FILE_SIZE;
 	if (!ok)
 		snprintf(why, len, "cannot write the stub's file %s: %s", path, strerror(errno));
 	inject_phase("written");
-	long at = ok ? rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
-			    MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0, &err) : 0;
+	at = ok ? rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0,
+		       &err) : 0;
 	if (ok && (err || (uint64_t)at != in->base)) {
 		snprintf(why, len, "mmap of the stub in the target: %s", err ? strerror(-err) : "elsewhere");
 		ok = false;
 	}
 	inject_phase("mapped");
-	/* From now on the calls run from the stub's gadget: a SIGKILL of heaptrace there no longer hurts. */
-	if (ok)
-		r->gadget = in->base + GADGET_OFF;
 	rsys(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
 	inject_phase("closed");
 	if (!ok)

@@ -333,6 +333,24 @@ static void fill_gadget(uint8_t *g, const struct user_regs_struct *regs)
 	memcpy(g + 0x90, v, sizeof(v));
 }
 
+static struct remote_thread *syscall_thread(struct remote *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->t[i].stopped)
+			return &r->t[i];
+	return NULL;
+}
+
+void remote_fill_gadget(struct remote *r, uint8_t *g)
+{
+	struct remote_thread *t = syscall_thread(r);
+
+	if (t) {
+		restart_now(&t->regs);
+		fill_gadget(g, &t->regs);
+	}
+}
+
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 {
 	struct remote_thread *t = NULL;

@@ -59,6 +59,9 @@ void remote_resume(struct remote *r);
  */
 #define REMOTE_GADGET_SIZE 0x118
 
+/* The gadget for the thread remote_syscall borrows, as it would write it (REMOTE_GADGET_SIZE bytes). */
+void remote_fill_gadget(struct remote *r, uint8_t *g);
+
 /* A system call made by the first stopped thread; its result (or -errno) in *ret.  0 or -errno. */
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret);
 
