@@ -38,10 +38,14 @@ _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the co
 
 #define REACH (2000ull << 20)   /* what a rel32 jump reaches, with a margin */
 
-/* Where remote system calls run once the stub is mapped (remote.h): between the trampolines and the config. */
-#define GADGET_OFF (STUB_CFG_OFF - 0x200)
-_Static_assert(STUB_TRAMP_OFF + STUB_MAX_FNS * STUB_TRAMP_SIZE <= GADGET_OFF, "trampolines overlap the gadget");
-_Static_assert(GADGET_OFF + REMOTE_GADGET_SIZE <= STUB_CFG_OFF, "the gadget overlaps the config");
+/*
+ * Where remote system calls run once the stub is mapped (remote.h): the
+ * file's last page, alone, so that the gadget's writes (through
+ * /proc/PID/mem, a private copy of the page) never touch a page that other
+ * threads execute.
+ */
+#define GADGET_OFF (STUB_FILE_SIZE - 0x1000)
+_Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= GADGET_OFF, "the config overlaps the gadget's page");
 
 int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
 {
