@@ -147,3 +147,164 @@ scenario_inject_cycles() {
 	grep -q '^bye errors=0$' "$TMP/$key.tout" || d+="target: $(tail -2 "$TMP/$key.tout")"$'\n'
 	report "inject_cycles: the target checked every block it ever allocated: none damaged, exit 0" "$d"
 }
+
+# ---------------------------------------------------------------------------
+# t_forkstorm: 4 threads calloc/malloc/realloc/free and check every block
+# while the main thread forks (plain children, exec, posix_spawn, a
+# grandchild) and checks every child's status.  Exact --follow-fork with a
+# stub per child, launched; then -p on one running process: exact attach/
+# detach cycles, heaptrace SIGKILLed at every phase (attach, install, run)
+# and SIGINTed during its installation, and after each kill a --no-inject
+# heaptrace: its uprobes must not go on the killed one's jumps (the kernel's
+# int3 over a jump crashed PostgreSQL's postmaster at calloc+3).  Every
+# process of the tree checks itself: no damaged block, no child killed.
+scenario_forkstorm() {
+	local key=fs_launch d="" n tpid hpid i k delay kills=0 restored=0 t0=$SECONDS
+	ht $key -v --follow-fork -f collapsed -o "$TMP/$key.prof" -- "$TB/t_forkstorm" 3 4 10
+	check_rc $key 0 "forkstorm: launched under exact --follow-fork: exit 0"
+	grep -qE '^forkstorm children [1-9][0-9]* bad 0 errors 0$' "$TMP/$key.out" ||
+		d+="target: $(tail -2 "$TMP/$key.out")"$'\n'
+	grep -q '^heaptrace: fast path: a stub at' "$TMP/$key.err" || d+="no stub: $(grep 'fast path' "$TMP/$key.err" | head -2)"$'\n'
+	n=$(grep -c 'has its own copy of the stub, enabled' "$TMP/$key.err")
+	[ "$n" -ge 1 ] || d+="no child had a stub of its own"$'\n'
+	grep -q 'fast path: off' "$TMP/$key.err" && d+="$(grep 'fast path: off' "$TMP/$key.err")"$'\n'
+	report "forkstorm: exact --follow-fork, launched: the fast path in the target and $n children, every block and child intact" "$d"
+
+	key=fs_p
+	d=""
+	"$TB/t_forkstorm" 120 4 20 >"$TMP/$key.tout" 2>&1 &
+	tpid=$!
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
+		fail "forkstorm: t_forkstorm starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tpid"
+		return
+	fi
+	for i in $(seq 1 18); do
+		k=$key.$i
+		kill -0 "$tpid" 2>/dev/null || { d+="round $i: the target died: $(tail -2 "$TMP/$key.tout")"$'\n'; break; }
+		if [ "$i" -le 2 ]; then
+			# Attach, trace the tree 1 s, detach.
+			ht "$k" -v --follow-fork -d 1 -f collapsed -o "$TMP/$k.prof" -p "$tpid"
+			[ "$(cat "$TMP/$k.rc")" = 0 ] || d+="round $i: heaptrace exit status $(cat "$TMP/$k.rc"): $(tail -2 "$TMP/$k.err")"$'\n'
+			grep -q '^heaptrace: fast path: a stub at' "$TMP/$k.err" || d+="round $i: no stub: $(grep 'fast path' "$TMP/$k.err" | head -2)"$'\n'
+			continue
+		fi
+		# SIGKILL (or, one round in four, SIGINT): in odd rounds at a delay that walks through
+		# the attach and the installation, in even ones a while after the stub is in.
+		delay=$(awk -v i="$i" 'BEGIN { printf "%.3f", (i % 7) * 0.1 + 0.02 }')
+		"$HT" -v --follow-fork -f collapsed -o "$TMP/$k.prof" -p "$tpid" >"$TMP/$k.out" 2>"$TMP/$k.err" </dev/null &
+		hpid=$!
+		[ $((i % 2)) = 0 ] && wait_for "$TMP/$k.err" "^heaptrace: tracing PID $tpid" 30 "$hpid"
+		sleep "$delay"
+		if [ $((i % 4)) = 0 ]; then
+			kill -INT "$hpid" 2>/dev/null
+			wait_exit "$hpid" 30 || { d+="round $i: heaptrace still running 30 s after SIGINT"$'\n'; kill -KILL "$hpid"; wait "$hpid"; }
+		else
+			kill -KILL "$hpid" 2>/dev/null
+			wait "$hpid" 2>/dev/null
+			kills=$((kills + 1))
+		fi
+		# The next heaptrace without a stub of its own: the old jumps go before its uprobes.
+		if [ $((i % 4)) = 2 ] || [ $((i % 4)) = 3 ]; then
+			ht "$k.n" -v --follow-fork --no-inject -d 0.5 -f collapsed -o "$TMP/$k.n.prof" -p "$tpid"
+			[ "$(cat "$TMP/$k.n.rc")" = 0 ] || d+="round $i: --no-inject heaptrace exit status $(cat "$TMP/$k.n.rc"): $(tail -2 "$TMP/$k.n.err")"$'\n'
+			grep -q "still jumped to an earlier heaptrace's stub: restored" "$TMP/$k.n.err" && restored=$((restored + 1))
+		fi
+	done
+	kill -TERM "$tpid" 2>/dev/null
+	if wait_exit "$tpid" 30; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC: $(tail -1 "$TMP/$key.tout")"$'\n'
+	else
+		d+="target still running 30 s after SIGTERM"$'\n'
+		kill_tree "$tpid"
+	fi
+	grep -qE '^forkstorm children [1-9][0-9]* bad 0 errors 0$' "$TMP/$key.tout" || d+="target: $(tail -1 "$TMP/$key.tout")"$'\n'
+	[ "$kills" -ge 10 ] || d+="$kills SIGKILLs, want 10 or more"$'\n'
+	[ "$restored" -ge 1 ] || d+="no --no-inject heaptrace found a killed one's jumps to restore"$'\n'
+	report "forkstorm: -p, 2 exact --follow-fork cycles, $kills SIGKILLs and SIGINTs through attach/install/run, $restored --no-inject sessions after them restoring the old jumps: the tree intact ($(tail -1 "$TMP/$key.tout" | cut -d' ' -f2-3)) in $((SECONDS - t0)) s" "$d"
+}
+
+# ---------------------------------------------------------------------------
+# What can fail without touching the target fails before it is stopped: an
+# --http port in use, an --http socket in a directory that does not exist.
+# The target keeps no stub mapping, heaptrace exits 1 with one line.
+scenario_inject_untouched() {
+	local key d tpid port spec i
+	mkfifo "$TMP/fp_unt.fifo"
+	"$TB/t_inject" churn "$TMP/fp_unt.fifo" 2 >"$TMP/fp_unt.tout" 2>&1 &
+	tpid=$!
+	if ! wait_for "$TMP/fp_unt.tout" '^ready$' 10 "$tpid"; then
+		fail "inject_untouched: t_inject churn starts" "$(cat "$TMP/fp_unt.tout")"
+		kill_tree "$tpid"
+		return
+	fi
+	# A port in use: a listener of our own.
+	python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' >"$TMP/fp_unt.port" &
+	local lpid=$!
+	for i in $(seq 50); do [ -s "$TMP/fp_unt.port" ] && break; sleep 0.1; done
+	port=$(cat "$TMP/fp_unt.port")
+	i=0
+	for spec in "127.0.0.1:$port" unix:/nonexistent/dir/s; do
+		i=$((i + 1))
+		key=fp_unt_$i
+		d=""
+		ht $key --http "$spec" -o "$TMP/$key.prof" -p "$tpid"
+		[ "$(cat "$TMP/$key.rc")" = 1 ] || d+="exit status $(cat "$TMP/$key.rc"), want 1"$'\n'
+		[ "$(wc -l <"$TMP/$key.err")" = 1 ] && grep -q "^heaptrace: .*${spec#unix:}" "$TMP/$key.err" ||
+			d+="want one error line naming $spec: $(cat "$TMP/$key.err")"$'\n'
+		grep -q heaptrace-stub "/proc/$tpid/maps" && d+="the target has a stub mapping: $(grep heaptrace-stub "/proc/$tpid/maps")"$'\n'
+		[ -e "$TMP/$key.prof" ] && d+="a profile was written"$'\n'
+		report "inject_untouched: --http $(rel "$spec") that cannot listen: exit 1, one error, the target untouched (no stub, no profile)" "$d"
+	done
+	kill "$lpid" 2>/dev/null
+	wait "$lpid" 2>/dev/null
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/fp_unt.fifo"
+	wait_exit "$tpid" 20 || kill_tree "$tpid"
+}
+
+# ---------------------------------------------------------------------------
+# Periodic attaching, as an always-on profiler does: 30 sampled sessions of
+# -d 0.2 on one running 4-thread target.  The first maps a stub; the others
+# use it again, and each gives the sampled set's pages back at its end: the
+# target's mappings stay those after the first session, and its RSS within
+# one stub's worth (the 64 KiB stub file and the data's first pages) of
+# where it started (the old build: a new stub and ~1 MB more each time).
+scenario_inject_footprint() {
+	local key=fp_fp d="" tpid i k rss0 rss1 rss maps1 maps stubs reused=0 t0=$SECONDS
+	mkfifo "$TMP/$key.fifo"
+	"$TB/t_inject" churn "$TMP/$key.fifo" 4 >"$TMP/$key.tout" 2>&1 &
+	tpid=$!
+	if ! wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
+		fail "inject_footprint: t_inject churn starts" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tpid"
+		return
+	fi
+	sleep 0.5
+	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status")
+	for i in $(seq 1 30); do
+		k=$key.$i
+		ht "$k" -v --sample-rate 64K -d 0.2 -o "$TMP/$k.prof" -p "$tpid"
+		[ "$(cat "$TMP/$k.rc")" = 0 ] || { d+="session $i: exit status $(cat "$TMP/$k.rc"): $(tail -2 "$TMP/$k.err")"$'\n'; break; }
+		grep -q 'fast path: the stub an earlier heaptrace left at 0x[0-9a-f]* is used again' "$TMP/$k.err" && reused=$((reused + 1))
+		if [ "$i" = 1 ]; then
+			rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status")
+			maps1="$(wc -l <"/proc/$tpid/maps") $(grep -A1 'memfd:heaptrace-stub' "/proc/$tpid/maps" | cut -d' ' -f1 | tr '\n' ' ')"
+		fi
+	done
+	rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status")
+	maps="$(wc -l <"/proc/$tpid/maps") $(grep -A1 'memfd:heaptrace-stub' "/proc/$tpid/maps" | cut -d' ' -f1 | tr '\n' ' ')"
+	stubs=$(grep -c 'memfd:heaptrace-stub' "/proc/$tpid/maps")
+	[ "$stubs" = 1 ] || d+="$stubs stub mappings, want 1"$'\n'
+	[ "$reused" = 29 ] || d+="$reused sessions used the stub again, want 29"$'\n'
+	[ "$maps" = "$maps1" ] || d+="mappings (count, stub and data) after the first session: $maps1; at the end: $maps"$'\n'
+	[ $((rss - rss0)) -le 512 ] || d+="RSS grew from $rss0 KiB to $rss KiB (after the first session: ${rss1:-?}), want at most 512 KiB"$'\n'
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	if wait_exit "$tpid" 20; then
+		[ "$WRC" = 0 ] || d+="target exit status $WRC"$'\n'
+	else
+		kill_tree "$tpid"
+	fi
+	grep -q '^bye errors=0$' "$TMP/$key.tout" || d+="target: $(tail -2 "$TMP/$key.tout")"$'\n'
+	report "inject_footprint: 30 sampled attaches of -d 0.2: one stub mapping, the same number of mappings, RSS $rss0 -> $rss KiB (after the first: ${rss1:-?}), no block damaged, in $((SECONDS - t0)) s" "$d"
+}

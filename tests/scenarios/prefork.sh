@@ -286,8 +286,7 @@ scenario_forksample() {
 }
 
 # ---------------------------------------------------------------------------
-# The fast path in followed children (with --sample-rate: exact tracing of a
-# tree keeps uprobes, docs/fast-path.md says why).  A forked child inherits
+# The fast path in followed children, exact and sampled.  A forked child inherits
 # the redirected functions and the stub, its data zeroed (MADV_WIPEONFORK:
 # the stub off); heaptrace gives each followed child a stub of its own at
 # its fork, so that processes running at the same time pay no trap for an
@@ -295,8 +294,8 @@ scenario_forksample() {
 # of every other process's link).  t_kidstub reads its own malloc and free:
 # a jump into the heaptrace-stub mapping and the stub's "on" word, int3 for
 # a uprobe, or the file's bytes.  3 workers and their parent allocate at the
-# same time, each 20000 blocks of 64 bytes, 2000 kept: exact (uprobes), each
-# profile exact; sampled, each process's estimates are its sampled blocks
+# same time, each 20000 blocks of 64 bytes, 2000 kept: exact (each on its
+# own stub), each profile exact; sampled, each process's estimates are its sampled blocks
 # times their weight, with the stub or with --no-inject.  Workers alive when
 # heaptrace ends have their functions as the file has them; after a SIGKILL
 # of heaptrace they keep the enabled stub (its record sites plain nops
@@ -333,10 +332,10 @@ scenario_kidstub() {
 		(cd "$TMP" && ht $key -v --follow-fork -f collapsed --value $v -o "$TMP/$key.prof" -- "$TB/t_kidstub" run 3 $n)
 		RC=$(cat "$TMP/$key.rc")
 		check_rc $key 0 "$key: exits 0"
-		grep -qx 'heaptrace: fast path: off (--follow-fork without --sample-rate): uprobes on every function' "$TMP/$key.err"
-		report "$key: exact, -v says the fast path is off under --follow-fork" "$([ $? = 0 ] || ctx $key)"
-		report "$key: the parent and 3 workers, running at once, have uprobes (int3) on malloc and free" \
-			"$(kidstub_looks "$TMP/$key.out" int3 3)"
+		d=$(grep -c '^heaptrace: fast path: PID [0-9]* has its own copy of the stub, enabled$' "$TMP/$key.err")
+		report "$key: exact: -v says each of the 3 workers has its own copy of the stub" "$([ "$d" = 3 ] || ctx $key)"
+		report "$key: exact: the parent and 3 workers, running at once, have malloc and free on their enabled stubs" \
+			"$(kidstub_looks "$TMP/$key.out" stub-on 3)"
 		d=""
 		[ "$(fork_files $key | wc -l)" = 3 ] || d="$(fork_files $key | wc -l) child profiles, want 3"$'\n'
 		d+=$(kidstub_work $key "$want" "$TMP/$key.prof" $(fork_files $key | cut -d' ' -f2-))

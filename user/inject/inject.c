@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "inject/inject.h"
+#include "inject/phase.h"
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
@@ -37,6 +38,15 @@ _Static_assert(STUB_TRAMP_OFF + STUB_MAX_FNS * STUB_TRAMP_SIZE <= STUB_CFG_OFF, 
 _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the config does not fit the file");
 
 #define REACH (2000ull << 20)   /* what a rel32 jump reaches, with a margin */
+
+/*
+ * Where remote system calls run once the stub is mapped (remote.h): the
+ * file's last page, alone, so that the gadget's writes (through
+ * /proc/PID/mem, a private copy of the page) never touch a page that other
+ * threads execute.
+ */
+#define GADGET_OFF (STUB_FILE_SIZE - 0x1000)
+_Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= GADGET_OFF, "the config overlaps the gadget's page");
 
 int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
 {
@@ -100,8 +110,8 @@ static uint64_t runtime_addr(const char *maps, dev_t dev, ino_t ino, uint64_t of
 
 /*
  * An earlier heaptrace's jump (it was killed before it could restore the
- * function): the jump leads into a stub mapping.  Its bytes can be put back
- * from the file now, with every thread stopped; the old stub stays mapped.
+ * function, or the process was forked from one that still had it): the
+ * jump leads into a stub mapping.
  */
 static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
 {
@@ -116,6 +126,136 @@ static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
 		if (to >= e.lo && to < e.hi)
 			return strstr(e.path, "memfd:heaptrace-stub") != NULL;
 	return false;
+}
+
+/* What an earlier stub's patch covers: its jump, then the int3s it wrote over the rest of what it displaced. */
+static size_t patch_len(const uint8_t *file, const uint8_t *code, size_t n)
+{
+	size_t len = JMP_REL32_LEN;
+
+	while (len < n && code[len] == 0xcc && file[len] != 0xcc)
+		len++;
+	return len;
+}
+
+/*
+ * Each malloc-family function of the plan in pid that jumps into a
+ * heaptrace stub: its file's bytes back when restore is set (every thread
+ * stopped, or the process held before its first instruction).  A uprobe
+ * must never go on such a jump: the kernel writes its int3 over the
+ * jump's first byte (or, past the entry, over its displacement) and, after
+ * the hit, runs the file's instruction out of line and resumes after it,
+ * inside the jump; unregistered, it writes the file's byte back into the
+ * jump.  Either way the next call runs a mix of both (SIGSEGV at
+ * calloc+3 in PostgreSQL's postmaster: a --no-inject heaptrace after one
+ * SIGKILLed while stopping).  Returns how many functions jump (restored or
+ * not), -1 when one could not be restored.
+ */
+static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool restore)
+{
+	char path[64];
+	int found = 0, failed = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
+	char *maps = read_text_file(path);
+	if (!maps)
+		return 0;
+	for (int k = 0; k < plan->n; k++) {
+		const struct probe *p = &plan->probes[k];
+		uint64_t off = p->offset - p->delta, addr = 0;
+		uint8_t file[32], code[32];
+		struct stat st;
+		int fd;
+
+		if (!p->family || (fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		bool ok = !fstat(fd, &st) && pread(fd, file, sizeof(file), off) == sizeof(file) &&
+			  (addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) &&
+			  !remote_read(r, addr, code, sizeof(code));
+		close(fd);
+		if (!ok || !memcmp(file, code, JMP_REL32_LEN) || !earlier_stub(maps, addr, code))
+			continue;
+		found++;
+		if (!restore)
+			continue;
+		if (remote_write(r, addr, file, patch_len(file, code, sizeof(code)))) {
+			ht_err("PID %d: %s jumps to an earlier heaptrace's stub and cannot be restored", r->pid, p->func);
+			failed++;
+			continue;
+		}
+		ht_info("fast path: PID %d: %s still jumped to an earlier heaptrace's stub: restored", r->pid, p->func);
+	}
+	free(maps);
+	return failed ? -1 : found;
+}
+
+int inject_reclaim(struct remote *r, const struct probe_plan *plan)
+{
+	return stale_jumps(r, plan, true);
+}
+
+static bool shares_memory(pid_t a, pid_t b);
+
+/* The parent of pid, from /proc/PID/stat ("pid (comm) state ppid"; comm may hold anything but the last ')'). */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], *stat, *end;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((stat = read_text_file(path)) && (end = strrchr(stat, ')')))
+		sscanf(end + 1, " %*c %d", &ppid);
+	free(stat);
+	return ppid;
+}
+
+int inject_reclaim_held(pid_t pid, const struct probe_plan *plan)
+{
+	char path[64];
+	struct remote r = { .pid = pid };
+	pid_t parent = parent_of(pid);
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	if ((r.mem_fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
+		return -1;
+	/* Its memory is its parent's (vfork), whose other threads may be running there: not written, only looked at. */
+	bool shared = parent > 0 && shares_memory(parent, pid);
+	rc = stale_jumps(&r, plan, !shared);
+	if (shared && rc > 0) {
+		ht_err("PID %d: shares the memory of PID %d, whose functions jump to an earlier heaptrace's stub: "
+		       "not traced", pid, parent);
+		rc = -1;
+	}
+	close(r.mem_fd);
+	return rc;
+}
+
+int inject_reclaim_running(pid_t pid, const struct probe_plan *plan, bool (*traced)(void *arg, pid_t tid), void *arg)
+{
+	char path[64];
+	struct remote r = { .pid = pid };
+	int rc, err;
+
+	/* Looked at first without stopping anything: nearly always there is nothing to restore. */
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	if ((r.mem_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	rc = stale_jumps(&r, plan, false);
+	close(r.mem_fd);
+	if (rc <= 0)
+		return rc;
+	if ((err = remote_stop(&r, pid, traced, arg))) {
+		ht_err("PID %d: %d functions jump to an earlier heaptrace's stub, and its threads cannot be stopped to "
+		       "restore them (%s)", pid, rc, strerror(-err));
+		remote_resume(&r);
+		remote_free(&r);
+		return -1;
+	}
+	rc = stale_jumps(&r, plan, true);
+	remote_resume(&r);
+	remote_free(&r);
+	return rc;
 }
 
 /*
@@ -196,7 +336,7 @@ static long rsys(struct remote *r, long nr, long a, long b, long c, long d, long
 }
 
 /* The stub's file in the target (a memfd of its own, closed after mapping) and its data. */
-static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, char *why, size_t len)
+static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why, size_t len)
 {
 	struct remote_thread *t = &r->t[0];
 	static const char name[16] = "heaptrace-stub";
@@ -204,29 +344,49 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 	char path[64];
 	int err;
 
+	/*
+	 * First, where the stub goes, an anonymous mapping holding only the
+	 * gadget the other calls run from (remote.h): this one call is the
+	 * only one made from the process's own code, with borrowed registers
+	 * that a SIGKILL of heaptrace would leave to the thread.
+	 */
+	long at = rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &err);
+	inject_phase("reserved");
+	if (err || (uint64_t)at != in->base) {
+		snprintf(why, len, "mmap in the target: %s", err ? strerror(-err) : "elsewhere");
+		return -1;
+	}
+	r->gadget = in->base + GADGET_OFF;
 	/* memfd_create's name, briefly on the stopped thread's stack, then the stack as it was. */
 	if ((err = remote_read(r, t->regs.rsp, saved, sizeof(saved))) || (err = remote_write(r, t->regs.rsp, name, 16))) {
 		snprintf(why, len, "cannot write the target's memory: %s", strerror(-err));
 		return -1;
 	}
 	long fd = rsys(r, SYS_memfd_create, (long)t->regs.rsp, MFD_CLOEXEC, 0, 0, 0, 0, &err);
+	inject_phase("memfd");
 	remote_write(r, t->regs.rsp, saved, sizeof(saved));
 	if (err) {
 		snprintf(why, len, "memfd_create in the target: %s", strerror(-err));
 		return -1;
 	}
+	/* The file replaces the gadget's mapping under the thread that maps it: it has the same gadget. */
+	remote_fill_gadget(r, img + GADGET_OFF);
 	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", in->pid, fd);
 	in->file_fd = open(path, O_RDWR | O_CLOEXEC);
 	bool ok = in->file_fd >= 0 && pwrite(in->file_fd, img, STUB_FILE_SIZE, 0) == STUB_FILE_SIZE;
 	if (!ok)
 		snprintf(why, len, "cannot write the stub's file %s: %s", path, strerror(errno));
-	long at = ok ? rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
-			    MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0, &err) : 0;
+	inject_phase("written");
+	at = ok ? rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0,
+		       &err) : 0;
 	if (ok && (err || (uint64_t)at != in->base)) {
 		snprintf(why, len, "mmap of the stub in the target: %s", err ? strerror(-err) : "elsewhere");
 		ok = false;
 	}
+	inject_phase("mapped");
 	rsys(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
+	inject_phase("closed");
 	if (!ok)
 		return -1;
 	at = rsys(r, SYS_mmap, in->base + STUB_DATA_OFF, in->data_size, PROT_READ | PROT_WRITE,
@@ -241,13 +401,93 @@ static int map_stub(struct inject *in, struct remote *r, const uint8_t *img, cha
 	 * that the record sites call into (6.18), so a child that reached one
 	 * would crash; untraced, it only runs the originals.
 	 */
+	inject_phase("data");
 	rsys(r, SYS_madvise, in->base + STUB_DATA_OFF, in->data_size, MADV_WIPEONFORK, 0, 0, 0, &err);
+	inject_phase("wipeonfork");
 	if (err) {
 		snprintf(why, len, "madvise(MADV_WIPEONFORK) in the target: %s", strerror(-err));
 		return -1;
 	}
 	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
 	return 0;
+}
+
+static int write_data(struct inject *in, struct remote *r, size_t field, const void *v, size_t len);
+
+/*
+ * The sampled set's pages and its filter's, given back to the kernel (the
+ * process then reads zeroes there: an empty set, and a filter that sends
+ * no free to it).  The rest of the data stays: a thread may still hold a
+ * nesting slot.  What shares the first page with that is zeroed.
+ */
+static void clear_set(struct inject *in, struct remote *r)
+{
+	uint64_t set = in->base + STUB_DATA_OFF + offsetof(struct stub_data, filter), end = in->base + STUB_DATA_OFF + in->data_size;
+	uint64_t page = (set + 4095) & ~4095ull;
+	static const uint8_t zero[4096];
+	int err;
+
+	remote_write(r, set, zero, (page < end ? page : end) - set);
+	r->gadget = in->base + GADGET_OFF;
+	if (page < end)
+		rsys(r, SYS_madvise, (long)page, (long)(end - page), MADV_DONTNEED, 0, 0, 0, &err);
+	inject_phase("cleared");
+}
+
+/*
+ * A stub an earlier session left (killed, or detached: it stays mapped),
+ * which is byte for byte what this one would map at its place (the same
+ * functions, options and heaptrace): used again.  Its record sites may
+ * still carry a dead session's bytes (their uprobes' int3 or call); they
+ * get the file's nop5 back.  Its set is emptied, its counters zeroed.
+ * false: none (the caller maps a new one).
+ */
+static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_plan *plan, const char *maps,
+		       uint64_t lo_fn, uint64_t hi_fn, uint8_t *img)
+{
+	static const uint64_t sites[] = { STUB_SITE_ALLOC, STUB_SITE_FREE };
+	struct map_entry e, d;
+	char why[200], path[128];
+	uint8_t *now = malloc(STUB_FILE_SIZE);
+	bool found = false;
+
+	for (const char *pos = maps; now && !found && maps_next(&pos, &e);) {
+		const char *next = pos;
+		if (!strstr(e.path, "memfd:heaptrace-stub") || e.hi - e.lo != STUB_FILE_SIZE || e.perms[2] != 'x' ||
+		    !maps_next(&next, &d) || d.lo != e.lo + STUB_DATA_OFF || d.hi - d.lo != in->data_size || d.path[0] ||
+		    (e.lo < lo_fn ? hi_fn - e.lo : e.hi - lo_fn) >= REACH)
+			continue;
+		in->base = e.lo;
+		if (build_image(in, plan, img, why, sizeof(why)) || remote_read(r, e.lo, now, STUB_FILE_SIZE))
+			continue;
+		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
+			memcpy(now + sites[i], img + sites[i], JMP_REL32_LEN);
+		memcpy(now + GADGET_OFF, img + GADGET_OFF, REMOTE_GADGET_SIZE);
+		if (memcmp(now, img, STUB_FILE_SIZE) || remote_pc_in(r, e.lo + STUB_SITE_ALLOC, e.lo + STUB_SITE_FREE + 8))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, in->pid, e.lo, e.hi);
+		if ((in->file_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		found = true;
+		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]) && found; i++)
+			found = !remote_write(r, e.lo + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
+		found = found && !write_data(in, r, offsetof(struct stub_data, c), &(struct stub_counters){ 0 },
+					     sizeof(struct stub_counters));
+		if (!found) {
+			close(in->file_fd);
+			in->file_fd = -1;
+		}
+	}
+	free(now);
+	if (!found) {
+		in->base = 0;
+		return false;
+	}
+	clear_set(in, r);
+	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
+	inject_phase("reused");
+	ht_info("fast path: the stub an earlier heaptrace left at 0x%" PRIx64 " is used again", in->base);
+	return true;
 }
 
 static int write_data(struct inject *in, struct remote *r, size_t field, const void *v, size_t len)
@@ -308,8 +548,14 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	int good = 0;
 
 	in->done = true;
+	inject_phase("stopped");
 	snprintf(path, sizeof(path), "/proc/%d/maps", in->pid);
 	char *maps = read_text_file(path);
+	/* An earlier heaptrace's jumps go first, whether or not this one installs: uprobes must not go on them. */
+	if (inject_reclaim(r, plan) < 0) {
+		snprintf(why, sizeof(why), "an earlier heaptrace's jump could not be taken out");
+		goto fail;
+	}
 	if (!maps || !tr->multi) {
 		snprintf(why, sizeof(why), !maps ? "cannot read its memory map" : "no uprobe_multi in this kernel");
 		goto fail;
@@ -323,14 +569,11 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		struct stat st;
 		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
 
-		if (fd >= 0 && !fstat(fd, &st) && pread(fd, file, sizeof(file), off) == sizeof(file) &&
-		    (f->addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) &&
-		    !remote_read(r, f->addr, f->saved, sizeof(f->saved)) && memcmp(file, f->saved, f->len) &&
-		    earlier_stub(maps, f->addr, f->saved) && !remote_write(r, f->addr, file, f->len)) {
-			ht_info("fast path: %s still jumped to an earlier heaptrace's stub: restored", p->func);
-			memcpy(f->saved, file, sizeof(f->saved));
-		}
-		if (fd < 0 || !f->addr || memcmp(file, f->saved, f->len)) {
+		if (fd < 0 || fstat(fd, &st) || pread(fd, file, sizeof(file), off) != sizeof(file) ||
+		    !(f->addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) ||
+		    remote_read(r, f->addr, f->saved, sizeof(f->saved)))
+			f->addr = 0;
+		if (!f->addr || memcmp(file, f->saved, f->len)) {
 			ht_info("fast path: %s keeps its uprobes: %s", p->func,
 				!f->addr ? "not mapped in the target" : "its code in the target is not the file's "
 									"(another tool's breakpoint, or an earlier stub)");
@@ -362,21 +605,29 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	}
 	in->buckets = in->sample_rate ? pow2_at_least(in->max_live / 4 > 1024 ? in->max_live / 4 : 1024) : 1;
 	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
-	if (!(in->base = place(maps, lo, hi, STUB_DATA_OFF + in->data_size))) {
-		snprintf(why, sizeof(why), "no free address space within 2 GiB of the allocator");
+	if (!(img = malloc(STUB_FILE_SIZE))) {
+		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
 	}
-	if (!(img = malloc(STUB_FILE_SIZE)) || build_image(in, plan, img, why, sizeof(why)) ||
-	    map_stub(in, r, img, why, sizeof(why)))
-		goto fail;
+	/* An earlier session's stub, the same as this one would be: used again, not mapped anew beside it. */
+	if (!reuse_stub(in, r, plan, maps, lo, hi, img)) {
+		if (!(in->base = place(maps, lo, hi, STUB_DATA_OFF + in->data_size))) {
+			snprintf(why, sizeof(why), "no free address space within 2 GiB of the allocator");
+			goto fail;
+		}
+		if (build_image(in, plan, img, why, sizeof(why)) || map_stub(in, r, img, why, sizeof(why)))
+			goto fail;
+	}
 
 	if (seed_data(in, r)) {
 		snprintf(why, sizeof(why), "cannot write the stub's data");
 		goto fail;
 	}
+	inject_phase("seeded");
 	int err = attach_sites(in, tr);
 	if (!err)
 		err = tell_bpf(in, tr);
+	inject_phase("sites");
 	if (err) {
 		snprintf(why, sizeof(why), "cannot attach the record sites' uprobes: %s", strerror(-err));
 		goto fail;
@@ -396,6 +647,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		}
 		f->patched = true;
 		good++;
+		inject_phase("patched");
 	}
 	give_back(in, plan);
 	if (!good || set_enabled(in, r, 1)) {
@@ -405,6 +657,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		goto fail;
 	}
 	in->enabled = true;
+	inject_phase("enabled");
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
 		in->sample_rate ? "unsampled calls stay in the process" : "one record site per call");
 	free(img);
@@ -422,13 +675,19 @@ void inject_remove(struct inject *in, struct remote *r)
 {
 	if (!in->base || in->shared)
 		return;
+	inject_phase("remove");
 	set_enabled(in, r, 0);
 	in->enabled = false;
+	inject_phase("disabled");
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
 		if (f->patched && !remote_write(r, f->addr, f->saved, f->len))
 			f->patched = false;
+		inject_phase("restored");
 	}
+	/* What stays costs no memory: the sampled set's pages go back (up to 16 MiB a session, else). */
+	if (in->buckets > 1)
+		clear_set(in, r);
 }
 
 /* --- --follow-fork: a forked child's copy of the stub --- */
@@ -482,14 +741,18 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	static const uint64_t sites[] = { STUB_SITE_ALLOC, STUB_SITE_FREE };
 	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]) && !err; i++)
 		err = remote_write(&r, kid->base + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
+	inject_phase("child-nop5");
 	if (!err)
 		err = attach_sites(kid, tr);
+	inject_phase("child-sites");
 	if (!err)
 		err = tell_bpf(kid, tr);
 	if (!err)
 		err = seed_data(kid, &r);
+	inject_phase("child-seeded");
 	if (!err)
 		err = set_enabled(kid, &r, 1);
+	inject_phase("child-enabled");
 	if (err) {
 		/*
 		 * Its functions as the file has them, so that uprobes can take

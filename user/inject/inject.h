@@ -97,6 +97,21 @@ int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct
  */
 int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, struct tracer *tr);
 
+/*
+ * Before uprobes go on a process's malloc family: each function that still
+ * jumps into a heaptrace stub (an earlier heaptrace was SIGKILLed, or the
+ * process was forked from one that had the jump) gets its file's bytes
+ * back; a uprobe on a jump would break it (inject.c says how).  _reclaim:
+ * every thread of r stopped; _held: a child held before its first
+ * instruction (not written when it shares parent's memory: vfork);
+ * _running: looked at without stopping, stopped (remote_stop
+ * with traced, arg) only when there is something to restore.  Each returns
+ * how many functions jumped, or -1 when one still does (printed).
+ */
+int inject_reclaim(struct remote *r, const struct probe_plan *plan);
+int inject_reclaim_held(pid_t pid, const struct probe_plan *plan);
+int inject_reclaim_running(pid_t pid, const struct probe_plan *plan, bool (*traced)(void *arg, pid_t tid), void *arg);
+
 /* The stub's losses, added to the BPF side's counters (read while the process lives, then the last reading). */
 void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "inject/phase.h"
 #include "inject/remote.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -61,14 +62,37 @@ static int wait_tid(pid_t tid, int *st)
 }
 
 /*
+ * waitpid for an interrupted thread, bounded: a thread that never reports
+ * (its stop was taken by someone else) must not hang heaptrace's stop,
+ * which a supervisor then ends with SIGKILL, leaving every jump behind.
+ */
+static int wait_tid_bounded(pid_t tid, int *st, int *waited_ms)
+{
+	for (;;) {
+		pid_t w = waitpid(tid, st, __WALL | WNOHANG);
+		if (w > 0)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (*waited_ms >= 5000)
+			return -ETIMEDOUT;
+		usleep(*waited_ms < 20 ? 200 : 2000);
+		*waited_ms += *waited_ms < 20 ? 1 : 2;
+	}
+}
+
+/*
  * Wait until an interrupted thread is in its interrupt stop.  A signal
  * that arrives first is held back and sent again at the resume; a thread
- * that exits meanwhile is forgotten.  1: stopped, 0: gone, -errno.
+ * that exits meanwhile is forgotten.  1: stopped, 0: gone, -errno
+ * (-ETIMEDOUT: no stop in 5 s).
  */
 static int wait_stopped(struct remote *r, struct remote_thread *t)
 {
+	int waited_ms = 0;
+
 	for (;;) {
-		int st, err = wait_tid(t->tid, &st);
+		int st, err = wait_tid_bounded(t->tid, &st, &waited_ms);
 
 		if (err)
 			return err;
@@ -97,6 +121,7 @@ static int wait_stopped(struct remote *r, struct remote_thread *t)
 	}
 }
 
+/* 1: stopped, 0: gone (an exiting thread stays listed in /proc/PID/task a while), -errno. */
 static int stop_one(struct remote *r, pid_t tid, bool traced)
 {
 	struct remote_thread *t = add(r, tid);
@@ -126,7 +151,7 @@ static int stop_one(struct remote *r, pid_t tid, bool traced)
 	t->stopped = true;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs))
 		return -errno;
-	return 0;
+	return 1;
 }
 
 int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid), void *arg)
@@ -149,11 +174,16 @@ int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid
 			pid_t tid = atoi(e->d_name);
 			if (tid <= 0 || find(r, tid))
 				continue;
-			if ((err = stop_one(r, tid, traced && traced(arg, tid)))) {
+			/*
+			 * Only a thread stopped now is news: one that is gone
+			 * (exiting, still listed) would make this loop spin for
+			 * good (heaptrace busy at 100% until SIGKILLed).
+			 */
+			if ((err = stop_one(r, tid, traced && traced(arg, tid))) < 0) {
 				closedir(d);
 				return err;
 			}
-			added = true;
+			added |= err > 0;
 		}
 		closedir(d);
 	}
@@ -243,6 +273,84 @@ static int find_syscall(struct remote *r)
 	return r->syscall_insn ? 0 : -ENOENT;
 }
 
+/* The gadget's code, as assembled (its data follows at 0x88: fill_gadget). */
+static const uint8_t gadget_code[] = {
+	0x0f, 0x05, /* syscall */
+	0xfc, /* cld */
+	0x8a, 0x05, 0x7f, 0x00, 0x00, 0x00, /* mov  0x7f(%rip),%al */
+	0x04, 0x40, /* add  $0x40,%al */
+	0x8a, 0x25, 0x78, 0x00, 0x00, 0x00, /* mov  0x78(%rip),%ah */
+	0x9e, /* sahf */
+	0x4c, 0x8b, 0x3d, 0x77, 0x00, 0x00, 0x00, /* mov  0x77(%rip),%r15 */
+	0x4c, 0x8b, 0x35, 0x78, 0x00, 0x00, 0x00, /* mov  0x78(%rip),%r14 */
+	0x4c, 0x8b, 0x2d, 0x79, 0x00, 0x00, 0x00, /* mov  0x79(%rip),%r13 */
+	0x4c, 0x8b, 0x25, 0x7a, 0x00, 0x00, 0x00, /* mov  0x7a(%rip),%r12 */
+	0x48, 0x8b, 0x2d, 0x7b, 0x00, 0x00, 0x00, /* mov  0x7b(%rip),%rbp */
+	0x48, 0x8b, 0x1d, 0x7c, 0x00, 0x00, 0x00, /* mov  0x7c(%rip),%rbx */
+	0x4c, 0x8b, 0x1d, 0x7d, 0x00, 0x00, 0x00, /* mov  0x7d(%rip),%r11 */
+	0x4c, 0x8b, 0x15, 0x7e, 0x00, 0x00, 0x00, /* mov  0x7e(%rip),%r10 */
+	0x4c, 0x8b, 0x0d, 0x7f, 0x00, 0x00, 0x00, /* mov  0x7f(%rip),%r9 */
+	0x4c, 0x8b, 0x05, 0x80, 0x00, 0x00, 0x00, /* mov  0x80(%rip),%r8 */
+	0x48, 0x8b, 0x0d, 0x81, 0x00, 0x00, 0x00, /* mov  0x81(%rip),%rcx */
+	0x48, 0x8b, 0x15, 0x82, 0x00, 0x00, 0x00, /* mov  0x82(%rip),%rdx */
+	0x48, 0x8b, 0x35, 0x83, 0x00, 0x00, 0x00, /* mov  0x83(%rip),%rsi */
+	0x48, 0x8b, 0x3d, 0x84, 0x00, 0x00, 0x00, /* mov  0x84(%rip),%rdi */
+	0x48, 0x8b, 0x05, 0x85, 0x00, 0x00, 0x00, /* mov  0x85(%rip),%rax */
+	0x48, 0x8b, 0x25, 0x86, 0x00, 0x00, 0x00, /* mov  0x86(%rip),%rsp */
+	0xff, 0x25, 0x88, 0x00, 0x00, 0x00, /* jmp  *0x88(%rip) */
+};
+_Static_assert(sizeof(gadget_code) == 0x88, "the gadget's code as assembled");
+
+/*
+ * The gadget for thread registers regs: its code, then OF and the low flags
+ * byte, then r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rcx rdx rsi rdi rax rsp
+ * rip (already restarted: restart_now).
+ */
+static void restart_now(struct user_regs_struct *regs)
+{
+	long err = (long)regs->rax;
+
+	if ((long)regs->orig_rax >= 0 && (err == -512 || err == -513 || err == -514 || err == -516)) {
+		regs->rip -= 2;
+		regs->rax = err == -516 ? 219 /* restart_syscall */ : regs->orig_rax;
+		regs->orig_rax = -1;
+	}
+}
+
+static void fill_gadget(uint8_t *g, const struct user_regs_struct *regs)
+{
+	uint64_t rip = regs->rip, rax = regs->rax;
+	const uint64_t v[] = { regs->r15, regs->r14, regs->r13, regs->r12, regs->rbp, regs->rbx, regs->r11, regs->r10,
+			       regs->r9,  regs->r8,  regs->rcx, regs->rdx, regs->rsi, regs->rdi, rax,	    regs->rsp,
+			       rip };
+	_Static_assert(0x90 + sizeof(v) == REMOTE_GADGET_SIZE, "the gadget's layout");
+	memset(g, 0, REMOTE_GADGET_SIZE);
+	memcpy(g, gadget_code, sizeof(gadget_code));
+	if (regs->eflags & (1u << 10))
+		g[2] = 0xfd;                    /* std */
+	g[0x88] = regs->eflags & (1u << 11) ? 0x40 : 0;
+	g[0x89] = (uint8_t)regs->eflags;
+	memcpy(g + 0x90, v, sizeof(v));
+}
+
+static struct remote_thread *syscall_thread(struct remote *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->t[i].stopped)
+			return &r->t[i];
+	return NULL;
+}
+
+void remote_fill_gadget(struct remote *r, uint8_t *g)
+{
+	struct remote_thread *t = syscall_thread(r);
+
+	if (t) {
+		restart_now(&t->regs);
+		fill_gadget(g, &t->regs);
+	}
+}
+
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 {
 	struct remote_thread *t = NULL;
@@ -253,11 +361,24 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 			t = &r->t[i];
 	if (!t)
 		return -ESRCH;
-	if (!r->syscall_insn && (err = find_syscall(r)))
+	if (!r->gadget && !r->syscall_insn && (err = find_syscall(r)))
 		return err;
+	/*
+	 * Its registers come back at a system call's exit stop, where the
+	 * kernel no longer restarts the call they were interrupted in: the
+	 * restart made now, as the kernel would have made it.
+	 */
+	restart_now(&t->regs);
 
 	struct user_regs_struct regs = t->regs;
 	regs.rip = r->syscall_insn;
+	if (r->gadget) {
+		uint8_t g[REMOTE_GADGET_SIZE];
+		fill_gadget(g, &t->regs);
+		if ((err = remote_write(r, r->gadget, g, sizeof(g))))
+			return err;
+		regs.rip = r->gadget;
+	}
 	regs.rax = nr;
 	/* No system call restart for this one: the interrupted call's own restart is in t->regs. */
 	regs.orig_rax = -1;
@@ -267,9 +388,19 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	regs.r10 = args[3];
 	regs.r8 = args[4];
 	regs.r9 = args[5];
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &regs) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &regs))
 		return -errno;
-	for (;;) {
+	/* From here until its registers are back the thread holds borrowed ones (docs/fast-path.md). */
+	inject_phase("syscall");
+	/*
+	 * Run to the call's entry and exit stops, not one single step: a
+	 * single step leaves the trap flag forced on the thread until the next
+	 * resume, and a heaptrace killed before that resume would leave the
+	 * thread to die of SIGTRAP after its next instruction.
+	 */
+	if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+		return -errno;
+	for (int stops = 0;;) {
 		int st, err = wait_tid(t->tid, &st);
 
 		if (err)
@@ -278,13 +409,15 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 			t->stopped = false;
 			return -ESRCH;
 		}
-		/* The step's trap; not a PTRACE_EVENT_STOP with SIGTRAP (a SIGCONT's notification). */
-		if (WSTOPSIG(st) == SIGTRAP && !(st >> 16))
-			break;
-		/* Another signal first: keep it for the resume, step on. */
-		if (!(st >> 16))
+		/* Entry, then exit; not a PTRACE_EVENT_STOP with SIGTRAP (a SIGCONT's notification). */
+		if ((WSTOPSIG(st) & 0x7f) == SIGTRAP && !(st >> 16)) {
+			if (++stops == 2)
+				break;
+		} else if (!(st >> 16)) {
+			/* Another signal first: keep it for the resume, go on. */
 			t->requeue = WSTOPSIG(st);
-		if (ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
+		}
+		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
 			return -errno;
 	}
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &regs))

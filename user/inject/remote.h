@@ -28,6 +28,7 @@ struct remote {
 	struct remote_thread *t;
 	size_t n, cap;
 	uint64_t syscall_insn;          /* the address of a `syscall` instruction in the target */
+	uint64_t gadget;                /* REMOTE_GADGET_SIZE bytes of ours to make system calls from; 0: none yet */
 	int exit_status;                /* the process ended while being stopped: its wait status */
 	bool exited;
 };
@@ -45,6 +46,21 @@ int remote_adopt(struct remote *r, pid_t pid, pid_t tid);
 
 /* Let every thread go, registers as they were; a seized one is detached. */
 void remote_resume(struct remote *r);
+
+/*
+ * Where remote system calls run once the process has memory of ours
+ * (r->gadget, REMOTE_GADGET_SIZE bytes in a mapping of ours, written
+ * anew before each call): a `syscall`, then code that gives the thread its
+ * own registers back and jumps to where it was.  heaptrace takes the
+ * registers back itself after the `syscall`; the rest runs only if it was
+ * killed in between, and then the thread goes on as if nothing happened
+ * (the call's effect stays).  Without it, a SIGKILL there leaves the thread
+ * to resume with borrowed registers in the middle of someone else's code.
+ */
+#define REMOTE_GADGET_SIZE 0x118
+
+/* The gadget for the thread remote_syscall borrows, as it would write it (REMOTE_GADGET_SIZE bytes). */
+void remote_fill_gadget(struct remote *r, uint8_t *g);
 
 /* A system call made by the first stopped thread; its result (or -errno) in *ret.  0 or -errno. */
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret);

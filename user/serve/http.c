@@ -116,6 +116,7 @@ struct http_server {
 	struct request *qhead, *qtail;
 	unsigned pending;
 	bool stopping;
+	bool ready;             /* http_ready: tracing has begun; before, profile requests get 503 */
 	bool crowded;           /* a listener has more than CONN_SOFT connections */
 	struct symbolizer *sym;
 	char *sym_maps;
@@ -240,10 +241,11 @@ static enum MHD_Result queue_profile(struct http_server *h, struct MHD_Connectio
 	struct request *r;
 
 	pthread_mutex_lock(&h->qlock);
-	if (h->stopping || h->pending >= MAX_PENDING || !(r = calloc(1, sizeof(*r)))) {
-		bool stopping = h->stopping;
+	if (h->stopping || !h->ready || h->pending >= MAX_PENDING || !(r = calloc(1, sizeof(*r)))) {
+		bool stopping = h->stopping, ready = h->ready;
 		pthread_mutex_unlock(&h->qlock);
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, stopping ? "heaptrace is stopping\n" :
+					!ready ? "heaptrace is attaching: try again\n" :
 					"too many profile requests waiting: try again\n");
 	}
 	*state = r;
@@ -267,9 +269,11 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 	uint64_t counters[HT_COUNTER_MAX];
 	char *body = NULL;
 	size_t len = 0;
-	FILE *m = open_memstream(&body, &len);
+	FILE *m;
 
-	if (!m)
+	if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE))
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "heaptrace is attaching: try again\n");
+	if (!(m = open_memstream(&body, &len)))
 		return MHD_NO;
 	/* The processes /debug/pprof/heap describes: the target, or with --merge the tree. */
 	profile_main_totals(&h->src, &tot);
@@ -652,14 +656,13 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 	return 0;
 }
 
-struct http_server *http_start(const struct http_config *cfg, const struct profile_source *src, struct target *t)
+struct http_server *http_start(const struct http_config *cfg, struct target *t)
 {
 	struct http_server *h = calloc(1, sizeof(*h));
 	const char *open_tcp = NULL;
 
 	if (!h)
 		return NULL;
-	h->src = *src;
 	h->t = t;
 	h->token = cfg->token;
 	h->token_len = cfg->token ? strlen(cfg->token) : 0;
@@ -688,6 +691,16 @@ struct http_server *http_start(const struct http_config *cfg, const struct profi
 		ht_err("warning: --http %s without --http-token: any local user can read the traced process's "
 		       "heap profiles, memory map and command line (docs/security.md)", open_tcp);
 	return h;
+}
+
+void http_ready(struct http_server *h, const struct profile_source *src)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->qlock);
+	h->src = *src;
+	__atomic_store_n(&h->ready, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&h->qlock);
 }
 
 void http_stop(struct http_server *h)

@@ -39,8 +39,13 @@ int http_read_pem(const char *option, const char *path, bool secret, char **pem)
 /* Whether this libmicrohttpd can serve TLS (Debian's links GnuTLS). */
 bool http_tls_supported(void);
 
-/* Serve while tracing.  Returns NULL with the error printed. */
-struct http_server *http_start(const struct http_config *cfg, const struct profile_source *src, struct target *t);
+/*
+ * Listen before the target is touched, so that a port in use or a bad
+ * path fails first; profiles are served once http_ready gives their
+ * source (until then 503).  Returns NULL with the error printed.
+ */
+struct http_server *http_start(const struct http_config *cfg, struct target *t);
+void http_ready(struct http_server *h, const struct profile_source *src);
 void http_stop(struct http_server *h);
 
 #endif

@@ -48,7 +48,8 @@ static void child_stub(struct session *s, pid_t child, uint32_t slot, uint32_t p
 		else
 			free(kid);
 	}
-	if (rc == 1 && !probes_attach_stubbed(&s->plan, &s->tr, child))
+	/* Uprobes on its copy of a jump would break it: an earlier heaptrace's jumps go first (inject_reclaim). */
+	if (rc == 1 && inject_reclaim_held(child, &s->plan) >= 0 && !probes_attach_stubbed(&s->plan, &s->tr, child))
 		s->stub_uprobes[slot] = true;
 }
 
@@ -139,7 +140,15 @@ uint32_t session_trace_child(void *arg, pid_t child, uint32_t parent_slot)
 		return 0;
 	}
 	uint32_t slot = s->next_slot;
-	if (tracer_add_proc(&s->tr, child, slot, parent_slot) || probes_attach(&s->plan, &s->tr, child)) {
+	const struct inject *par = s->kin[parent_slot];
+	/*
+	 * A parent without a stub of ours may still hold an earlier
+	 * heaptrace's jumps (it was forked from one that had them): the
+	 * child's copy gets the file's bytes before its uprobes go on.
+	 */
+	bool own_stub = par && par->base && par->enabled;
+	if (tracer_add_proc(&s->tr, child, slot, parent_slot) || (!own_stub && inject_reclaim_held(child, &s->plan) < 0) ||
+	    probes_attach(&s->plan, &s->tr, child)) {
 		ht_err("--follow-fork: cannot trace child PID %d", child);
 		return 0;
 	}

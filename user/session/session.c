@@ -84,17 +84,12 @@ out:
  * The in-process fast path takes the malloc family where it can; not with
  * the kernel's own stack walk (it would walk the stub's stack, not the
  * caller's).  Under --follow-fork, followed children get a stub of their
- * own at their fork (child_stub), with --sample-rate only: exact tracing
- * of PostgreSQL's postmaster and its backends under --follow-fork crashed
- * the postmaster twice in 6 runs (SIGSEGV inside calloc's redirected first
- * bytes), a cause not found yet; sampled runs never did, and it is there
- * that the stub matters (docs/fast-path.md).
+ * own at their fork (session_trace_child), exact or sampled.
  */
 static void plan_inject(struct session *s)
 {
 	const struct trace_opts *o = s->o;
-	const char *why = o->no_inject ? "--no-inject" : o->stack_mode == HT_STACK_KERNEL ? "--stack-capture kernel" :
-			  o->follow_fork && !o->sample_rate ? "--follow-fork without --sample-rate" : NULL;
+	const char *why = o->no_inject ? "--no-inject" : o->stack_mode == HT_STACK_KERNEL ? "--stack-capture kernel" : NULL;
 
 	if (why) {
 		ht_info("fast path: off (%s): uprobes on every function", why);
@@ -252,14 +247,19 @@ bool session_traced_by_us(void *arg, pid_t tid)
 	return s->tc.seized && (s->tc.follow || tid == s->t.pid);
 }
 
-/* -p: every thread stopped while the stub goes in; what it does not take gets uprobes. */
-static void inject_running(struct session *s)
+/*
+ * -p: every thread stopped while the stub goes in; what it does not take
+ * gets uprobes.  Without a stub of ours, an earlier heaptrace's jumps are
+ * taken out all the same before any uprobe goes on them.  -1: one still
+ * jumps (printed): tracing it would crash it.
+ */
+static int inject_running(struct session *s)
 {
 	struct remote r;
-	int err;
+	int err, rc = 0;
 
 	if (!s->in.n)
-		return;
+		return inject_reclaim_running(s->t.pid, &s->plan, session_traced_by_us, s) < 0 ? -1 : 0;
 	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s))) {
 		ht_info("fast path: cannot stop the threads of PID %d (%s): uprobes instead", s->t.pid, strerror(-err));
 		for (int i = 0; i < s->plan.n; i++)
@@ -269,6 +269,9 @@ static void inject_running(struct session *s)
 	}
 	remote_resume(&r);
 	remote_free(&r);
+	if (err)
+		rc = inject_reclaim_running(s->t.pid, &s->plan, session_traced_by_us, s) < 0 ? -1 : 0;
+	return rc;
 }
 
 /* The end: the stub off and every byte back, with the threads stopped. */
@@ -485,7 +488,8 @@ static int attach(struct session *s, double t0)
 		return -1;
 	if (!t->launched) {
 		t1 = now_ms();
-		inject_running(s);
+		if (inject_running(s))
+			return -1;
 		s->ph.inject += now_ms() - t1;
 	}
 	t1 = now_ms();
@@ -607,6 +611,15 @@ static int trace(struct session *s, double t0)
 	char prefix[4096];
 	int rc = 1;
 
+	/*
+	 * The listeners first: a port in use or a bad socket path fails before
+	 * the target is stopped or written (the profiles are served from
+	 * http_ready on; until then 503).
+	 */
+	struct http_config hc = { .listen = o->http, .n_listen = o->n_http, .token = o->http_token,
+				  .cert = o->http_cert, .key = o->http_key };
+	if (o->n_http && !(http = http_start(&hc, t)))
+		goto kill_child;
 	if (attach(s, t0))
 		goto kill_child;
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
@@ -627,10 +640,7 @@ static int trace(struct session *s, double t0)
 	/* Everything that can fail is set up before a launched command runs its first instruction. */
 	if (plan_timeline(s))
 		goto kill_child;
-	struct http_config hc = { .listen = o->http, .n_listen = o->n_http, .token = o->http_token,
-				  .cert = o->http_cert, .key = o->http_key };
-	if (o->n_http && !(http = http_start(&hc, &s->src, t)))
-		goto kill_child;
+	http_ready(http, &s->src);
 	if (target_start(t)) {
 		ht_err("cannot start %s", t->exe);
 		goto kill_child;
