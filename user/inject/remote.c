@@ -12,6 +12,7 @@
 
 #include "inject/phase.h"
 #include "inject/remote.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
@@ -25,14 +26,8 @@ static struct remote_thread *find(struct remote *r, pid_t tid)
 
 static struct remote_thread *add(struct remote *r, pid_t tid)
 {
-	if (r->n == r->cap) {
-		size_t c = r->cap ? 2 * r->cap : 16;
-		struct remote_thread *g = realloc(r->t, c * sizeof(*g));
-		if (!g)
-			return NULL;
-		r->t = g;
-		r->cap = c;
-	}
+	if (ARRAY_RESERVE(r->t, r->cap, r->n + 1, 16))
+		return NULL;
 	r->t[r->n] = (struct remote_thread){ .tid = tid };
 	return &r->t[r->n++];
 }

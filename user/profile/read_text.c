@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/array.h"
 #include "util/log.h"
 #include "profile/profile.h"
 #include "util/procfs.h"
@@ -30,14 +31,10 @@ static bool parse_stack(char *line, struct prof_stack *s)
 	s->c.alloc_bytes = ab;
 	s->pcs = malloc(cap * sizeof(uint64_t));
 	for (char *tok = strtok(at + 1, " \t\n"); tok && s->pcs; tok = strtok(NULL, " \t\n")) {
-		if (s->depth == cap) {
-			uint64_t *n = realloc(s->pcs, (cap *= 2) * sizeof(uint64_t));
-			if (!n) {
-				free(s->pcs);
-				s->pcs = NULL;
-				break;
-			}
-			s->pcs = n;
+		if (ARRAY_RESERVE(s->pcs, cap, s->depth + 1, 16)) {
+			free(s->pcs);
+			s->pcs = NULL;
+			break;
 		}
 		s->pcs[s->depth++] = strtoull(tok, NULL, 16);
 	}
@@ -264,14 +261,9 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 			free(s.pcs);
 			goto bad;
 		}
-		if (p->n == cap) {
-			cap = cap ? 2 * cap : 256;
-			struct prof_stack *n = realloc(p->stacks, cap * sizeof(*n));
-			if (!n) {
-				free(s.pcs);
-				goto bad;
-			}
-			p->stacks = n;
+		if (ARRAY_RESERVE(p->stacks, cap, p->n + 1, 256)) {
+			free(s.pcs);
+			goto bad;
 		}
 		p->stacks[p->n++] = s;
 	}

@@ -15,6 +15,7 @@
 #include "tracer/tracer.h"  /* before the skeletons: they name our shared structs */
 #include "heaptrace.skel.h"
 #include "alloc_session.skel.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "tracer/uprobe_multi.h"
@@ -31,7 +32,8 @@ static struct {
 	double btf, first_map, last_map, last_core;
 } marks;
 
-static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level, const char *fmt,
+							    va_list ap)
 {
 	if (level == LIBBPF_DEBUG) {
 		if (strstr(fmt, "loading kernel BTF"))
@@ -425,26 +427,20 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
 	if (fd < 0)
 		return fd;
 	tr->n_session += prog == PROG_ALLOC_SESSION;
-	int *g = realloc(tr->multi_fds, (tr->n_multi + 1) * sizeof(*g));
-	pid_t *gp = g ? realloc(tr->multi_pids, (tr->n_multi + 1) * sizeof(*gp)) : NULL;
-	if (g)
-		tr->multi_fds = g;
-	if (!gp) {
+	if (ARRAY_RESERVE(tr->multi_links, tr->multi_cap, (size_t)tr->n_multi + 1, 16)) {
 		close(fd);
 		return -ENOMEM;
 	}
-	tr->multi_pids = gp;
-	tr->multi_pids[tr->n_multi] = pid;
-	tr->multi_fds[tr->n_multi++] = fd;
+	tr->multi_links[tr->n_multi++] = (struct tracer_multi){ .fd = fd, .pid = pid };
 	return 0;
 }
 
 void tracer_forget_pid(struct tracer *tr, pid_t pid)
 {
 	for (int i = 0; i < tr->n_multi; i++)
-		if (tr->multi_pids[i] == pid && tr->multi_fds[i] >= 0) {
-			close(tr->multi_fds[i]);
-			tr->multi_fds[i] = -1;
+		if (tr->multi_links[i].pid == pid && tr->multi_links[i].fd >= 0) {
+			close(tr->multi_links[i].fd);
+			tr->multi_links[i].fd = -1;
 		}
 }
 
@@ -459,12 +455,10 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 
 	if (!l)
 		return -errno;
-	struct bpf_link **n = realloc(tr->links, (tr->n_links + 1) * sizeof(*n));
-	if (!n) {
+	if (ARRAY_RESERVE(tr->links, tr->links_cap, (size_t)tr->n_links + 1, 16)) {
 		bpf_link__destroy(l);
 		return -ENOMEM;
 	}
-	tr->links = n;
 	tr->links[tr->n_links++] = l;
 	return 0;
 }
@@ -483,8 +477,8 @@ static void *close_links(void *arg)
 
 	for (int i = c->first; i < tr->n_multi + tr->n_links; i += c->step) {
 		if (i < tr->n_multi) {
-			if (tr->multi_fds[i] >= 0)
-				close(tr->multi_fds[i]);
+			if (tr->multi_links[i].fd >= 0)
+				close(tr->multi_links[i].fd);
 		} else {
 			bpf_link__destroy(tr->links[i - tr->n_multi]);
 		}
@@ -521,14 +515,14 @@ void tracer_detach(struct tracer *tr)
 		else
 			close_links(&c[k]);
 	}
-	free(tr->multi_fds);
-	free(tr->multi_pids);
-	tr->multi_fds = NULL;
-	tr->multi_pids = NULL;
+	free(tr->multi_links);
+	tr->multi_links = NULL;
+	tr->multi_cap = 0;
 	tr->n_multi = 0;
 	tr->n_session = 0;
 	free(tr->links);
 	tr->links = NULL;
+	tr->links_cap = 0;
 	tr->n_links = 0;
 }
 

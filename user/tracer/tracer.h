@@ -58,13 +58,17 @@ struct tracer {
 	struct alloc_session *sess;     /* the uprobe session program (bpf/alloc_session.bpf.c), with skel's maps */
 	struct bpf_link **links;
 	int n_links;
+	size_t links_cap;
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
 	struct bpf_link *exit_link;     /* a thread's exit: what it held is thread_exit_frees */
 	struct bpf_link *signal_link;   /* signal delivery: the restorer, where stacks cross signal frames */
 	struct bpf_link *fork_link;     /* without --follow-fork: the target's forks (untraced_children) */
-	int *multi_fds;                 /* uprobe_multi link fds (-1: closed by tracer_forget_pid) */
-	pid_t *multi_pids;              /* the process each is for */
+	struct tracer_multi {
+		int fd;                 /* a uprobe_multi link (-1: closed by tracer_forget_pid) */
+		pid_t pid;              /* the process it is for */
+	} *multi_links;
 	int n_multi;
+	size_t multi_cap;
 	bool multi;
 	bool session;                   /* loaded for uprobe sessions: attach PROG_ALLOC_SESSION */
 	int n_session;                  /* session links made */
