@@ -91,173 +91,6 @@ static void give_back(struct inject *in, struct probe_plan *plan)
 		}
 }
 
-/* The mapping of a file at a file offset, in /proc/PID/maps: its address there; 0 when not mapped. */
-static uint64_t runtime_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off)
-{
-	for (const char *line = maps; line && *line;) {
-		unsigned long lo, hi, moff, inode;
-		unsigned maj, min;
-		char perms[8];
-		const char *nl = strchrnul(line, '\n');
-
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &moff, &maj, &min, &inode) == 7 &&
-		    inode == ino && makedev(maj, min) == dev && perms[2] == 'x' && off >= moff && off < moff + (hi - lo))
-			return lo + (off - moff);
-		line = *nl ? nl + 1 : nl;
-	}
-	return 0;
-}
-
-/*
- * An earlier heaptrace's jump (it was killed before it could restore the
- * function, or the process was forked from one that still had it): the
- * jump leads into a stub mapping.
- */
-static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
-{
-	int32_t rel;
-	struct map_entry e;
-
-	if (code[0] != 0xe9)
-		return false;
-	memcpy(&rel, code + 1, 4);
-	uint64_t to = addr + JMP_REL32_LEN + rel;
-	for (const char *pos = maps; maps_next(&pos, &e);)
-		if (to >= e.lo && to < e.hi)
-			return strstr(e.path, "memfd:heaptrace-stub") != NULL;
-	return false;
-}
-
-/* What an earlier stub's patch covers: its jump, then the int3s it wrote over the rest of what it displaced. */
-static size_t patch_len(const uint8_t *file, const uint8_t *code, size_t n)
-{
-	size_t len = JMP_REL32_LEN;
-
-	while (len < n && code[len] == 0xcc && file[len] != 0xcc)
-		len++;
-	return len;
-}
-
-/*
- * Each malloc-family function of the plan in pid that jumps into a
- * heaptrace stub: its file's bytes back when restore is set (every thread
- * stopped, or the process held before its first instruction).  A uprobe
- * must never go on such a jump: the kernel writes its int3 over the
- * jump's first byte (or, past the entry, over its displacement) and, after
- * the hit, runs the file's instruction out of line and resumes after it,
- * inside the jump; unregistered, it writes the file's byte back into the
- * jump.  Either way the next call runs a mix of both (SIGSEGV at
- * calloc+3 in PostgreSQL's postmaster: a --no-inject heaptrace after one
- * SIGKILLed while stopping).  Returns how many functions jump (restored or
- * not), -1 when one could not be restored.
- */
-static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool restore)
-{
-	char path[64];
-	int found = 0, failed = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
-	char *maps = read_text_file(path);
-	if (!maps)
-		return 0;
-	for (int k = 0; k < plan->n; k++) {
-		const struct probe *p = &plan->probes[k];
-		uint64_t off = p->offset - p->delta, addr = 0;
-		uint8_t file[32], code[32];
-		struct stat st;
-		int fd;
-
-		if (!p->family || (fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		bool ok = !fstat(fd, &st) && pread(fd, file, sizeof(file), off) == sizeof(file) &&
-			  (addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) &&
-			  !remote_read(r, addr, code, sizeof(code));
-		close(fd);
-		if (!ok || !memcmp(file, code, JMP_REL32_LEN) || !earlier_stub(maps, addr, code))
-			continue;
-		found++;
-		if (!restore)
-			continue;
-		if (remote_write(r, addr, file, patch_len(file, code, sizeof(code)))) {
-			ht_err("PID %d: %s jumps to an earlier heaptrace's stub and cannot be restored", r->pid, p->func);
-			failed++;
-			continue;
-		}
-		ht_info("fast path: PID %d: %s still jumped to an earlier heaptrace's stub: restored", r->pid, p->func);
-	}
-	free(maps);
-	return failed ? -1 : found;
-}
-
-int inject_reclaim(struct remote *r, const struct probe_plan *plan)
-{
-	return stale_jumps(r, plan, true);
-}
-
-static bool shares_memory(pid_t a, pid_t b);
-
-/* The parent of pid, from /proc/PID/stat ("pid (comm) state ppid"; comm may hold anything but the last ')'). */
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], *stat, *end;
-	int ppid = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if ((stat = read_text_file(path)) && (end = strrchr(stat, ')')))
-		sscanf(end + 1, " %*c %d", &ppid);
-	free(stat);
-	return ppid;
-}
-
-int inject_reclaim_held(pid_t pid, const struct probe_plan *plan)
-{
-	char path[64];
-	struct remote r = { .pid = pid };
-	pid_t parent = parent_of(pid);
-	int rc;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	if ((r.mem_fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
-		return -1;
-	/* Its memory is its parent's (vfork), whose other threads may be running there: not written, only looked at. */
-	bool shared = parent > 0 && shares_memory(parent, pid);
-	rc = stale_jumps(&r, plan, !shared);
-	if (shared && rc > 0) {
-		ht_err("PID %d: shares the memory of PID %d, whose functions jump to an earlier heaptrace's stub: "
-		       "not traced", pid, parent);
-		rc = -1;
-	}
-	close(r.mem_fd);
-	return rc;
-}
-
-int inject_reclaim_running(pid_t pid, const struct probe_plan *plan, bool (*traced)(void *arg, pid_t tid), void *arg)
-{
-	char path[64];
-	struct remote r = { .pid = pid };
-	int rc, err;
-
-	/* Looked at first without stopping anything: nearly always there is nothing to restore. */
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	if ((r.mem_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	rc = stale_jumps(&r, plan, false);
-	close(r.mem_fd);
-	if (rc <= 0)
-		return rc;
-	if ((err = remote_stop(&r, pid, traced, arg))) {
-		ht_err("PID %d: %d functions jump to an earlier heaptrace's stub, and its threads cannot be stopped to "
-		       "restore them (%s)", pid, rc, strerror(-err));
-		remote_resume(&r);
-		remote_free(&r);
-		return -1;
-	}
-	rc = stale_jumps(&r, plan, true);
-	remote_resume(&r);
-	remote_free(&r);
-	return rc;
-}
-
 /*
  * Free address space for the stub within a rel32 jump of every function:
  * the gap closest to them.  0 when there is none.
@@ -325,16 +158,6 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 	return 0;
 }
 
-static long rsys(struct remote *r, long nr, long a, long b, long c, long d, long e, long f, int *err)
-{
-	long args[6] = { a, b, c, d, e, f }, ret = -ENOSYS;
-
-	*err = remote_syscall(r, nr, args, &ret);
-	if (!*err && ret < 0 && ret > -4096)
-		*err = (int)ret;
-	return ret;
-}
-
 /* The stub's file in the target (a memfd of its own, closed after mapping) and its data. */
 static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why, size_t len)
 {
@@ -350,7 +173,7 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 	 * only one made from the process's own code, with borrowed registers
 	 * that a SIGKILL of heaptrace would leave to the thread.
 	 */
-	long at = rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
+	long at = remote_call(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &err);
 	inject_phase("reserved");
 	if (err || (uint64_t)at != in->base) {
@@ -363,7 +186,7 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 		snprintf(why, len, "cannot write the target's memory: %s", strerror(-err));
 		return -1;
 	}
-	long fd = rsys(r, SYS_memfd_create, (long)t->regs.rsp, MFD_CLOEXEC, 0, 0, 0, 0, &err);
+	long fd = remote_call(r, SYS_memfd_create, (long)t->regs.rsp, MFD_CLOEXEC, 0, 0, 0, 0, &err);
 	inject_phase("memfd");
 	remote_write(r, t->regs.rsp, saved, sizeof(saved));
 	if (err) {
@@ -378,18 +201,18 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 	if (!ok)
 		snprintf(why, len, "cannot write the stub's file %s: %s", path, strerror(errno));
 	inject_phase("written");
-	at = ok ? rsys(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0,
+	at = ok ? remote_call(r, SYS_mmap, in->base, STUB_FILE_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0,
 		       &err) : 0;
 	if (ok && (err || (uint64_t)at != in->base)) {
 		snprintf(why, len, "mmap of the stub in the target: %s", err ? strerror(-err) : "elsewhere");
 		ok = false;
 	}
 	inject_phase("mapped");
-	rsys(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
+	remote_call(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
 	inject_phase("closed");
 	if (!ok)
 		return -1;
-	at = rsys(r, SYS_mmap, in->base + STUB_DATA_OFF, in->data_size, PROT_READ | PROT_WRITE,
+	at = remote_call(r, SYS_mmap, in->base + STUB_DATA_OFF, in->data_size, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &err);
 	if (err || (uint64_t)at != in->base + STUB_DATA_OFF) {
 		snprintf(why, len, "mmap of the stub's data in the target: %s", err ? strerror(-err) : "elsewhere");
@@ -402,7 +225,7 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 	 * would crash; untraced, it only runs the originals.
 	 */
 	inject_phase("data");
-	rsys(r, SYS_madvise, in->base + STUB_DATA_OFF, in->data_size, MADV_WIPEONFORK, 0, 0, 0, &err);
+	remote_call(r, SYS_madvise, in->base + STUB_DATA_OFF, in->data_size, MADV_WIPEONFORK, 0, 0, 0, &err);
 	inject_phase("wipeonfork");
 	if (err) {
 		snprintf(why, len, "madvise(MADV_WIPEONFORK) in the target: %s", strerror(-err));
@@ -430,7 +253,7 @@ static void clear_set(struct inject *in, struct remote *r)
 	remote_write(r, set, zero, (page < end ? page : end) - set);
 	r->gadget = in->base + GADGET_OFF;
 	if (page < end)
-		rsys(r, SYS_madvise, (long)page, (long)(end - page), MADV_DONTNEED, 0, 0, 0, &err);
+		remote_call(r, SYS_madvise, (long)page, (long)(end - page), MADV_DONTNEED, 0, 0, 0, &err);
 	inject_phase("cleared");
 }
 
@@ -570,7 +393,7 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
 
 		if (fd < 0 || fstat(fd, &st) || pread(fd, file, sizeof(file), off) != sizeof(file) ||
-		    !(f->addr = runtime_addr(maps, st.st_dev, st.st_ino, off)) ||
+		    !(f->addr = maps_exec_addr(maps, st.st_dev, st.st_ino, off)) ||
 		    remote_read(r, f->addr, f->saved, sizeof(f->saved)))
 			f->addr = 0;
 		if (!f->addr || memcmp(file, f->saved, f->len)) {
@@ -692,14 +515,6 @@ void inject_remove(struct inject *in, struct remote *r)
 
 /* --- --follow-fork: a forked child's copy of the stub --- */
 
-/* A child of a process with a stub shares its memory (vfork, CLONE_VM): the same stub serves both. */
-static bool shares_memory(pid_t a, pid_t b)
-{
-	long same = syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0);
-
-	return same == 0;
-}
-
 int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, struct tracer *tr)
 {
 	char path[64];
@@ -712,7 +527,7 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	kid->pid = pid;
 	kid->file_fd = -1;
 	kid->seen = (struct stub_counters){ 0 };
-	kid->shared = shares_memory(parent->pid, pid);
+	kid->shared = inject_shares_memory(parent->pid, pid);
 	if ((kid->file_fd = fcntl(parent->file_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 		err = -errno;
 		goto fail;
@@ -870,7 +685,7 @@ static bool allocator_mapped(struct inject *in, const struct probe_plan *plan)
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", in->pid);
 	char *maps = read_text_file(path);
-	bool mapped = maps && !stat(p->path, &st) && runtime_addr(maps, st.st_dev, st.st_ino, p->offset - p->delta);
+	bool mapped = maps && !stat(p->path, &st) && maps_exec_addr(maps, st.st_dev, st.st_ino, p->offset - p->delta);
 	free(maps);
 	return mapped;
 }

@@ -112,6 +112,9 @@ int inject_reclaim(struct remote *r, const struct probe_plan *plan);
 int inject_reclaim_held(pid_t pid, const struct probe_plan *plan);
 int inject_reclaim_running(pid_t pid, const struct probe_plan *plan, bool (*traced)(void *arg, pid_t tid), void *arg);
 
+/* Whether two processes share their memory (a vfork child and its parent): kcmp(KCMP_VM). */
+bool inject_shares_memory(pid_t a, pid_t b);
+
 /* The stub's losses, added to the BPF side's counters (read while the process lives, then the last reading). */
 void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
 

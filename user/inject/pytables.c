@@ -31,33 +31,6 @@
 #define JUMPS_OFF 64
 #define JUMP_SIZE 16
 
-static long rsys(struct remote *r, long nr, long a, long b, long c, long d, long e, long f, int *err)
-{
-	long args[6] = { a, b, c, d, e, f }, ret = -ENOSYS;
-
-	*err = remote_syscall(r, nr, args, &ret);
-	if (!*err && ret < 0 && ret > -4096)
-		*err = (int)ret;
-	return ret;
-}
-
-/* Where the process maps the file (dev, ino) at offset off in executable memory: that address, or 0. */
-static uint64_t mapped_at(const char *maps, dev_t dev, ino_t ino, uint64_t off)
-{
-	for (const char *line = maps; line && *line;) {
-		unsigned long lo, hi, moff, inode;
-		unsigned maj, min;
-		char perms[8];
-		const char *nl = strchrnul(line, '\n');
-
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &moff, &maj, &min, &inode) == 7 &&
-		    inode == ino && makedev(maj, min) == dev && perms[2] == 'x' && off >= moff && off < moff + (hi - lo))
-			return lo + (off - moff);
-		line = *nl ? nl + 1 : nl;
-	}
-	return 0;
-}
-
 /* A page of ours already in the process (an earlier heaptrace's): its address, or 0. */
 static uint64_t find_page(struct remote *r, const char *maps)
 {
@@ -75,7 +48,7 @@ static uint64_t map_page(struct remote *r, char *why, size_t len)
 {
 	uint8_t head[JUMPS_OFF] = { 0 };
 	int err;
-	long at = rsys(r, SYS_mmap, 0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &err);
+	long at = remote_call(r, SYS_mmap, 0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &err);
 
 	if (err) {
 		snprintf(why, len, "mmap in the target: %s", strerror(-err));
@@ -85,12 +58,12 @@ static uint64_t map_page(struct remote *r, char *why, size_t len)
 	memcpy(head + NAME_OFF, NAME, sizeof(NAME));
 	if ((err = remote_write(r, at, head, sizeof(head)))) {
 		snprintf(why, len, "cannot write the target's memory at 0x%lx: %s", at, strerror(-err));
-		rsys(r, SYS_munmap, at, PAGE, 0, 0, 0, 0, &err);
+		remote_call(r, SYS_munmap, at, PAGE, 0, 0, 0, 0, &err);
 		return 0;
 	}
 	/* A name for people reading its maps; kernels without CONFIG_ANON_VMA_NAME refuse it, which is harmless. */
-	rsys(r, SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, at, PAGE, at + NAME_OFF, 0, &err);
-	rsys(r, SYS_mprotect, at, PAGE, PROT_READ | PROT_EXEC, 0, 0, 0, &err);
+	remote_call(r, SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, at, PAGE, at + NAME_OFF, 0, &err);
+	remote_call(r, SYS_mprotect, at, PAGE, PROT_READ | PROT_EXEC, 0, 0, 0, &err);
 	if (err) {
 		snprintf(why, len, "mprotect in the target: %s", strerror(-err));
 		return 0;       /* left mapped, writable, unused: it holds no jump */
@@ -117,9 +90,9 @@ static uint64_t jump_to(struct remote *r, uint64_t page, uint64_t func)
 			return at;
 		if (memcmp(have, zero, sizeof(zero)))
 			continue;
-		rsys(r, SYS_mprotect, page, PAGE, PROT_READ | PROT_WRITE, 0, 0, 0, &err);
+		remote_call(r, SYS_mprotect, page, PAGE, PROT_READ | PROT_WRITE, 0, 0, 0, &err);
 		bool ok = !err && !remote_write(r, at, want, sizeof(want));
-		rsys(r, SYS_mprotect, page, PAGE, PROT_READ | PROT_EXEC, 0, 0, 0, &err);
+		remote_call(r, SYS_mprotect, page, PAGE, PROT_READ | PROT_EXEC, 0, 0, 0, &err);
 		return ok && !err ? at : 0;
 	}
 	return 0;
@@ -140,7 +113,7 @@ int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct re
 		struct stat st;
 		uint64_t func, at, now, jump;
 
-		if (!s->inlined || stat(s->path, &st) || !(func = mapped_at(maps, st.st_dev, st.st_ino, s->func_off)))
+		if (!s->inlined || stat(s->path, &st) || !(func = maps_exec_addr(maps, st.st_dev, st.st_ino, s->func_off)))
 			continue;
 		at = s->slot + (func - s->func);
 		if (remote_read(r, at, &now, sizeof(now))) {

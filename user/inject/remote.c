@@ -461,3 +461,13 @@ void remote_free(struct remote *r)
 	free(r->t);
 	memset(r, 0, sizeof(*r));
 }
+
+long remote_call(struct remote *r, long nr, long a, long b, long c, long d, long e, long f, int *err)
+{
+	long args[6] = { a, b, c, d, e, f }, ret = -ENOSYS;
+
+	*err = remote_syscall(r, nr, args, &ret);
+	if (!*err && ret < 0 && ret > -4096)
+		*err = (int)ret;
+	return ret;
+}

@@ -65,6 +65,9 @@ void remote_fill_gadget(struct remote *r, uint8_t *g);
 /* A system call made by the first stopped thread; its result (or -errno) in *ret.  0 or -errno. */
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret);
 
+/* The same with the arguments in line: the call's result; *err 0, or -errno (the call's or the failure's). */
+long remote_call(struct remote *r, long nr, long a, long b, long c, long d, long e, long f, int *err);
+
 int remote_write(struct remote *r, uint64_t addr, const void *buf, size_t len);
 int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
 

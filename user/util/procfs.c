@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <sys/types.h>
 
@@ -161,4 +162,20 @@ void invoking_user(uid_t *uid, gid_t *gid)
 	su = strtoul(u, &e1, 10), sg = strtoul(g, &e2, 10);
 	if (!errno && !*e1 && !*e2 && su < UINT32_MAX && sg < UINT32_MAX)
 		*uid = su, *gid = sg;
+}
+
+uint64_t maps_exec_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off)
+{
+	for (const char *line = maps; line && *line;) {
+		unsigned long lo, hi, moff, inode;
+		unsigned maj, min;
+		char perms[8];
+		const char *nl = strchrnul(line, '\n');
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &moff, &maj, &min, &inode) == 7 &&
+		    inode == ino && makedev(maj, min) == dev && perms[2] == 'x' && off >= moff && off < moff + (hi - lo))
+			return lo + (off - moff);
+		line = *nl ? nl + 1 : nl;
+	}
+	return 0;
 }

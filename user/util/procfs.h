@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* One line of a /proc/PID/maps text. */
@@ -15,6 +16,9 @@ struct map_entry {
 
 /* The next parsable line of maps text at *pos, advancing it; false at the end. */
 bool maps_next(const char **pos, struct map_entry *e);
+
+/* Where maps text maps the file (dev, ino) at offset off in executable memory: that address, or 0. */
+uint64_t maps_exec_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off);
 
 /* Read a whole (proc) file; NULL on error.  The size is not returned: proc files hold no NUL. */
 char *read_text_file(const char *path);

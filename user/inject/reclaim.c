@@ -1,0 +1,182 @@
+/*
+ * No uprobe ever goes on an earlier heaptrace's jump: the kernel would put
+ * its int3 over the jump's first byte and, after the hit, resume inside the
+ * jump's offset (the calloc+3 crash, docs/fast-path.md).  So before a
+ * process gets uprobes on functions a killed session may have redirected
+ * (a -p session without a stub of its own, a stub that failed, a followed
+ * child whose parent has no stub of ours), the file's bytes go back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "inject/inject.h"
+#include "insn/relocate.h"
+#include "probe/plan.h"
+#include "util/elfobj.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+/*
+ * An earlier heaptrace's jump (it was killed before it could restore the
+ * function, or the process was forked from one that still had it): the
+ * jump leads into a stub mapping.
+ */
+static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
+{
+	int32_t rel;
+	struct map_entry e;
+
+	if (code[0] != 0xe9)
+		return false;
+	memcpy(&rel, code + 1, 4);
+	uint64_t to = addr + JMP_REL32_LEN + rel;
+	for (const char *pos = maps; maps_next(&pos, &e);)
+		if (to >= e.lo && to < e.hi)
+			return strstr(e.path, "memfd:heaptrace-stub") != NULL;
+	return false;
+}
+
+/* What an earlier stub's patch covers: its jump, then the int3s it wrote over the rest of what it displaced. */
+static size_t patch_len(const uint8_t *file, const uint8_t *code, size_t n)
+{
+	size_t len = JMP_REL32_LEN;
+
+	while (len < n && code[len] == 0xcc && file[len] != 0xcc)
+		len++;
+	return len;
+}
+
+/*
+ * Each malloc-family function of the plan in pid that jumps into a
+ * heaptrace stub: its file's bytes back when restore is set (every thread
+ * stopped, or the process held before its first instruction).  A uprobe
+ * must never go on such a jump: the kernel writes its int3 over the
+ * jump's first byte (or, past the entry, over its displacement) and, after
+ * the hit, runs the file's instruction out of line and resumes after it,
+ * inside the jump; unregistered, it writes the file's byte back into the
+ * jump.  Either way the next call runs a mix of both (SIGSEGV at
+ * calloc+3 in PostgreSQL's postmaster: a --no-inject heaptrace after one
+ * SIGKILLed while stopping).  Returns how many functions jump (restored or
+ * not), -1 when one could not be restored.
+ */
+static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool restore)
+{
+	char path[64];
+	int found = 0, failed = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
+	char *maps = read_text_file(path);
+	if (!maps)
+		return 0;
+	for (int k = 0; k < plan->n; k++) {
+		const struct probe *p = &plan->probes[k];
+		uint64_t off = p->offset - p->delta, addr = 0;
+		uint8_t file[32], code[32];
+		struct stat st;
+		int fd;
+
+		if (!p->family || (fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		bool ok = !fstat(fd, &st) && pread(fd, file, sizeof(file), off) == sizeof(file) &&
+			  (addr = maps_exec_addr(maps, st.st_dev, st.st_ino, off)) &&
+			  !remote_read(r, addr, code, sizeof(code));
+		close(fd);
+		if (!ok || !memcmp(file, code, JMP_REL32_LEN) || !earlier_stub(maps, addr, code))
+			continue;
+		found++;
+		if (!restore)
+			continue;
+		if (remote_write(r, addr, file, patch_len(file, code, sizeof(code)))) {
+			ht_err("PID %d: %s jumps to an earlier heaptrace's stub and cannot be restored", r->pid, p->func);
+			failed++;
+			continue;
+		}
+		ht_info("fast path: PID %d: %s still jumped to an earlier heaptrace's stub: restored", r->pid, p->func);
+	}
+	free(maps);
+	return failed ? -1 : found;
+}
+
+int inject_reclaim(struct remote *r, const struct probe_plan *plan)
+{
+	return stale_jumps(r, plan, true);
+}
+
+/* The parent of pid, from /proc/PID/stat ("pid (comm) state ppid"; comm may hold anything but the last ')'). */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], *stat, *end;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((stat = read_text_file(path)) && (end = strrchr(stat, ')')))
+		sscanf(end + 1, " %*c %d", &ppid);
+	free(stat);
+	return ppid;
+}
+
+int inject_reclaim_held(pid_t pid, const struct probe_plan *plan)
+{
+	char path[64];
+	struct remote r = { .pid = pid };
+	pid_t parent = parent_of(pid);
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	if ((r.mem_fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
+		return -1;
+	/* Its memory is its parent's (vfork), whose other threads may be running there: not written, only looked at. */
+	bool shared = parent > 0 && inject_shares_memory(parent, pid);
+	rc = stale_jumps(&r, plan, !shared);
+	if (shared && rc > 0) {
+		ht_err("PID %d: shares the memory of PID %d, whose functions jump to an earlier heaptrace's stub: "
+		       "not traced", pid, parent);
+		rc = -1;
+	}
+	close(r.mem_fd);
+	return rc;
+}
+
+int inject_reclaim_running(pid_t pid, const struct probe_plan *plan, bool (*traced)(void *arg, pid_t tid), void *arg)
+{
+	char path[64];
+	struct remote r = { .pid = pid };
+	int rc, err;
+
+	/* Looked at first without stopping anything: nearly always there is nothing to restore. */
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	if ((r.mem_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	rc = stale_jumps(&r, plan, false);
+	close(r.mem_fd);
+	if (rc <= 0)
+		return rc;
+	if ((err = remote_stop(&r, pid, traced, arg))) {
+		ht_err("PID %d: %d functions jump to an earlier heaptrace's stub, and its threads cannot be stopped to "
+		       "restore them (%s)", pid, rc, strerror(-err));
+		remote_resume(&r);
+		remote_free(&r);
+		return -1;
+	}
+	rc = stale_jumps(&r, plan, true);
+	remote_resume(&r);
+	remote_free(&r);
+	return rc;
+}
+
+/* A child of a process with a stub shares its memory (vfork, CLONE_VM): the same stub serves both. */
+bool inject_shares_memory(pid_t a, pid_t b)
+{
+	long same = syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0);
+
+	return same == 0;
+}
