@@ -74,6 +74,7 @@ struct listener {
 	struct http_server *h;
 	struct MHD_Daemon *d;
 	const char *spec;
+	char url[128];                  /* where it serves, said by http_ready (port 0 resolved) */
 	struct unix_socket sock;        /* unix socket: the file, removed at stop if still ours */
 	pthread_mutex_t lock;   /* the connection list, shared by the listener's threads */
 	struct conn *head, *tail;       /* oldest first */
@@ -548,6 +549,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 				  "401 unauthorized: send 'Authorization: Bearer TOKEN' (heaptrace --http-token)\n");
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
+	/*
+	 * Until tracing has begun every page answers 503, the index too: a
+	 * client that waits for the server to answer (a scraper, a script)
+	 * then waits for the tracing, not only for the listener.
+	 */
+	if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE))
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "heaptrace is attaching: try again\n");
 	/* A complete request: its connection is no longer one to drop for a newer one. */
 	conn_busy(l, c, true);
 
@@ -640,8 +648,7 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 		return -1;
 	}
 	if (listen_is_unix(spec)) {
-		ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on %s%s", spec,
-			h->token ? " (token required)" : "");
+		snprintf(l->url, sizeof(l->url), "%s", spec);
 		return 0;
 	}
 	char host[INET_ADDRSTRLEN];
@@ -651,8 +658,7 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 	if (info && info->port)
 		port = info->port;
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-	ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on %s://%s:%lu/%s", tls ? "https" : "http",
-		host, port, h->token ? " (token required)" : "");
+	snprintf(l->url, sizeof(l->url), "%s://%s:%lu/", tls ? "https" : "http", host, port);
 	return 0;
 }
 
@@ -701,6 +707,14 @@ void http_ready(struct http_server *h, const struct profile_source *src)
 	h->src = *src;
 	__atomic_store_n(&h->ready, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&h->qlock);
+	/*
+	 * Said now, not when the listeners were made: whoever waits for this
+	 * line (a script, a scraper's wrapper) may rely on the profiles being
+	 * served, as before the listeners moved ahead of the attach.
+	 */
+	for (int i = 0; i < h->n; i++)
+		ht_info("serving /debug/pprof/heap, /debug/pprof/allocs and /metrics on %s%s", h->l[i].url,
+			h->token ? " (token required)" : "");
 }
 
 void http_stop(struct http_server *h)
