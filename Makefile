@@ -228,7 +228,9 @@ fuzz: deps
 			|| { echo "fuzz: $$t crashed; the input is in tests/fuzz/regressions/$$t/"; exit 1; }; \
 	done
 
-test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_inline $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES))
+# bench/churn too: scenario inject_symkill runs its --pool loop (a --sym allocator that runs for as long as asked).
+test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_inline $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) \
+		$(BUILD)/bench/churn
 
 # check: what needs no root, no BPF, no network and no package beyond the
 # build's (tests/check/run.sh): unit tests, fuzz replays, golden files,

@@ -308,3 +308,55 @@ scenario_inject_footprint() {
 	grep -q '^bye errors=0$' "$TMP/$key.tout" || d+="target: $(tail -2 "$TMP/$key.tout")"$'\n'
 	report "inject_footprint: 30 sampled attaches of -d 0.2: one stub mapping, the same number of mappings, RSS $rss0 -> $rss KiB (after the first: ${rss1:-?}), no block damaged, in $((SECONDS - t0)) s" "$d"
 }
+
+# --sym functions go through the stub too, so a stub session SIGKILLed
+# leaves jumps on them; the next session without a stub of its own
+# (--no-inject) must put the file's bytes back before its uprobes go on
+# (the kernel would put its int3 on the jump: the calloc+3 crash).  Two
+# rounds on bench/churn's pool allocator (pool_alloc/pool_free, register
+# arguments); the old build's target died of SIGSEGV in each.
+scenario_inject_symkill() {
+	local key=symkill round d="" tp hp kid spec=(--no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2')
+	local churn=$ROOT/build/bench/churn
+	if [ ! -x "$churn" ]; then
+		fail "inject_symkill: $churn not built (make test-targets)" ""
+		return
+	fi
+	local tested=0
+	# A round whose attach found a thread inside pool_alloc's first bytes
+	# (a tight loop calls it) leaves it uprobes: nothing to test, another round.
+	for round in 1 2 3 4 5 6; do
+		[ "$tested" -ge 2 ] && break
+		"$churn" --pool --pairs 4000000000 >"$TMP/$key.$round.tout" 2>&1 &
+		tp=$!
+		sleep 0.3
+		ht_bg "$key.$round.a" -v "${spec[@]}" --sample-rate 64K -o /dev/null -p "$tp"
+		hp=$HPID
+		if ! wait_for "$TMP/$key.$round.a.err" 'tracing PID' 20 "$hp"; then
+			d+="round $round: the stub session did not start: $(tail -2 "$TMP/$key.$round.a.err")"$'\n'
+			kill_tree "$hp" "$tp"
+			break
+		fi
+		if grep -q 'fast path: pool_alloc keeps its uprobes' "$TMP/$key.$round.a.err"; then
+			kill_tree "$hp" "$tp"
+			continue
+		fi
+		tested=$((tested + 1))
+		sleep 0.5
+		kid=$(pgrep -P "$hp" | head -1)
+		[ -n "$kid" ] && kill -KILL "$kid"
+		wait "$hp" 2>/dev/null
+		grep -q 'memfd:heaptrace-stub' "/proc/$tp/maps" || d+="round $round: no stub in the target after the kill"$'\n'
+		ht "$key.$round.b" --no-inject "${spec[@]}" -d 1 -o /dev/null -p "$tp"
+		[ "$(cat "$TMP/$key.$round.b.rc")" = 0 ] || d+="round $round: the --no-inject session exited $(cat "$TMP/$key.$round.b.rc"): $(tail -2 "$TMP/$key.$round.b.err")"$'\n'
+		sleep 0.5
+		if kill -0 "$tp" 2>/dev/null; then
+			kill_tree "$tp"
+		else
+			wait "$tp"
+			d+="round $round: the target died after the --no-inject session, status $?"$'\n'
+		fi
+	done
+	[ "$tested" -ge 2 ] || d+="$tested rounds with pool_alloc on the stub in 6, want 2"$'\n'
+	report "inject_symkill: a --sym stub session SIGKILLed, then --no-inject on the same --sym: the target runs on (2 rounds)" "$d"
+}

@@ -161,9 +161,7 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 /* The stub's file in the target (a memfd of its own, closed after mapping) and its data. */
 static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why, size_t len)
 {
-	struct remote_thread *t = &r->t[0];
 	static const char name[16] = "heaptrace-stub";
-	uint8_t saved[16];
 	char path[64];
 	int err;
 
@@ -181,14 +179,19 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 		return -1;
 	}
 	r->gadget = in->base + GADGET_OFF;
-	/* memfd_create's name, briefly on the stopped thread's stack, then the stack as it was. */
-	if ((err = remote_read(r, t->regs.rsp, saved, sizeof(saved))) || (err = remote_write(r, t->regs.rsp, name, 16))) {
+	/*
+	 * memfd_create's name, in the reservation beside the gadget: not on
+	 * the thread's stack, where a SIGKILL of heaptrace during the call
+	 * would leave it over the thread's own data.
+	 */
+	uint64_t name_at = in->base + GADGET_OFF + REMOTE_GADGET_SIZE;
+	_Static_assert(REMOTE_GADGET_SIZE + sizeof(name) <= 0x1000, "the name does not fit beside the gadget");
+	if ((err = remote_write(r, name_at, name, sizeof(name)))) {
 		snprintf(why, len, "cannot write the target's memory: %s", strerror(-err));
 		return -1;
 	}
-	long fd = remote_call(r, SYS_memfd_create, (long)t->regs.rsp, MFD_CLOEXEC, 0, 0, 0, 0, &err);
+	long fd = remote_call(r, SYS_memfd_create, (long)name_at, MFD_CLOEXEC, 0, 0, 0, 0, &err);
 	inject_phase("memfd");
-	remote_write(r, t->regs.rsp, saved, sizeof(saved));
 	if (err) {
 		snprintf(why, len, "memfd_create in the target: %s", strerror(-err));
 		return -1;

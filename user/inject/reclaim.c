@@ -45,19 +45,25 @@ static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
 	return false;
 }
 
-/* What an earlier stub's patch covers: its jump, then the int3s it wrote over the rest of what it displaced. */
+/*
+ * What an earlier stub's patch covers: its jump, then the int3s it wrote
+ * over the rest of what it displaced.  A displaced byte that is 0xcc in
+ * the file too (an immediate, a displacement) does not end it: the scan
+ * goes on over bytes that are the file's, to the last int3 of the patch.
+ */
 static size_t patch_len(const uint8_t *file, const uint8_t *code, size_t n)
 {
 	size_t len = JMP_REL32_LEN;
 
-	while (len < n && code[len] == 0xcc && file[len] != 0xcc)
-		len++;
+	for (size_t i = JMP_REL32_LEN; i < n && (code[i] == 0xcc || code[i] == file[i]); i++)
+		if (code[i] != file[i])
+			len = i + 1;
 	return len;
 }
 
 /*
- * Each malloc-family function of the plan in pid that jumps into a
- * heaptrace stub: its file's bytes back when restore is set (every thread
+ * Each function of the plan in pid that jumps into a heaptrace stub (the
+ * malloc family, and --sym functions, which go through the stub too): its file's bytes back when restore is set (every thread
  * stopped, or the process held before its first instruction).  A uprobe
  * must never go on such a jump: the kernel writes its int3 over the
  * jump's first byte (or, past the entry, over its displacement) and, after
@@ -84,7 +90,7 @@ static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool res
 		struct stat st;
 		int fd;
 
-		if (!p->family || (fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
+		if ((fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
 			continue;
 		bool ok = !fstat(fd, &st) && pread(fd, file, sizeof(file), off) == sizeof(file) &&
 			  (addr = maps_exec_addr(maps, st.st_dev, st.st_ino, off)) &&
