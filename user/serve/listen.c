@@ -69,10 +69,21 @@ int listen_unix(struct unix_socket *u, const char *path)
 			ht_err("--http unix:%s: the path exists and is not a socket: not replacing it", path);
 			return -1;
 		}
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int live = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)), err = errno;
-		if (fd >= 0)
-			close(fd);
+		/*
+		 * A server that answers may be one that is going away: a heaptrace
+		 * just killed keeps listening until its exit closes its files,
+		 * which waits for its threads and its probes.  So it has 2 s to go.
+		 */
+		int live = 1, err = 0;
+		for (int tries = 0; live && tries < 40; tries++) {
+			if (tries)
+				usleep(50000);
+			fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			live = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+			err = errno;
+			if (fd >= 0)
+				close(fd);
+		}
 		if (live) {
 			ht_err("--http unix:%s: another server is listening on it", path);
 			return -1;
