@@ -368,15 +368,14 @@ static uint32_t pow2_at_least(uint64_t v)
 
 int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan, struct tracer *tr)
 {
-	char path[64], why[200] = "";
+	char why[200] = "";
 	uint64_t lo = UINT64_MAX, hi = 0;
 	uint8_t *img = NULL;
 	int good = 0;
 
 	in->done = true;
 	inject_phase("stopped");
-	snprintf(path, sizeof(path), "/proc/%d/maps", in->pid);
-	char *maps = read_text_file(path);
+	char *maps = proc_maps(in->pid);
 	/* An earlier heaptrace's jumps go first, whether or not this one installs: uprobes must not go on them. */
 	if (inject_reclaim(r, plan) < 0) {
 		snprintf(why, sizeof(why), "an earlier heaptrace's jump could not be taken out");
@@ -642,8 +641,7 @@ static uint64_t loader_base(pid_t pid, char *path, size_t len)
 	close(fd);
 	if (!base)
 		return 0;
-	snprintf(file, sizeof(file), "/proc/%d/maps", pid);
-	char *maps = read_text_file(file);
+	char *maps = proc_maps(pid);
 	struct map_entry e;
 	path[0] = '\0';
 	for (const char *pos = maps; maps && maps_next(&pos, &e);)
@@ -682,12 +680,10 @@ int inject_arm(struct inject *in, struct remote *r)
 /* Is the allocator mapped yet (the first function's object)? */
 static bool allocator_mapped(struct inject *in, const struct probe_plan *plan)
 {
-	char path[64];
 	struct stat st;
 	const struct probe *p = &plan->probes[in->fns[0].probe];
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", in->pid);
-	char *maps = read_text_file(path);
+	char *maps = proc_maps(in->pid);
 	bool mapped = maps && !stat(p->path, &st) && maps_exec_addr(maps, st.st_dev, st.st_ino, p->offset - p->delta);
 	free(maps);
 	return mapped;

@@ -100,12 +100,11 @@ static uint64_t jump_to(struct remote *r, uint64_t page, uint64_t func)
 
 int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct remote *r)
 {
-	char path[64], why[200] = "";
+	char why[200] = "";
 	uint64_t page = 0;
 	int done = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
-	char *maps = read_text_file(path);
+	char *maps = proc_maps(r->pid);
 	if (!maps)
 		return 0;
 	for (int i = 0; i < t->n; i++) {

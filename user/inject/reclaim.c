@@ -76,11 +76,9 @@ static size_t patch_len(const uint8_t *file, const uint8_t *code, size_t n)
  */
 static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool restore)
 {
-	char path[64];
 	int found = 0, failed = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
-	char *maps = read_text_file(path);
+	char *maps = proc_maps(r->pid);
 	if (!maps)
 		return 0;
 	for (int k = 0; k < plan->n; k++) {

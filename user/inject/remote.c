@@ -244,12 +244,10 @@ int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
 /* A `syscall` instruction: the vDSO's fallbacks have some, and every process maps the vDSO. */
 static int find_syscall(struct remote *r)
 {
-	char path[64];
 	struct map_entry e;
 	uint8_t buf[65536];
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
-	char *maps = read_text_file(path);
+	char *maps = proc_maps(r->pid);
 	if (!maps)
 		return -errno;
 	for (const char *pos = maps; maps_next(&pos, &e) && !r->syscall_insn;) {

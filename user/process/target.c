@@ -31,11 +31,9 @@ char *target_maps_copy(struct target *t)
 
 char *target_maps_now(struct target *t)
 {
-	char path[64];
 	char *m;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
-	m = read_text_file(path);
+	m = proc_maps(t->pid);
 	if (m && *m)
 		return m;
 	free(m);
@@ -44,11 +42,9 @@ char *target_maps_now(struct target *t)
 
 void target_refresh_maps(struct target *t)
 {
-	char path[64];
 	char *m;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
-	m = read_text_file(path);
+	m = proc_maps(t->pid);
 	/* A process that is exiting or gone reads as empty: keep what we had. */
 	if (!m || !*m) {
 		free(m);

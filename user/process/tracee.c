@@ -87,10 +87,8 @@ static struct tracee_child *add_kid(struct tracee *f, pid_t pid, pid_t parent)
 
 static void refresh_kid_maps(struct tracee *f, struct tracee_child *k)
 {
-	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", k->pid);
-	char *m = read_text_file(path);
+	char *m = proc_maps(k->pid);
 	if (m && *m) {
 		pthread_mutex_lock(&f->lock);
 		free(k->maps);

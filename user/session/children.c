@@ -188,9 +188,8 @@ int session_tree_of(void *arg, struct tree_proc **out, size_t *n)
 		return -1;
 	}
 	for (size_t i = 0; i < k; i++) {
-		char path[64], *m;
-		snprintf(path, sizeof(path), "/proc/%d/maps", v[i].pid);
-		if (live[i] && (m = read_text_file(path)) && *m) {
+		char *m;
+		if (live[i] && (m = proc_maps(v[i].pid)) && *m) {
 			free(v[i].maps);
 			v[i].maps = m;
 		} else if (live[i]) {

@@ -179,3 +179,11 @@ uint64_t maps_exec_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off)
 	}
 	return 0;
 }
+
+char *proc_maps(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	return read_text_file(path);
+}

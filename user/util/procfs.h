@@ -20,6 +20,9 @@ bool maps_next(const char **pos, struct map_entry *e);
 /* Where maps text maps the file (dev, ino) at offset off in executable memory: that address, or 0. */
 uint64_t maps_exec_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off);
 
+/* /proc/PID/maps, whole; NULL on error ("" for a process that is exiting or gone). */
+char *proc_maps(pid_t pid);
+
 /* Read a whole (proc) file; NULL on error.  The size is not returned: proc files hold no NUL. */
 char *read_text_file(const char *path);
 
