@@ -315,9 +315,16 @@ static void leave(__u64 tp, __u64 sp)
 
 	for (__u32 i = 0; i < STUB_PROBES; i++) {
 		struct stub_depth *d = &stub_data.depth[(h + i) % STUB_DEPTH_SLOTS];
+		__u64 at = sp;
+		/*
+		 * By compare-and-swap, as nested() takes a stale slot: a signal
+		 * handler of this thread running on an alternate stack (above sp)
+		 * may take this very slot between a check and a store here, and
+		 * the count must go down once, and the slot not be freed again
+		 * after another thread has claimed it.
+		 */
 		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) == tp &&
-		    __atomic_load_n(&d->sp, __ATOMIC_RELAXED) == sp) {
-			__atomic_store_n(&d->sp, 0, __ATOMIC_RELAXED);
+		    __atomic_compare_exchange_n(&d->sp, &at, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&d->thread, 0, __ATOMIC_RELEASE);
 			__atomic_sub_fetch(&stub_data.active, 1, __ATOMIC_RELAXED);
 			return;

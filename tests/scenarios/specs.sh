@@ -242,6 +242,10 @@ scenario_specmem() {
 	ht pgm_nosym --no-libc --sym 'pal:arena=*NoSuchGlobal' -- "$TB/t_pgctx"
 	report "specmem: *NoSuchGlobal -> exit 2, one line naming it" \
 		"$(err_diag pgm_nosym 2 'no variable NoSuchGlobal')"
+	# The stub reads a global itself: an offset past the object's segments would fault in the target.
+	ht pgm_farglobal --no-libc --sym 'pal:arena=*(CurrentMemoryContext+0x40000000)' -- "$TB/t_pgctx"
+	report "specmem: *(CurrentMemoryContext+1G) -> exit 2, one line: outside the loaded segments" \
+		"$(err_diag pgm_farglobal 2 'lies outside')"
 	ht pgm_bare --no-libc --sym 'repal:size=arg2,arena=*arg1' -- "$TB/t_pgctx"
 	report "specmem: *arg1 -> exit 2, one line: write *(arg1)" "$(err_diag pgm_bare 2 'write *(arg1)')"
 	ht pgm_freeret --no-libc --free-sym 'pf:ptr=*(ret-8)' -- "$TB/t_pgctx"

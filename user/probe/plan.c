@@ -354,6 +354,18 @@ static int resolve_globals(const struct sym_spec *s, const char *option, struct 
 			       "the same object)", option, s->name, s->mem_sym[k], o->path);
 			return -1;
 		}
+		/*
+		 * The stub reads the word itself, not through a probe read that
+		 * fails softly: a read outside the object's loaded segments would
+		 * fault in the target.  Such an offset is a mistake: say it now.
+		 */
+		if (!elfobj_readable(o, va + spec->mem[k].offset, 8)) {
+			int64_t off = spec->mem[k].offset;
+			ht_err("--%s %s: *(%s%c0x%llx) lies outside the loaded segments of %s (a read of memory at "
+			       "the entry must be within the variable's object)", option, s->name, s->mem_sym[k],
+			       off < 0 ? '-' : '+', (unsigned long long)(off < 0 ? -off : off), o->path);
+			return -1;
+		}
 		spec->mem[k].offset += va;
 	}
 	return 0;
