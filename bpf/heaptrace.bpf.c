@@ -290,7 +290,7 @@ static long drop_level(__u32 level, struct exec_ctx *x)
  * without a free.  Release them all, so the new program starts from zero
  * in use (its allocations are traced if it uses the same allocator object).
  */
-SEC("tracepoint/sched/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int process_exec(void *ctx)
 {
 	int proc = proc_slot();
@@ -344,7 +344,7 @@ int process_fork(__u64 *ctx)
  * (free_entry()) were the allocator emptying its cache, if it is a worker
  * thread; the main thread's are unmatched_frees.
  */
-SEC("tracepoint/sched/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int thread_exit(void *ctx)
 {
 	int proc = proc_slot();

@@ -124,6 +124,30 @@ enum live_put_result {
 };
 
 /*
+ * After a put at level: levels after the one that took it were not
+ * searched, and an older copy of the address there is stale.  A function
+ * of its own, checked once for any level: inlined, each level the put's
+ * first loop could end at was a walk of this loop for the verifier.
+ */
+__noinline int live_drop_other(__u64 key, __u32 level, struct ht_block *stale)
+{
+	__u32 top = live_top;
+
+	if (!stale)
+		return LIVE_ADDED;
+	for (__u32 l = 0; l < HT_LIVE_LEVELS && l <= top; l++) {
+		void *o = l == level ? NULL : live_level(l);
+		struct ht_block *old = o ? bpf_map_lookup_elem(o, &key) : NULL;
+
+		if (old) {
+			*stale = *old;
+			return live_delete_in(o, &key) ? LIVE_ADDED : LIVE_REPLACED;
+		}
+	}
+	return LIVE_ADDED;
+}
+
+/*
  * A new block at key, into the newest level with room (an older one when it
  * is full: live_map_full counts only blocks no level had room for).  The
  * address may be live already (its free went unseen, or its arena was
@@ -159,17 +183,7 @@ __noinline int live_put(__u64 key, struct ht_block *b, struct ht_block *stale)
 	__u64 n = __sync_fetch_and_add(&live_count, 1) + 1;
 	if (n == live_grow_at)
 		bpf_ringbuf_output(&live_grow, &n, sizeof(n), 0);
-	/* Levels after the one that took it were not searched: an older copy of the address is stale. */
-	for (__u32 l = 0; l < HT_LIVE_LEVELS && l <= top; l++) {
-		void *o = l == level ? NULL : live_level(l);
-		struct ht_block *old = o ? bpf_map_lookup_elem(o, &key) : NULL;
-
-		if (old) {
-			*stale = *old;
-			return live_delete_in(o, &key) ? LIVE_ADDED : LIVE_REPLACED;
-		}
-	}
-	return LIVE_ADDED;
+	return live_drop_other(key, level, stale);
 }
 
 #endif /* HT_LIVE_BPF_H */

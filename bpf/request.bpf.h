@@ -71,30 +71,45 @@ static __always_inline __u64 read_at_return(__u64 at)
 	return v;
 }
 
-/* A spec's sum of products, over saved arguments and the return value. */
-static __always_inline __u64 eval(const volatile struct ht_expr *e, const __u64 *args, __u64 ret)
+/* The saved arguments as one object, so that a global function can take them. */
+struct ht_argv {
+	__u64 v[HT_ARG_SLOTS];
+};
+
+/*
+ * A spec's sum of products, over saved arguments and the return value.
+ * A global function: the verifier checks it once, not at each of the
+ * seven places that evaluate an expression, in each program (its nested
+ * loops over terms and factors were half of all it walked, and most of
+ * the start-up's load time).  So its pointers may be NULL to it.
+ */
+__noinline __u64 ht_eval(const struct ht_expr *e, const struct ht_argv *a, __u64 ret)
 {
 	__u64 sum = 0;
 
+	if (!e || !a)
+		return 0;
 	for (int i = 0; i < HT_EXPR_TERMS; i++) {
 		if (i >= e->n)
 			break;
 		__u64 prod = 1;
 		for (int j = 0; j < HT_EXPR_FACTORS; j++) {
-			const volatile struct ht_factor *f = &e->t[i].f[j];
+			const struct ht_factor *f = &e->t[i].f[j];
 
 			if (j >= e->t[i].n)
 				break;
 			prod *= f->kind == HT_FACTOR_CONST   ? f->value :
 				f->kind == HT_FACTOR_RET     ? ret :
-				f->kind == HT_FACTOR_MEM     ? args[8 + (f->value & 3)] :
+				f->kind == HT_FACTOR_MEM     ? a->v[8 + (f->value & 3)] :
 				f->kind == HT_FACTOR_MEM_RET ? read_at_return(ret + f->value) :
-							       args[f->value & 7];
+							       a->v[f->value & 7];
 		}
 		sum += prod;
 	}
 	return sum;
 }
+
+#define eval(e, args, ret) ht_eval((const struct ht_expr *)(e), (const struct ht_argv *)(args), (ret))
 
 /* The request's size in bytes, as the allocator rounds it (pvalloc). */
 static __always_inline __u64 request_size(const volatile struct ht_alloc_spec *spec, const __u64 *args, __u64 ret)
