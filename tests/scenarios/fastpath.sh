@@ -360,3 +360,36 @@ scenario_inject_symkill() {
 	[ "$tested" -ge 2 ] || d+="$tested rounds with pool_alloc on the stub in 6, want 2"$'\n'
 	report "inject_symkill: a --sym stub session SIGKILLed, then --no-inject on the same --sym: the target runs on (2 rounds)" "$d"
 }
+
+# The first remote call of an installation runs from libc's own `syscall;
+# ret` over a signal frame of the thread's registers (user/inject/sigframe.c):
+# heaptrace SIGKILLed inside it, the thread gives itself back its registers,
+# vector registers (ymm upper halves), MXCSR and signal mask included.
+# t_fpu's main thread (the one borrowed) holds all of them in a spin loop
+# and checks them each round; the old way, the thread resumed in libc with
+# borrowed registers and died of SIGSEGV.
+scenario_inject_fpu() {
+	local key=fpu d="" i rc
+	rm -f "$TMP/$key.fifo" && mkfifo "$TMP/$key.fifo"
+	"$TB/t_fpu" "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
+	local tp=$!
+	if ! wait_for "$TMP/$key.tout" '^ready' 10 "$tp"; then
+		fail "inject_fpu: t_fpu did not start" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tp"
+		return
+	fi
+	for i in 1 2 3 4; do
+		HEAPTRACE_KILL_AT=syscall:1 timeout -k 5 60 "$HT" -d 0.1 -o /dev/null -p "$tp" >/dev/null 2>"$TMP/$key.$i.err"
+		rc=$?
+		[ "$rc" = 137 ] || d+="kill $i: heaptrace exited $rc, not killed at syscall:1: $(tail -1 "$TMP/$key.$i.err")"$'\n'
+		kill -0 "$tp" 2>/dev/null || { d+="kill $i: the target died"$'\n'; break; }
+	done
+	ht "$key.after" -d 0.2 -o /dev/null -p "$tp"
+	[ "$(cat "$TMP/$key.after.rc")" = 0 ] || d+="the next session exited $(cat "$TMP/$key.after.rc"): $(tail -2 "$TMP/$key.after.err")"$'\n'
+	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	wait "$tp"
+	rc=$?
+	grep -q '^bye rounds=[1-9][0-9]* errors=0$' "$TMP/$key.tout" && [ "$rc" = 0 ] ||
+		d+="target: status $rc, says: $(tr '\n' ' ' <"$TMP/$key.tout")"$'\n'
+	report "inject_fpu: 4 SIGKILLs inside the first remote call: the borrowed thread keeps its vector registers, MXCSR and signal mask" "$d"
+}

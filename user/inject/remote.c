@@ -12,6 +12,7 @@
 
 #include "inject/phase.h"
 #include "inject/remote.h"
+#include "inject/sigframe.h"
 #include "util/array.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -365,6 +366,26 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 
 	struct user_regs_struct regs = t->regs;
 	regs.rip = r->syscall_insn;
+	if (!r->gadget && !r->frame_looked) {
+		struct sigframe_gadgets g;
+		r->frame_looked = true;
+		if (!sigframe_find(r->pid, r->mem_fd, &g)) {
+			r->frame_syscall = g.syscall_ret;
+			r->frame_restorer = g.restorer;
+		} else {
+			ht_info("PID %d: no `syscall; ret` and signal restorer in its libc: the first remote call "
+				"has no signal frame under it", r->pid);
+		}
+	}
+	if (!r->gadget && r->frame_syscall) {
+		struct sigframe_gadgets g = { r->frame_syscall, r->frame_restorer };
+		uint64_t sp;
+		/* A stack with no room below it (the frame did not fit) makes the call as before. */
+		if (!sigframe_push(r->mem_fd, t->tid, &t->regs, &g, &sp)) {
+			regs.rip = r->frame_syscall;
+			regs.rsp = sp;
+		}
+	}
 	if (r->gadget) {
 		uint8_t g[REMOTE_GADGET_SIZE];
 		fill_gadget(g, &t->regs);

@@ -29,6 +29,9 @@ struct remote {
 	size_t n, cap;
 	uint64_t syscall_insn;          /* the address of a `syscall` instruction in the target */
 	uint64_t gadget;                /* REMOTE_GADGET_SIZE bytes of ours to make system calls from; 0: none yet */
+	uint64_t frame_syscall;         /* before the gadget: `syscall; ret` in libc, a signal frame under it */
+	uint64_t frame_restorer;        /* libc's rt_sigreturn restorer (inject/sigframe.h) */
+	bool frame_looked;
 	int exit_status;                /* the process ended while being stopped: its wait status */
 	bool exited;
 };

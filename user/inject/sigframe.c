@@ -1,0 +1,177 @@
+/*
+ * The first remote system call of an installation runs before any memory
+ * of ours exists in the target, so from a `syscall` of the process's own
+ * code, with borrowed registers.  A heaptrace killed there cannot give them
+ * back, and the kernel resumes the thread with them.  So the call is made
+ * from a `syscall; ret` of libc, with the stack pointer on a signal frame
+ * that holds the thread's own registers, signal mask and FPU state, and a
+ * return address at libc's signal restorer: left alone, the thread makes
+ * the call, returns into rt_sigreturn, and the kernel puts everything back
+ * as after any signal handler.  heaptrace, alive, reads the result at the
+ * call's exit stop and sets the registers back itself; the frame is left
+ * below the thread's stack pointer (and red zone), unused.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "inject/sigframe.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+#ifndef NT_X86_XSTATE
+#define NT_X86_XSTATE 0x202
+#endif
+
+#ifndef FP_XSTATE_MAGIC1
+#define FP_XSTATE_MAGIC1 0x46505853u
+#define FP_XSTATE_MAGIC2 0x46505845u
+#endif
+#define SW_RESERVED_AT 464          /* struct _fpx_sw_bytes in the fxsave area */
+#define XSTATE_MAX 16384
+
+/* The kernel's x86-64 struct sigcontext (uapi asm/sigcontext.h), by fields. */
+struct k_sigcontext {
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2;
+	uint64_t fpstate;
+	uint64_t reserved1[8];
+};
+
+/* struct rt_sigframe as rt_sigreturn reads it: at the stack pointer less 8. */
+struct k_rt_sigframe {
+	uint64_t pretcode;              /* popped by the `ret`: the restorer */
+	uint64_t uc_flags;
+	uint64_t uc_link;
+	uint64_t ss_sp;
+	int32_t ss_flags, pad;
+	uint64_t ss_size;
+	struct k_sigcontext uc_mcontext;
+	uint64_t uc_sigmask;
+	uint8_t info[128];              /* siginfo: not read back */
+};
+
+_Static_assert(sizeof(struct k_sigcontext) == 256, "struct sigcontext");
+_Static_assert(__builtin_offsetof(struct k_rt_sigframe, uc_mcontext) == 48 &&
+	       __builtin_offsetof(struct k_rt_sigframe, uc_sigmask) == 304, "struct rt_sigframe");
+
+#define UC_SIGCONTEXT_SS 0x2
+#define UC_STRICT_RESTORE_SS 0x4
+
+static const uint8_t restorer_code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 }; /* mov $15,%rax; syscall */
+static const uint8_t syscall_ret_code[] = { 0x0f, 0x05, 0xc3 };                                  /* syscall; ret */
+
+static uint64_t find_in(const uint8_t *buf, size_t len, uint64_t at, const uint8_t *code, size_t n)
+{
+	for (size_t i = 0; i + n <= len; i++)
+		if (!memcmp(buf + i, code, n))
+			return at + i;
+	return 0;
+}
+
+static int mem_read(int fd, uint64_t addr, void *buf, size_t len)
+{
+	return pread(fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+}
+
+static int mem_write(int fd, uint64_t addr, const void *buf, size_t len)
+{
+	ssize_t n = pwrite(fd, buf, len, (off_t)addr);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+int sigframe_find(pid_t pid, int mem_fd, struct sigframe_gadgets *g)
+{
+	struct map_entry e;
+	static uint8_t buf[65536];
+
+	memset(g, 0, sizeof(*g));
+	char *maps = proc_maps(pid);
+	if (!maps)
+		return -errno;
+	for (const char *pos = maps; maps_next(&pos, &e) && (!g->restorer || !g->syscall_ret);) {
+		if (e.perms[2] != 'x' || !strstr(e.path, "libc.so"))
+			continue;
+		/* Windows that overlap by a pattern's length less one, so none is split. */
+		for (uint64_t at = e.lo; at < e.hi && (!g->restorer || !g->syscall_ret); at += sizeof(buf) - 16) {
+			size_t len = e.hi - at < sizeof(buf) ? e.hi - at : sizeof(buf);
+			if (mem_read(mem_fd, at, buf, len))
+				break;
+			if (!g->restorer)
+				g->restorer = find_in(buf, len, at, restorer_code, sizeof(restorer_code));
+			if (!g->syscall_ret)
+				g->syscall_ret = find_in(buf, len, at, syscall_ret_code, sizeof(syscall_ret_code));
+			if (len < sizeof(buf))
+				break;
+		}
+	}
+	free(maps);
+	return g->restorer && g->syscall_ret ? 0 : -ENOENT;
+}
+
+int sigframe_push(int mem_fd, pid_t tid, const struct user_regs_struct *regs, const struct sigframe_gadgets *g,
+		  uint64_t *sp)
+{
+	static uint8_t xs[XSTATE_MAX + 64];
+	struct iovec iov = { xs, XSTATE_MAX };
+	uint64_t mask = 0;
+	uint32_t xsize = 512;
+	int err;
+
+	if (ptrace(PTRACE_GETSIGMASK, tid, sizeof(mask), &mask))
+		return -errno;
+	if (ptrace(PTRACE_GETREGSET, tid, NT_X86_XSTATE, &iov)) {
+		/* No XSAVE: the legacy area, which the kernel restores as such (no magic). */
+		iov.iov_len = 512;
+		if (ptrace(PTRACE_GETFPREGS, tid, 0, xs))
+			return -errno;
+	} else {
+		/*
+		 * ptrace gives the XSAVE image with the enabled-feature mask (XCR0)
+		 * where a signal frame has its software bytes: those made here as
+		 * the kernel makes them for a handler, so that rt_sigreturn restores
+		 * every component (without them it takes the legacy area only, and
+		 * the upper halves of the vector registers would be lost).
+		 */
+		uint64_t xcr0;
+		uint32_t sw[12] = { FP_XSTATE_MAGIC1, (uint32_t)iov.iov_len + 4 };
+		memcpy(&xcr0, xs + SW_RESERVED_AT, 8);
+		memcpy(&sw[2], &xcr0, 8);
+		sw[4] = (uint32_t)iov.iov_len;
+		memcpy(xs + SW_RESERVED_AT, sw, sizeof(sw));
+		xsize = (uint32_t)iov.iov_len;
+	}
+	uint32_t magic2 = FP_XSTATE_MAGIC2;
+	memcpy(xs + xsize, &magic2, 4);
+
+	/* Below the red zone: the FPU state (XRSTOR wants 64-byte alignment), the frame below it. */
+	uint64_t fp = (regs->rsp - 128 - (xsize + 4)) & ~63ull;
+	uint64_t at = (fp - sizeof(struct k_rt_sigframe)) & ~15ull;
+	struct k_rt_sigframe f;
+	memset(&f, 0, sizeof(f));
+	f.pretcode = g->restorer;
+	f.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	/* Not a valid mode: sigaltstack() fails on it and rt_sigreturn leaves the thread's own be. */
+	f.ss_flags = 3;
+	struct k_sigcontext *c = &f.uc_mcontext;
+	c->r8 = regs->r8, c->r9 = regs->r9, c->r10 = regs->r10, c->r11 = regs->r11;
+	c->r12 = regs->r12, c->r13 = regs->r13, c->r14 = regs->r14, c->r15 = regs->r15;
+	c->rdi = regs->rdi, c->rsi = regs->rsi, c->rbp = regs->rbp, c->rbx = regs->rbx;
+	c->rdx = regs->rdx, c->rax = regs->rax, c->rcx = regs->rcx, c->rsp = regs->rsp;
+	c->rip = regs->rip, c->eflags = regs->eflags;
+	c->cs = regs->cs, c->ss = regs->ss;
+	c->fpstate = fp;
+	f.uc_sigmask = mask;
+	if ((err = mem_write(mem_fd, fp, xs, xsize + 4)) || (err = mem_write(mem_fd, at, &f, sizeof(f))))
+		return err;
+	*sp = at;
+	return 0;
+}
