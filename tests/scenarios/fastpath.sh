@@ -393,3 +393,55 @@ scenario_inject_fpu() {
 		d+="target: status $rc, says: $(tr '\n' ' ' <"$TMP/$key.tout")"$'\n'
 	report "inject_fpu: 4 SIGKILLs inside the first remote call: the borrowed thread keeps its vector registers, MXCSR and signal mask" "$d"
 }
+
+# Another tool's uprobe on a function the stub took (bpftrace on malloc and
+# free, while heaptrace runs and after it was SIGKILLed with its jumps left):
+# the jump comes after the first instruction where a pre-stub can undo it,
+# so the kernel's breakpoint at the entry runs the file's first instruction
+# and resumes on the jump.  Before, the target died of SIGTRAP or SIGSEGV
+# (the kernel resumed inside the jump).  bpftrace must count calls, and the
+# self-checking target must end with every block intact.
+scenario_inject_othertool() {
+	local key=othertool d="" libc rc n
+	libc=$(awk '$NF ~ /\/libc\.so\.6$/ { print $NF; exit }' /proc/self/maps)
+	rm -f "$TMP/$key.fifo" && mkfifo "$TMP/$key.fifo"
+	"$TB/t_inject" churn "$TMP/$key.fifo" 4 >"$TMP/$key.tout" 2>&1 &
+	local tp=$!
+	if ! wait_for "$TMP/$key.tout" '^ready' 10 "$tp"; then
+		fail "inject_othertool: t_inject did not start" "$(cat "$TMP/$key.tout")"
+		kill_tree "$tp"
+		return
+	fi
+	local bt="uprobe:$libc:malloc { @m = count(); } uprobe:$libc:free { @f = count(); } interval:s:1 { exit(); }"
+	ht_bg "$key.a" -v -d 30 -o /dev/null -p "$tp"
+	local hp=$HPID
+	if ! wait_for "$TMP/$key.a.err" 'tracing PID' 20 "$hp"; then
+		fail "inject_othertool: heaptrace did not start" "$(tail -3 "$TMP/$key.a.err")"
+		kill_tree "$hp" "$tp"
+		return
+	fi
+	grep -qE 'probe malloc .*the jump at \+[1-9]' "$TMP/$key.a.err" ||
+		d+="malloc's jump is not after its first instruction: $(grep 'probe malloc' "$TMP/$key.a.err")"$'\n'
+	for round in during killed; do
+		timeout -k 5 30 bpftrace -e "$bt" >"$TMP/$key.$round.bt" 2>&1
+		rc=$?
+		n=$(awk '/^@m:/ { print $2 }' "$TMP/$key.$round.bt")
+		[ "$rc" = 0 ] && [ "${n:-0}" -gt 0 ] || d+="$round: bpftrace exited $rc, counted '${n}' mallocs: $(tail -2 "$TMP/$key.$round.bt")"$'\n'
+		kill -0 "$tp" 2>/dev/null || { d+="$round: the target died"$'\n'; break; }
+		if [ "$round" = during ]; then
+			# HPID is timeout's: heaptrace is its child.
+			kill -KILL "$(pgrep -P "$hp" | head -1)" 2>/dev/null
+			wait "$hp" 2>/dev/null
+			grep -q 'memfd:heaptrace-stub' "/proc/$tp/maps" || d+="no stub left after the SIGKILL"$'\n'
+		fi
+	done
+	if kill -0 "$tp" 2>/dev/null; then
+		ht "$key.b" -d 0.5 -o /dev/null -p "$tp"
+		[ "$(cat "$TMP/$key.b.rc")" = 0 ] || d+="the next session exited $(cat "$TMP/$key.b.rc"): $(tail -2 "$TMP/$key.b.err")"$'\n'
+		timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	fi
+	wait "$tp"
+	rc=$?
+	grep -q '^bye errors=0$' "$TMP/$key.tout" && [ "$rc" = 0 ] || d+="target: status $rc, says: $(tr '\n' ' ' <"$TMP/$key.tout")"$'\n'
+	report "inject_othertool: bpftrace on malloc/free beside the stub and after heaptrace's SIGKILL: it counts, the target runs on intact" "$d"
+}

@@ -81,12 +81,18 @@ static const char *state(const void *fn)
 
 	if (p[0] == 0xcc)
 		return "int3";
-	if (p[0] == 0xe9) {
+	/* The jump: at the entry, or after a first instruction of at most 4 bytes that the stub undoes. */
+	for (int k = 0; k <= 4; k++) {
+		if (p[k] != 0xe9)
+			continue;
 		int32_t rel;
-		memcpy(&rel, p + 1, 4);
-		uintptr_t to = (uintptr_t)p + 5 + rel;
-		if (mapping_of(to, &lo, &off, path, sizeof(path)) || !strstr(path, "heaptrace-stub"))
-			return "jump";
+		memcpy(&rel, p + k + 1, 4);
+		uintptr_t to = (uintptr_t)p + k + 5 + rel;
+		if (mapping_of(to, &lo, &off, path, sizeof(path)) || !strstr(path, "heaptrace-stub")) {
+			if (!k)
+				return "jump";
+			continue;
+		}
 		return *(volatile uint32_t *)(lo + STUB_DATA_OFF) ? "stub-on" : "stub-off";
 	}
 	if (mapping_of((uintptr_t)p, &lo, &off, path, sizeof(path)))

@@ -76,9 +76,18 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 			continue;
 		}
 		p->stub = true;
-		in->fns[in->n++] = (struct inject_fn){ .probe = k, .len = p->stub_len };
+		in->fns[in->n++] = (struct inject_fn){ .probe = k, .len = p->stub_len, .skip = p->stub_skip };
 	}
 	return in->n;
+}
+
+/*
+ * The file's bytes back where the jump was, only there: a breakpoint that
+ * another tool put on the entry meanwhile stays its own.
+ */
+static int restore_fn(struct remote *r, const struct inject_fn *f)
+{
+	return remote_write(r, f->addr + f->skip, f->saved + f->skip, f->len - f->skip);
 }
 
 /* Every function the stub was given goes back to its uprobes. */
@@ -139,13 +148,21 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		int32_t rel = (int32_t)(handler - (entry + 11));
 		size_t orig_len;
 
-		/* mov $i, %r11d; jmp handler */
-		t[0] = 0x41, t[1] = 0xbb;
-		memcpy(t + 2, &(uint32_t){ i }, 4);
-		t[6] = 0xe9;
-		memcpy(t + 7, &rel, 4);
-		if (relocate_prologue(f->saved, sizeof(f->saved), p->func_size, f->addr, orig, t + 16, &orig_len, why,
-				      len) != (int)f->len)
+		/*
+		 * [undo the first instruction, when the jump comes after it;]
+		 * mov $i, %r11d; jmp handler.  orig_i runs the displaced code
+		 * from the entry, that instruction again included.
+		 */
+		size_t u = p->stub_undo_len;
+		_Static_assert(UNDO_MAX + 11 <= 16, "entry_i's room");
+		memcpy(t, p->stub_undo, u);
+		rel = (int32_t)(handler - (entry + u + 11));
+		t[u] = 0x41, t[u + 1] = 0xbb;
+		memcpy(t + u + 2, &(uint32_t){ i }, 4);
+		t[u + 6] = 0xe9;
+		memcpy(t + u + 7, &rel, 4);
+		if (relocate_prologue(f->saved, sizeof(f->saved), p->func_size, f->addr, orig, f->skip, t + 16, &orig_len,
+				      why, len) != (int)f->len)
 			return -1;
 		if (16 + orig_len > STUB_TRAMP_SIZE) {
 			snprintf(why, len, "the displaced code of %s does not fit", p->func);
@@ -403,7 +420,8 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 				!f->addr ? "not mapped in the target" : "its code in the target is not the file's "
 									"(another tool's breakpoint, or an earlier stub)");
 			f->addr = 0;
-		} else if (remote_pc_in(r, f->addr, f->addr + f->len)) {
+		} else if (remote_pc_in(r, f->addr + (f->skip ? f->skip + 1 : 0), f->addr + f->len)) {
+			/* A thread at the entry, or just after an instruction the pre-stub undoes, takes the jump well. */
 			ht_info("fast path: %s keeps its uprobes: a thread is stopped inside its first bytes", p->func);
 			f->addr = 0;
 		} else {
@@ -460,13 +478,14 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
 		uint8_t jmp[sizeof(f->saved)];
-		int32_t rel = (int32_t)(in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE - (f->addr + JMP_REL32_LEN));
+		uint64_t at = f->addr + f->skip;
+		int32_t rel = (int32_t)(in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE - (at + JMP_REL32_LEN));
 
 		/* The jump, then int3 over the rest of what was displaced: nothing may run there. */
-		memset(jmp, 0xcc, f->len);
+		memset(jmp, 0xcc, f->len - f->skip);
 		jmp[0] = 0xe9;
 		memcpy(jmp + 1, &rel, 4);
-		if (remote_write(r, f->addr, jmp, f->len)) {
+		if (remote_write(r, at, jmp, f->len - f->skip)) {
 			ht_info("fast path: %s keeps its uprobes: cannot write its code", plan->probes[f->probe].func);
 			continue;
 		}
@@ -506,7 +525,7 @@ void inject_remove(struct inject *in, struct remote *r)
 	inject_phase("disabled");
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
-		if (f->patched && !remote_write(r, f->addr, f->saved, f->len))
+		if (f->patched && !restore_fn(r, f))
 			f->patched = false;
 		inject_phase("restored");
 	}
@@ -577,7 +596,7 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 		 * stays disabled: its data is still zero.
 		 */
 		for (int i = 0; i < kid->n; i++)
-			if (kid->fns[i].patched && !remote_write(&r, kid->fns[i].addr, kid->fns[i].saved, kid->fns[i].len))
+			if (kid->fns[i].patched && !restore_fn(&r, &kid->fns[i]))
 				kid->fns[i].patched = false;
 		goto fail;
 	}

@@ -25,7 +25,8 @@ struct tracer;
 struct inject_fn {
 	int probe;                      /* its probe in the plan */
 	uint64_t addr;                  /* the function's entry in the target */
-	uint32_t len;                   /* bytes replaced by the jump */
+	uint32_t len;                   /* bytes displaced, from the entry */
+	uint32_t skip;                  /* the jump's offset in them: [skip, len) is written (relocate_skip) */
 	uint8_t saved[32];              /* what they were */
 	bool patched;
 };

@@ -94,12 +94,16 @@ static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool res
 			  (addr = maps_exec_addr(maps, st.st_dev, st.st_ino, off)) &&
 			  !remote_read(r, addr, code, sizeof(code));
 		close(fd);
-		if (!ok || !memcmp(file, code, JMP_REL32_LEN) || !earlier_stub(maps, addr, code))
+		/* At the entry (builds before the jump could follow an undone instruction), or after it. */
+		size_t k = p->stub_skip;
+		if (ok && (!k || !earlier_stub(maps, addr + k, code + k)))
+			k = 0;
+		if (!ok || !memcmp(file + k, code + k, JMP_REL32_LEN) || !earlier_stub(maps, addr + k, code + k))
 			continue;
 		found++;
 		if (!restore)
 			continue;
-		if (remote_write(r, addr, file, patch_len(file, code, sizeof(code)))) {
+		if (remote_write(r, addr + k, file + k, patch_len(file + k, code + k, sizeof(code) - k))) {
 			ht_err("PID %d: %s jumps to an earlier heaptrace's stub and cannot be restored", r->pid, p->func);
 			failed++;
 			continue;

@@ -39,7 +39,7 @@ static bool rip_relative(const cs_insn *in)
 }
 
 int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from, uint64_t to,
-		      uint8_t *out, size_t *out_len, char *why, size_t why_len)
+		      size_t skip, uint8_t *out, size_t *out_len, char *why, size_t why_len)
 {
 	csh cs;
 	cs_insn *in;
@@ -56,7 +56,7 @@ int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uin
 	size_t left = avail;
 	uint64_t addr = from;
 
-	while (in && done < JMP_REL32_LEN) {
+	while (in && done < skip + JMP_REL32_LEN) {
 		if (!left || done >= func_size) {
 			snprintf(why, why_len, "the function is shorter than a jump (%lu bytes)", (unsigned long)func_size);
 			goto out;
@@ -150,4 +150,56 @@ out:
 		cs_free(in, 1);
 	cs_close(&cs);
 	return rc;
+}
+
+static bool registers_only(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (int i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM)
+			return false;
+	return true;
+}
+
+size_t relocate_skip(const uint8_t *code, size_t avail, uint8_t *undo, size_t *undo_len)
+{
+	csh cs;
+	cs_insn *in;
+	size_t k = 0;
+	const uint8_t *p = code;
+	size_t left = avail;
+	uint64_t addr = 0;
+
+	*undo_len = 0;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return 0;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	if ((in = cs_malloc(cs)) && cs_disasm_iter(cs, &p, &left, &addr, in)) {
+		const cs_x86 *x = &in->detail->x86;
+		const uint8_t *b = in->bytes;
+
+		if (in->id == X86_INS_ENDBR64 || in->id == X86_INS_NOP ||
+		    ((in->id == X86_INS_TEST || in->id == X86_INS_CMP) && registers_only(in))) {
+			k = in->size;
+		} else if (in->size <= 2 && ((b[0] & 0xf8) == 0x50 || (in->size == 2 && b[0] == 0x41 &&
+										(b[1] & 0xf8) == 0x50))) {
+			/* push %reg (not %rsp, 0x54 alone): pop it, the same register, the same value. */
+			if (!(in->size == 1 && b[0] == 0x54)) {
+				memcpy(undo, b, in->size);
+				undo[in->size - 1] += 8;        /* 0x50+r -> 0x58+r */
+				*undo_len = in->size;
+				k = in->size;
+			}
+		} else if (in->size == 4 && b[0] == 0x48 && b[1] == 0x83 && b[2] == 0xec && x->op_count == 2) {
+			/* sub $imm8,%rsp: add it back (flags are no argument). */
+			undo[0] = 0x48, undo[1] = 0x83, undo[2] = 0xc4, undo[3] = b[3];
+			*undo_len = 4;
+			k = 4;
+		}
+	}
+	if (in)
+		cs_free(in, 1);
+	cs_close(&cs);
+	return k;
 }

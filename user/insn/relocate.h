@@ -17,9 +17,24 @@
  * code: the function's first bytes as they are at `from` (at least 15 +
  * JMP_REL32_LEN of them, or up to func_size).  Writes orig_i for address
  * `to` into out (RELOCATED_MAX bytes) and its length into *out_len.
- * Returns the number of bytes displaced (>= 5), or -1 with a reason.
+ * skip: the jump goes that many bytes in (relocate_skip); the displaced
+ * instructions cover [0, skip + 5) and still start with the first.
+ * Returns the number of bytes displaced (>= skip + 5), or -1 with a reason.
  */
 int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from, uint64_t to,
-		      uint8_t *out, size_t *out_len, char *why, size_t why_len);
+		      size_t skip, uint8_t *out, size_t *out_len, char *why, size_t why_len);
+
+/*
+ * Where the jump goes: after the first instruction when a pre-stub can undo
+ * it exactly (push REG: pop REG; sub $imm8,%rsp: add it back) or it changes
+ * nothing a call needs (endbr64, nop, test or cmp of registers: flags
+ * only), so that the function's first instruction stays the file's: a
+ * breakpoint another tool puts at the entry (bpftrace, perf probe) then
+ * runs it out of line and resumes on the jump, not inside it.  Returns
+ * that instruction's length with the undo in undo (up to UNDO_MAX bytes,
+ * *undo_len of them), or 0: the jump goes at the entry.
+ */
+#define UNDO_MAX 4
+size_t relocate_skip(const uint8_t *code, size_t avail, uint8_t *undo, size_t *undo_len);
 
 #endif

@@ -84,10 +84,22 @@ static void check_movable(struct probe *p, struct elfobj *o, struct placer *pl)
 		snprintf(p->stub_why, sizeof(p->stub_why), "its code cannot be read");
 		return;
 	}
-	len = relocate_prologue(code, n, p->func_size, p->func_vaddr, p->func_vaddr, moved, &moved_len, p->stub_why,
-				sizeof(p->stub_why));
+	size_t undo_len, skip = relocate_skip(code, n, p->stub_undo, &undo_len);
+	len = -1;
+	/* Past an instruction the pre-stub undoes, if the function is long enough; else at the entry. */
+	if (skip)
+		len = relocate_prologue(code, n, p->func_size, p->func_vaddr, p->func_vaddr, skip, moved, &moved_len,
+					p->stub_why, sizeof(p->stub_why));
+	if (len < 0) {
+		skip = undo_len = 0;
+		len = relocate_prologue(code, n, p->func_size, p->func_vaddr, p->func_vaddr, 0, moved, &moved_len,
+					p->stub_why, sizeof(p->stub_why));
+	}
 	if (len < 0)
 		return;
+	p->stub_why[0] = '\0';
+	p->stub_skip = skip;
+	p->stub_undo_len = undo_len;
 	if (placer_branch_into(pl, p->func_vaddr, p->func_vaddr + len - 1, &hit) || hit) {
 		snprintf(p->stub_why, sizeof(p->stub_why), "a branch lands inside its first %d bytes", len);
 		return;
@@ -202,6 +214,7 @@ static int add_probe(struct probe_plan *plan, struct elfobj *o, struct placer *p
 	p->func_vaddr = vaddr;
 	p->func_size = size;
 	p->stub_len = 0;
+	p->stub_skip = p->stub_undo_len = 0;
 	p->stub_why[0] = '\0';
 	p->stub = p->attached = p->given_back = false;
 	/* Any function may go through the stub (user/inject/): its spec the stub can evaluate, its first bytes movable. */
@@ -551,8 +564,8 @@ static bool fell_back(const struct probe *p)
 static void say_stub(const struct probe *p)
 {
 	if (p->stub)
-		ht_info("probe %-14s %s+0x%lx: the fast path (stub), %u bytes displaced", p->func, p->path,
-			p->offset - p->delta, p->stub_len);
+		ht_info("probe %-14s %s+0x%lx: the fast path (stub), %u bytes displaced, the jump at +%u", p->func,
+			p->path, p->offset - p->delta, p->stub_len, p->stub_skip);
 }
 
 int probes_attach_fallback(struct probe_plan *plan, struct tracer *tr, pid_t pid)

@@ -31,6 +31,9 @@ struct probe {
 	bool family;
 	uint64_t func_vaddr, func_size;
 	uint32_t stub_len;
+	uint8_t stub_skip;      /* the jump goes this far in, after an instruction the pre-stub undoes (relocate_skip) */
+	uint8_t stub_undo_len;
+	uint8_t stub_undo[4];
 	char stub_why[120];
 	bool stub;              /* taken by the stub: no uprobe is attached to it */
 	bool given_back;        /* the stub gave it up while installing: its uprobes come late (probes_attach_fallback) */
