@@ -274,7 +274,7 @@ def obj_malloc():
     return a.malloc
 print("start", hex(obj_malloc()), flush=True)
 keep = []
-for r in range(60):
+for r in range(110):
     y = [str(i) + "b" for i in range(20000)]
     assert all(s == str(i) + "b" for i, s in enumerate(y)), "a str changed"
     keep.append(y)
@@ -289,6 +289,21 @@ PYEOF
 		ht "ppa$i" -v -d 1 --preset python -f collapsed -p "$pp"
 		d+=$(rc_diag "ppa$i" 0)
 	done
+	# Killed with its jumps in the slots: the next session takes them over and gives them back.
+	ht_bg ppa3 -d 20 --preset python -o /dev/null -p "$pp"
+	local hp=$HPID
+	if wait_for "$TMP/ppa3.err" 'tracing PID' 20 "$hp"; then
+		sleep 0.3
+		kill -KILL "$(pgrep -P "$hp" | head -1)" 2>/dev/null
+	else
+		d+="the session to kill did not start: $(tail -2 "$TMP/ppa3.err")"$'\n'
+	fi
+	wait "$hp" 2>/dev/null
+	ht ppa4 -v -d 1 --preset python -o /dev/null -p "$pp"
+	d+=$(rc_diag ppa4 0)
+	grep -q '8 allocator table slots point at jumps' "$TMP/ppa4.err" &&
+		grep -q '8 allocator table slots restored$' "$TMP/ppa4.err" ||
+		d+="after the SIGKILL: the slots were not taken over and restored: $(grep 'python:' "$TMP/ppa4.err" | head -3)"$'\n'
 	wait_exit "$pp" 30
 	[ "$WRC" = 0 ] || d+="python exited $WRC: $(tail -3 "$out")"$'\n'
 	local start end p1 p2
@@ -301,7 +316,7 @@ PYEOF
 	for i in 1 2; do
 		grep -q '8 allocator table slots restored$' "$TMP/ppa$i.err" || d+="session $i: no '8 allocator table slots restored'"$'\n'
 	done
-	report "presets python: -p twice on a self-checking python: redirected through one page, restored, the process ends well" "$d"
+	report "presets python: -p twice on a self-checking python, then a session SIGKILLed and one after it: redirected through one page, taken over, restored, the process ends well" "$d"
 }
 
 presets_errors() {

@@ -44,9 +44,46 @@ static uint64_t find_page(struct remote *r, const char *maps)
 	return 0;
 }
 
-static uint64_t map_page(struct remote *r, char *why, size_t len)
+static void make_jump(uint8_t *j, uint64_t func)
 {
-	uint8_t head[JUMPS_OFF] = { 0 };
+	static const uint8_t jmp[6] = { 0xff, 0x25, 0, 0, 0, 0 };       /* jmp *0(%rip) */
+
+	memset(j, 0, JUMP_SIZE);
+	memcpy(j, jmp, sizeof(jmp));
+	memcpy(j + 6, &func, 8);
+}
+
+/* Is the jump at `at` one to func? */
+static bool jump_at(struct remote *r, uint64_t at, uint64_t func)
+{
+	uint8_t want[JUMP_SIZE], have[JUMP_SIZE];
+
+	make_jump(want, func);
+	return !remote_read(r, at, have, sizeof(have)) && !memcmp(have, want, sizeof(want));
+}
+
+/* An existing page's jump to func, or 0 (an existing page is never written again). */
+static uint64_t jump_in(struct remote *r, uint64_t page, uint64_t func)
+{
+	uint8_t want[JUMP_SIZE], have[JUMP_SIZE];
+
+	make_jump(want, func);
+	for (uint64_t at = page + JUMPS_OFF; at + JUMP_SIZE <= page + PAGE; at += JUMP_SIZE)
+		if (!remote_read(r, at, have, sizeof(have)) && !memcmp(have, want, sizeof(want)))
+			return at;
+	return 0;
+}
+
+/*
+ * A new page with the jumps to funcs[0..n), written while it is still only
+ * writable and made read+execute before any slot points into it: a page a
+ * slot uses is never made writable (not executable) again, so a heaptrace
+ * killed at any moment leaves every slot leading to code.  Its address,
+ * or 0 with why.
+ */
+static uint64_t map_page(struct remote *r, const uint64_t *funcs, int n, char *why, size_t len)
+{
+	static uint8_t img[PAGE];
 	int err;
 	long at = remote_call(r, SYS_mmap, 0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &err);
 
@@ -54,9 +91,12 @@ static uint64_t map_page(struct remote *r, char *why, size_t len)
 		snprintf(why, len, "mmap in the target: %s", strerror(-err));
 		return 0;
 	}
-	memcpy(head, MAGIC, 16);
-	memcpy(head + NAME_OFF, NAME, sizeof(NAME));
-	if ((err = remote_write(r, at, head, sizeof(head)))) {
+	memset(img, 0, sizeof(img));
+	memcpy(img, MAGIC, 16);
+	memcpy(img + NAME_OFF, NAME, sizeof(NAME));
+	for (int i = 0; i < n; i++)
+		make_jump(img + JUMPS_OFF + i * JUMP_SIZE, funcs[i]);
+	if ((err = remote_write(r, at, img, JUMPS_OFF + n * JUMP_SIZE))) {
 		snprintf(why, len, "cannot write the target's memory at 0x%lx: %s", at, strerror(-err));
 		remote_call(r, SYS_munmap, at, PAGE, 0, 0, 0, 0, &err);
 		return 0;
@@ -66,51 +106,26 @@ static uint64_t map_page(struct remote *r, char *why, size_t len)
 	remote_call(r, SYS_mprotect, at, PAGE, PROT_READ | PROT_EXEC, 0, 0, 0, &err);
 	if (err) {
 		snprintf(why, len, "mprotect in the target: %s", strerror(-err));
-		return 0;       /* left mapped, writable, unused: it holds no jump */
+		return 0;       /* left mapped, writable, unused: no slot points into it */
 	}
 	return at;
-}
-
-/*
- * The page's jump to func: one already there, or a new one, written while
- * the page is writable for a moment (the kernel refuses a forced write
- * into anonymous memory that is not; every thread is stopped).  0 when
- * the page is full or cannot be written.
- */
-static uint64_t jump_to(struct remote *r, uint64_t page, uint64_t func)
-{
-	uint8_t want[JUMP_SIZE] = { 0xff, 0x25, 0, 0, 0, 0 }, have[JUMP_SIZE], zero[JUMP_SIZE] = { 0 };
-	int err;
-
-	memcpy(want + 6, &func, 8);
-	for (uint64_t at = page + JUMPS_OFF; at + JUMP_SIZE <= page + PAGE; at += JUMP_SIZE) {
-		if (remote_read(r, at, have, sizeof(have)))
-			return 0;
-		if (!memcmp(have, want, sizeof(want)))
-			return at;
-		if (memcmp(have, zero, sizeof(zero)))
-			continue;
-		remote_call(r, SYS_mprotect, page, PAGE, PROT_READ | PROT_WRITE, 0, 0, 0, &err);
-		bool ok = !err && !remote_write(r, at, want, sizeof(want));
-		remote_call(r, SYS_mprotect, page, PAGE, PROT_READ | PROT_EXEC, 0, 0, 0, &err);
-		return ok && !err ? at : 0;
-	}
-	return 0;
 }
 
 int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct remote *r)
 {
 	char why[200] = "";
-	uint64_t page = 0;
-	int done = 0;
+	uint64_t page = 0, funcs[PYT_MAX], slots[PYT_MAX], jumps[PYT_MAX];
+	const char *names[PYT_MAX];
+	int n = 0, done = 0;
 
+	_Static_assert(JUMPS_OFF + PYT_MAX * JUMP_SIZE <= PAGE, "the jumps fit in a page");
 	char *maps = proc_maps(r->pid);
 	if (!maps)
 		return 0;
-	for (int i = 0; i < t->n; i++) {
+	for (int i = 0; i < t->n && pt->n + n < PYT_MAX; i++) {
 		const struct cpy_slot *s = &t->s[i];
 		struct stat st;
-		uint64_t func, at, now, jump;
+		uint64_t func, at, now;
 
 		if (!s->inlined || stat(s->path, &st) || !(func = maps_exec_addr(maps, st.st_dev, st.st_ino, s->func_off)))
 			continue;
@@ -119,8 +134,15 @@ int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct re
 			ht_info("python: PID %d: the slot of %s at 0x%lx cannot be read", r->pid, s->wrapper, at);
 			continue;
 		}
+		if (now != func && (page || (page = find_page(r, maps))) && now >= page + JUMPS_OFF &&
+		    now + JUMP_SIZE <= page + PAGE && jump_at(r, now, func)) {
+			/* An earlier heaptrace's jump (it was killed): taken over as this session's, given back at its end. */
+			pt->w[pt->n++] = (struct pyt_write){ r->pid, at, func, now };
+			done++;
+			continue;
+		}
 		if (now != func) {
-			/* PYTHONMALLOC, tracemalloc, debug hooks, an earlier heaptrace's jump, or not relocated yet. */
+			/* PYTHONMALLOC, tracemalloc, debug hooks, or not relocated yet. */
 			bool ours = false;
 			for (int k = 0; k < pt->n; k++)
 				ours |= pt->w[k].pid == r->pid && pt->w[k].at == at;
@@ -129,18 +151,30 @@ int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct re
 					"as it is; calls the build inlines are not seen", r->pid, s->wrapper, now, func);
 			continue;
 		}
-		if (pt->n == PYT_MAX)
-			break;
-		if (!page && !(page = find_page(r, maps)) && !(page = map_page(r, why, sizeof(why)))) {
+		funcs[n] = func;
+		slots[n] = at;
+		names[n++] = s->wrapper;
+	}
+	/* An earlier heaptrace's page when it has every jump; else a new one, whole before it is used. */
+	if (n && (page || (page = find_page(r, maps))))
+		for (int i = 0; i < n && page; i++)
+			if (!(jumps[i] = jump_in(r, page, funcs[i])))
+				page = 0;
+	if (n && !page) {
+		if (!(page = map_page(r, funcs, n, why, sizeof(why)))) {
 			ht_info("python: PID %d: no page for the jumps (%s): the calls the build inlines are not seen",
 				r->pid, why);
-			break;
+			n = 0;
 		}
-		if (!(jump = jump_to(r, page, func)) || remote_write(r, at, &jump, sizeof(jump))) {
-			ht_info("python: PID %d: the slot of %s cannot be redirected", r->pid, s->wrapper);
+		for (int i = 0; i < n; i++)
+			jumps[i] = page + JUMPS_OFF + i * JUMP_SIZE;
+	}
+	for (int i = 0; i < n; i++) {
+		if (remote_write(r, slots[i], &jumps[i], sizeof(jumps[i]))) {
+			ht_info("python: PID %d: the slot of %s cannot be redirected", r->pid, names[i]);
 			continue;
 		}
-		pt->w[pt->n++] = (struct pyt_write){ r->pid, at, func, jump };
+		pt->w[pt->n++] = (struct pyt_write){ r->pid, slots[i], funcs[i], jumps[i] };
 		done++;
 	}
 	free(maps);
