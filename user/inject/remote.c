@@ -355,7 +355,14 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 			t = &r->t[i];
 	if (!t)
 		return -ESRCH;
-	if (!r->gadget && !r->syscall_insn && (err = find_syscall(r)))
+	/*
+	 * Not the gadget while a thread is inside it: a heaptrace killed in a
+	 * remote call left that thread to run the gadget's code, which reads
+	 * the registers written there for it; writing another call's over them
+	 * would give it those.  The signal frame serves instead.
+	 */
+	uint64_t gadget = r->gadget && !remote_pc_in(r, r->gadget, r->gadget + REMOTE_GADGET_SIZE) ? r->gadget : 0;
+	if (!gadget && !r->syscall_insn && (err = find_syscall(r)))
 		return err;
 	/*
 	 * Its registers come back at a system call's exit stop, where the
@@ -366,7 +373,7 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 
 	struct user_regs_struct regs = t->regs;
 	regs.rip = r->syscall_insn;
-	if (!r->gadget && !r->frame_looked) {
+	if (!gadget && !r->frame_looked) {
 		struct sigframe_gadgets g;
 		r->frame_looked = true;
 		if (!sigframe_find(r->pid, r->mem_fd, &g)) {
@@ -377,7 +384,7 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 				"has no signal frame under it", r->pid);
 		}
 	}
-	if (!r->gadget && r->frame_syscall) {
+	if (!gadget && r->frame_syscall) {
 		struct sigframe_gadgets g = { r->frame_syscall, r->frame_restorer };
 		uint64_t sp;
 		/* A stack with no room below it (the frame did not fit) makes the call as before. */
@@ -386,12 +393,12 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 			regs.rsp = sp;
 		}
 	}
-	if (r->gadget) {
+	if (gadget) {
 		uint8_t g[REMOTE_GADGET_SIZE];
 		fill_gadget(g, &t->regs);
-		if ((err = remote_write(r, r->gadget, g, sizeof(g))))
+		if ((err = remote_write(r, gadget, g, sizeof(g))))
 			return err;
-		regs.rip = r->gadget;
+		regs.rip = gadget;
 	}
 	regs.rax = nr;
 	/* No system call restart for this one: the interrupted call's own restart is in t->regs. */
