@@ -111,9 +111,13 @@ static int wait_stopped(struct remote *r, struct remote_thread *t)
 			ptrace(PTRACE_CONT, t->tid, 0, 0);
 			continue;
 		}
-		if (!event && sig != SIGTRAP)
-			t->requeue = sig;
-		ptrace(PTRACE_CONT, t->tid, 0, 0);
+		/*
+		 * A signal on its way to the thread before the stop: delivered
+		 * now, with its own siginfo (its sender, its code), not taken and
+		 * sent again from here; the interrupt's stop comes after it, with
+		 * the thread at its handler's first instruction.
+		 */
+		ptrace(PTRACE_CONT, t->tid, 0, !event && sig != SIGTRAP ? sig : 0);
 	}
 }
 
@@ -221,9 +225,11 @@ void remote_resume(struct remote *r)
 			ptrace(PTRACE_DETACH, t->tid, 0, 0);
 		else if (!t->group_stop || ptrace(PTRACE_LISTEN, t->tid, 0, 0))
 			ptrace(PTRACE_CONT, t->tid, 0, 0);
-		/* An event stop cannot carry a signal on: send it again. */
-		if (t->requeue)
-			syscall(SYS_tgkill, r->pid, t->tid, t->requeue);
+		/* An event stop cannot carry a signal on: send them again. */
+		for (int sig = 1; sig <= 64; sig++)
+			if (t->requeue & (1ull << (sig - 1)))
+				syscall(SYS_tgkill, r->pid, t->tid, sig);
+		t->requeue = 0;
 		t->stopped = false;
 	}
 }
@@ -435,8 +441,8 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 			if (++stops == 2)
 				break;
 		} else if (!(st >> 16)) {
-			/* Another signal first: keep it for the resume, go on. */
-			t->requeue = WSTOPSIG(st);
+			/* Another signal first (the thread holds our registers): kept for the resume, go on. */
+			t->requeue |= 1ull << ((WSTOPSIG(st) - 1) & 63);
 		}
 		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
 			return -errno;
@@ -468,7 +474,7 @@ int remote_step(struct remote *r)
 	if (!WIFSTOPPED(st))
 		return -ESRCH;
 	if (WSTOPSIG(st) != SIGTRAP && !(st >> 16))
-		t->requeue = WSTOPSIG(st);
+		t->requeue |= 1ull << ((WSTOPSIG(st) - 1) & 63);
 	return ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) ? -errno : 0;
 }
 

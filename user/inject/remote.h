@@ -18,7 +18,7 @@ struct remote_thread {
 	bool seized;            /* seized here: detached when done (else heaptrace's ptrace loop owns it) */
 	bool stopped;
 	bool group_stop;        /* its stop was a group-stop (job control): traced, it is resumed listening */
-	int requeue;            /* a signal that arrived while stopping it, sent again at the resume */
+	uint64_t requeue;       /* signals (bit sig - 1) taken from it during a remote call, sent again at the resume */
 	struct user_regs_struct regs;
 };
 
