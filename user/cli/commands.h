@@ -6,4 +6,8 @@
 int cmd_trace(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
+/* Their option tables, for `heaptrace --dump-options` (the man page and completion are built from it). */
+struct command_opts;
+extern const struct command_opts trace_command, diff_command;
+
 #endif

@@ -16,4 +16,8 @@ int cli_set_collapsed(void *opts, const char *arg, const struct opt *o);
 /* --value V: an enum ht_value. */
 int cli_set_value(void *opts, const char *arg, const struct opt *o);
 
+/* The values of -f and --value by index, NULL past the last (struct opt's .values). */
+const char *cli_format_name(int i);
+const char *cli_value_name(int i);
+
 #endif

@@ -21,16 +21,16 @@ struct diff_opts {
 
 static const struct opt diff_opts[] = {
 	OPTION("format", 'f', "FMT", "top (default) | collapsed | pprof (growth only) | proto", OPT_CALL,
-	  .call = cli_set_format, F(format), .bad = "heaptrace diff: unknown format '%s'"),
+	  .call = cli_set_format, .values = cli_format_name, F(format), .bad = "heaptrace diff: unknown format '%s'"),
 	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = cli_set_collapsed, F(format)),
 	OPTION("value", 0, "V", "inuse_space (default) | inuse_objects | alloc_space | alloc_objects", OPT_CALL,
-	  .call = cli_set_value, F(value), .bad = "heaptrace diff: unknown value '%s'"),
+	  .call = cli_set_value, .values = cli_value_name, F(value), .bad = "heaptrace diff: unknown value '%s'"),
 	OPTION("top", 0, "N", "stacks shown by -f top", OPT_U32, F(top), .min = 1,
 	  .max = UINT32_MAX, .dflt = "20", .bad = "heaptrace diff: --top needs a positive count, not '%s'"),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),
 };
 
-static const struct command_opts diff_command = {
+const struct command_opts diff_command = {
 	.usage = "usage: heaptrace diff OLD NEW [-f top|collapsed|pprof|proto] [--value V]\n"
 		 "What changed per stack from profile OLD to profile NEW (heap text or -f proto).\n",
 	.opts = diff_opts,

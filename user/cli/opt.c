@@ -178,6 +178,12 @@ int opt_parse(const struct command_opts *c, int argc, char **argv, void *out)
 	return optind;
 }
 
+/* --help shows the default of numbers; the others say theirs in the help text. */
+static bool shows_default(const struct opt *o)
+{
+	return o->dflt && (o->kind == OPT_U32 || o->kind == OPT_BYTES);
+}
+
 void opt_help(const struct command_opts *c, FILE *f)
 {
 	fputs(c->usage, f);
@@ -196,10 +202,36 @@ void opt_help(const struct command_opts *c, FILE *f)
 			p = nl + 1;
 			fprintf(f, "\n%*s", HELP_COLUMN, "");
 		}
-		if (o->dflt && (o->kind == OPT_U32 || o->kind == OPT_BYTES))
+		if (shows_default(o))
 			fprintf(f, " (default %s)", o->dflt);
 		fputc('\n', f);
 	}
 	if (c->epilogue)
 		fprintf(f, "\n%s", c->epilogue);
+}
+
+static void dump_lines(const char *tag, const char *text, FILE *f)
+{
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchrnul(p, '\n');
+		fprintf(f, "%s\t%.*s\n", tag, (int)(nl - p), p);
+		p = *nl ? nl + 1 : nl;
+	}
+}
+
+void opt_dump(const char *name, const struct command_opts *c, FILE *f)
+{
+	fprintf(f, "command\t%s\n", name);
+	dump_lines("usage", c->usage, f);
+	dump_lines("epilogue", c->epilogue, f);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct opt *o = &c->opts[i];
+		fprintf(f, "option\t%s\t%c\t%s\t%s\n", o->name, o->key ? o->key : '-', o->arg ? o->arg : "-",
+			shows_default(o) ? o->dflt : "-");
+		for (int j = 0; o->kind == OPT_CHOICE && o->choices[j]; j++)
+			fprintf(f, "choice\t%s\n", o->choices[j]);
+		for (int j = 0; o->kind == OPT_CALL && o->values && o->values(j); j++)
+			fprintf(f, "choice\t%s\n", o->values(j));
+		dump_lines("help", o->help, f);
+	}
 }

@@ -35,6 +35,8 @@ struct opt {
 	/* OPT_CALL: 0, or -1 when the value is bad (with .bad unset: the message is printed). */
 	int (*call)(void *opts, const char *arg, const struct opt *o);
 	const char *bad;                /* a bad value's message; %s is the value */
+	/* OPT_CALL: its values by index, NULL past the last (the man page and completion list them), or NULL. */
+	const char *(*values)(int i);
 };
 
 /* A table row: name, short letter, value name, help, kind, then designated fields (.off, .min, ...). */
@@ -58,6 +60,14 @@ int opt_parse(const struct command_opts *c, int argc, char **argv, void *out);
 
 /* The --help text of a command. */
 void opt_help(const struct command_opts *c, FILE *f);
+
+/*
+ * A command's table as tab-separated records, for the build's man page and
+ * shell completion generators (dist/): "command NAME", "usage LINE",
+ * "epilogue LINE", then per row "option LONG KEY ARG DEFAULT" ("-" for
+ * none), "choice VALUE" and "help LINE" lines.
+ */
+void opt_dump(const char *name, const struct command_opts *c, FILE *f);
 
 /* BYTES[K|M|G] (binary multiples) in [min, max], for OPT_CALL parsers: 0, or -1 when it is not. */
 int opt_parse_bytes(const char *s, uint64_t *out, uint64_t min, uint64_t max);

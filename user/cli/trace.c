@@ -125,6 +125,12 @@ static int add_preset(void *opts, const char *arg, const struct opt *o)
 	return 0;
 }
 
+/* --preset's values: the presets, then list. */
+static const char *preset_value(int i)
+{
+	return preset_name(i) ? preset_name(i) : i > 0 && preset_name(i - 1) ? "list" : NULL;
+}
+
 static const char *const probe_at_names[] = { "auto", "entry", NULL };
 static const char *const stack_capture_names[] = { [HT_STACK_WALK] = "walk", [HT_STACK_KERNEL] = "kernel", NULL };
 static const char *const unwind_names[] = { [UNWIND_AUTO] = "auto", [UNWIND_FP] = "fp", [UNWIND_DWARF] = "dwarf",
@@ -138,10 +144,10 @@ static const struct opt trace_opts[] = {
 	  OPT_STRING, F(user)),
 	OPTION("output", 'o', "FILE", "where the profile goes (default: standard output)", OPT_STRING, F(output)),
 	OPTION("format", 'f', "FMT", "pprof (default, legacy text) | proto (gzipped protobuf,\nsymbols inside) | collapsed | top |\nhtml (a report page) | svg (a flame graph)",
-	  OPT_CALL, .call = cli_set_format, F(format), .bad = "unknown format '%s': pprof, proto, collapsed, top, html or svg"),
+	  OPT_CALL, .call = cli_set_format, .values = cli_format_name, F(format), .bad = "unknown format '%s': pprof, proto, collapsed, top, html or svg"),
 	OPTION("collapsed", 0, NULL, "same as -f collapsed", OPT_CALL, .call = cli_set_collapsed, F(format)),
 	OPTION("value", 0, "V", "inuse_space (default) | inuse_objects | alloc_space |\nalloc_objects: the counter collapsed and top report",
-	  OPT_CALL, .call = cli_set_value, F(value),
+	  OPT_CALL, .call = cli_set_value, .values = cli_value_name, F(value),
 	  .bad = "unknown value '%s': inuse_space, inuse_objects, alloc_space or alloc_objects"),
 	OPTION("duration", 'd', "SEC", "stop tracing after SEC seconds", OPT_SECONDS, F(duration),
 	  .bad = "-d needs a positive number of seconds, not '%s'"),
@@ -200,7 +206,7 @@ static const struct opt trace_opts[] = {
 				"specs (repeatable): python (CPython's PyObject_* and PyMem_*),\n"
 				"jemalloc (mallocx, rallocx, xallocx, sdallocx, dallocx);\n"
 				"list: print them",
-	  OPT_CALL, .call = add_preset),
+	  OPT_CALL, .call = add_preset, .values = preset_value),
 	OPTION("no-libc", 0, NULL, "trace only the --sym functions, not the malloc family", OPT_FLAG, F(no_libc)),
 	OPTION("lib", 0, "PATH", "the object whose malloc family to trace (default: found)", OPT_STRING, F(lib)),
 	OPTION("debug-dir", 0, "DIR", "separate debug info, searched before /usr/lib/debug\n"
@@ -239,7 +245,7 @@ static const struct opt trace_opts[] = {
 	OPTION("version", 0, NULL, "print the version", OPT_VERSION),
 };
 
-static const struct command_opts trace_command = {
+const struct command_opts trace_command = {
 	.usage = "usage: heaptrace [OPTIONS] -p PID\n"
 		 "       heaptrace [OPTIONS] [--] COMMAND [ARG...]\n"
 		 "       heaptrace diff OLD NEW [-f top|collapsed|pprof|proto] [--value V]\n"

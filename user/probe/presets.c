@@ -103,6 +103,11 @@ bool preset_cpython(const char *option)
 	return false;
 }
 
+const char *preset_name(int i)
+{
+	return i >= 0 && i < N_PRESETS ? presets[i].name : NULL;
+}
+
 const char *preset_names(void)
 {
 	static char names[128];

@@ -27,4 +27,7 @@ bool preset_cpython(const char *option);
 /* The names, as "python, jemalloc", for messages. */
 const char *preset_names(void);
 
+/* Preset i's name, NULL past the last. */
+const char *preset_name(int i);
+
 #endif

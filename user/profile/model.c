@@ -18,7 +18,7 @@ static const char *const value_names[] = {
 
 const char *value_name(enum ht_value v)
 {
-	return value_names[v];
+	return (size_t)v < sizeof(value_names) / sizeof(value_names[0]) ? value_names[v] : NULL;
 }
 
 int value_parse(const char *s, enum ht_value *v)

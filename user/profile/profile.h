@@ -190,6 +190,7 @@ void site_add(struct ht_site *to, const struct ht_site *c);
 
 /* qsort order of stacks by their frames. */
 int cmp_frames(const void *a, const void *b);
+/* Its name (--value), NULL for no value. */
 const char *value_name(enum ht_value v);
 int value_parse(const char *s, enum ht_value *v);
 
