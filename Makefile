@@ -25,8 +25,18 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deps demo test test-noinject check golden bench bench-redis bench-postgres bench-postgres-fork test-targets fuzz check-asan
-all: $(BUILD)/heaptrace
+.PHONY: all clean install deb deps demo test test-noinject check golden bench bench-redis bench-postgres bench-postgres-fork test-targets fuzz check-asan
+# heaptrace(8) and the bash completion come from the binary's own option
+# tables (heaptrace --dump-options, dist/), so that they list what it parses.
+MAN_PAGE := $(BUILD)/heaptrace.8
+BASH_COMPLETION := $(BUILD)/heaptrace.bash-completion
+all: $(BUILD)/heaptrace $(MAN_PAGE) $(BASH_COMPLETION)
+
+$(MAN_PAGE): $(BUILD)/heaptrace dist/man.sh dist/heaptrace.8.in README.md
+	sh dist/man.sh $(BUILD)/heaptrace README.md dist/heaptrace.8.in >$@.tmp && mv $@.tmp $@
+
+$(BASH_COMPLETION): $(BUILD)/heaptrace dist/bash-completion.sh
+	sh dist/bash-completion.sh $(BUILD)/heaptrace >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -252,8 +262,21 @@ golden: $(BUILD)/heaptrace $(BUILD)/check/pbdump
 $(BUILD)/demo: tests/demo/demo.c | $(BUILD)
 	$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@
 
-install: $(BUILD)/heaptrace
+install: $(BUILD)/heaptrace $(MAN_PAGE) $(BASH_COMPLETION)
 	install -D -m 0755 $(BUILD)/heaptrace $(DESTDIR)$(PREFIX)/bin/heaptrace
+	install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(PREFIX)/share/man/man8/heaptrace.8
+	install -D -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/heaptrace
+
+# deb: build/heaptrace_VERSION_ARCH.deb (dist/deb.sh, docs/install.md), from a
+# build of its own with all of Debian's hardening flags (dpkg-buildflags).
+DEB_BUILD := build-deb
+DEB_FLAGS := DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
+deb:
+	$(MAKE) BUILD=$(DEB_BUILD) CFLAGS="$$($(DEB_FLAGS) CFLAGS) $$($(DEB_FLAGS) CPPFLAGS)" \
+		LDFLAGS="$$($(DEB_FLAGS) LDFLAGS)" all
+	rm -rf $(DEB_BUILD)/root
+	$(MAKE) BUILD=$(DEB_BUILD) DESTDIR=$(CURDIR)/$(DEB_BUILD)/root PREFIX=/usr install
+	sh dist/deb.sh $(DEB_BUILD)/root $(BUILD)
 
 deps:
 	@sh scripts/deps.sh
@@ -330,4 +353,4 @@ check-asan: deps
 		bash tests/run.sh --skip valgrind $(T)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(DEB_BUILD)

@@ -9,9 +9,10 @@ version=$("$bin" --version | sed 's/^heaptrace //')
 # The date of the last commit, so that a rebuild of the same source gives the same page.
 date=$(git log -1 --format=%cs 2>/dev/null || true)
 [ -n "$date" ] || date=$(date -u +%Y-%m-%d)
-"$bin" --dump-options >"$template.dump.$$"
-trap 'rm -f "$template.dump.$$"' EXIT
-awk -v version="$version" -v date="$date" -v dump="$template.dump.$$" -v readme="$readme" '
+dump=$(mktemp "${TMPDIR:-/tmp}/heaptrace-options.XXXXXX")
+trap 'rm -f "$dump"' EXIT
+"$bin" --dump-options >"$dump"
+awk -v version="$version" -v date="$date" -v dump="$dump" -v readme="$readme" '
 # Text for roff: backslashes and dashes (\- is the minus of options,
 # copied as "-"), a break point after a comma inside a word, and no line
 # that starts like a request.
