@@ -246,7 +246,7 @@ test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_i
 # build's (tests/check/run.sh): unit tests, fuzz replays, golden files,
 # options, specs, bad profiles, the include graph.  golden: rewrite the
 # golden files' expected outputs after a change of output that is meant.
-CHECK_BINS := $(BUILD)/heaptrace $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) $(BUILD)/check/pbdump
+CHECK_BINS := $(BUILD)/heaptrace $(MAN_PAGE) $(BASH_COMPLETION) $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) $(BUILD)/check/pbdump
 
 # -f proto's golden files as text: profile.proto's fields by name.
 $(BUILD)/check/pbdump: tests/check/pbdump.c
