@@ -40,6 +40,7 @@ gzip -9nc "$top/dist/changelog" >"$doc/changelog.gz"
 	echo "License: BSD-2-clause"
 	sed -e 's/^/ /' -e 's/^ $/ ./' "$top/LICENSES/BSD-2-Clause.txt"
 } >"$doc/copyright"
+install -D -m 0644 "$top/dist/lintian-overrides" "$root/usr/share/lintian/overrides/heaptrace"
 find "$root" -type d -exec chmod 0755 {} +
 find "$root/usr" -type f -exec chmod 0644 {} +
 chmod 0755 "$bin"

@@ -5,7 +5,8 @@
 set -e
 pkgs="clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libcapstone-dev libmicrohttpd-dev curl
       make gcc g++ google-perftools golang-go heaptrack libjemalloc2 libtcmalloc-minimal4
-      valgrind bpftrace gdb python3 elfutils libc6-dbg chromium imagemagick libxml2-utils openssl"
+      valgrind bpftrace gdb python3 elfutils libc6-dbg chromium imagemagick libxml2-utils openssl
+      man-db groff-base bash-completion dpkg-dev lintian"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
