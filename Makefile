@@ -155,6 +155,11 @@ $(BUILD)/tests/t_jemalloc: tests/targets/t_jemalloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(JEMALLOC_SO)
 
+# scenario cgroup: a process that cannot be traced (static, no symbols: no malloc to probe).
+$(BUILD)/tests/t_service_static: tests/targets/t_service.c tests/targets/sync.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -static -s $< -o $@
+
 # scenario inline: inline frames need the optimiser (-O2 -g, as distributions
 # build code); always_inline makes them whatever the compiler's judgement.
 $(BUILD)/tests/t_inline: tests/targets/t_inline.c tests/targets/t_inline.h
@@ -239,7 +244,7 @@ fuzz: deps
 	done
 
 # bench/churn too: scenario inject_symkill runs its --pool loop (a --sym allocator that runs for as long as asked).
-test-targets: $(TEST_BINS) $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_inline $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) \
+test-targets: $(TEST_BINS) $(BUILD)/tests/t_service_static $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_inline $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) \
 		$(BUILD)/bench/churn
 
 # check: what needs no root, no BPF, no network and no package beyond the

@@ -69,6 +69,30 @@ static int set_http_file(void *opts, const char *arg, const struct opt *o)
 }
 
 /* --sym, --free-sym, --reset-sym: kept in order, each parsed into its BPF descriptor. */
+/* -p PID[,PID...], repeatable: the first is the target, the others are traced beside it (session/procset.c). */
+static int add_pids(void *opts, const char *arg, const struct opt *o)
+{
+	struct trace_opts *t = opts;
+	const char *p = arg;
+
+	(void)o;
+	do {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p || v < 1 || v > INT_MAX || (*end && *end != ','))
+			return opt_bad("-p needs process ids (PID or PID,PID,...), not '%s'", arg);
+		if (t->n_pids == HT_MAX_PROCS)
+			return opt_bad("-p: at most %d processes", HT_MAX_PROCS);
+		for (int i = 0; i < t->n_pids; i++)
+			if (t->pids[i] == v)
+				return opt_bad("-p %lu is given twice", v);
+		t->pids[t->n_pids++] = (uint32_t)v;
+		p = *end ? end + 1 : end;
+	} while (*p);
+	t->pid = t->pids[0];
+	return 0;
+}
+
 static int add_sym(void *opts, const char *arg, const struct opt *o)
 {
 	struct trace_opts *t = opts;
@@ -137,8 +161,8 @@ static const char *const unwind_names[] = { [UNWIND_AUTO] = "auto", [UNWIND_FP] 
 					    NULL };
 
 static const struct opt trace_opts[] = {
-	OPTION("pid", 'p', "PID", "attach to a running process until Ctrl-C, SIGTERM,\n--duration or its exit",
-	  OPT_U32, F(pid), .min = 1, .max = INT_MAX, .bad = "-p needs a process id, not '%s'"),
+	OPTION("pid", 'p', "PID", "attach to a running process until Ctrl-C, SIGTERM,\n--duration or its exit; repeatable, or PID,PID,...:\nthe others are traced as followed children",
+	  OPT_CALL, .call = add_pids),
 	OPTION("user", 'u', "USER", "run COMMAND with USER's uid, gid and groups\n"
 			       "(heaptrace keeps its own); under sudo,\n-u \"$SUDO_USER\" is the safe habit",
 	  OPT_STRING, F(user)),
@@ -225,6 +249,10 @@ static const struct opt trace_opts[] = {
 	OPTION("merge", 0, NULL, "with --follow-fork: one profile of the whole process tree\n"
 			    "(-f proto labels each sample with its pid)",
 	  OPT_FLAG, F(merge)),
+	OPTION("cgroup", 0, "DIR", "trace every process of a cgroup (v2, or a v1 hierarchy's\n"
+				"directory): those in it now and those forked in it;\n"
+				"see docs/process-trees.md",
+	  OPT_STRING, F(cgroup)),
 	OPTION("sample-rate", 0, "R", "record one allocation per R bytes on average (suffixes K,\n"
 				 "M, G; at most 1G), picked by a Poisson process over bytes,\n"
 				 "and scale the counts up into unbiased estimates; far\n"
@@ -263,14 +291,16 @@ static int check(const struct trace_opts *o)
 {
 	if (o->pid && o->argv)
 		return opt_bad("give either -p PID or a command, not both");
-	if (!o->pid && !o->argv)
+	if (!o->pid && !o->argv && !o->cgroup)
 		return opt_bad("nothing to trace: give -p PID or a command");
 	if (o->user && o->pid)
 		return opt_bad("-u runs a launched command as a user; a -p process keeps its own");
 	if (o->no_libc && !o->n_syms)
 		return opt_bad("--no-libc leaves nothing to trace: add --sym or --preset");
-	if (o->merge && !o->follow_fork)
-		return opt_bad("--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork");
+	if (o->cgroup && (o->pid || o->argv))
+		return opt_bad("--cgroup traces the processes of a cgroup: no -p PID or command with it");
+	if (o->merge && !o->follow_fork && o->n_pids < 2 && !o->cgroup)
+		return opt_bad("--merge makes one profile of several processes: it needs --follow-fork, several -p or --cgroup");
 	if (o->diff && !o->interval)
 		return opt_bad("--diff summarises growth between snapshots: it needs -i");
 	if ((o->http_token || o->http_cert || o->http_key) && !o->n_http)

@@ -359,6 +359,65 @@ void tracee_reap(struct tracee *f, bool wait)
 	}
 }
 
+int tracee_adopt(struct tracee *tc, pid_t pid, pid_t parent)
+{
+	char path[64];
+	size_t first = tc->n_tids;
+	int err = 0;
+
+	if (find_kid(tc, pid) || pid == tc->t->pid)
+		return -EEXIST;
+	/* Threads started while we seize the others: go round until no new one appears (as tracee_seize_all). */
+	for (bool added = true; added && !err;) {
+		added = false;
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		DIR *d = opendir(path);
+		if (!d)
+			return -errno;
+		for (struct dirent *e; (e = readdir(d));) {
+			pid_t tid = atoi(e->d_name);
+			if (tid <= 0 || find_tid(tc, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, 0, ptrace_options(tc))) {
+				if (errno == ESRCH && tid != pid)
+					continue;
+				err = -errno;
+				break;
+			}
+			if (!add_tid(tc, tid)) {
+				ptrace(PTRACE_DETACH, tid, 0, 0);
+				err = -ENOMEM;
+				break;
+			}
+			added = true;
+		}
+		closedir(d);
+	}
+	if (!err && !add_kid(tc, pid, parent))
+		err = -ENOMEM;
+	if (err)
+		while (tc->n_tids > first)
+			ptrace(PTRACE_DETACH, tc->tids[--tc->n_tids].tid, 0, 0);
+	return err;
+}
+
+void tracee_adopted(struct tracee *tc, pid_t pid, uint32_t slot)
+{
+	struct tracee_child *k = find_kid(tc, pid);
+
+	if (!k)
+		return;
+	char *name = proc_program_name(pid);
+	refresh_kid_maps(tc, k);
+	pthread_mutex_lock(&tc->lock);
+	k->slot = slot ? slot : NO_SLOT;
+	free(k->name);
+	k->name = name;
+	pthread_mutex_unlock(&tc->lock);
+	if (!slot)
+		tc->not_followed++;
+}
+
 void tracee_free(struct tracee *f)
 {
 	for (size_t i = 0; i < f->n_kids; i++) {

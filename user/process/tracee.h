@@ -77,6 +77,8 @@ struct tracee {
 	void (*on_child_exiting)(void *arg, struct tracee_child *k);
 	/* The target's leader at its exit stop, its memory still there; may be NULL. */
 	void (*on_exiting)(void *arg);
+	/* Called by the monitor at each maps refresh (at most a second apart); may be NULL. */
+	void (*on_poll)(void *arg);
 	void *hook_arg;
 };
 
@@ -103,6 +105,17 @@ int tracee_seize_all(struct tracee *tc);
  * the stop that reports the SIGCONT is continued.
  */
 void tracee_reap(struct tracee *tc, bool wait);
+
+/*
+ * A running process beside the target (-p's others, a cgroup's, a
+ * descendant already running under --follow-fork): every thread seized
+ * with the target's options, and a child record (parent: its parent, or 0)
+ * with no slot yet.  0, or -errno with nothing of it kept (-EEXIST: it is
+ * traced already).
+ */
+int tracee_adopt(struct tracee *tc, pid_t pid, pid_t parent);
+/* An adopted process's slot (0: it could not be traced; it stays seized, untraced, until heaptrace ends). */
+void tracee_adopted(struct tracee *tc, pid_t pid, uint32_t slot);
 
 /* Read the maps of children still alive (before the profiles are written). */
 void tracee_refresh_maps(struct tracee *tc);

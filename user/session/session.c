@@ -30,6 +30,7 @@
 #include "symbolize/symbolize.h"
 #include "session/exec.h"
 #include "session/monitor.h"
+#include "session/procset.h"
 #include "session/state.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
@@ -360,7 +361,7 @@ static enum ht_stack_mode plan_unwind(struct session *s)
 	s->t.maps_changed = maps_changed;
 	s->t.maps_changed_arg = &s->uw;
 	/* Programs executed later need room for their tables: a script's, a compiler driver's children. */
-	s->uw.execs = o->follow_fork || s->t.script;
+	s->uw.execs = o->several || s->t.script;
 	s->ex.uw = &s->uw;
 	return HT_STACK_DWARF;
 }
@@ -464,7 +465,7 @@ static int attach(struct session *s, double t0)
 					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
 					 .session = o->sample_rate != 0, .sample_rate = o->sample_rate,
 					 .max_depth = o->max_depth, .stack_mode = mode,
-					 .peak_step = peak_step(o), .follow_fork = o->follow_fork, .stub = s->in.n > 0 };
+					 .peak_step = peak_step(o), .follow_fork = o->several, .stub = s->in.n > 0 };
 	for (int i = 0; i < o->n_syms; i++)
 		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
 	/* The programs the plan attaches now; a fallback to uprobes or a new program's allocator loads more. */
@@ -622,6 +623,7 @@ static int trace(struct session *s, double t0)
 		goto kill_child;
 	if (attach(s, t0))
 		goto kill_child;
+	procset_adopt(s);
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
 					  .command = command_line(o, t), .more_counters = session_stub_counters,
 					  .more_arg = s, .tree = o->merge ? session_tree_of : NULL, .tree_arg = s };
@@ -716,6 +718,9 @@ int session_run(struct trace_opts *o)
 	int rc = 1;
 
 	s.ph.start = t0;
+	if (procset_target(o))
+		return 1;
+	o->several = o->follow_fork || o->n_pids > 1;
 	s.tc = (struct tracee){ .t = t, .follow = o->follow_fork, .on_fork = session_trace_child, .arg = &s };
 	pthread_mutex_init(&s.tc.lock, NULL);
 	specs_init(&s.specs, o);
@@ -746,8 +751,10 @@ int session_run(struct trace_opts *o)
 	s.tc.on_exec = on_exec;
 	s.tc.on_exiting = on_exiting;
 	s.tc.hook_arg = &s;
+	if (o->cgroup)
+		s.tc.on_poll = procset_poll;
 	s.tc.all = !o->argv;
-	if (o->follow_fork) {
+	if (o->several) {
 		s.tc.on_child_exec = session_on_child_exec;
 		s.tc.on_child_exit = session_on_child_exit;
 		s.tc.on_child_exiting = session_on_child_exiting;

@@ -18,7 +18,10 @@
 enum unwind_mode { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF };
 
 struct trace_opts {
-	uint32_t pid;
+	uint32_t pid;                           /* the target: -p's first, or the cgroup's first process */
+	uint32_t pids[HT_MAX_PROCS];            /* -p, every one given (session/procset.c traces the others) */
+	int n_pids;
+	const char *cgroup;                     /* --cgroup DIR: every process in it */
 	char **argv;                            /* command to launch */
 	const char *output;
 	enum ht_format format;
@@ -48,6 +51,7 @@ struct trace_opts {
 	char *http_token;                       /* --http-token FILE: the token read from it */
 	char *http_cert, *http_key;             /* --http-cert, --http-key FILE: PEM read from them */
 	bool follow_fork;
+	bool several;                           /* more than one process: --follow-fork, several -p, --cgroup */
 	bool merge;                             /* --merge: one profile of the followed tree */
 	uint64_t sample_rate;                   /* --sample-rate bytes, 0: exact */
 	bool no_inject;                         /* --no-inject: uprobes only, nothing written into the target */

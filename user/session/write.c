@@ -103,7 +103,7 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 	double t1 = now_ms();
 	int rc;
 
-	if (o->follow_fork)
+	if (o->several)
 		tracee_refresh_maps(&s->tc);
 	if (profile_take_main(&s->src, t->pid, t->maps, &prof)) {
 		snapshots_free(ss);
@@ -155,9 +155,9 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
 	if (o->at_peak && write_at_peak(s, &prof, ss->prefix))
 		rc = 1;
-	if (o->follow_fork && !o->merge && session_write_children(s))
+	if (o->several && !o->merge && session_write_children(s))
 		rc = 1;
-	else if (!o->follow_fork)
+	else if (!o->several)
 		hint_untraced(&s->tr);
 	else if (s->tc.not_followed)
 		ht_err("--follow-fork: %zu child processes were not traced", s->tc.not_followed);

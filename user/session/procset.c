@@ -1,0 +1,217 @@
+/*
+ * The processes traced beside the target: -p's others, a cgroup's (those in
+ * it at the start, and those moved into it later: cgroup.procs is read
+ * again at each maps refresh of the ptrace loop, at most a second apart),
+ * and under --follow-fork the descendants already running at the attach.
+ * Each is traced as a followed child is (process slot, counters, profile,
+ * its links closed at its end), with uprobes: a stub is put only into the
+ * target and into children forked while held (see docs/process-trees.md).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/procset.h"
+#include "session/state.h"
+#include "util/log.h"
+#include "util/procfs.h"
+#include "util/time.h"
+
+/* The pids of DIR/cgroup.procs, heaptrace's own left out.  Their number, or -1 (printed). */
+static int cgroup_pids(const char *dir, uint32_t *pids, int max)
+{
+	char path[4200], *text, *p, *end;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (!(text = read_text_file(path))) {
+		ht_err("--cgroup %s: not a cgroup directory (cannot read %s: %s)", dir, path, strerror(errno));
+		return -1;
+	}
+	for (p = text; *p; p = end) {
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (v > 0 && v != getpid() && n < max)
+			pids[n++] = (uint32_t)v;
+	}
+	free(text);
+	return n;
+}
+
+/* A process heaptrace can name: a user program (a kernel thread has no exe). */
+static bool user_process(pid_t pid)
+{
+	char *exe = proc_exe(pid);
+	bool ok = exe != NULL;
+
+	free(exe);
+	return ok;
+}
+
+int procset_target(struct trace_opts *o)
+{
+	uint32_t pids[HT_MAX_PROCS];
+	int n;
+
+	if (!o->cgroup)
+		return 0;
+	if ((n = cgroup_pids(o->cgroup, pids, HT_MAX_PROCS)) < 0)
+		return -1;
+	/* Processes forked in a cgroup are in it: they are followed. */
+	o->follow_fork = true;
+	o->n_pids = 0;
+	for (int i = 0; i < n; i++)
+		if (o->n_pids || user_process(pids[i]))
+			o->pids[o->n_pids++] = pids[i];
+	if (!o->n_pids) {
+		ht_err("--cgroup %s: no process to trace in it", o->cgroup);
+		return -1;
+	}
+	o->pid = o->pids[0];
+	return 0;
+}
+
+/* Is pid traced already (the target, or a child or process adopted)? */
+static bool known(const struct session *s, pid_t pid)
+{
+	if (pid == s->t.pid)
+		return true;
+	for (size_t i = 0; i < s->tc.n_kids; i++)
+		if (s->tc.kids[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* Each process is said once: a cgroup's is seen again at every poll. */
+static void skipped(pid_t pid, const char *why)
+{
+	static pid_t said[HT_MAX_PROCS];
+	static unsigned n_said;
+	char *name;
+
+	for (unsigned i = 0; i < n_said && i < HT_MAX_PROCS; i++)
+		if (said[i] == pid)
+			return;
+	said[n_said++ % HT_MAX_PROCS] = pid;
+	name = proc_program_name(pid);
+
+	ht_err("PID %d (%s) is not traced: %s", pid, name ? name : "gone", why);
+	free(name);
+}
+
+/* Trace one running process beside the target.  Its slot, or 0 (the reason printed). */
+static uint32_t adopt(struct session *s, pid_t pid, pid_t parent)
+{
+	double t0 = now_ms();
+	char root[64], why[256];
+	int err;
+
+	if (known(s, pid))
+		return 0;
+	if (s->next_slot >= HT_MAX_PROCS) {
+		skipped(pid, "too many processes traced already");
+		return 0;
+	}
+	if (!user_process(pid)) {
+		skipped(pid, errno == ENOENT ? "it is gone" : "no program to read (a kernel thread, or no permission)");
+		return 0;
+	}
+	if ((err = tracee_adopt(&s->tc, pid, parent))) {
+		snprintf(why, sizeof(why), "cannot ptrace it: %s%s", strerror(-err),
+			 err == -EPERM ? " (another debugger, another user namespace, or yama)" : "");
+		skipped(pid, err == -ESRCH || err == -ENOENT ? "it is gone" : why);
+		return 0;
+	}
+	uint32_t slot = s->next_slot;
+	char *maps = proc_maps(pid);
+	session_proc_root(s, pid, root, sizeof(root));
+	/* Its own slot as its parent's: what it frees from before the attach was never seen, as for the target. */
+	if (tracer_add_proc(&s->tr, pid, slot, slot) ||
+	    inject_reclaim_running(pid, &s->plan, session_traced_by_us, s) < 0 || probes_attach(&s->plan, &s->tr, pid) ||
+	    probes_attach_stubbed(&s->plan, &s->tr, pid)) {
+		tracer_forget_pid(&s->tr, pid);
+		free(maps);
+		skipped(pid, "its probes cannot be attached (said above)");
+		tracee_adopted(&s->tc, pid, 0);
+		return 0;
+	}
+	s->stub_uprobes[slot] = true;
+	s->ex.upto[slot] = s->plan.n;
+	/* Its own program and allocator (another executable; a container's libc): planned as at an exec. */
+	if (exec_follow(&s->ex, pid, slot, maps && *maps ? maps : "", root)) {
+		tracer_forget_pid(&s->tr, pid);
+		free(maps);
+		skipped(pid, "no allocator found in its program (a static binary without symbols?)");
+		tracee_adopted(&s->tc, pid, 0);
+		return 0;
+	}
+	free(maps);
+	s->next_slot++;
+	tracee_adopted(&s->tc, pid, slot);
+	ht_info("tracing PID %d too (slot %u): attached in %.1f ms", pid, slot, now_ms() - t0);
+	return slot;
+}
+
+/* --follow-fork: the descendants of pid already running, each adopted before its own. */
+static void adopt_descendants(struct session *s, pid_t pid, int depth)
+{
+	char path[320];
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (depth > 64 || !(d = opendir(path)))
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		char *text, *p, *end;
+		if (atoi(e->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children", pid, e->d_name);
+		if (!(text = read_text_file(path)))
+			continue;
+		for (p = text;; p = end) {
+			long kid = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (kid > 0 && !known(s, kid) && adopt(s, kid, pid))
+				adopt_descendants(s, kid, depth + 1);
+		}
+		free(text);
+	}
+	closedir(d);
+}
+
+void procset_adopt(struct session *s)
+{
+	const struct trace_opts *o = s->o;
+	uint32_t before = s->next_slot;
+	double t0 = now_ms();
+
+	for (int i = 1; i < o->n_pids; i++)
+		adopt(s, o->pids[i], 0);
+	/* A cgroup's processes are all in cgroup.procs; outside it, the tree is followed from the target. */
+	if (o->follow_fork && !o->cgroup && !o->argv) {
+		adopt_descendants(s, s->t.pid, 0);
+		for (int i = 1; i < o->n_pids; i++)
+			adopt_descendants(s, o->pids[i], 0);
+	}
+	if (s->next_slot > before)
+		ht_info("%u processes traced beside PID %d, attached in %.1f ms", s->next_slot - before, s->t.pid,
+			now_ms() - t0);
+}
+
+void procset_poll(void *arg)
+{
+	struct session *s = arg;
+	uint32_t pids[HT_MAX_PROCS];
+	int n;
+
+	if (s->stopped || !s->o->cgroup || (n = cgroup_pids(s->o->cgroup, pids, HT_MAX_PROCS)) < 0)
+		return;
+	for (int i = 0; i < n; i++)
+		if (!known(s, pids[i]) && adopt(s, pids[i], 0))
+			ht_info("PID %d joined cgroup %s", pids[i], s->o->cgroup);
+}
