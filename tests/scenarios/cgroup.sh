@@ -1,0 +1,176 @@
+# shellcheck shell=bash
+# Area "cgroup" of tests/run.sh (sourced by it; helpers in tests/lib.sh and
+# tests/scenarios/prefork.sh): processes traced beside the target
+# (session/procset.c), on t_service, a pre-fork service whose processes
+# say "ready PID BYTES" (what each will allocate), allocate at SIGUSR1 and
+# end at SIGTERM.
+# scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running.
+# scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run.
+
+# svc_start FILE K BASE [CGROUP [BIN]]: a t_service (in CGROUP) whose lines
+# go to FILE; its pid in SVC.
+svc_start() {
+	local f=$1 k=$2 base=$3 cg=${4:-} bin=${5:-$TB/t_service}
+	if [ -n "$cg" ]; then
+		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$bin" "$k" "$base") >>"$f" 2>/dev/null &
+	else
+		"$bin" "$k" "$base" >>"$f" 2>/dev/null &
+	fi
+	SVC=$!
+}
+
+# svc_lines FILE WORD N SECS: until FILE has N lines starting with WORD.
+svc_lines() {
+	local n=$(($4 * 10))
+	while [ "$(grep -c "^$2 " "$1" 2>/dev/null)" != "$3" ] && [ "$n" -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	[ "$(grep -c "^$2 " "$1" 2>/dev/null)" = "$3" ]
+}
+
+# svc_run KEY FILE N: every process of FILE allocates (SIGUSR1), all N say
+# done, then heaptrace (HPID) is stopped with SIGINT and waited for.
+svc_run() {
+	local key=$1 f=$2 n=$3
+	# shellcheck disable=SC2046
+	kill -USR1 $(awk '/^ready /{ print $2 }' "$f") 2>/dev/null
+	svc_lines "$f" done "$n" 20 || echo "only $(grep -c '^done ' "$f") of $n processes allocated" >>"$TMP/$key.diag"
+	kill -INT "$HPID" 2>/dev/null
+	ht_bg_wait "$key" "$HPID" 30
+}
+
+# svc_stop FILE PID...: SIGUSR1 then SIGTERM to every process of FILE (a
+# t_service waits for SIGUSR1 first), and the services waited for.
+svc_stop() {
+	local f=$1 p
+	shift
+	# shellcheck disable=SC2046
+	kill -USR1 $(awk '/^ready /{ print $2 }' "$f") 2>/dev/null
+	sleep 0.2
+	# shellcheck disable=SC2046
+	kill -TERM $(awk '/^ready /{ print $2 }' "$f") 2>/dev/null
+	for p in "$@"; do
+		wait_exit "$p" 5 || kill_tree "$p"
+	done
+}
+
+# svc_total FILE: the sum of a collapsed profile's values.
+svc_total() { awk '{ s += $NF } END { print s + 0 }' "$1" 2>/dev/null; }
+
+# svc_want FILE: "PID BYTES" of every process of FILE, sorted by PID.
+svc_want() { awk '/^ready /{ print $2, $3 }' "$1" | sort -n; }
+
+# svc_check KEY FILE N: the merged proto profile KEY.pb.gz holds each of
+# FILE's N processes under its pid label with exactly its own bytes.
+svc_check() {
+	local key=$1 f=$2 n=$3 got want d
+	want=$(svc_want "$f")
+	got=$(merge_pids "$key" "$TMP/$key.pb.gz")
+	d=$(rc_diag "$key" 0)$(cat "$TMP/$key.diag" 2>/dev/null)
+	[ "$(echo "$want" | grep -c .)" = "$n" ] || d+="$(echo "$want" | grep -c .) processes ready, not $n"$'\n'
+	[ "$got" = "$want" ] || d+="alloc_space by pid label:"$'\n'"$got"$'\n'"want:"$'\n'"$want"$'\n'"$(ctx "$key")"
+	report "$key: one merged profile, the $n processes each with exactly its own bytes" "$d"
+}
+
+scenario_pids() {
+	local key f a b c d
+	# -p A -p B,C: three unrelated services (no workers), each with its own base.
+	key=pids_list
+	f=$TMP/$key.svc
+	svc_start "$f" 0 1; a=$SVC
+	svc_start "$f" 0 2; b=$SVC
+	svc_start "$f" 0 3; c=$SVC
+	svc_lines "$f" ready 3 10
+	ht_bg $key -v --merge -f proto -o "$TMP/$key.pb.gz" -p "$a" -p "$b,$c"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	svc_run $key "$f" 3
+	svc_check $key "$f" 3
+	svc_stop "$f" "$a" "$b" "$c"
+
+	# Without --merge, a profile per process: FILE and FILE.PID.
+	key=pids_sep
+	f=$TMP/$key.svc
+	svc_start "$f" 0 4; a=$SVC
+	svc_start "$f" 0 5; b=$SVC
+	svc_lines "$f" ready 2 10
+	ht_bg $key -f collapsed --value alloc_space -o "$TMP/$key.prof" -p "$a,$b"
+	wait_for "$TMP/$key.err" "tracing PID" 30 "$HPID"
+	sleep 1
+	svc_run $key "$f" 2
+	d=$(rc_diag $key 0)
+	[ "$(svc_total "$TMP/$key.prof")" = 2050 ] || d+="the target's profile: $(cat "$TMP/$key.prof")"$'\n'
+	[ "$(svc_total "$TMP/$key.prof.$b")" = 2060 ] || d+="PID $b's profile: $(cat "$TMP/$key.prof.$b" 2>&1)"
+	report "$key: -p A,B without --merge: A's profile 2050 bytes, B's in FILE.B 2060" "$d"
+	svc_stop "$f" "$a" "$b"
+
+	# -p PID --follow-fork: the 3 workers running already are traced too.
+	key=pids_tree
+	f=$TMP/$key.svc
+	svc_start "$f" 3 0; a=$SVC
+	svc_lines "$f" ready 4 10
+	ht_bg $key -v --follow-fork --merge -f proto -o "$TMP/$key.pb.gz" -p "$a"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	svc_run $key "$f" 4
+	svc_check $key "$f" 4
+	svc_stop "$f" "$a"
+
+	# A pid that is gone is skipped with one line; the others are traced.
+	key=pids_gone
+	f=$TMP/$key.svc
+	svc_start "$f" 0 6; a=$SVC
+	sleep 0.01 &
+	b=$!
+	wait "$b"
+	svc_lines "$f" ready 1 10
+	ht_bg $key -v --merge -f proto -o "$TMP/$key.pb.gz" -p "$a,$b"
+	wait_for "$TMP/$key.err" "tracing PID" 30 "$HPID"
+	sleep 1
+	svc_run $key "$f" 1
+	svc_check $key "$f" 1
+	d=$(grep -c "PID $b (gone) is not traced: it is gone" "$TMP/$key.err")
+	report "$key: a pid that is gone: one line says so" "$([ "$d" = 1 ] || ctx $key)"
+	svc_stop "$f" "$a"
+
+	# -p twice the same pid is bad input.
+	ht pids_twice -p 1,1
+	d=$(rc_diag pids_twice 2)
+	grep -q -- "-p 1 is given twice" "$TMP/pids_twice.err" || d+="stderr: $(cat "$TMP/pids_twice.err")"
+	report "pids_twice: -p 1,1: one line, exit status 2" "$d"
+}
+
+scenario_cgroupsvc() {
+	local key=cgroup f cg s1 s2 st d name
+	cg=/sys/fs/cgroup/unified/heaptrace-test-$$
+	[ -d /sys/fs/cgroup/unified ] || cg=/sys/fs/cgroup/heaptrace-test-$$
+	if ! mkdir "$cg" 2>/dev/null; then
+		fail "$key: cannot make a cgroup at $cg"
+		return
+	fi
+	f=$TMP/$key.svc
+	# A service (parent + 3 workers) and a static binary without symbols, in the cgroup before.
+	svc_start "$f" 3 0 "$cg"; s1=$SVC
+	svc_start "$TMP/$key.static" 0 0 "$cg" "$TB/t_service_static"; st=$SVC
+	svc_lines "$f" ready 4 10
+	svc_lines "$TMP/$key.static" ready 1 10
+	ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	# A second one moved in while tracing: found at the next poll (at most a second).
+	svc_start "$f" 3 5 "$cg"; s2=$SVC
+	svc_lines "$f" ready 8 10
+	for _ in $(seq 30); do
+		[ "$(grep -c "joined cgroup" "$TMP/$key.err")" -ge 1 ] && break
+		sleep 0.1
+	done
+	sleep 1.2
+	svc_run $key "$f" 8
+	svc_check $key "$f" 8
+	name=$(grep -c "PID $st (.*t_service_static) is not traced: no allocator found" "$TMP/$key.err")
+	report "$key: the static binary in the cgroup is skipped and named, once" "$([ "$name" = 1 ] || ctx $key)"
+	svc_stop "$f" "$s1" "$s2"
+	svc_stop "$TMP/$key.static" "$st"
+	d=""
+	[ -s "$cg/cgroup.procs" ] && d="processes left in it: $(cat "$cg/cgroup.procs")"
+	rmdir "$cg" 2>/dev/null || d+=" cannot remove $cg"
+	report "$key: the test's cgroup is empty and removed" "$d"
+}
