@@ -79,8 +79,9 @@ static int add_pids(void *opts, const char *arg, const struct opt *o)
 	do {
 		char *end;
 		unsigned long v = strtoul(p, &end, 10);
-		if (end == p || v < 1 || v > INT_MAX || (*end && *end != ','))
-			return opt_bad("-p needs process ids (PID or PID,PID,...), not '%s'", arg);
+		/* Digits only: strtoul would take " 5", "+5" and "-5". */
+		if (*p < '0' || *p > '9' || end == p || v < 1 || v > INT_MAX || (*end && *end != ','))
+			return opt_bad("-p needs a process id, not '%s'", arg);
 		if (t->n_pids == HT_MAX_PROCS)
 			return opt_bad("-p: at most %d processes", HT_MAX_PROCS);
 		for (int i = 0; i < t->n_pids; i++)
@@ -88,7 +89,7 @@ static int add_pids(void *opts, const char *arg, const struct opt *o)
 				return opt_bad("-p %lu is given twice", v);
 		t->pids[t->n_pids++] = (uint32_t)v;
 		p = *end ? end + 1 : end;
-	} while (*p);
+	} while (*p || p[-1] == ',');
 	t->pid = t->pids[0];
 	return 0;
 }
@@ -300,7 +301,8 @@ static int check(const struct trace_opts *o)
 	if (o->cgroup && (o->pid || o->argv))
 		return opt_bad("--cgroup traces the processes of a cgroup: no -p PID or command with it");
 	if (o->merge && !o->follow_fork && o->n_pids < 2 && !o->cgroup)
-		return opt_bad("--merge makes one profile of several processes: it needs --follow-fork, several -p or --cgroup");
+		return opt_bad("--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork "
+			       "(or several -p, or --cgroup)");
 	if (o->diff && !o->interval)
 		return opt_bad("--diff summarises growth between snapshots: it needs -i");
 	if ((o->http_token || o->http_cert || o->http_key) && !o->n_http)

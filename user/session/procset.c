@@ -52,10 +52,27 @@ static bool user_process(pid_t pid)
 	return ok;
 }
 
+/* A dynamically linked process (a libc mapped): the target's allocator is planned from it. */
+static bool dynamic_process(pid_t pid)
+{
+	char *maps = proc_maps(pid);
+	bool ok = maps && strstr(maps, "/libc.so");
+
+	free(maps);
+	return ok;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int procset_target(struct trace_opts *o)
 {
 	uint32_t pids[HT_MAX_PROCS];
-	int n;
+	int n, first = -1;
 
 	if (!o->cgroup)
 		return 0;
@@ -63,14 +80,27 @@ int procset_target(struct trace_opts *o)
 		return -1;
 	/* Processes forked in a cgroup are in it: they are followed. */
 	o->follow_fork = true;
-	o->n_pids = 0;
-	for (int i = 0; i < n; i++)
-		if (o->n_pids || user_process(pids[i]))
-			o->pids[o->n_pids++] = pids[i];
-	if (!o->n_pids) {
+	/*
+	 * The target: the oldest (lowest pid: a service's parent, as a rule)
+	 * that is dynamically linked, else the oldest user process; the
+	 * others are adopted (and may be skipped) after its attach.
+	 */
+	qsort(pids, n, sizeof(*pids), by_pid);
+	for (int i = 0; i < n && first < 0; i++)
+		if (dynamic_process(pids[i]))
+			first = i;
+	for (int i = 0; i < n && first < 0; i++)
+		if (user_process(pids[i]))
+			first = i;
+	if (first < 0) {
 		ht_err("--cgroup %s: no process to trace in it", o->cgroup);
 		return -1;
 	}
+	o->n_pids = 0;
+	o->pids[o->n_pids++] = pids[first];
+	for (int i = 0; i < n; i++)
+		if (i != first)
+			o->pids[o->n_pids++] = pids[i];
 	o->pid = o->pids[0];
 	return 0;
 }

@@ -5,9 +5,8 @@
 #ifndef HT_PROCSET_H
 #define HT_PROCSET_H
 
-#include "session/session.h"
-
 struct session;
+struct trace_opts;
 
 /* --cgroup: its processes now, into o->pids; the first is the target (o->pid).  0 or -1 (printed). */
 int procset_target(struct trace_opts *o);
