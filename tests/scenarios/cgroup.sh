@@ -86,6 +86,10 @@ scenario_pids() {
 	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
 	svc_run $key "$f" 3
 	svc_check $key "$f" 3
+	pprof_tool $key.tags go -tags "$TMP/$key.pb.gz"
+	d=$(grep -cE '^ +[0-9.]+kB \( *100%\): .*/t_service$' "$TMP/$key.tags.out")
+	report "$key: a program label beside pid: t_service holds all (go tool pprof -tags)" \
+		"$([ "$d" = 1 ] || cat "$TMP/$key.tags.out" "$TMP/$key.tags.err")"
 	svc_stop "$f" "$a" "$b" "$c"
 
 	# Without --merge, a profile per process: FILE and FILE.PID.

@@ -406,6 +406,17 @@ static int location_id(struct writer *w, uint64_t pc, uint64_t *id)
 }
 
 /* One stack's Sample, after the Locations and Functions it is the first to use. */
+/* --merge: the program a process of the tree runs (the target's is the profile's name), or NULL. */
+static const char *program_of(const struct profile *p, pid_t pid)
+{
+	if (pid == p->pid)
+		return p->name;
+	for (size_t i = 0; i < p->n_programs; i++)
+		if (p->programs[i].pid == pid)
+			return p->programs[i].name;
+	return NULL;
+}
+
 static int write_sample(struct writer *w, const struct prof_stack *s)
 {
 	uint64_t loc[HT_MAX_STACK_DEPTH + 1];
@@ -425,6 +436,14 @@ static int write_sample(struct writer *w, const struct prof_stack *s)
 		pb_int(&lab, PPROF_LABEL_KEY, str_index(&w->st, "pid"));
 		pb_int(&lab, PPROF_LABEL_NUM, (uint64_t)s->pid);
 		pb_msg(&w->sub, PPROF_SAMPLE_LABEL, &lab);
+		lab.n = 0;
+		/* Its program beside it, a string label (pprof -tagfocus program=postgres). */
+		const char *prog = program_of(w->p, s->pid);
+		if (prog) {
+			pb_int(&lab, PPROF_LABEL_KEY, str_index(&w->st, "program"));
+			pb_int(&lab, PPROF_LABEL_STR, str_index(&w->st, prog));
+			pb_msg(&w->sub, PPROF_SAMPLE_LABEL, &lab);
+		}
 		free(lab.d);
 	}
 	pb_msg(&w->out, PPROF_PROFILE_SAMPLE, &w->sub);

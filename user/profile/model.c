@@ -177,6 +177,8 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 	d->n_unmatched = 0;
 	d->timeline = NULL;     /* new's own; a diff has no time */
 	d->own_maps = NULL;     /* new's own; borrowed */
+	d->programs = NULL;     /* new's own; a diff labels no program */
+	d->n_programs = 0;
 	d->live_bins = 0;
 	d->is_diff = true;
 	d->sample_rate = 0;     /* changes of estimates */
@@ -223,6 +225,9 @@ void profile_free(struct profile *p)
 	free(p->unmatched);
 	free(p->timeline);
 	free(p->own_maps);
+	for (size_t i = 0; i < p->n_programs; i++)
+		free(p->programs[i].name);
+	free(p->programs);
 	memset(p, 0, sizeof(*p));
 }
 

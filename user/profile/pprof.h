@@ -41,6 +41,7 @@ enum pprof_field {
 
 	/* message Label */
 	PPROF_LABEL_KEY = 1,
+	PPROF_LABEL_STR = 2,
 	PPROF_LABEL_NUM = 3,
 
 	/* message Mapping */

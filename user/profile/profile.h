@@ -47,6 +47,11 @@ struct prof_stack {
 	pid_t pid;              /* --merge: the process the stack is from (stacks differ by it); 0: none */
 };
 
+struct prof_program {
+	pid_t pid;
+	char *name;
+};
+
 struct profile {
 	struct prof_stack *stacks;
 	size_t n;
@@ -79,6 +84,9 @@ struct profile {
 	/* The stacks of unmatched frees (c.unmatched_frees; no allocations), for -f top: owned. */
 	struct prof_stack *unmatched;
 	size_t n_unmatched;
+	/* --merge: each other process's program by pid (owned), for -f proto's "program" label; the target's is name. */
+	struct prof_program *programs;
+	size_t n_programs;
 };
 
 /* A traced process of the tree (--merge). */
@@ -86,6 +94,7 @@ struct tree_proc {
 	uint32_t slot;          /* its process slot */
 	pid_t pid;
 	char *maps;             /* its /proc/PID/maps text, now or as last read */
+	char *name;             /* its program (may be NULL) */
 };
 
 void tree_procs_free(struct tree_proc *procs, size_t n);

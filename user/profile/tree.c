@@ -41,8 +41,10 @@ struct space {
 
 void tree_procs_free(struct tree_proc *procs, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(procs[i].maps);
+		free(procs[i].name);
+	}
 	free(procs);
 }
 
@@ -262,6 +264,12 @@ int profile_take_main(const struct profile_source *src, pid_t pid, const char *m
 		goto out;
 	p->maps = p->own_maps;
 	p->pid = pid;
+	if (n && !(p->programs = calloc(n, sizeof(*p->programs))))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		p->programs[p->n_programs++] = (struct prof_program){ .pid = procs[i].pid, .name = procs[i].name };
+		procs[i].name = NULL;
+	}
 	profile_normalize(p);
 	err = 0;
 out:
@@ -303,6 +311,8 @@ int profile_unlabel(const struct profile *p, struct profile *out)
 {
 	*out = *p;
 	out->own_maps = NULL;   /* maps stays p's */
+	out->programs = NULL;   /* unlabelled: no program labels */
+	out->n_programs = 0;
 	out->timeline = NULL;
 	out->n = 0;
 	if (!(out->stacks = calloc(p->n ? p->n : 1, sizeof(*out->stacks))))

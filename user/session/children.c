@@ -179,7 +179,8 @@ int session_tree_of(void *arg, struct tree_proc **out, size_t *n)
 		if (c->slot == UINT32_MAX || c->slot == 0)
 			continue;
 		live[k] = !c->exited;
-		v[k++] = (struct tree_proc){ .slot = c->slot, .pid = c->pid, .maps = strdup(c->maps ? c->maps : "") };
+		v[k++] = (struct tree_proc){ .slot = c->slot, .pid = c->pid, .maps = strdup(c->maps ? c->maps : ""),
+					     .name = c->name ? strdup(c->name) : NULL };
 	}
 	pthread_mutex_unlock(&tc->lock);
 	if (!v || !live) {
