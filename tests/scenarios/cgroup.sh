@@ -113,8 +113,17 @@ scenario_pids() {
 	f=$TMP/$key.svc
 	svc_start "$f" 3 0; a=$SVC
 	svc_lines "$f" ready 4 10
-	ht_bg $key -v --follow-fork --merge -f proto -o "$TMP/$key.pb.gz" -p "$a"
+	ht_bg $key -v --follow-fork --merge -f proto -o "$TMP/$key.pb.gz" --http "unix:$TMP/$key.sock" -p "$a"
 	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	# /metrics: a series per process, labelled pid and program, each with its own bytes.
+	# shellcheck disable=SC2046
+	kill -USR1 $(awk '/^ready /{ print $2 }' "$f") 2>/dev/null
+	svc_lines "$f" done 4 20
+	curl -s --max-time 10 --unix-socket "$TMP/$key.sock" http://x/metrics >"$TMP/$key.metrics" 2>&1
+	d=$(sed -n 's/^heaptrace_process_inuse_bytes{pid="\([0-9]*\)",program="[^"]*t_service"} \([0-9]*\)$/\1 \2/p' \
+		"$TMP/$key.metrics" | sort -n)
+	report "$key: /metrics has heaptrace_process_inuse_bytes{pid,program} for the 4 processes, each its own bytes" \
+		"$([ "$d" = "$(svc_want "$f")" ] || echo "got:"$'\n'"$d"$'\n'"want:"$'\n'"$(svc_want "$f")")"
 	svc_run $key "$f" 4
 	svc_check $key "$f" 4
 	svc_stop "$f" "$a"

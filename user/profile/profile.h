@@ -145,6 +145,16 @@ int profile_take_main(const struct profile_source *src, pid_t pid, const char *m
  * each process's own peak).
  */
 void profile_main_totals(const struct profile_source *src, struct ht_totals *tot);
+
+/* --merge: each process's own totals, the target (slot 0, pid) first; names owned. */
+struct proc_totals {
+	pid_t pid;
+	char *name;             /* NULL for the target (its name is the caller's), or unknown */
+	struct ht_totals t;
+};
+/* 0, or -1 (out of memory); without a tree, the target alone. */
+int profile_proc_totals(const struct profile_source *src, pid_t pid, struct proc_totals **out, size_t *n);
+void proc_totals_free(struct proc_totals *v, size_t n);
 /* The event and loss counters of the same processes (what the profile's counters hold). */
 void profile_main_counters(const struct profile_source *src, uint64_t counters[HT_COUNTER_MAX]);
 /* A copy of p without pid labels, stacks of the same frames merged (what formats without labels show). */

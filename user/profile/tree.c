@@ -287,6 +287,39 @@ out:
 	return err;
 }
 
+int profile_proc_totals(const struct profile_source *src, pid_t pid, struct proc_totals **out, size_t *n)
+{
+	struct tree_proc *procs = NULL;
+	size_t k = 0;
+	struct proc_totals *v;
+
+	if (src->tree && src->tree(src->tree_arg, &procs, &k))
+		return -1;
+	if (!(v = calloc(k + 1, sizeof(*v)))) {
+		tree_procs_free(procs, k);
+		return -1;
+	}
+	v[0].pid = pid;
+	tracer_totals(src->tr, 0, &v[0].t);
+	for (size_t i = 0; i < k; i++) {
+		v[i + 1].pid = procs[i].pid;
+		v[i + 1].name = procs[i].name;
+		procs[i].name = NULL;
+		tracer_totals(src->tr, procs[i].slot, &v[i + 1].t);
+	}
+	tree_procs_free(procs, k);
+	*out = v;
+	*n = k + 1;
+	return 0;
+}
+
+void proc_totals_free(struct proc_totals *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
 void profile_main_totals(const struct profile_source *src, struct ht_totals *tot)
 {
 	struct tree_proc *procs = NULL;

@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 
 #include "serve/http.h"
+#include "serve/metrics.h"
 #include "serve/listen.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -290,6 +291,8 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 		   "# TYPE heaptrace_events_total counter\n");
 	for (int i = 0; i < HT_COUNTER_MAX; i++)
 		fprintf(m, "heaptrace_events_total{event=\"%s\"} %" PRIu64 "\n", counter_name(i), counters[i]);
+	if (h->src.tree)
+		metrics_by_process(m, &h->src, h->t->pid, h->t->name);
 	fclose(m);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
