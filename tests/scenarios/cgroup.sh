@@ -145,6 +145,26 @@ scenario_pids() {
 	report "$key: a pid that is gone: one line says so" "$([ "$d" = 1 ] || ctx $key)"
 	svc_stop "$f" "$a"
 
+	# Tracing goes on past the target's end while another process lives, and ends with the last.
+	key=pids_outlive
+	f=$TMP/$key.svc
+	svc_start "$f" 0 7; a=$SVC
+	svc_start "$TMP/$key.svc2" 0 8; b=$SVC
+	svc_lines "$f" ready 1 10
+	svc_lines "$TMP/$key.svc2" ready 1 10
+	ht_bg $key -v --merge -f proto -o "$TMP/$key.pb.gz" -p "$a,$b"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	svc_stop "$f" "$a"
+	d=$(kill -0 "$HPID" 2>/dev/null || echo "heaptrace ended with the target")
+	cat "$f" >>"$TMP/$key.svc2"
+	kill -USR1 "$b"
+	svc_lines "$TMP/$key.svc2" done 2 20
+	kill -TERM "$b"
+	ht_bg_wait $key "$HPID" 30
+	report "$key: -p A,B goes on after A's end and ends by itself with B's" "$d$(rc_diag $key 0)"
+	svc_check $key "$TMP/$key.svc2" 2
+	wait_exit "$b" 5 || kill_tree "$b"
+
 	# -p twice the same pid is bad input.
 	ht pids_twice -p 1,1
 	d=$(rc_diag pids_twice 2)

@@ -167,6 +167,14 @@ int tracee_seize_all(struct tracee *tc)
 	return 0;
 }
 
+bool tracee_others_alive(const struct tracee *tc)
+{
+	for (size_t i = 0; i < tc->n_kids; i++)
+		if (tc->kids[i].slot != NO_SLOT && !tc->kids[i].exited)
+			return true;
+	return false;
+}
+
 bool tracee_has(const struct tracee *tc, pid_t tid)
 {
 	for (size_t i = 0; i < tc->n_tids; i++)
@@ -278,7 +286,7 @@ void tracee_reap(struct tracee *f, bool wait)
 		return;
 	for (;;) {
 		/* Followed children may still report after the target's end; they are waited for with it. */
-		if (t->exited && (wait || !f->follow))
+		if (t->exited && (wait || !(f->follow || f->outlive)))
 			return;
 		pid_t r = waitpid(f->follow || f->all ? -1 : t->pid, &st, __WALL | (wait ? 0 : WNOHANG));
 		if (r < 0 && errno == EINTR)

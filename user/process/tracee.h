@@ -46,6 +46,8 @@ struct tracee {
 	 */
 	bool all;
 	bool seized;                    /* we are the target's ptrace tracer */
+	/* Several -p, --cgroup: tracing goes on past the target's end while another traced process lives. */
+	bool outlive;
 	tracee_fork_fn on_fork;
 	void *arg;
 	struct tracee_child *kids;
@@ -119,6 +121,9 @@ void tracee_adopted(struct tracee *tc, pid_t pid, uint32_t slot);
 
 /* Read the maps of children still alive (before the profiles are written). */
 void tracee_refresh_maps(struct tracee *tc);
+
+/* Does a traced process other than the target live? */
+bool tracee_others_alive(const struct tracee *tc);
 
 /* Is tid a task heaptrace is the ptrace tracer of (seized, or auto-attached and seen)? */
 bool tracee_has(const struct tracee *tc, pid_t tid);

@@ -83,7 +83,7 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 
 	for (;;) {
 		tracee_reap(tc, false);
-		if (t->exited) {
+		if (t->exited && !(tc->outlive && tracee_others_alive(tc))) {
 			st.why = STOP_TARGET_EXITED;
 			return st;
 		}
@@ -113,17 +113,19 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 		}
 
 		struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN }, { .fd = t->pidfd, .events = POLLIN } };
-		int n = poll(fds, t->launched ? 1 : 2, timeout);
+		int n = poll(fds, t->launched || t->exited ? 1 : 2, timeout);
 		if (n < 0 && errno != EINTR) {
 			ht_err("poll: %s", strerror(errno));
 			st.why = STOP_SIGNAL;
 			return st;
 		}
-		if (!t->launched && n > 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
+		if (!t->launched && !t->exited && n > 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
 			t->exited = true;
 			ht_err("process %d exited", t->pid);
-			st.why = STOP_TARGET_EXITED;
-			return st;
+			if (!(tc->outlive && tracee_others_alive(tc))) {
+				st.why = STOP_TARGET_EXITED;
+				return st;
+			}
 		}
 		if (n > 0 && (fds[0].revents & POLLIN)) {
 			struct signalfd_siginfo si;

@@ -753,6 +753,7 @@ int session_run(struct trace_opts *o)
 	s.tc.hook_arg = &s;
 	if (o->cgroup)
 		s.tc.on_poll = procset_poll;
+	s.tc.outlive = o->n_pids > 1 || o->cgroup;
 	s.tc.all = !o->argv;
 	if (o->several) {
 		s.tc.on_child_exec = session_on_child_exec;
