@@ -25,7 +25,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deb deps demo test test-noinject check golden bench bench-redis bench-postgres bench-postgres-fork test-targets fuzz check-asan
+.PHONY: all clean install deb deps demo test test-noinject check golden bench bench-redis bench-postgres bench-postgres-fork bench-postgres-cgroup test-targets fuzz check-asan
 # heaptrace(8) and the bash completion come from the binary's own option
 # tables (heaptrace --dump-options, dist/), so that they list what it parses.
 MAN_PAGE := $(BUILD)/heaptrace.8
@@ -344,6 +344,12 @@ bench-postgres: deps
 bench-postgres-fork: deps
 	$(MAKE) all
 	bash bench/postgres-fork.sh
+
+# A running PostgreSQL server's cgroup (postmaster and helpers moved into a
+# cgroup of its own) under --cgroup --sample-rate 512K --merge.
+bench-postgres-cgroup: deps
+	$(MAKE) all
+	bash bench/postgres-cgroup.sh
 
 # The whole test suite against a heaptrace built with ASan and UBSan (all but
 # the valgrind scenario, which cannot run an ASan binary).

@@ -1,0 +1,116 @@
+#!/bin/bash
+# A running PostgreSQL server's whole cgroup under heaptrace --cgroup: the
+# postmaster and its helpers (checkpointer, walwriter, autovacuum launcher,
+# ...) are moved into a cgroup v2 directory of the bench's own and are
+# running when heaptrace attaches (adopted: uprobes); pgbench -S's
+# backends are forked inside it afterwards (followed: a stub each).
+# heaptrace --cgroup DIR --sample-rate 512K --merge, attached before pgbench
+# starts, stopped with SIGINT after it ends.  Configurations round-robin, R
+# rounds, ratios of medians:
+#   bare           no heaptrace
+#   cgroup_s512k   --cgroup DIR --sample-rate 512K --merge
+# Each traced run is checked: no failed transaction, heaptrace exits 0, the
+# profile's pid labels cover the helpers and a backend per client (at
+# least PG_CLIENTS + 3 pids, go tool pprof -tags, when go is installed),
+# and the server answers `select 1` afterwards.
+#
+# Environment: PG_SECONDS (15), PG_RUNS (3), PG_SCALE (2), PG_CLIENTS (4),
+# PG_JOBS (2), PG_CONFIGS (bare cgroup_s512k), PG_KEEP (a directory to copy
+# the logs and profiles to).
+set -u
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+# shellcheck source=bench/pg.sh
+. bench/pg.sh
+
+SECS=${PG_SECONDS:-15}
+RUNS=${PG_RUNS:-3}
+SCALE=${PG_SCALE:-2}
+CLIENTS=${PG_CLIENTS:-4}
+JOBS=${PG_JOBS:-2}
+HT=$PWD/build/heaptrace
+TMP=$(mktemp -d /tmp/heaptrace-pgcg.XXXXXX)
+HPID=
+STARTED=
+FAILS=0
+CG=/sys/fs/cgroup/unified/heaptrace-pg-$$
+[ -d /sys/fs/cgroup/unified ] || CG=/sys/fs/cgroup/heaptrace-pg-$$
+
+note() { echo "bench-postgres-cgroup: $*" >&2; }
+die() { note "$*"; exit 1; }
+
+cleanup() {
+	[ -n "$HPID" ] && kill -KILL "$HPID" 2>/dev/null
+	pg_stop
+	# The server's processes leave the cgroup as they end (bounded wait).
+	for _ in $(seq 50); do [ -s "$CG/cgroup.procs" ] || break; sleep 0.1; done
+	[ -d "$CG" ] && { rmdir "$CG" 2>/dev/null || note "cannot remove $CG: $(cat "$CG/cgroup.procs" 2>/dev/null | tr '\n' ' ')"; }
+	[ -n "${PG_KEEP:-}" ] && mkdir -p "$PG_KEEP" && cp "$TMP"/*.err "$TMP"/*.pgbench "$TMP"/*.pb.gz "$TMP/server.log" "$PG_KEEP"/ 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pg_start
+mkdir "$CG" || die "cannot make the cgroup $CG"
+# The postmaster and its children (helpers), each moved in; what they fork from now on is born inside.
+for p in $PM $(cat /proc/"$PM"/task/*/children 2>/dev/null); do
+	echo "$p" >"$CG/cgroup.procs" || die "cannot move PID $p into $CG"
+done
+NPROCS=$(grep -c . "$CG/cgroup.procs")
+note "$("$BIN/postgres" --version) on 127.0.0.1:$PORT, $NPROCS processes in $CG, pgbench -S -c $CLIENTS -j $JOBS, scale $SCALE, $SECS s a run"
+
+alive() { as_pg psql -X -At "${PG[@]}" -d postgres -c 'select 1' 2>/dev/null | grep -qx 1; }
+
+# run CONFIG ROUND: TPS set to pgbench's tps, or empty.
+run() {
+	local c=$1 r=$2 err=$TMP/$1.$2.err out=$TMP/$1.$2.pgbench pb=$TMP/$1.$2.pb.gz rc n skipped
+	TPS=
+	case $c in
+	bare) ;;
+	cgroup_s512k)
+		timeout -s INT -k 60 $((SECS + 120)) "$HT" -v --cgroup "$CG" --sample-rate 512K --merge \
+			-f proto -o "$pb" 2>"$err" &
+		HPID=$!
+		for _ in $(seq 300); do
+			grep -q "^heaptrace: tracing PID" "$err" 2>/dev/null && break
+			kill -0 "$HPID" 2>/dev/null || break
+			sleep 0.1
+		done
+		grep -q "^heaptrace: tracing PID" "$err" ||
+			{ note "$c: heaptrace did not attach: $(tail -2 "$err")"; FAILS=$((FAILS + 1)); kill -KILL "$HPID"; wait "$HPID"; HPID=; return; }
+		sleep 1 ;;
+	*) note "unknown configuration $c"; return ;;
+	esac
+	timeout -k 5 $((SECS + 60)) runuser -u "$PGUSER_OS" -- pgbench "${PG[@]}" -n -S -c "$CLIENTS" -j "$JOBS" -T "$SECS" postgres >"$out" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] || { note "$c round $r: pgbench exit status $rc: $(grep -iE 'error|abort' "$out" | head -2)"; FAILS=$((FAILS + 1)); }
+	n=$(awk '/number of failed transactions/ { print $5 }' "$out")
+	[ "${n:-0}" = 0 ] || { note "$c round $r: $n failed transactions"; FAILS=$((FAILS + 1)); }
+	TPS=$(awk '/^tps = / { printf "%.0f", $3 }' "$out")
+	if [ -n "$HPID" ]; then
+		kill -INT "$HPID" 2>/dev/null
+		wait "$HPID"
+		rc=$?
+		HPID=
+		[ "$rc" = 0 ] || { note "$c round $r: heaptrace exit status $rc: $(tail -2 "$err")"; FAILS=$((FAILS + 1)); TPS=; }
+		n=
+		if command -v go >/dev/null && [ -s "$pb" ]; then
+			n=$(go tool pprof -tags "$pb" 2>/dev/null | awk '/^ *pid:/ { on = 1; next } /^ *[a-z_]+:/ { on = 0 } on && /: [0-9]+ *$/ { k++ } END { print k + 0 }')
+			[ "$n" -ge $((CLIENTS + 3)) ] || { note "$c round $r: samples of $n pids in $pb (< $((CLIENTS + 3)))"; FAILS=$((FAILS + 1)); }
+		fi
+		skipped=$(grep -c "is not traced:" "$err")
+		note "$c round $r: adopted $(grep -c 'tracing PID .* too' "$err"), followed $(grep -c 'following child PID' "$err"), skipped $skipped, pids in profile ${n:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
+	fi
+	alive || { note "$c round $r: the server does not answer select 1"; FAILS=$((FAILS + 1)); }
+}
+
+read -ra CONFIGS <<<"${PG_CONFIGS:-bare cgroup_s512k}"
+rounds "$RUNS" tps TPS
+
+echo "pgbench -S -c $CLIENTS -j $JOBS -T $SECS, the server's cgroup under heaptrace --cgroup --merge, median of $RUNS rounds (tps):"
+for c in "${CONFIGS[@]}"; do
+	printf '  %-16s %8s   x bare %s   (%s)\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")" "${ALL[$c]:-}"
+done
+[ "$FAILS" = 0 ] || { note "$FAILS failed checks"; exit 1; }
