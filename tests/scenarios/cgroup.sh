@@ -165,6 +165,30 @@ scenario_pids() {
 	svc_check $key "$TMP/$key.svc2" 2
 	wait_exit "$b" 5 || kill_tree "$b"
 
+	# A process another debugger holds (gdb) cannot be seized: skipped with the reason, the others traced.
+	key=pids_held
+	f=$TMP/$key.svc
+	svc_start "$f" 0 1; a=$SVC
+	svc_start "$TMP/$key.svc2" 0 2; b=$SVC
+	svc_lines "$f" ready 1 10
+	svc_lines "$TMP/$key.svc2" ready 1 10
+	timeout -k 2 30 gdb -nx -q -batch -p "$b" -ex 'shell sleep 6' >"$TMP/$key.gdb" 2>&1 &
+	c=$!
+	for _ in $(seq 100); do
+		[ "$(awk '/^TracerPid:/ { print $2 }' /proc/"$b"/status 2>/dev/null)" -gt 0 ] 2>/dev/null && break
+		sleep 0.1
+	done
+	ht_bg $key -v --merge -f proto -o "$TMP/$key.pb.gz" -p "$a,$b"
+	wait_for "$TMP/$key.err" "tracing PID" 30 "$HPID"
+	sleep 1
+	svc_run $key "$f" 1
+	svc_check $key "$f" 1
+	d=$(grep -c "PID $b (.*t_service) is not traced: cannot ptrace it: Operation not permitted" "$TMP/$key.err")
+	report "$key: a process gdb holds: one line names it and why" "$([ "$d" = 1 ] || { ctx $key; head -3 "$TMP/$key.gdb"; })"
+	wait_exit "$c" 20 || kill_tree "$c"
+	svc_stop "$f" "$a"
+	svc_stop "$TMP/$key.svc2" "$b"
+
 	# -p twice the same pid is bad input.
 	ht pids_twice -p 1,1
 	d=$(rc_diag pids_twice 2)
@@ -206,4 +230,31 @@ scenario_cgroupsvc() {
 	[ -s "$cg/cgroup.procs" ] && d="processes left in it: $(cat "$cg/cgroup.procs")"
 	rmdir "$cg" 2>/dev/null || d+=" cannot remove $cg"
 	report "$key: the test's cgroup is empty and removed" "$d"
+
+	# A cgroup v1 hierarchy's directory (this machine: hybrid, pids under /sys/fs/cgroup/pids).
+	key=cgroup_v1
+	cg=/sys/fs/cgroup/pids/heaptrace-test-$$
+	if [ ! -d /sys/fs/cgroup/pids ] || [ -e /sys/fs/cgroup/pids/cgroup.subtree_control ]; then
+		echo "# $key: no cgroup v1 pids hierarchy here: not run (not counted)"
+	elif ! mkdir "$cg" 2>/dev/null; then
+		fail "$key: cannot make a cgroup at $cg"
+	else
+		f=$TMP/$key.svc
+		svc_start "$f" 0 1 "$cg"; s1=$SVC
+		svc_start "$f" 0 2 "$cg"; s2=$SVC
+		svc_lines "$f" ready 2 10
+		ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
+		wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+		svc_run $key "$f" 2
+		svc_check $key "$f" 2
+		svc_stop "$f" "$s1" "$s2"
+		rmdir "$cg" 2>/dev/null || fail "$key: cannot remove $cg: $(cat "$cg/cgroup.procs" 2>/dev/null)"
+	fi
+
+	# Not a cgroup: one line, a failure status, nothing traced.
+	ht cgroup_none --cgroup "$TMP/no-such-cgroup"
+	d=$(rc_diag cgroup_none 1)
+	[ "$(wc -l <"$TMP/cgroup_none.err")" = 1 ] && grep -q "not a cgroup directory" "$TMP/cgroup_none.err" ||
+		d+="stderr: $(cat "$TMP/cgroup_none.err")"
+	report "cgroup_none: --cgroup on a directory that is no cgroup: one line, exit status 1" "$d"
 }
