@@ -19,7 +19,7 @@
 # PG_JOBS (2), PG_CONFIGS (bare cgroup_s512k), PG_KEEP (a directory to copy
 # the logs and profiles to).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
 # shellcheck source=bench/pg.sh
@@ -46,7 +46,7 @@ cleanup() {
 	pg_stop
 	# The server's processes leave the cgroup as they end (bounded wait).
 	for _ in $(seq 50); do [ -s "$CG/cgroup.procs" ] || break; sleep 0.1; done
-	[ -d "$CG" ] && { rmdir "$CG" 2>/dev/null || note "cannot remove $CG: $(cat "$CG/cgroup.procs" 2>/dev/null | tr '\n' ' ')"; }
+	[ -d "$CG" ] && { rmdir "$CG" 2>/dev/null || note "cannot remove $CG: $(tr '\n' ' ' <"$CG/cgroup.procs" 2>/dev/null)"; }
 	[ -n "${PG_KEEP:-}" ] && mkdir -p "$PG_KEEP" && cp "$TMP"/*.err "$TMP"/*.pgbench "$TMP"/*.pb.gz "$TMP/server.log" "$PG_KEEP"/ 2>/dev/null
 	rm -rf "$TMP"
 }
@@ -105,8 +105,10 @@ run() {
 		skipped=$(grep -c "is not traced:" "$err")
 		adopted=$(grep -c 'tracing PID .* too' "$err")
 		followed=$(grep -c 'following child PID' "$err")
-		[ "$skipped" = 0 ] && [ $((1 + adopted)) -ge "$NPROCS" ] && [ "$followed" -ge "$CLIENTS" ] ||
-			{ note "$c round $r: $NPROCS processes in the cgroup, $adopted adopted beside the target, $followed followed, $skipped skipped"; FAILS=$((FAILS + 1)); }
+		if [ "$skipped" != 0 ] || [ $((1 + adopted)) -lt "$NPROCS" ] || [ "$followed" -lt "$CLIENTS" ]; then
+			note "$c round $r: $NPROCS processes in the cgroup, $adopted adopted beside the target, $followed followed, $skipped skipped"
+			FAILS=$((FAILS + 1))
+		fi
 		note "$c round $r: adopted $adopted, followed $followed, skipped $skipped, pids with samples ${n:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
 	fi
 	alive || { note "$c round $r: the server does not answer select 1"; FAILS=$((FAILS + 1)); }

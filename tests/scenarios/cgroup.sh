@@ -35,7 +35,7 @@ svc_run() {
 	local key=$1 f=$2 n=$3
 	# shellcheck disable=SC2046
 	kill -USR1 $(awk '/^ready /{ print $2 }' "$f") 2>/dev/null
-	svc_lines "$f" done "$n" 20 || echo "only $(grep -c '^done ' "$f") of $n processes allocated" >>"$TMP/$key.diag"
+	svc_lines "$f" "done" "$n" 20 || echo "only $(grep -c '^done ' "$f") of $n processes allocated" >>"$TMP/$key.diag"
 	kill -INT "$HPID" 2>/dev/null
 	ht_bg_wait "$key" "$HPID" 30
 }
@@ -118,7 +118,7 @@ scenario_pids() {
 	# /metrics: a series per process, labelled pid and program, each with its own bytes.
 	# shellcheck disable=SC2046
 	kill -USR1 $(awk '/^ready /{ print $2 }' "$f") 2>/dev/null
-	svc_lines "$f" done 4 20
+	svc_lines "$f" "done" 4 20
 	curl -s --max-time 10 --unix-socket "$TMP/$key.sock" http://x/metrics >"$TMP/$key.metrics" 2>&1
 	d=$(sed -n 's/^heaptrace_process_inuse_bytes{pid="\([0-9]*\)",program="[^"]*t_service"} \([0-9]*\)$/\1 \2/p' \
 		"$TMP/$key.metrics" | sort -n)
@@ -158,7 +158,7 @@ scenario_pids() {
 	d=$(kill -0 "$HPID" 2>/dev/null || echo "heaptrace ended with the target")
 	cat "$f" >>"$TMP/$key.svc2"
 	kill -USR1 "$b"
-	svc_lines "$TMP/$key.svc2" done 2 20
+	svc_lines "$TMP/$key.svc2" "done" 2 20
 	kill -TERM "$b"
 	ht_bg_wait $key "$HPID" 30
 	report "$key: -p A,B goes on after A's end and ends by itself with B's" "$d$(rc_diag $key 0)"
