@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "heaptrace.h"
+#include "util/rss.h"
 
 struct tracer;
 struct timeline;
@@ -79,6 +80,7 @@ struct profile {
 	/* The stacks of unmatched frees (c.unmatched_frees; no allocations), for -f top: owned. */
 	struct prof_stack *unmatched;
 	size_t n_unmatched;
+	struct ht_rss rss;              /* the process's RSS when taken (--merge: the tree's, summed) */
 };
 
 /* A traced process of the tree (--merge). */
@@ -136,6 +138,8 @@ int profile_take_main(const struct profile_source *src, pid_t pid, const char *m
  * each process's own peak).
  */
 void profile_main_totals(const struct profile_source *src, struct ht_totals *tot);
+/* The RSS of the same processes: pid's (the target), or with src->tree the tree's, summed. */
+void profile_main_rss(const struct profile_source *src, pid_t pid, struct ht_rss *r);
 /* The event and loss counters of the same processes (what the profile's counters hold). */
 void profile_main_counters(const struct profile_source *src, uint64_t counters[HT_COUNTER_MAX]);
 /* A copy of p without pid labels, stacks of the same frames merged (what formats without labels show). */
