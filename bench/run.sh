@@ -198,6 +198,9 @@ run_config() {
 		timeout $RUN_TIMEOUT "$FLOOR" --entry-only "$TMP/probes.auto" "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace)
 		timeout $RUN_TIMEOUT "$HT" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_html)
+		# -f html: the timeline's sampler reads the BPF totals and /proc/PID/status (RSS) 25 times a second.
+		timeout $RUN_TIMEOUT "$HT" -f html -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_noinject)
 		timeout $RUN_TIMEOUT "$HT" --no-inject -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_s512k_noinject)
@@ -349,7 +352,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_html heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 if [ "$PEERS" != 0 ] && [ -z "${BENCH_CONFIGS:-}" ]; then
@@ -362,6 +365,7 @@ declare -A LABEL=(
 	[stack]="trap+stack floor (BPF stackid)"
 	[entry]="entry floor (tracefs at entries)"
 	[heaptrace]="heaptrace (fast path, CFI)"
+	[heaptrace_html]="  -f html (timeline, RSS 25/s)"
 	[heaptrace_noinject]="heaptrace --no-inject (uprobes)"
 	[heaptrace_s512k_noinject]="  same, --no-inject (uprobe sessions)"
 	[heaptrace_fp]="heaptrace --unwind fp"
@@ -444,6 +448,8 @@ printf '  %-44s %8s\n' "exact: heaptrace / --no-inject" "$(ratio "${MED[heaptrac
 printf '  %-44s %8s\n' "512K: heaptrace / --no-inject" \
 	"$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace_s512k_noinject]:-}")"
 printf '  %-44s %8s\n' "512K: heaptrace / bare" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[bare]:-}")"
+printf '  %-44s %8s\n' "-f html (timeline + RSS sampling) / heaptrace" \
+	"$(ratio "${MED[heaptrace_html]:-}" "${MED[heaptrace]:-}")"
 echo
 echo "a custom allocator, pool_alloc(pool, size) / pool_free(pool, ptr, size) (churn --pool; ${POOL_SPEC[*]}), depth $DEPTH:"
 target "pool exact: heaptrace / its trap floor" "$(ratio "${MED[pool_heaptrace]:-}" "${MED[pool_trap]:-}")" "<=" 1.0
