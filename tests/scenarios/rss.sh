@@ -106,7 +106,24 @@ rss_top_snapshots() {
 	report "rss: -f top -i 0.3: every snapshot has an rss line; snapshot $((c + 2)) and the final one (at exit) anon in [32, 40) MiB" "$d"
 }
 
+# --follow-fork -f top: t_fork's three processes each get a report of their
+# own (PREFIX, PREFIX.PID), each with its own process's RSS at its exit.
+rss_follow_fork() {
+	local key=rss_ff d="" f n=0 files
+	ht $key --follow-fork -f top -o "$TMP/$key.txt" -- "$TB/t_fork" plain
+	d=$(rc_diag $key 0)
+	files=$(ls "$TMP/$key.txt" "$TMP/$key.txt".[0-9]* 2>/dev/null)
+	for f in $files; do
+		n=$((n + 1))
+		grep -qE '^  rss: +[1-9][0-9,]* bytes resident at its exit \(anon [1-9][0-9,]*, file [0-9,]+, shmem [0-9,]+\)$' "$f" ||
+			d+="$(rel "$f"): no 'rss: N bytes resident at its exit (anon A, ...)' line: $(grep '^  rss:' "$f")"$'\n'
+	done
+	[ "$n" = 3 ] || d+="$n reports, want 3 (parent, child, grandchild)"$'\n'
+	report "rss: --follow-fork -f top: each of t_fork's 3 processes' reports has its RSS at its exit" "$d"
+}
+
 scenario_rss() {
 	rss_metrics_html
 	rss_top_snapshots
+	rss_follow_fork
 }
