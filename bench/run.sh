@@ -26,7 +26,9 @@
 # heaptrack, BENCH_HEAPTRACE (build/heaptrace) to measure another build
 # with the same script, BENCH_RESET_CALLS (5000) and BENCH_RESET_OTHERS
 # (60000) for the context resets, BENCH_ONLY=resets to measure those alone,
-# BENCH_CONFIGS="bare heaptrace_ff ..." to run only those rows of the table.
+# BENCH_CONFIGS="bare heaptrace_ff ..." to run only those rows of the table,
+# BENCH_BASE=PATH/heaptrace to add a row of -f html under another build
+# (e.g. main's, to see what the timeline's RSS sampling costs).
 #
 # tracefs uprobe events are system-wide and outlive us: every exit path,
 # including Ctrl-C and errors, goes through cleanup, which removes them.
@@ -52,6 +54,7 @@ RESET_OTHERS=${BENCH_RESET_OTHERS:-60000}
 ONLY=${BENCH_ONLY:-}
 
 HT=${BENCH_HEAPTRACE:-$PWD/build/heaptrace}
+BASE_HT=${BENCH_BASE:-}
 CHURN=$PWD/build/bench/churn
 RESETS=$PWD/build/bench/resets
 FLOOR=$PWD/build/bench/floor
@@ -198,6 +201,12 @@ run_config() {
 		timeout $RUN_TIMEOUT "$FLOOR" --entry-only "$TMP/probes.auto" "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace)
 		timeout $RUN_TIMEOUT "$HT" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_html)
+		# -f html: the timeline's sampler reads the BPF totals and /proc/PID/status (RSS) 25 times a second.
+		timeout $RUN_TIMEOUT "$HT" -f html -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_html_base)
+		# The same under BENCH_BASE (another build, e.g. one without RSS sampling): what a change to the sampler costs.
+		timeout $RUN_TIMEOUT "$BASE_HT" -f html -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_noinject)
 		timeout $RUN_TIMEOUT "$HT" --no-inject -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_s512k_noinject)
@@ -349,9 +358,10 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_html heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
+[ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && CONFIGS+=(heaptrace_html_base)
 if [ "$PEERS" != 0 ] && [ -z "${BENCH_CONFIGS:-}" ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
@@ -362,6 +372,8 @@ declare -A LABEL=(
 	[stack]="trap+stack floor (BPF stackid)"
 	[entry]="entry floor (tracefs at entries)"
 	[heaptrace]="heaptrace (fast path, CFI)"
+	[heaptrace_html]="  -f html (timeline, RSS 25/s)"
+	[heaptrace_html_base]="  -f html, BENCH_BASE's build"
 	[heaptrace_noinject]="heaptrace --no-inject (uprobes)"
 	[heaptrace_s512k_noinject]="  same, --no-inject (uprobe sessions)"
 	[heaptrace_fp]="heaptrace --unwind fp"
@@ -444,6 +456,10 @@ printf '  %-44s %8s\n' "exact: heaptrace / --no-inject" "$(ratio "${MED[heaptrac
 printf '  %-44s %8s\n' "512K: heaptrace / --no-inject" \
 	"$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace_s512k_noinject]:-}")"
 printf '  %-44s %8s\n' "512K: heaptrace / bare" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[bare]:-}")"
+printf '  %-44s %8s\n' "-f html (timeline + RSS sampling) / heaptrace" \
+	"$(ratio "${MED[heaptrace_html]:-}" "${MED[heaptrace]:-}")"
+printf '  %-44s %8s\n' "-f html: this build / BENCH_BASE's" \
+	"$(ratio "${MED[heaptrace_html]:-}" "${MED[heaptrace_html_base]:-}")"
 echo
 echo "a custom allocator, pool_alloc(pool, size) / pool_free(pool, ptr, size) (churn --pool; ${POOL_SPEC[*]}), depth $DEPTH:"
 target "pool exact: heaptrace / its trap floor" "$(ratio "${MED[pool_heaptrace]:-}" "${MED[pool_trap]:-}")" "<=" 1.0

@@ -602,10 +602,10 @@ proto_http() {
 		[ "$r" = "${line##*=}" ] || d+="${line%=*} = '${r:-<missing>}', want ${line##*=}"$'\n'
 	done
 	for line in heaptrace_inuse_bytes:gauge heaptrace_inuse_objects:gauge heaptrace_peak_inuse_bytes:gauge \
-		heaptrace_events_total:counter; do
+		heaptrace_events_total:counter heaptrace_rss_bytes:gauge; do
 		grep -qx "# TYPE ${line%:*} ${line#*:}" "$TMP/proto_metrics.body" || d+="no '# TYPE ${line%:*} ${line#*:}'"$'\n'
 	done
-	r=$(grep -v '^#' "$TMP/proto_metrics.body" | grep -vE '^[a-z_]+(\{event="[a-z_]+"\})? [0-9]+$' | head -3)
+	r=$(grep -v '^#' "$TMP/proto_metrics.body" | grep -vE '^[a-z_]+(\{(event|kind)="[a-z_]+"\})? [0-9]+$' | head -3)
 	[ -z "$r" ] && [ -s "$TMP/proto_metrics.body" ] || d+="malformed sample lines: $r"$'\n'
 	[ -n "$d" ] && d+=$(grep -v '^#' "$TMP/proto_metrics.body" | head -8)
 	report "proto: GET /metrics: 200, inuse_bytes 74070, inuse_objects 6, peak 74847, events allocs 10 frees 4 unmatched 0" "$d"

@@ -87,6 +87,9 @@ static void summary(FILE *f, const struct profile *p)
 		   ",\"alloc_objects\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"peak_bytes\":%" PRId64 "}",
 		(int64_t)p->total.inuse_bytes, (int64_t)p->total.inuse_objects, (uint64_t)p->total.alloc_bytes,
 		(uint64_t)p->total.alloc_objects, (uint64_t)p->total.temporary, (int64_t)p->total.peak_bytes);
+	if (p->rss.known)
+		fprintf(f, ",\n\"rss\":{\"anon\":%" PRIu64 ",\"file\":%" PRIu64 ",\"shmem\":%" PRIu64 ",\"at_exit\":%s}",
+			p->rss.anon, p->rss.file, p->rss.shmem, p->rss.last ? "true" : "false");
 	fputs(",\n\"counters\":[", f);
 	for (int c = 0; c < HT_COUNTER_MAX; c++)
 		fprintf(f, "%s[\"%s\",%" PRIu64 ",%d]", c ? "," : "", counter_name(c), p->counters[c], counter_is_loss(c));
@@ -121,6 +124,14 @@ static void timeline(FILE *f, const struct profile *p)
 			fprintf(f, "%snull", i ? "," : "");
 		else
 			fprintf(f, "%s%" PRId64, i ? "," : "", tl->pt[i].objects);
+	}
+	/* Resident bytes of the process at each point (null at the inserted peak, and once it is gone). */
+	fputs("],\n\"rss\":[", f);
+	for (size_t i = 0; i < tl->n; i++) {
+		if (tl->pt[i].rss == TL_NO_RSS)
+			fprintf(f, "%snull", i ? "," : "");
+		else
+			fprintf(f, "%s%" PRId64, i ? "," : "", tl->pt[i].rss);
 	}
 	fputs("],\n\"marks\":[", f);
 	for (size_t i = 0; i < tl->n_marks; i++)

@@ -476,8 +476,8 @@ static void write_mappings(struct writer *w)
 static int write_comments(struct writer *w)
 {
 	const struct profile *p = w->p;
-	char losses[1024], *comments[5] = { 0 };
-	int64_t cidx[5];
+	char losses[1024], *comments[6] = { 0 };
+	int64_t cidx[6];
 	int ncomments = 3, err = 0;
 
 	output_losses(losses, sizeof(losses), p->counters, true);
@@ -488,7 +488,11 @@ static int write_comments(struct writer *w)
 	     asprintf(&comments[ncomments++], "sampled: one allocation per %" PRIu64 " bytes on average; values are estimates",
 		      p->sample_rate) < 0) ||
 	    /* pprof's "File:" is the executable's mapping, the real file: the name the user knows, beside it. */
-	    (p->name && asprintf(&comments[ncomments++], "program: %s", p->name) < 0)) {
+	    (p->name && asprintf(&comments[ncomments++], "program: %s", p->name) < 0) ||
+	    /* The heap beside what the kernel counts (what an OOM kill goes by). */
+	    (!p->is_diff && p->rss.known &&
+	     asprintf(&comments[ncomments++], "rss: %" PRIu64 " bytes%s (anon %" PRIu64 ", file %" PRIu64 ", shmem %" PRIu64 ")",
+		      rss_total(&p->rss), p->rss.last ? " at exit" : "", p->rss.anon, p->rss.file, p->rss.shmem) < 0)) {
 		err = -1;
 		goto out;
 	}
@@ -511,7 +515,7 @@ static int write_comments(struct writer *w)
 	for (int i = 0; i < ncomments; i++)
 		pb_int(&w->out, PPROF_PROFILE_COMMENT, cidx[i]);
 out:
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		free(comments[i]);
 	return err;
 }

@@ -151,6 +151,11 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 	fprintf(f, "  allocated: %14s bytes in %s objects\n", grouped(p->total.alloc_bytes, c, sizeof(c)),
 		grouped(p->total.alloc_objects, d, sizeof(d)));
 	fprintf(f, "  stacks:    %14zu\n", p->n);
+	if (!p->is_diff && p->rss.known)
+		fprintf(f, "  rss:       %14s bytes resident%s (anon %s, file %s, shmem %s)\n",
+			grouped(rss_total(&p->rss), a, sizeof(a)), p->rss.last ? " at its exit" : "",
+			grouped(p->rss.anon, b, sizeof(b)), grouped(p->rss.file, c, sizeof(c)),
+			grouped(p->rss.shmem, d, sizeof(d)));
 	if (p->is_diff)
 		goto stacks;
 	/* heaptrack's summary: how much churn, how high it got, what stayed. */

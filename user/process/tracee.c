@@ -11,6 +11,7 @@
 #include "util/array.h"
 #include "util/log.h"
 #include "util/procfs.h"
+#include "util/rss.h"
 
 #define NO_SLOT UINT32_MAX
 
@@ -316,8 +317,11 @@ void tracee_reap(struct tracee *f, bool wait)
 			ptrace(PTRACE_CONT, r, 0, 0);
 			break;
 		case PTRACE_EVENT_EXIT: {
-			/* The last moment its mappings exist. */
+			/* The last moment its mappings exist (and its RSS, remembered for the profiles after). */
 			struct tracee_child *k = find_kid(f, r);
+			struct ht_rss rss;
+			if (r == tgid_of(r))
+				rss_read(r, &rss);
 			if (r == t->pid) {
 				target_refresh_maps(t);
 				if (f->on_exiting)

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "heaptrace.h"
+#include "util/rss.h"
 
 struct tracer;
 struct timeline;
@@ -87,6 +88,7 @@ struct profile {
 	/* --merge: each other process's program by pid (owned), for -f proto's "program" label; the target's is name. */
 	struct prof_program *programs;
 	size_t n_programs;
+	struct ht_rss rss;              /* the process's RSS when taken (--merge: the tree's, summed) */
 };
 
 /* A traced process of the tree (--merge). */
@@ -155,6 +157,8 @@ struct proc_totals {
 /* 0, or -1 (out of memory); without a tree, the target alone. */
 int profile_proc_totals(const struct profile_source *src, pid_t pid, struct proc_totals **out, size_t *n);
 void proc_totals_free(struct proc_totals *v, size_t n);
+/* The RSS of the same processes: pid's (the target), or with src->tree the tree's, summed. */
+void profile_main_rss(const struct profile_source *src, pid_t pid, struct ht_rss *r);
 /* The event and loss counters of the same processes (what the profile's counters hold). */
 void profile_main_counters(const struct profile_source *src, uint64_t counters[HT_COUNTER_MAX]);
 /* A copy of p without pid labels, stacks of the same frames merged (what formats without labels show). */

@@ -469,6 +469,7 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 		src->more_counters(src->more_arg, proc, p->counters);
 	tracer_totals(tr, proc, &p->totals);
 	p->now_ns = monotonic_ns();
+	rss_read(pid, &p->rss);
 	p->timeline = timeline_copy(src->timeline, proc);
 
 	t.max_depth = (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t);

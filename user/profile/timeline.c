@@ -9,6 +9,7 @@
 #include "tracer/tracer.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/rss.h"
 #include "util/time.h"
 
 /*
@@ -24,6 +25,10 @@ static void halve(struct tl_series *s)
 		struct tl_point p = s->pt[i];
 		if (i + 1 < s->n && s->pt[i + 1].bytes >= p.bytes)
 			p = s->pt[i + 1];
+		if (i + 1 < s->n) {
+			int64_t r0 = s->pt[i].rss, r1 = s->pt[i + 1].rss;
+			p.rss = r0 > r1 ? r0 : r1;
+		}
 		s->pt[out++] = p;
 	}
 	s->n = out;
@@ -39,7 +44,7 @@ static void push(struct tl_series *s, struct tl_point p)
 	s->pt[s->n++] = p;
 }
 
-static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t now)
+static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t now, pid_t pid)
 {
 	/*
 	 * A peak between two samples (a block allocated and freed within a
@@ -50,9 +55,14 @@ static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t
 	    (!s->n || t->peak_ns > s->pt[s->n - 1].ns)) {
 		s->peak_ns = t->peak_ns;
 		if ((int64_t)t->peak_bytes > t->inuse_bytes)
-			push(s, (struct tl_point){ t->peak_ns, (int64_t)t->peak_bytes, TL_NO_OBJECTS });
+			push(s, (struct tl_point){ t->peak_ns, (int64_t)t->peak_bytes, TL_NO_OBJECTS, TL_NO_RSS });
 	}
-	push(s, (struct tl_point){ now, t->inuse_bytes, ht_q16_round(t->inuse_objects) });
+	struct ht_rss r = { 0 };
+	if (pid)
+		rss_read(pid, &r);
+	/* After the exit its last RSS would draw a flat line that is not there: none. */
+	push(s, (struct tl_point){ now, t->inuse_bytes, ht_q16_round(t->inuse_objects),
+				   r.known && !r.last ? (int64_t)rss_total(&r) : TL_NO_RSS });
 }
 
 static void sample(struct timeline *tl)
@@ -65,7 +75,7 @@ static void sample(struct timeline *tl)
 		struct ht_totals t;
 		tracer_totals(tl->tr, slot, &t);
 		/* Read after the totals: a peak they hold is not later than now. */
-		sample_slot(&tl->s[slot], &t, monotonic_ns());
+		sample_slot(&tl->s[slot], &t, monotonic_ns(), tl->pid[slot]);
 	}
 	pthread_mutex_unlock(&tl->lock);
 }
@@ -92,12 +102,13 @@ static void *sampler(void *arg)
 	return NULL;
 }
 
-int timeline_start(struct timeline *tl, const struct tracer *tr, double period)
+int timeline_start(struct timeline *tl, const struct tracer *tr, double period, pid_t target)
 {
 	int err;
 
 	memset(tl, 0, sizeof(*tl));
 	tl->tr = tr;
+	tl->pid[0] = target;
 	tl->period = period;
 	for (int i = 0; i < HT_MAX_PROCS; i++)
 		tl->s[i].period = period;
@@ -120,6 +131,15 @@ void timeline_stop(struct timeline *tl)
 	sample(tl);
 }
 
+void timeline_proc(struct timeline *tl, uint32_t slot, pid_t pid)
+{
+	if (!tl->running || slot >= HT_MAX_PROCS)
+		return;
+	pthread_mutex_lock(&tl->lock);
+	tl->pid[slot] = pid;
+	pthread_mutex_unlock(&tl->lock);
+}
+
 void timeline_mark(struct timeline *tl)
 {
 	pthread_mutex_lock(&tl->lock);
@@ -140,7 +160,7 @@ struct tl_series *timeline_copy(struct timeline *tl, uint32_t slot)
 	if (tl->running && s->n) {
 		struct ht_totals t;
 		tracer_totals(tl->tr, slot, &t);
-		sample_slot(&tl->s[slot], &t, monotonic_ns());
+		sample_slot(&tl->s[slot], &t, monotonic_ns(), tl->pid[slot]);
 	}
 	size_t marks = slot == 0 ? tl->n_marks : 0;
 	if (s->n && (c = malloc(sizeof(*c) + s->n * sizeof(*s->pt) + marks * sizeof(*tl->marks)))) {

@@ -194,6 +194,7 @@ static int add_process(struct profile *p, struct profile *q, size_t *cap, uint64
 	for (int i = 0; i < HT_SIZE_BUCKETS; i++)
 		t->alloc_sizes[i] += u->alloc_sizes[i];
 	p->trimmed += q->trimmed;
+	rss_add(&p->rss, &q->rss);
 	if (q->now_ns > p->now_ns)
 		p->now_ns = q->now_ns;
 	return 0;
@@ -248,6 +249,7 @@ int profile_take_main(const struct profile_source *src, pid_t pid, const char *m
 			memset(p->counters, 0, sizeof(p->counters));
 			memset(&p->totals, 0, sizeof(p->totals));
 			p->trimmed = 0;
+			memset(&p->rss, 0, sizeof(p->rss));
 			p->totals.epoch = q.totals.epoch;
 		}
 		int a = add_process(p, &q, &cap, (uint64_t)k << SPACE_SHIFT);
@@ -336,6 +338,22 @@ void profile_main_totals(const struct profile_source *src, struct ht_totals *tot
 		tot->peak_bytes += u.peak_bytes;
 		tot->execs += u.execs;
 		tot->exec_dropped += u.exec_dropped;
+	}
+	tree_procs_free(procs, n);
+}
+
+void profile_main_rss(const struct profile_source *src, pid_t pid, struct ht_rss *r)
+{
+	struct tree_proc *procs = NULL;
+	size_t n = 0;
+
+	rss_read(pid, r);
+	if (!src->tree || src->tree(src->tree_arg, &procs, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct ht_rss u;
+		rss_read(procs[i].pid, &u);
+		rss_add(r, &u);
 	}
 	tree_procs_free(procs, n);
 }

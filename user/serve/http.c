@@ -293,6 +293,15 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 		fprintf(m, "heaptrace_events_total{event=\"%s\"} %" PRIu64 "\n", counter_name(i), counters[i]);
 	if (h->src.tree)
 		metrics_by_process(m, &h->src, h->t->pid, h->t->name);
+	struct ht_rss rss;
+	profile_main_rss(&h->src, h->t->pid, &rss);
+	/* Gone (a zombie, or before the attach): no samples rather than a made-up 0. */
+	if (rss.known && !rss.last)
+		fprintf(m, "# HELP heaptrace_rss_bytes Resident memory of the traced process by kind, from /proc/PID/status (--merge: the tree's, summed).\n"
+			   "# TYPE heaptrace_rss_bytes gauge\n"
+			   "heaptrace_rss_bytes{kind=\"anon\"} %" PRIu64 "\nheaptrace_rss_bytes{kind=\"file\"} %" PRIu64 "\n"
+			   "heaptrace_rss_bytes{kind=\"shmem\"} %" PRIu64 "\n",
+			rss.anon, rss.file, rss.shmem);
 	fclose(m);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }

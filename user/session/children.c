@@ -153,6 +153,7 @@ uint32_t session_trace_child(void *arg, pid_t child, uint32_t parent_slot)
 		return 0;
 	}
 	child_stub(s, child, slot, parent_slot);
+	timeline_proc(&s->tl, slot, child);
 	s->ex.upto[slot] = s->plan.n;
 	s->next_slot++;
 	ht_info("following child PID %d", child);

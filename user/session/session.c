@@ -559,7 +559,7 @@ static int plan_timeline(struct session *s)
 		return 0;
 	s->src.timeline = &s->tl;
 	s->src.live_bins = HTML_LIVE_BINS;
-	return timeline_start(&s->tl, &s->tr, period);
+	return timeline_start(&s->tl, &s->tr, period, s->t.pid);
 }
 
 /* --list-probes: on stdout, or into -o like a profile. */

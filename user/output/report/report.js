@@ -175,17 +175,20 @@
       return;
     }
     var W = 1000, H = 240, ml = 74, mr = 62, mt = 16, mb = 26, pw = W - ml - mr, ph = H - mt - mb;
-    var n = T.t.length, tmax = Math.max(D.duration * 1000, T.t[n - 1], 1), bmax = 0, omax = 0, ipeak = 0;
+    var n = T.t.length, tmax = Math.max(D.duration * 1000, T.t[n - 1], 1), bmax = 0, omax = 0, ipeak = 0, rmax = 0;
+    var R = T.rss || [];
     for (var i = 0; i < n; i++) {
       if (T.bytes[i] > bmax) { bmax = T.bytes[i]; ipeak = i; }
       if (T.objects[i] !== null && T.objects[i] > omax) omax = T.objects[i];
+      if (R[i] != null && R[i] > rmax) rmax = R[i];
     }
-    var ytop = niceBytes(bmax), otop = niceMax(omax);
+    /* RSS on the bytes axis: the heap is part of it, and the gap is what the heap does not explain. */
+    var ytop = niceBytes(Math.max(bmax, rmax)), otop = niceMax(omax);
     function x(ms) { return ml + ms / tmax * pw; }
     function y(b) { return mt + ph - Math.max(b, 0) / ytop * ph; }
     function yo(o) { return mt + ph - Math.max(o, 0) / otop * ph; }
     var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', id: 'chart-svg',
-      'data-points': n, 'data-max': bmax, 'data-peak-ms': T.t[ipeak] });
+      'data-points': n, 'data-max': bmax, 'data-peak-ms': T.t[ipeak], 'data-rss-max': rmax });
     for (var g = 0; g <= 4; g++) {
       var gy = mt + ph - g / 4 * ph;
       svg('line', { x1: ml, x2: ml + pw, y1: gy, y2: gy, 'class': 'grid' }, s);
@@ -195,13 +198,15 @@
     for (var k = 0; k <= 8; k++) {
       svg('text', { x: ml + k / 8 * pw, y: H - 8, 'text-anchor': 'middle', 'class': 'axis' }, s).textContent = secs(tmax * k / 8 / 1000);
     }
-    var pts = [], opts = [];
+    var pts = [], opts = [], rpts = [];
     for (i = 0; i < n; i++) {
       pts.push(x(T.t[i]).toFixed(1) + ',' + y(T.bytes[i]).toFixed(1));
       if (T.objects[i] !== null) opts.push(x(T.t[i]).toFixed(1) + ',' + yo(T.objects[i]).toFixed(1));
+      if (R[i] != null) rpts.push(x(T.t[i]).toFixed(1) + ',' + y(R[i]).toFixed(1));
     }
     svg('polygon', { points: ml + ',' + (mt + ph) + ' ' + pts.join(' ') + ' ' + x(T.t[n - 1]).toFixed(1) + ',' + (mt + ph), 'class': 'bytes-area' }, s);
     svg('polyline', { points: opts.join(' '), 'class': 'objects-line', id: 'objects-line' }, s);
+    svg('polyline', { points: rpts.join(' '), 'class': 'rss-line', id: 'rss-line', 'data-points': rpts.length }, s);
     svg('polyline', { points: pts.join(' '), 'class': 'bytes-line', id: 'inuse-line' }, s);
     T.marks.forEach(function (m, j) {
       var l = svg('line', { x1: x(m), x2: x(m), y1: mt, y2: mt + ph, 'class': 'snapshot', 'data-snapshot': j + 1 }, s);
@@ -215,7 +220,7 @@
       lbl.textContent = 'peak ' + bytes(bmax) + ' at ' + secs(T.t[ipeak] / 1000);
     }
     var legend = svg('text', { x: ml + 6, y: mt + 10, 'class': 'legend' }, s);
-    legend.textContent = '\u2014 in-use bytes   - - live blocks (right axis)   ' + n + ' samples, one per ' + secs(T.period);
+    legend.textContent = '\u2014 in-use bytes   ' + (rmax > 0 ? '\u2014 RSS (green)   ' : '') + '- - live blocks (right axis)   ' + n + ' samples, one per ' + secs(T.period);
     var sel = svg('rect', { x: 0, y: mt, width: 0, height: ph, 'class': 'selection', visibility: 'hidden' }, s);
     box.appendChild(s);
     chart = { svg: s, sel: sel, x: x, ml: ml, pw: pw, W: W, tmax: tmax };
