@@ -416,7 +416,7 @@ static int write_sample(struct writer *w, const struct prof_stack *s)
 			return -1;
 	/* In the order of PPROF_SAMPLE_TYPES. */
 	uint64_t vals[PPROF_N_SAMPLE_TYPES] = { s->c.alloc_objects, s->c.alloc_bytes, (uint64_t)s->c.inuse_objects,
-						(uint64_t)s->c.inuse_bytes };
+						(uint64_t)s->c.inuse_bytes, s->c.realloc_objects, s->c.realloc_bytes };
 	pb_packed(&w->sub, PPROF_SAMPLE_LOCATION_ID, loc, nloc);
 	pb_packed(&w->sub, PPROF_SAMPLE_VALUE, vals, PPROF_N_SAMPLE_TYPES);
 	if (s->pid) {
@@ -548,9 +548,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	if (write_comments(&w))
 		goto done;
 	pb_int(&w.out, PPROF_PROFILE_DEFAULT_SAMPLE_TYPE,
-	       str_index(&w.st, dflt == V_ALLOC_SPACE ? "alloc_space" :
-				dflt == V_ALLOC_OBJECTS ? "alloc_objects" :
-				dflt == V_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
+	       str_index(&w.st, value_name(dflt)));
 	write_strings(&w);
 	if (w.out.oom || w.m.oom || w.sub.oom)
 		goto done;

@@ -20,7 +20,7 @@ struct prof_live {
 	uint64_t bytes;
 };
 
-enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS };
+enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS, V_REALLOC_OBJECTS, V_REALLOC_SPACE };
 
 /* The raw counts of the allocations recorded by --sample-rate, as a heap_v2 profile holds them. */
 struct prof_sampled {
@@ -45,6 +45,7 @@ struct prof_stack {
 	struct prof_live *live;
 	uint32_t n_live;
 	pid_t pid;              /* --merge: the process the stack is from (stacks differ by it); 0: none */
+	bool suppressed;        /* --suppressions: its live blocks are not leaks (profile.suppressed) */
 };
 
 struct profile {
@@ -79,6 +80,10 @@ struct profile {
 	/* The stacks of unmatched frees (c.unmatched_frees; no allocations), for -f top: owned. */
 	struct prof_stack *unmatched;
 	size_t n_unmatched;
+	/* --suppressions: the in-use of the stacks marked suppressed, out of the leak views (suppress.c). */
+	struct {
+		uint64_t bytes, objects, stacks;
+	} suppressed;
 };
 
 /* A traced process of the tree (--merge). */
