@@ -27,6 +27,11 @@ scenario_suppress() {
 	d=$(tr_has sup top "  leaked:             3,000 bytes live at the end" "blocks of 3 stacks (--suppressions: not leaks)")
 	[ "$(grep -c '^#' "$TMP/sup.top")" = 1 ] || d+=$'\n'"-f top shows $(grep -c '^#' "$TMP/sup.top") leak stacks, want 1 (real_leak)"
 	report "suppress: -f top: leaked 3,000, one leak stack, the suppressed line" "$d"
+	ht supp --suppressions "$TMP/sup.supp" -f proto -o "$TMP/supp.pb.gz" -- "$TB/t_suppress"
+	d=$(rc_diag supp 0)
+	zcat "$TMP/supp.pb.gz" 2>/dev/null | grep -aqF "suppressed: $((3000 + buf)) bytes in 3 blocks of 3 stacks" ||
+		d+=$'\n'"no suppressed comment in the proto profile"
+	report "suppress: -f proto: a comment says what was suppressed" "$d"
 
 	ht supnd --suppressions "$TMP/sup.supp" --no-default-suppressions --limit-leak 0 -o /dev/null -- "$TB/t_suppress"
 	d=$(rc_diag supnd 23)
@@ -81,4 +86,8 @@ scenario_realloc() {
 	d=$(rc_diag red 0)
 	zcat "$TMP/red.pb.gz" 2>/dev/null | grep -aq realloc_space || d+="no realloc_space sample type in the proto profile"
 	report "realloc: -f proto has the realloc_objects/realloc_space sample types" "$d"
+	ht ree -f html -o "$TMP/ree.html" -- "$TB/t_realloc"
+	d=$(rc_diag ree 0)
+	d+=$(tr_has ree html '"realloc":{"objects":8,"bytes":64512}' "id: 'realloc_space'")
+	report "realloc: -f html: the totals (8, 64512) and the realloc views" "$d"
 }
