@@ -370,8 +370,8 @@ static __always_inline bool free_unknown(__u64 ptr, __u32 proc)
 	return !sample_rate;
 }
 
-/* A free of ptr if it is a live block; false if it is not (the caller tells why). */
-static __always_inline bool free_live(__u64 ptr, __u32 proc)
+/* A free of ptr if it is a live block (its size in *size); false if it is not (the caller tells why). */
+static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, __u64 *size)
 {
 	__u64 key = ht_live_key(ptr, proc);
 	struct ht_block b;
@@ -382,6 +382,7 @@ static __always_inline bool free_live(__u64 ptr, __u32 proc)
 	/* Only the remover accounts the free, so a racing double free counts once. */
 	if (r)
 		return true;
+	*size = b.size;
 	bool temporary = follows_last_alloc(&b);
 	if (release(&b, key, proc)) {
 		record_free(&b, proc, temporary);
@@ -392,15 +393,30 @@ static __always_inline bool free_live(__u64 ptr, __u32 proc)
 	return true;
 }
 
-/* A free of ptr; true for an unmatched one, which the caller counts. */
+static __always_inline bool free_live(__u64 ptr, __u32 proc)
+{
+	__u64 size;
+
+	return free_live_sized(ptr, proc, &size);
+}
+
+/* A free of ptr; true for an unmatched one, which the caller counts.  *size: a live block's, else kept. */
+static __always_inline bool free_block_sized(__u64 ptr, __u32 proc, __u64 *size)
+{
+	return !free_live_sized(ptr, proc, size) && free_unknown(ptr, proc);
+}
+
 static __always_inline bool free_block(__u64 ptr, __u32 proc)
 {
-	return !free_live(ptr, proc) && free_unknown(ptr, proc);
+	__u64 size;
+
+	return free_block_sized(ptr, proc, &size);
 }
 
 /* An allocation, its stack captured: what account_alloc() records. */
 struct alloc_rec {
 	__u64 stack, ptr, size, objects, arena;
+	__u64 reallocs, realloc_bytes;  /* a realloc of a block: 1, and the bytes it copied */
 	__u32 proc, pad;
 };
 
@@ -430,6 +446,10 @@ __noinline int account_alloc(struct alloc_rec *r)
 	__sync_fetch_and_add(&s->alloc_bytes, size);
 	__sync_fetch_and_add(&s->est_alloc_objects, weight * b.objects);
 	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, weight));
+	if (r->reallocs) {
+		__sync_fetch_and_add(&s->realloc_objects, r->reallocs);
+		__sync_fetch_and_add(&s->realloc_bytes, r->realloc_bytes);
+	}
 	count(proc, HT_ALLOCS);
 	count_size(proc, size, weight);
 
@@ -464,10 +484,12 @@ __noinline int account_alloc(struct alloc_rec *r)
 }
 
 static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,
-					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena)
+					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena,
+					 __u64 reallocs, __u64 realloc_bytes)
 {
 	struct alloc_rec r = { .stack = capture_stack(ctx, regs, proc, spec, func_ip), .ptr = ptr, .size = size,
-			       .objects = objects, .arena = arena, .proc = proc };
+			       .objects = objects, .arena = arena, .reallocs = reallocs,
+			       .realloc_bytes = realloc_bytes, .proc = proc };
 
 	account_alloc(&r);
 }

@@ -265,9 +265,10 @@ static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *re
 	}
 
 	__u64 old_ptr = spec->old_ptr_arg ? args[spec->old_ptr_arg & 7] : 0;
+	__u64 old_size = ~0ull;
 	if (old_ptr) {
 		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
-		if ((ptr || size == 0) && free_block(old_ptr, proc))
+		if ((ptr || size == 0) && free_block_sized(old_ptr, proc, &old_size))
 			count(proc, HT_UNMATCHED_FREES);
 		if (!ptr) {
 			if (size && record)
@@ -281,9 +282,11 @@ static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *re
 			count(proc, HT_FAILED_ALLOCS);
 		return;
 	}
+	/* A moved block's bytes were copied: as many as both blocks hold, when the old one's size is known. */
+	__u64 copied = old_ptr && ptr != old_ptr && old_size != ~0ull ? (old_size < size ? old_size : size) : 0;
 	if (record)
 		record_alloc(ctx, regs, func_ip, proc, spec_i, ptr, size, eval(&spec->objects, args, ret),
-			     eval(&spec->arena, args, ret));
+			     eval(&spec->arena, args, ret), old_ptr ? 1 : 0, copied);
 }
 
 /* An allocator's return: the outermost call's allocation is recorded, or not sampled. */

@@ -356,6 +356,14 @@ struct ht_site {
 	/* A site of its own (no allocations) for the stack of a free: frees of blocks never seen allocated. */
 	__u32 unmatched_frees;
 	__u32 pad;
+	/*
+	 * Recorded reallocs of a block of this stack's (realloc(NULL, n) is an
+	 * allocation, not one), and the bytes copied by those that moved it:
+	 * the old size or the new, the smaller, when the address changed and
+	 * the old block was live (known size).  Raw counts, as alloc_*.
+	 */
+	__u64 realloc_objects;
+	__u64 realloc_bytes;
 };
 
 /*

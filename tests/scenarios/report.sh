@@ -106,7 +106,7 @@ scenario_html() {
 	grep -q 'id="peak-marker"' "$TMP/ov_a.dom" || d+="no peak marker"$'\n'
 	report "html: the chart draws every sample ($n) and its maximum is the profile's peak, 1074576, marked" "$d"
 
-	local want="inuse_space=21000 peak_space=1074576 alloc_space=16813216 alloc_objects=36 inuse_objects=17 temporary=16"
+	local want="inuse_space=21000 peak_space=1074576 alloc_space=16813216 alloc_objects=36 inuse_objects=17 temporary=16 realloc_space=0 realloc_objects=0"
 	local got
 	got=$(rp_attr ov_a '<div id="flame"' data-cycle)
 	report "html: each view's flame graph total is the profile's counter ($want)" \
@@ -204,7 +204,7 @@ scenario_htmlbig() {
 	report "htmlbig: the report of 65536 stacks is at most 5 MiB ($size bytes; docs/output-formats.md)" "$d"
 	rp_dom big "$f" cycle
 	d=$(rp_ready_diag big)
-	local got want="inuse_space=1048576 peak_space=1048560 alloc_space=1048576 alloc_objects=65536 inuse_objects=65536 temporary=0"
+	local got want="inuse_space=1048576 peak_space=1048560 alloc_space=1048576 alloc_objects=65536 inuse_objects=65536 temporary=0 realloc_space=0 realloc_objects=0"
 	got=$(rp_attr big '<div id="flame"' data-cycle)
 	[ "$got" = "$want" ] || d+="view totals: ${got:-none}, want $want"$'\n'
 	grep -q '>leaf_fn' "$TMP/big.dom" || d+="no leaf_fn"$'\n'

@@ -51,6 +51,13 @@ static int set_limit(void *opts, const char *arg, const struct opt *o)
 	return 0;
 }
 
+/* --suppressions FILE: read at once, so a bad file is a usage error before anything is traced. */
+static int add_suppressions(void *opts, const char *arg, const struct opt *o)
+{
+	(void)o;
+	return suppress_read_file(&((struct trace_opts *)opts)->suppress, arg);
+}
+
 /* The files are read at once: a bad one is a usage error, before anything is traced. */
 static int set_http_file(void *opts, const char *arg, const struct opt *o)
 {
@@ -268,6 +275,13 @@ static const struct opt trace_opts[] = {
 	  OPT_CALL, .call = set_limit, .bad = "--limit-peak takes bytes (suffixes K, M, G), not '%s'"),
 	OPTION("limit-leak", 0, "SIZE", "exit with status 23 if more than SIZE bytes are live at the\nend (0: any leak), naming the stacks that hold them",
 	  OPT_CALL, .call = set_limit, .bad = "--limit-leak takes bytes (suffixes K, M, G), not '%s'"),
+	OPTION("suppressions", 0, "FILE", "LeakSanitizer suppressions (leak:PATTERN lines; repeatable): the\n"
+					  "live blocks of stacks with a matching function, source file or\n"
+					  "module are not leaks (--limit-leak, -f top, the report)",
+	  OPT_CALL, .call = add_suppressions),
+	OPTION("no-default-suppressions", 0, NULL, "leave out the built-in suppressions of the C runtime's\n"
+						   "one-time allocations (stdio buffers, TLS, locales)",
+	       OPT_FLAG, F(no_default_suppressions)),
 	OPTION("quiet", 'q', NULL, "no 'tracing PID N' line when tracing of -p PID begins", OPT_FLAG, F(quiet)),
 	OPTION("verbose", 'v', NULL, "say what was attached where, and the event counters", OPT_CALL, .call = set_verbose),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),
@@ -325,7 +339,10 @@ int cmd_trace(int argc, char **argv)
 
 	if (first >= 0 && first < argc)
 		o.argv = argv + first;
+	if (first >= 0 && !o.no_default_suppressions && suppress_add_builtin(&o.suppress))
+		first = -1;
 	rc = first < 0 || check(&o) ? 2 : session_run(&o);
+	suppress_free(o.suppress);
 	for (int i = 0; i < o.n_syms; i++)
 		symspec_free(&o.syms[i]);
 	free(o.http_token);

@@ -90,6 +90,10 @@ static void summary(FILE *f, const struct profile *p)
 	if (p->rss.known)
 		fprintf(f, ",\n\"rss\":{\"anon\":%" PRIu64 ",\"file\":%" PRIu64 ",\"shmem\":%" PRIu64 ",\"at_exit\":%s}",
 			p->rss.anon, p->rss.file, p->rss.shmem, p->rss.last ? "true" : "false");
+	fprintf(f, ",\n\"realloc\":{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", (uint64_t)p->total.realloc_objects,
+		(uint64_t)p->total.realloc_bytes);
+	fprintf(f, ",\n\"suppressed\":{\"bytes\":%" PRIu64 ",\"objects\":%" PRIu64 ",\"stacks\":%" PRIu64 "}",
+		p->suppressed.bytes, p->suppressed.objects, p->suppressed.stacks);
 	fputs(",\n\"counters\":[", f);
 	for (int c = 0; c < HT_COUNTER_MAX; c++)
 		fprintf(f, "%s[\"%s\",%" PRIu64 ",%d]", c ? "," : "", counter_name(c), p->counters[c], counter_is_loss(c));
@@ -171,7 +175,13 @@ static void flame(FILE *f, const struct profile *p, const struct flame *fl)
 	stack_column(f, "alloc_bytes", p, offsetof(struct ht_site, alloc_bytes), false);
 	stack_column(f, "alloc_objects", p, offsetof(struct ht_site, alloc_objects), false);
 	stack_column(f, "temporary", p, offsetof(struct ht_site, temporary), false);
-	fputc('}', f);
+	stack_column(f, "realloc_objects", p, offsetof(struct ht_site, realloc_objects), false);
+	stack_column(f, "realloc_bytes", p, offsetof(struct ht_site, realloc_bytes), false);
+	/* --suppressions: which stacks leave the leak views (the report takes their in-use out). */
+	fputs(",\n\"suppressed\":[", f);
+	for (size_t i = 0; i < p->n; i++)
+		fprintf(f, "%s%d", i ? "," : "", p->stacks[i].suppressed);
+	fputs("]}", f);
 }
 
 /* Blocks live at the end by stack and allocation time bin: rows of stack, bin, objects, bytes. */

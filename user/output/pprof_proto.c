@@ -427,7 +427,7 @@ static int write_sample(struct writer *w, const struct prof_stack *s)
 			return -1;
 	/* In the order of PPROF_SAMPLE_TYPES. */
 	uint64_t vals[PPROF_N_SAMPLE_TYPES] = { s->c.alloc_objects, s->c.alloc_bytes, (uint64_t)s->c.inuse_objects,
-						(uint64_t)s->c.inuse_bytes };
+						(uint64_t)s->c.inuse_bytes, s->c.realloc_objects, s->c.realloc_bytes };
 	pb_packed(&w->sub, PPROF_SAMPLE_LOCATION_ID, loc, nloc);
 	pb_packed(&w->sub, PPROF_SAMPLE_VALUE, vals, PPROF_N_SAMPLE_TYPES);
 	if (s->pid) {
@@ -476,8 +476,9 @@ static void write_mappings(struct writer *w)
 static int write_comments(struct writer *w)
 {
 	const struct profile *p = w->p;
-	char losses[1024], *comments[6] = { 0 };
-	int64_t cidx[6];
+	/* Three always, then sampled, program, rss, suppressed, and room for more. */
+	char losses[1024], *comments[10] = { 0 };
+	int64_t cidx[10];
 	int ncomments = 3, err = 0;
 
 	output_losses(losses, sizeof(losses), p->counters, true);
@@ -492,7 +493,12 @@ static int write_comments(struct writer *w)
 	    /* The heap beside what the kernel counts (what an OOM kill goes by). */
 	    (!p->is_diff && p->rss.known &&
 	     asprintf(&comments[ncomments++], "rss: %" PRIu64 " bytes%s (anon %" PRIu64 ", file %" PRIu64 ", shmem %" PRIu64 ")",
-		      rss_total(&p->rss), p->rss.last ? " at exit" : "", p->rss.anon, p->rss.file, p->rss.shmem) < 0)) {
+		      rss_total(&p->rss), p->rss.last ? " at exit" : "", p->rss.anon, p->rss.file, p->rss.shmem) < 0) ||
+	    /* --suppressions: what left the leak views, said where the profile goes too. */
+	    (p->suppressed.stacks &&
+	     asprintf(&comments[ncomments++], "suppressed: %" PRIu64 " bytes in %" PRIu64 " blocks of %" PRIu64
+		      " stacks (--suppressions: not leaks)", p->suppressed.bytes, p->suppressed.objects,
+		      p->suppressed.stacks) < 0)) {
 		err = -1;
 		goto out;
 	}
@@ -515,7 +521,7 @@ static int write_comments(struct writer *w)
 	for (int i = 0; i < ncomments; i++)
 		pb_int(&w->out, PPROF_PROFILE_COMMENT, cidx[i]);
 out:
-	for (int i = 0; i < 6; i++)
+	for (size_t i = 0; i < sizeof(comments) / sizeof(comments[0]); i++)
 		free(comments[i]);
 	return err;
 }
@@ -571,9 +577,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	if (write_comments(&w))
 		goto done;
 	pb_int(&w.out, PPROF_PROFILE_DEFAULT_SAMPLE_TYPE,
-	       str_index(&w.st, dflt == V_ALLOC_SPACE ? "alloc_space" :
-				dflt == V_ALLOC_OBJECTS ? "alloc_objects" :
-				dflt == V_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
+	       str_index(&w.st, value_name(dflt)));
 	write_strings(&w);
 	if (w.out.oom || w.m.oom || w.sub.oom)
 		goto done;

@@ -104,7 +104,7 @@ static void colour(const char *name, char *buf, size_t len)
 
 static const char *unit(enum ht_value v)
 {
-	return v == V_INUSE_SPACE || v == V_ALLOC_SPACE ? "bytes" : "objects";
+	return v == V_INUSE_SPACE || v == V_ALLOC_SPACE || v == V_REALLOC_SPACE ? "bytes" : "objects";
 }
 
 static void frame(FILE *f, const struct layout *l, uint32_t node, double x, int depth)

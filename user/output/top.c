@@ -24,7 +24,7 @@ static const char *grouped(int64_t v, char *buf, size_t len)
 
 static const char *unit(enum ht_value v)
 {
-	return v == V_INUSE_SPACE || v == V_ALLOC_SPACE ? "bytes" : "objects";
+	return v == V_INUSE_SPACE || v == V_ALLOC_SPACE || v == V_REALLOC_SPACE ? "bytes" : "objects";
 }
 
 /* "1us", "512us", "2ms", "4s": the lower bound of a log2 microsecond bucket. */
@@ -168,8 +168,16 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 		fprintf(f, "  peak:      %14s bytes in use, %.3f s after tracing started\n",
 			grouped(p->totals.peak_bytes, a, sizeof(a)),
 			p->totals.peak_ns > p->start_ns && p->start_ns ? (p->totals.peak_ns - p->start_ns) / 1e9 : 0.0);
-	fprintf(f, "  leaked:    %14s bytes live at the end%s\n", grouped(p->total.inuse_bytes, a, sizeof(a)),
+	fprintf(f, "  leaked:    %14s bytes live at the end%s\n",
+		grouped(p->total.inuse_bytes - (int64_t)p->suppressed.bytes, a, sizeof(a)),
 		p->min_age > 0 ? " (blocks at least --min-age old)" : "");
+	if (p->suppressed.stacks)
+		fprintf(f, "  suppressed:%14s bytes in %s blocks of %" PRIu64 " stack%s (--suppressions: not leaks)\n",
+			grouped(p->suppressed.bytes, a, sizeof(a)), grouped(p->suppressed.objects, b, sizeof(b)),
+			p->suppressed.stacks, p->suppressed.stacks == 1 ? "" : "s");
+	if (p->total.realloc_objects)
+		fprintf(f, "  reallocs:  %14s reallocs of a block, %s bytes copied by those that moved it\n",
+			grouped(p->total.realloc_objects, a, sizeof(a)), grouped(p->total.realloc_bytes, b, sizeof(b)));
 	if (p->counters[HT_ARENA_RESETS])
 		fprintf(f, "  resets:    %14s blocks freed by %s arena resets (not losses)\n",
 			grouped(p->counters[HT_RESET_FREES], a, sizeof(a)),
@@ -200,11 +208,17 @@ stacks:
 
 		if (!val)
 			break;
+		/* The in-use views are the leak views: a suppressed stack's blocks are not leaks. */
+		if (s->suppressed && (v == V_INUSE_SPACE || v == V_INUSE_OBJECTS))
+			continue;
 		shown++;
 		fprintf(f, "#%-3zu %s %s (%.1f%%)   in use %s B / %" PRId64 " obj, allocated %s B / %" PRIu64 " obj\n",
 			shown, grouped(val, a, sizeof(a)), unit(v), total ? 100.0 * val / total : 0.0,
 			grouped(s->c.inuse_bytes, b, sizeof(b)), (int64_t)s->c.inuse_objects,
 			grouped(s->c.alloc_bytes, c, sizeof(c)), (uint64_t)s->c.alloc_objects);
+		if (s->c.realloc_objects)
+			fprintf(f, "     reallocs %" PRIu64 ", %s bytes copied\n", (uint64_t)s->c.realloc_objects,
+				grouped(s->c.realloc_bytes, b, sizeof(b)));
 		print_lifetimes(f, &s->c);
 		print_frames(f, s, sym);
 		fputc('\n', f);

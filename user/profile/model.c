@@ -14,6 +14,8 @@ static const char *const value_names[] = {
 	[V_INUSE_OBJECTS] = "inuse_objects",
 	[V_ALLOC_SPACE] = "alloc_space",
 	[V_ALLOC_OBJECTS] = "alloc_objects",
+	[V_REALLOC_OBJECTS] = "realloc_objects",
+	[V_REALLOC_SPACE] = "realloc_space",
 };
 
 const char *value_name(enum ht_value v)
@@ -38,6 +40,8 @@ int64_t site_value(const struct ht_site *c, enum ht_value v)
 	case V_INUSE_OBJECTS: return c->inuse_objects;
 	case V_ALLOC_SPACE: return c->alloc_bytes;
 	case V_ALLOC_OBJECTS: return c->alloc_objects;
+	case V_REALLOC_OBJECTS: return c->realloc_objects;
+	case V_REALLOC_SPACE: return c->realloc_bytes;
 	}
 	return 0;
 }
@@ -83,6 +87,8 @@ void site_add(struct ht_site *to, const struct ht_site *c)
 		ADD(to->lifetimes[i], c->lifetimes[i]);
 	ADD(to->reset_frees, c->reset_frees);
 	ADD(to->missed_frees, c->missed_frees);
+	ADD(to->realloc_objects, c->realloc_objects);
+	ADD(to->realloc_bytes, c->realloc_bytes);
 }
 
 int cmp_frames(const void *a, const void *b)
@@ -166,6 +172,8 @@ static void site_sub(struct ht_site *to, const struct ht_site *c)
 	SUB(to->alloc_objects, c->alloc_objects);
 	SUB(to->alloc_bytes, c->alloc_bytes);
 	SUB(to->temporary, c->temporary);
+	SUB(to->realloc_objects, c->realloc_objects);
+	SUB(to->realloc_bytes, c->realloc_bytes);
 }
 
 int profile_diff(const struct profile *old, const struct profile *new, struct profile *d)
@@ -199,7 +207,8 @@ int profile_diff(const struct profile *old, const struct profile *new, struct pr
 			site_sub(&s.c, &old->stacks[i].c);
 		i += c <= 0;
 		k += c >= 0;
-		if (!s.c.inuse_objects && !s.c.inuse_bytes && !s.c.alloc_objects && !s.c.alloc_bytes)
+		if (!s.c.inuse_objects && !s.c.inuse_bytes && !s.c.alloc_objects && !s.c.alloc_bytes &&
+		    !s.c.realloc_objects && !s.c.realloc_bytes)
 			continue;
 		s.pcs = malloc((s.depth ? s.depth : 1) * sizeof(uint64_t));
 		if (!s.pcs) {

@@ -74,8 +74,8 @@ enum pprof_field {
 };
 
 /* heaptrace's sample types, in the order of a Sample's values (PPROF_SAMPLE_VALUE). */
-#define PPROF_SAMPLE_TYPES { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" }
-#define PPROF_SAMPLE_UNITS { "count", "bytes", "count", "bytes" }
-#define PPROF_N_SAMPLE_TYPES 4
+#define PPROF_SAMPLE_TYPES { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space", "realloc_objects", "realloc_space" }
+#define PPROF_SAMPLE_UNITS { "count", "bytes", "count", "bytes", "count", "bytes" }
+#define PPROF_N_SAMPLE_TYPES 6
 
 #endif

@@ -21,7 +21,7 @@ struct prof_live {
 	uint64_t bytes;
 };
 
-enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS };
+enum ht_value { V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS, V_REALLOC_OBJECTS, V_REALLOC_SPACE };
 
 /* The raw counts of the allocations recorded by --sample-rate, as a heap_v2 profile holds them. */
 struct prof_sampled {
@@ -46,6 +46,7 @@ struct prof_stack {
 	struct prof_live *live;
 	uint32_t n_live;
 	pid_t pid;              /* --merge: the process the stack is from (stacks differ by it); 0: none */
+	bool suppressed;        /* --suppressions: its live blocks are not leaks (profile.suppressed) */
 };
 
 struct prof_program {
@@ -89,6 +90,10 @@ struct profile {
 	struct prof_program *programs;
 	size_t n_programs;
 	struct ht_rss rss;              /* the process's RSS when taken (--merge: the tree's, summed) */
+	/* --suppressions: the in-use of the stacks marked suppressed, out of the leak views (suppress.c). */
+	struct {
+		uint64_t bytes, objects, stacks;
+	} suppressed;
 };
 
 /* A traced process of the tree (--merge). */

@@ -327,6 +327,8 @@ static int read_sample(struct pb *sub, const struct tables *t, const int *col, s
 	s->c.alloc_bytes = val[1];
 	s->c.inuse_objects = val[2];
 	s->c.inuse_bytes = val[3];
+	s->c.realloc_objects = val[4];
+	s->c.realloc_bytes = val[5];
 	err = 0;
 out:
 	free(ids);

@@ -231,6 +231,7 @@ int session_write_children(struct session *s)
 		}
 		p.name = k->name;
 		p.ended = k->exited;
+		suppress_apply(o->suppress, &p);
 		if (limits_check(&o->limits, &p))
 			s->over_limit = true;
 		if (p.totals.execs)

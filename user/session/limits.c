@@ -42,7 +42,7 @@ static void stack_line(const struct prof_stack *s, struct symbolizer *sym, char 
 
 static int64_t leak_of(const struct prof_stack *s)
 {
-	return s->c.inuse_bytes;
+	return s->suppressed ? 0 : s->c.inuse_bytes;
 }
 
 static int64_t peak_of(const struct prof_stack *s)
@@ -100,14 +100,22 @@ bool limits_check(const struct limits *l, const struct profile *p)
 		       p->totals.peak_ns > p->start_ns ? (p->totals.peak_ns - p->start_ns) / 1e9 : 0.0);
 		name_stacks(p, peak_of, "in use");
 	}
-	/* Leaked: live at the end, like -f top's "leaked" (with --min-age, only blocks that old). */
-	if (l->leak_set && p->total.inuse_bytes > 0 && (uint64_t)p->total.inuse_bytes > l->leak) {
+	/*
+	 * Leaked: live at the end, like -f top's "leaked" (with --min-age, only
+	 * blocks that old), less what --suppressions took out.
+	 */
+	int64_t leaked = p->total.inuse_bytes - (int64_t)p->suppressed.bytes;
+	int64_t blocks = p->total.inuse_objects - (int64_t)p->suppressed.objects;
+	if (l->leak_set && leaked > 0 && (uint64_t)leaked > l->leak) {
 		over = true;
 		ht_err("--limit-leak %" PRIu64 " exceeded: %s leaked %" PRId64 " bytes in %" PRId64 " block%s%s:", l->leak,
-		       who(p, w, sizeof(w)), (int64_t)p->total.inuse_bytes, (int64_t)p->total.inuse_objects,
-		       p->total.inuse_objects == 1 ? "" : "s",
+		       who(p, w, sizeof(w)), leaked, blocks, blocks == 1 ? "" : "s",
 		       p->ended ? "" : " (live when tracing stopped: the process had not exited)");
 		name_stacks(p, leak_of, "leaked");
 	}
+	if (l->leak_set && p->suppressed.stacks)
+		ht_err("suppressed: %" PRIu64 " bytes in %" PRIu64 " block%s of %" PRIu64 " stack%s (--suppressions)",
+		       p->suppressed.bytes, p->suppressed.objects, p->suppressed.objects == 1 ? "" : "s",
+		       p->suppressed.stacks, p->suppressed.stacks == 1 ? "" : "s");
 	return over;
 }

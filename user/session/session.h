@@ -14,6 +14,7 @@
 #include "output/output.h"
 #include "probe/symspec.h"
 #include "session/limits.h"
+#include "profile/suppress.h"
 
 enum unwind_mode { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF };
 
@@ -57,6 +58,8 @@ struct trace_opts {
 	bool no_inject;                         /* --no-inject: uprobes only, nothing written into the target */
 	const char *user;                       /* -u: the launched command runs as this user */
 	struct limits limits;                   /* --limit-peak, --limit-leak */
+	struct suppressions *suppress;          /* --suppressions FILE..., and the built-in list */
+	bool no_default_suppressions;
 };
 
 /* Trace as the options say; returns heaptrace's exit status. */

@@ -113,6 +113,7 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 	prof.ended = t->exited;
 	s->ph.read = now_ms() - t1;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, s->ph.read);
+	suppress_apply(o->suppress, &prof);
 	if (limits_check(&o->limits, &prof))
 		s->over_limit = true;
 	report_counters(&s->src);

@@ -62,6 +62,9 @@
   });
 
   var total = D.total, S = D.stacks, names = D.frames.name, sites = D.frames.site;
+  /* --suppressions: suppressed stacks leave the leak views; the summary says how much went. */
+  var SUP = D.suppressed || { bytes: 0, objects: 0, stacks: 0 };
+  if (S.suppressed) S.suppressed.forEach(function (x, s) { if (x) { S.inuse_bytes[s] = 0; S.inuse_objects[s] = 0; } });
 
   /* ---- the tree: node i's parent (i - nodes[2i]) and frame; parents precede children ---- */
   var N = D.nodes.length / 2, parent = new Int32Array(N), frameOf = new Int32Array(N), depth = new Int32Array(N);
@@ -105,7 +108,9 @@
     { id: 'alloc_space', label: 'allocated bytes', key: 'alloc_bytes', unit: 'bytes', pair: 'alloc_objects' },
     { id: 'alloc_objects', label: 'allocated objects', key: 'alloc_objects', unit: 'objects', pair: 'alloc_bytes' },
     { id: 'inuse_objects', label: D.ended ? 'leaked blocks' : 'live blocks at the stop', key: 'inuse_objects', unit: 'blocks', pair: 'inuse_bytes' },
-    { id: 'temporary', label: 'temporary', key: 'temporary', unit: 'allocations' }
+    { id: 'temporary', label: 'temporary', key: 'temporary', unit: 'allocations' },
+    { id: 'realloc_space', label: 'bytes copied by realloc', key: 'realloc_bytes', unit: 'bytes', pair: 'realloc_objects' },
+    { id: 'realloc_objects', label: 'reallocs', key: 'realloc_objects', unit: 'reallocs', pair: 'realloc_bytes' }
   ];
   var ALIAS = { leaked: 'inuse_objects', peak: 'peak_space', inuse: 'inuse_space' };
   function findView(id) {
@@ -127,9 +132,13 @@
     row('traced for', secs(dur), 'duration');
     if (D.peak.bytes) row('peak', amount(D.peak.bytes, 'bytes') + ' in use, ' + secs(D.peak.t) + ' after the start', 'peak');
     row('in use at end', amount(total.inuse_bytes, 'bytes') + ' in ' + group(total.inuse_objects) + ' blocks', 'inuse');
+    if (SUP.stacks) row('suppressed', amount(SUP.bytes, 'bytes') + ' in ' + group(SUP.objects) + ' blocks of ' +
+      group(SUP.stacks) + ' stacks (--suppressions: not counted as leaked)', 'suppressed');
     var leakNote = D.min_age > 0 ? ' (blocks at least ' + D.min_age + ' s old)' :
       D.ended ? ' (live when the process exited)' : ' (the process was still running: live at the stop)';
-    row('leaked', amount(total.inuse_bytes, 'bytes') + leakNote, 'leaked');
+    row('leaked', amount(total.inuse_bytes - SUP.bytes, 'bytes') + leakNote, 'leaked');
+    if (D.realloc && D.realloc.objects) row('reallocs', group(D.realloc.objects) + ' reallocs of a block, ' +
+      amount(D.realloc.bytes, 'bytes') + ' copied by those that moved it', 'realloc');
     row('allocated', amount(total.alloc_bytes, 'bytes') + ' in ' + group(total.alloc_objects) + ' allocations', 'allocated');
     row('temporary', group(total.temporary) + ' allocations freed within 1 ms (' + pct(total.temporary, total.alloc_objects) + ')', 'temporary');
     row('allocations/s', dur > 0 ? group(total.alloc_objects / dur) : '-', 'rate');
