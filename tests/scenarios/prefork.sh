@@ -78,7 +78,7 @@ merge_want() {
 merge_pids() {
 	pprof_tool "$1.raw" go -raw "$2"
 	awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
-	     on && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { v = $2 }
+	     on && /^ *[0-9]+( +[0-9]+)+:/ { v = $2 }
 	     on && /pid:\[/ { sub(/.*pid:\[/, ""); sub(/\].*/, ""); s[$0] += v }
 	     END { for (p in s) print p, s[p] }' "$TMP/$1.raw.out" | sort -n
 }
