@@ -160,7 +160,7 @@ scenario_merge() {
 	d=$(grep -c '^ *[0-9.]*[kM]\{0,1\}B ([ 0-9.]*%): [0-9]*$' "$TMP/$key.tags.out")
 	report "$key: go tool pprof -tags lists 5 pids" "$([ "$d" = 5 ] || echo "$d pid rows in: $(cat "$TMP/$key.tags.out")")"
 	pprof_tool $key.focus go -raw -tagfocus=pid="$tpid" "$TMP/$key.pb.gz"
-	got=$(awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 } on && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { s += $2 } END { print s + 0 }' "$TMP/$key.focus.out")
+	got=$(awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 } on && /^ *[0-9]+( +[0-9]+)+:/ { s += $2 } END { print s + 0 }' "$TMP/$key.focus.out")
 	report "$key: -tagfocus pid=TARGET keeps the parent's 6000 bytes" "$([ "$got" = 6000 ] || echo "got $got")"
 
 	# --http on a unix socket while t_prefork waits after its workers: the
@@ -211,7 +211,7 @@ fsample_weight() {
 fsample_raw() {
 	pprof_tool "$1" go -raw "$2"
 	awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
-	     on && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { o += $1; b += $2 } END { print o + 0, b + 0 }' "$TMP/$1.out"
+	     on && /^ *[0-9]+( +[0-9]+)+:/ { o += $1; b += $2 } END { print o + 0, b + 0 }' "$TMP/$1.out"
 }
 
 # fsample_exact KEY RATE MOST FILE...: each proto FILE's alloc_objects and
