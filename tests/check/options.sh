@@ -86,7 +86,7 @@ bad -q = 2 "nothing to trace: give -p PID or a command"
 bad -u nobody -p 1 = 2 "-u runs a launched command as a user; a -p process keeps its own"
 bad --no-libc $NOCMD = 2 "--no-libc leaves nothing to trace: add --sym or --preset"
 bad --merge $NOCMD = 2 "--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork"
-bad --diff $NOCMD = 2 "--diff summarises growth between snapshots: it needs -i"
+bad --diff $NOCMD = 2 "--diff summarises growth between snapshots: it needs -i or --interval-bytes"
 bad -o /nonexistent/dir/x.heap $NOCMD = 1 "cannot write /nonexistent/dir/x.heap: /nonexistent/dir: No such file or directory"
 bad -u heaptrace-no-such-user /bin/true = 1 "-u heaptrace-no-such-user: no such user"
 # diff's table.

@@ -457,8 +457,8 @@ static void write_mappings(struct writer *w)
 static int write_comments(struct writer *w)
 {
 	const struct profile *p = w->p;
-	char losses[1024], *comments[5] = { 0 };
-	int64_t cidx[5];
+	char losses[1024], *comments[6] = { 0 };
+	int64_t cidx[6];
 	int ncomments = 3, err = 0;
 
 	output_losses(losses, sizeof(losses), p->counters, true);
@@ -469,7 +469,9 @@ static int write_comments(struct writer *w)
 	     asprintf(&comments[ncomments++], "sampled: one allocation per %" PRIu64 " bytes on average; values are estimates",
 		      p->sample_rate) < 0) ||
 	    /* pprof's "File:" is the executable's mapping, the real file: the name the user knows, beside it. */
-	    (p->name && asprintf(&comments[ncomments++], "program: %s", p->name) < 0)) {
+	    (p->name && asprintf(&comments[ncomments++], "program: %s", p->name) < 0) ||
+	    (p->counters[HT_OOM_KILLS] &&
+	     asprintf(&comments[ncomments++], "oom: killed by the kernel's OOM killer; the heap at the kill") < 0)) {
 		err = -1;
 		goto out;
 	}

@@ -229,6 +229,7 @@ int session_write_children(struct session *s)
 		}
 		p.name = k->name;
 		p.ended = k->exited;
+		oom_say(&s->oom, &p, k->pid, false, false, false);
 		if (limits_check(&o->limits, &p))
 			s->over_limit = true;
 		if (p.totals.execs)
