@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# Area "oom" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# scenario oomkill: t_oom grow in a 40 MiB memory cgroup the test makes (v1
+# memory controller or cgroup2, whichever has it), traced with -p -f top,
+# is OOM-killed: heaptrace says so on stderr and in the profile, whose one
+# stack is grow_heap's 1 MiB blocks; --snapshot-at-rss 16 MiB wrote one
+# snapshot before the kill.  Scenario intervalbytes: t_oom steps allocates
+# 3 x 1 MiB, waiting between steps: --interval-bytes 1048576 writes exactly
+# 3 numbered snapshots, the k-th holding k MiB in use.  Scenario usr1snap:
+# each SIGUSR1 to heaptrace writes exactly one snapshot.
+
+# oom_cgroup NAME: make a memory cgroup with a 40 MiB limit; its directory
+# in OOM_CG, the file to put a process in in OOM_PROCS.  1 when none can be made.
+oom_cgroup() {
+	OOM_CG=""
+	if [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ] || [ -d /sys/fs/cgroup/memory/ ] &&
+		mkdir "/sys/fs/cgroup/memory/$1" 2>/dev/null; then
+		OOM_CG=/sys/fs/cgroup/memory/$1
+		echo $((40 << 20)) >"$OOM_CG/memory.limit_in_bytes" || return 1
+	else
+		local root
+		for root in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+			grep -qw memory "$root/cgroup.controllers" 2>/dev/null || continue
+			echo +memory >"$root/cgroup.subtree_control" 2>/dev/null
+			mkdir "$root/$1" 2>/dev/null || continue
+			OOM_CG=$root/$1
+			echo $((40 << 20)) >"$OOM_CG/memory.max" || return 1
+			echo 0 >"$OOM_CG/memory.swap.max" 2>/dev/null
+			break
+		done
+	fi
+	[ -n "$OOM_CG" ] && OOM_PROCS=$OOM_CG/cgroup.procs
+}
+
+scenario_oomkill() {
+	local key=oomkill d="" tpid hpid cg=ht_oom_test_$$ n b
+	if ! oom_cgroup "$cg"; then
+		fail "$key: a memory cgroup can be made" "neither /sys/fs/cgroup/memory nor a cgroup2 with memory"
+		return
+	fi
+	mkfifo "$TMP/$key.fifo"
+	# shellcheck disable=SC2016
+	sh -c 'echo $$ >"$1"; exec "$2" grow "$3"' _ "$OOM_PROCS" "$TB/t_oom" "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
+	tpid=$!
+	if wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
+		echo "heaptrace -f top -o $key.txt --snapshot-at-rss 16777216 -p PID" >"$TMP/$key.cmd"
+		timeout -k 5 "$(tmo)" "$HT" -f top -o "$TMP/$key.txt" --snapshot-at-rss 16777216 -p "$tpid" \
+			>"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
+		hpid=$!
+		if wait_for "$TMP/$key.err" "^heaptrace: tracing PID $tpid" 30 "$hpid"; then
+			release "$key"
+			wait_exit "$tpid" 30 || d+="the target still runs 30 s after it began to grow"$'\n'
+			wait_exit "$hpid" 30 || d+="heaptrace still runs 30 s after"$'\n'
+			echo "$WRC" >"$TMP/$key.rc"
+		else
+			d+="heaptrace did not attach"$'\n'
+		fi
+	else
+		d+="t_oom did not start: $(cat "$TMP/$key.tout")"$'\n'
+	fi
+	kill_tree "${hpid:-}" "$tpid"
+	rmdir "$OOM_CG" 2>/dev/null || d+="cannot remove the cgroup $OOM_CG"$'\n'
+	grep -q '^survived$' "$TMP/$key.tout" && d+="t_oom was not killed in a 40 MiB cgroup"$'\n'
+	[ -z "$d" ] && d=$(rc_diag "$key" 0)
+	grep -q "^heaptrace: PID $tpid (.*) was killed by the kernel's OOM killer" "$TMP/$key.err" ||
+		d+="stderr does not say the OOM killer killed PID $tpid"$'\n'
+	report "$key: the OOM kill is said on stderr, heaptrace exits 0" "$d${d:+$(ctx "$key")}"
+	d=""
+	grep -q "^  OOM: *killed by the kernel's OOM killer" "$TMP/$key.txt" 2>/dev/null ||
+		d+="no OOM line in the -f top profile"$'\n'
+	# The one stack: grow_heap's, every block 1 MiB, at least the 16 MiB the snapshot saw.
+	n=$(grep -c '^#[0-9]' "$TMP/$key.txt" 2>/dev/null)
+	[ "$n" = 1 ] || d+="$n stacks in the profile, want 1"$'\n'
+	grep -A1 '^#1 ' "$TMP/$key.txt" 2>/dev/null | grep -q '^ *grow_heap ' || d+="the top stack is not grow_heap's"$'\n'
+	b=$(sed -n 's/^#1 .*in use \([0-9,]*\) B \/ \([0-9]*\) obj.*/\1 \2/p' "$TMP/$key.txt" | tr -d ,)
+	read -r bytes objs <<<"$b"
+	if [ -z "${objs:-}" ] || [ "$bytes" != $((objs << 20)) ] || [ "$objs" -lt 16 ] || [ "$objs" -gt 40 ]; then
+		d+="in use: '$b', want 16 to 40 blocks of 1 MiB"$'\n'
+	fi
+	report "$key: the -f top profile says OOM and names grow_heap's 1 MiB blocks" "$d${d:+$(ctx "$key")}"
+	d=""
+	n=$(find "$TMP" -maxdepth 1 -name "$key.*000[0-9]*" | wc -l)
+	[ "$n" = 1 ] || d+="$n snapshots, want 1"$'\n'
+	grep -q "^heaptrace: memory cgroup usage at [0-9]* bytes (--snapshot-at-rss 16777216): snapshot 1$" "$TMP/$key.err" ||
+		d+="stderr does not say the snapshot at 16 MiB"$'\n'
+	report "$key: --snapshot-at-rss wrote one snapshot before the kill" "$d${d:+$(ctx "$key")}"
+}
+
+# oom_steps KEY N SIGNALS HEAPTRACE-ARGS...: heaptrace ARGS -- t_oom steps
+# FIFO N 1048576, released step by step (0.4 s apart); with SIGNALS=usr1, a
+# SIGUSR1 to heaptrace before each release.  Sets HPID; KEY.rc.
+oom_steps() {
+	local key=$1 n=$2 sig=$3 i hp
+	shift 3
+	mkfifo "$TMP/$key.fifo"
+	ht_bg "$key" "$@" -- "$TB/t_oom" steps "$TMP/$key.fifo" "$n" 1048576
+	wait_for "$TMP/$key.tout" '^ready$' 20 "$HPID" || return 1
+	hp=$(pgrep -P "$HPID" | head -1)
+	for ((i = 1; i <= n + 1; i++)); do
+		if [ "$sig" = usr1 ]; then
+			kill -USR1 "${hp:-$HPID}"
+			wait_for "$TMP/$key.err" "^heaptrace: SIGUSR1: snapshot $i\$" 10 "$HPID" || return 1
+		fi
+		release "$key"
+		[ "$i" -gt "$n" ] || wait_for "$TMP/$key.tout" "^step$i\$" 10 "$HPID" || return 1
+		sleep 0.4
+	done
+	ht_bg_wait "$key" "$HPID" 30
+}
+
+scenario_intervalbytes() {
+	local key=intervalbytes d="" n k got
+	oom_steps "$key" 3 none -o "$TMP/$key.txt" --interval-bytes 1048576 || d+="the steps did not run"$'\n'
+	[ -z "$d" ] && d=$(rc_diag "$key" 0)
+	n=$(find "$TMP" -maxdepth 1 -name "$key.txt.0*" | wc -l)
+	[ "$n" = 3 ] || d+="$n snapshots, want 3"$'\n'
+	for k in 1 2 3; do
+		got=$(sed -n '1s/^heap profile: *[0-9]*: *\([0-9]*\) .*/\1/p' "$TMP/$key.txt.000$k.heap" 2>/dev/null)
+		[ "$got" = $((k << 20)) ] || d+="snapshot $k: '$got' bytes in use, want $((k << 20))"$'\n'
+	done
+	report "$key: 3 x 1 MiB with --interval-bytes 1048576 writes 3 snapshots of 1, 2, 3 MiB" "$d${d:+$(ctx "$key")}"
+}
+
+scenario_usr1snap() {
+	local key=usr1snap d="" n
+	oom_steps "$key" 2 usr1 -o "$TMP/$key.txt" || d+="the steps or the signals did not run"$'\n'
+	[ -z "$d" ] && d=$(rc_diag "$key" 0)
+	n=$(find "$TMP" -maxdepth 1 -name "$key.txt.0*" | wc -l)
+	[ "$n" = 3 ] || d+="$n snapshots after 3 SIGUSR1, want 3"$'\n'
+	[ -s "$TMP/$key.txt" ] || d+="no final profile in -o"$'\n'
+	n=$(grep -c "SIGUSR1: snapshot" "$TMP/$key.err")
+	[ "$n" = 3 ] || d+="stderr says $n SIGUSR1 snapshots, want 3"$'\n'
+	report "$key: each SIGUSR1 writes one snapshot, the final profile as usual" "$d${d:+$(ctx "$key")}"
+}
