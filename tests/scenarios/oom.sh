@@ -132,3 +132,59 @@ scenario_usr1snap() {
 	[ "$n" = 3 ] || d+="stderr says $n SIGUSR1 snapshots, want 3"$'\n'
 	report "$key: each SIGUSR1 writes one snapshot, the final profile as usual" "$d${d:+$(ctx "$key")}"
 }
+
+# scenario oomfork: t_oom forkgrow in a 40 MiB cgroup, traced with
+# --follow-fork -f html --http unix:SOCK -p PARENT: the child is OOM-killed;
+# while the parent still runs /metrics counts the kill; stderr names the
+# child; the child's report has oom_kills 1 and says OOM, the parent's 0.
+scenario_oomfork() {
+	local key=oomfork d="" tpid hpid cg=ht_oomfork_test_$$ kid m
+	if ! oom_cgroup "$cg"; then
+		fail "$key: a memory cgroup can be made" "neither /sys/fs/cgroup/memory nor a cgroup2 with memory"
+		return
+	fi
+	mkfifo "$TMP/$key.fifo"
+	# shellcheck disable=SC2016
+	sh -c 'echo $$ >"$1"; exec "$2" forkgrow "$3"' _ "$OOM_PROCS" "$TB/t_oom" "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
+	tpid=$!
+	if wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
+		echo "heaptrace --follow-fork -f html -o $key.html --http unix:$key.sock -p PID" >"$TMP/$key.cmd"
+		timeout -k 5 "$(tmo)" "$HT" --follow-fork -f html -o "$TMP/$key.html" --http "unix:$TMP/$key.sock" \
+			-p "$tpid" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
+		hpid=$!
+		if wait_for "$TMP/$key.err" "^heaptrace: tracing PID $tpid" 30 "$hpid"; then
+			release "$key"
+			if wait_for "$TMP/$key.tout" '^child-killed$' 30 "$tpid"; then
+				m=$(curl -s --max-time 10 --unix-socket "$TMP/$key.sock" http://heaptrace/metrics)
+				grep -qx 'heaptrace_oom_kills_total 1' <<<"$m" ||
+					d+="/metrics: '$(grep oom <<<"$m")', want heaptrace_oom_kills_total 1"$'\n'
+			else
+				d+="the child was not killed: $(cat "$TMP/$key.tout")"$'\n'
+			fi
+			release "$key"
+			wait_exit "$tpid" 20 || d+="the parent still runs"$'\n'
+			wait_exit "$hpid" 30 || d+="heaptrace still runs 30 s after"$'\n'
+			echo "$WRC" >"$TMP/$key.rc"
+		else
+			d+="heaptrace did not attach"$'\n'
+		fi
+	else
+		d+="t_oom did not start: $(cat "$TMP/$key.tout")"$'\n'
+	fi
+	kill_tree "${hpid:-}" "$tpid"
+	rmdir "$OOM_CG" 2>/dev/null || d+="cannot remove the cgroup $OOM_CG"$'\n'
+	[ -z "$d" ] && d=$(rc_diag "$key" 0)
+	kid=$(sed -n "s/^heaptrace: child PID \([0-9]*\) (of PID $tpid): profile in .*/\1/p" "$TMP/$key.err" | head -1)
+	if [ -z "$kid" ]; then
+		d+="no child profile said on stderr"$'\n'
+	else
+		grep -q "^heaptrace: PID $kid (.*) was killed by the kernel's OOM killer" "$TMP/$key.err" ||
+			d+="stderr does not say the OOM killer killed child $kid"$'\n'
+		grep -q "^heaptrace: PID $tpid (.*) was killed" "$TMP/$key.err" && d+="stderr says the parent was killed"$'\n'
+		grep -q '\["oom_kills",1,0\]' "$TMP/$key.$kid.html" 2>/dev/null ||
+			d+="the child's report $key.$kid.html has no oom_kills 1"$'\n'
+		grep -q '\["oom_kills",0,0\]' "$TMP/$key.html" 2>/dev/null ||
+			d+="the parent's report $key.html has no oom_kills 0"$'\n'
+	fi
+	report "$key: --follow-fork: the child's OOM kill in /metrics, on stderr and in its own report only" "$d${d:+$(ctx "$key")}"
+}

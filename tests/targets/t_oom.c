@@ -5,6 +5,10 @@
  *                            (resident), kept, up to 512 of them: in a
  *                            smaller memory cgroup the OOM killer ends it;
  *                            if not, prints "survived" and exits 3.
+ *   t_oom forkgrow FIFO      prints "ready", waits for a line, forks: the
+ *                            child runs grow's loop; the parent waits for
+ *                            it, prints "child-killed" if a signal ended
+ *                            it, waits for a line and exits 0.
  *   t_oom steps FIFO N SIZE  prints "ready"; N times: waits for a line,
  *                            step_alloc: one malloc(SIZE), written, kept,
  *                            prints "stepI"; then waits for a line, exits 0.
@@ -12,6 +16,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "sync.h"
 
@@ -47,6 +52,21 @@ int main(int argc, char **argv)
 		say("survived\n");
 		return 3;
 	}
+	if (argc == 3 && !strcmp(argv[1], "forkgrow")) {
+		int status;
+		say("ready\n");
+		read_fifo_line(argv[2], NULL, 0);
+		pid_t child = fork();
+		if (child == 0) {
+			for (int i = 0; i < 512; i++)
+				keep[i] = grow_heap(1 << 20);
+			_exit(3);
+		}
+		if (child > 0 && waitpid(child, &status, 0) == child && WIFSIGNALED(status))
+			say("child-killed\n");
+		read_fifo_line(argv[2], NULL, 0);
+		return 0;
+	}
 	if (argc == 5 && !strcmp(argv[1], "steps")) {
 		int n = atoi(argv[3]);
 		size_t size = strtoul(argv[4], NULL, 0);
@@ -64,6 +84,6 @@ int main(int argc, char **argv)
 		read_fifo_line(argv[2], NULL, 0);
 		return 0;
 	}
-	say("usage: t_oom grow FIFO | t_oom steps FIFO N SIZE\n");
+	say("usage: t_oom grow|forkgrow FIFO | t_oom steps FIFO N SIZE\n");
 	return 2;
 }

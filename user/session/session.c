@@ -586,7 +586,7 @@ static int check_output(const struct trace_opts *o)
 	/* Checked only: the file is replaced when there is a profile to put in it. */
 	if (o->output && !o->interval && outfile_check(o->output))
 		return -1;
-	if ((o->interval && o->output) || o->at_peak) {
+	if (((o->interval || o->interval_bytes || o->snapshot_at_rss) && o->output) || o->at_peak) {
 		char dir[4096];
 		snprintf(dir, sizeof(dir), "%s", o->output ? o->output : ".");
 		char *slash = o->output ? strrchr(dir, '/') : NULL;
