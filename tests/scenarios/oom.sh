@@ -6,17 +6,19 @@
 # stack is grow_heap's 1 MiB blocks; --snapshot-at-rss 16 MiB wrote one
 # snapshot before the kill.  Scenario intervalbytes: t_oom steps allocates
 # 3 x 1 MiB, waiting between steps: --interval-bytes 1048576 writes exactly
-# 3 numbered snapshots, the k-th holding k MiB in use.  Scenario usr1snap:
-# each SIGUSR1 to heaptrace writes exactly one snapshot.
+# 3 numbered snapshots, the k-th holding k MiB in use; with -i, --at-peak
+# and --diff, one sequence (4 with -i's final one).  Scenario usr1snap:
+# each SIGUSR1 to heaptrace writes exactly one snapshot.  Scenario oomfork
+# and rsssnap: below.
 
 # oom_cgroup NAME: make a memory cgroup with a 40 MiB limit; its directory
 # in OOM_CG, the file to put a process in in OOM_PROCS.  1 when none can be made.
 oom_cgroup() {
 	OOM_CG=""
-	if [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ] || [ -d /sys/fs/cgroup/memory/ ] &&
-		mkdir "/sys/fs/cgroup/memory/$1" 2>/dev/null; then
+	if [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ] && mkdir "/sys/fs/cgroup/memory/$1" 2>/dev/null; then
 		OOM_CG=/sys/fs/cgroup/memory/$1
 		echo $((40 << 20)) >"$OOM_CG/memory.limit_in_bytes" || return 1
+		echo $((40 << 20)) >"$OOM_CG/memory.memsw.limit_in_bytes" 2>/dev/null   # with swap accounting: no swap either
 	else
 		local root
 		for root in /sys/fs/cgroup/unified /sys/fs/cgroup; do
@@ -30,6 +32,20 @@ oom_cgroup() {
 		done
 	fi
 	[ -n "$OOM_CG" ] && OOM_PROCS=$OOM_CG/cgroup.procs
+}
+
+# oom_limited: "yes" when this shell's memory cgroup has a limit (then
+# --snapshot-at-rss watches that cgroup's usage, not the target's RSS).
+oom_limited() {
+	local cg lim
+	cg=$(sed -n 's/^[0-9]*:memory:\(.*\)/\1/p' /proc/self/cgroup)
+	if [ -n "$cg" ]; then
+		lim=$(cat "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes" 2>/dev/null)
+	else
+		cg=$(sed -n 's/^0::\(.*\)/\1/p' /proc/self/cgroup)
+		lim=$(cat "/sys/fs/cgroup/unified$cg/memory.max" "/sys/fs/cgroup$cg/memory.max" 2>/dev/null | head -1)
+	fi
+	if [[ $lim =~ ^[0-9]+$ ]] && [ "$lim" -lt $((1 << 62)) ]; then echo yes; else echo no; fi
 }
 
 scenario_oomkill() {
@@ -87,13 +103,15 @@ scenario_oomkill() {
 }
 
 # oom_steps KEY N SIGNALS HEAPTRACE-ARGS...: heaptrace ARGS -- t_oom steps
-# FIFO N 1048576, released step by step (0.4 s apart); with SIGNALS=usr1, a
-# SIGUSR1 to heaptrace before each release.  Sets HPID; KEY.rc.
+# FIFO N SIZE (OOM_STEP, default 1048576), released step by step (0.4 s
+# apart); with SIGNALS=usr1, a SIGUSR1 to heaptrace before each release.
+# Sets HPID; KEY.rc.
 oom_steps() {
 	local key=$1 n=$2 sig=$3 i hp
 	shift 3
 	mkfifo "$TMP/$key.fifo"
-	ht_bg "$key" "$@" -- "$TB/t_oom" steps "$TMP/$key.fifo" "$n" 1048576
+	ht_bg "$key" "$@" -- "$TB/t_oom" steps "$TMP/$key.fifo" "$n" "${OOM_STEP:-1048576}"
+	# shellcheck disable=SC2153  # HPID: set by ht_bg
 	wait_for "$TMP/$key.tout" '^ready$' 20 "$HPID" || return 1
 	hp=$(pgrep -P "$HPID" | head -1)
 	for ((i = 1; i <= n + 1; i++)); do
@@ -119,6 +137,42 @@ scenario_intervalbytes() {
 		[ "$got" = $((k << 20)) ] || d+="snapshot $k: '$got' bytes in use, want $((k << 20))"$'\n'
 	done
 	report "$key: 3 x 1 MiB with --interval-bytes 1048576 writes 3 snapshots of 1, 2, 3 MiB" "$d${d:+$(ctx "$key")}"
+
+	# With -i (its final snapshot is the 4th), --at-peak and --diff: one sequence, the peak, the growth.
+	key=intervalmix
+	d=""
+	oom_steps "$key" 3 none -o "$TMP/$key" -i 100 --at-peak --diff --interval-bytes 1048576 ||
+		d+="the steps did not run"$'\n'
+	[ -z "$d" ] && d=$(rc_diag "$key" 0)
+	n=$(find "$TMP" -maxdepth 1 -name "$key.0*.heap" | wc -l)
+	[ "$n" = 4 ] || d+="$n snapshots, want 4 (3 by volume, -i's final one)"$'\n'
+	[ -s "$TMP/$key.peak.heap" ] || d+="no $key.peak.heap"$'\n'
+	n=$(grep -c '^heaptrace:   +1048576  step_alloc$' "$TMP/$key.err")
+	[ "$n" = 2 ] || d+="--diff: $n lines '+1048576  step_alloc', want 2"$'\n'
+	report "$key: --interval-bytes with -i, --at-peak, --diff: 4 snapshots, the peak, 2 growths" "$d${d:+$(ctx "$key")}"
+}
+
+# scenario rsssnap: 3 x 8 MiB, written (resident), with --snapshot-at-rss
+# 12 MiB and no cgroup limit: one snapshot, taken between the 2nd step's
+# malloc and the 3rd: 16 MiB in use.
+scenario_rsssnap() {
+	local key=rsssnap d="" n got
+	OOM_STEP=$((8 << 20)) oom_steps "$key" 3 none -o "$TMP/$key.txt" --snapshot-at-rss $((12 << 20)) ||
+		d+="the steps did not run"$'\n'
+	[ -z "$d" ] && d=$(rc_diag "$key" 0)
+	n=$(find "$TMP" -maxdepth 1 -name "$key.txt.0*" | wc -l)
+	[ "$n" = 1 ] || d+="$n snapshots, want 1"$'\n'
+	# Where heaptrace itself runs in a memory cgroup with a limit, its usage is the measure: when the snapshot comes is not ours to know.
+	if [ "$(oom_limited)" = yes ]; then
+		grep -q "^heaptrace: memory cgroup usage at [0-9]* bytes (--snapshot-at-rss 12582912): snapshot 1$" \
+			"$TMP/$key.err" || d+="stderr does not say the cgroup usage snapshot"$'\n'
+	else
+		got=$(sed -n '1s/^heap profile: *[0-9]*: *\([0-9]*\) .*/\1/p' "$TMP/$key.txt.0001.heap" 2>/dev/null)
+		[ "$got" = $((16 << 20)) ] || d+="the snapshot holds '$got' bytes in use, want $((16 << 20))"$'\n'
+		grep -q "^heaptrace: RSS at [0-9]* bytes (--snapshot-at-rss 12582912): snapshot 1$" "$TMP/$key.err" ||
+			d+="stderr does not say the RSS snapshot"$'\n'
+	fi
+	report "$key: --snapshot-at-rss 12 MiB over 3 x 8 MiB: one snapshot, of 16 MiB" "$d${d:+$(ctx "$key")}"
 }
 
 scenario_usr1snap() {
