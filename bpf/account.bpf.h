@@ -168,8 +168,10 @@ static __always_inline void count_size(__u32 proc, __u64 size, __u64 weight)
 {
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
 
-	if (t)
-		__sync_fetch_and_add(&t->alloc_sizes[size_bucket(size)], weight);
+	if (!t)
+		return;
+	__sync_fetch_and_add(&t->alloc_sizes[size_bucket(size)], weight);
+	__sync_fetch_and_add(&t->alloc_bytes, ht_weighted_bytes(size, weight));
 }
 
 static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)

@@ -381,3 +381,35 @@ int BPF_PROG(signal_deliver, int sig, struct kernel_siginfo *info, struct k_siga
 		note_restorer(ka);
 	return 0;
 }
+
+/* oom:mark_victim's record, as its format file gives it (a tracepoint's fields are its ABI). */
+struct oom_victim_args {
+	__u64 common;
+	int pid;
+};
+
+/*
+ * The OOM killer chose a process: if it is traced, its oom_kills counter
+ * says so (the session tells at the end, and every output carries it).
+ * The victim is looked up by the record's pid, not the current task: the
+ * task that ran out of memory is often another one.
+ */
+SEC("tracepoint/oom/mark_victim")
+int oom_victim(struct oom_victim_args *ctx)
+{
+	__u32 tgid = ctx->pid;
+	int proc = -1;
+
+	if (tracing_stopped)
+		return 0;
+	if (tgid == target_tgid) {
+		proc = 0;
+	} else if (follow_fork) {
+		struct ht_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+		if (p)
+			proc = (int)(p->slot & (HT_MAX_PROCS - 1));
+	}
+	if (proc >= 0)
+		count_n(proc, HT_OOM_KILLS, 1);
+	return 0;
+}

@@ -389,6 +389,7 @@ struct ht_totals {
 	 * (a growing buffer), and its mean would hide that.
 	 */
 	__u64 alloc_sizes[HT_SIZE_BUCKETS];
+	__u64 alloc_bytes;              /* bytes allocated in all (an estimate when sampled): --interval-bytes */
 };
 
 /*
@@ -574,7 +575,8 @@ struct ht_stub_proc {
 	X(THREAD_EXIT_FREES, "thread_exit_frees", 0)    /* at a thread's exit, the allocator freeing its own cache */ \
 	X(ARENA_INDEX_LOST, "arena_index_lost", 1)      /* (arena, stack) pairs a reset could not find or reach: their blocks stay in use */ \
 	X(SPEC_READ_FAULTS, "spec_read_faults", 1)      /* a spec's *(...) read of target memory failed: 0 used */ \
-	X(UNTRACED_CHILDREN, "untraced_children", 0)    /* without --follow-fork: the target forked a child */
+	X(UNTRACED_CHILDREN, "untraced_children", 0)    /* without --follow-fork: the target forked a child */ \
+	X(OOM_KILLS, "oom_kills", 0)    /* the kernel's OOM killer chose this process (oom:mark_victim) */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

@@ -63,6 +63,9 @@ for o in top max-allocs max-stacks; do
 done
 for v in 0 128 x -1; do bad --max-depth "$v" $NOCMD = 2 "--max-depth takes 1 to 127 frames, not '$v'"; done
 for v in 0 x 1T 1KB -1 1.5K; do bad --peak-step "$v" $NOCMD = 2 "--peak-step needs a positive number of bytes, not '$v'"; done
+for v in 0 x 1KB -1; do bad --interval-bytes "$v" $NOCMD = 2 "--interval-bytes needs a positive number of bytes, not '$v'"; done
+for v in 0 x; do bad --snapshot-at-rss "$v" $NOCMD = 2 "--snapshot-at-rss needs a positive number of bytes, not '$v'"; done
+good --interval-bytes 1G --snapshot-at-rss 400M --diff
 for v in 1025M 2G x -1 1T; do bad --sample-rate "$v" $NOCMD = 2 "--sample-rate takes bytes, 0 to 1G (suffixes K, M, G), not '$v'"; done
 for o in limit-peak limit-leak; do
 	for v in x -1 1T 18446744073709551616; do bad --$o "$v" $NOCMD = 2 "--$o takes bytes (suffixes K, M, G), not '$v'"; done
@@ -86,7 +89,7 @@ bad -q = 2 "nothing to trace: give -p PID or a command"
 bad -u nobody -p 1 = 2 "-u runs a launched command as a user; a -p process keeps its own"
 bad --no-libc $NOCMD = 2 "--no-libc leaves nothing to trace: add --sym or --preset"
 bad --merge $NOCMD = 2 "--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork"
-bad --diff $NOCMD = 2 "--diff summarises growth between snapshots: it needs -i"
+bad --diff $NOCMD = 2 "--diff summarises growth between snapshots: it needs -i or --interval-bytes"
 bad -o /nonexistent/dir/x.heap $NOCMD = 1 "cannot write /nonexistent/dir/x.heap: /nonexistent/dir: No such file or directory"
 bad -u heaptrace-no-such-user /bin/true = 1 "-u heaptrace-no-such-user: no such user"
 # diff's table.

@@ -471,10 +471,10 @@ scenario_startup() {
 		n=$((n + 1))
 		key=su.progs$n
 		case $mode in
-		"") want="process_exec process_fork signal_deliver stub_alloc stub_free thread_exit " ;;
-		"--no-inject") want="alloc_enter alloc_return free_enter process_exec process_fork signal_deliver thread_exit " ;;
-		"--stack-capture kernel") want="alloc_enter alloc_return free_enter process_exec process_fork thread_exit " ;;
-		*) want="alloc_session free_enter process_exec process_fork signal_deliver thread_exit " ;;
+		"") want="oom_victim process_exec process_fork signal_deliver stub_alloc stub_free thread_exit " ;;
+		"--no-inject") want="alloc_enter alloc_return free_enter oom_victim process_exec process_fork signal_deliver thread_exit " ;;
+		"--stack-capture kernel") want="alloc_enter alloc_return free_enter oom_victim process_exec process_fork thread_exit " ;;
+		*) want="alloc_session free_enter oom_victim process_exec process_fork signal_deliver thread_exit " ;;
 		esac
 		mkfifo "$TMP/$key.fifo"
 		# shellcheck disable=SC2086 # mode: several options, or none

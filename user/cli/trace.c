@@ -199,6 +199,16 @@ static const struct opt trace_opts[] = {
 	  .bad = "--peak-step needs a positive number of bytes, not '%s'"),
 	OPTION("min-age", 0, "SEC", "in-use counts only blocks live for at least SEC seconds", OPT_SECONDS, F(min_age),
 	  .bad = "--min-age needs a positive number of seconds, not '%s'"),
+	OPTION("interval-bytes", 0, "BYTES", "also write a snapshot (named like -i's) each time BYTES\n"
+					"more have been allocated (checked every 10 ms);\n"
+					"SIGUSR1 to heaptrace writes one at once, always",
+	  OPT_BYTES, F(interval_bytes), .min = 1, .max = UINT64_MAX,
+	  .bad = "--interval-bytes needs a positive number of bytes, not '%s'"),
+	OPTION("snapshot-at-rss", 0, "BYTES", "write one snapshot when the target's RSS first crosses\n"
+					 "BYTES (its memory cgroup's usage, when that has a limit):\n"
+					 "a profile from before an OOM kill",
+	  OPT_BYTES, F(snapshot_at_rss), .min = 1, .max = UINT64_MAX,
+	  .bad = "--snapshot-at-rss needs a positive number of bytes, not '%s'"),
 	OPTION("http", 0, "ADDR:PORT", "serve /debug/pprof/heap, /debug/pprof/allocs and /metrics\n"
 				  "while tracing (ADDR defaults to 127.0.0.1); unix:PATH: on a\n"
 				  "unix socket, mode 0600, yours; repeatable",
@@ -317,8 +327,8 @@ static int check(const struct trace_opts *o)
 	if (o->merge && !o->follow_fork && o->n_pids < 2 && !o->cgroup)
 		return opt_bad("--merge makes one profile of the processes --follow-fork traces: it needs --follow-fork "
 			       "(or several -p, or --cgroup)");
-	if (o->diff && !o->interval)
-		return opt_bad("--diff summarises growth between snapshots: it needs -i");
+	if (o->diff && !o->interval && !o->interval_bytes)
+		return opt_bad("--diff summarises growth between snapshots: it needs -i or --interval-bytes");
 	if ((o->http_token || o->http_cert || o->http_key) && !o->n_http)
 		return opt_bad("%s configures --http, which is not given",
 			       o->http_token ? "--http-token" : o->http_cert ? "--http-cert" : "--http-key");

@@ -498,7 +498,9 @@ static int write_comments(struct writer *w)
 	    (p->suppressed.stacks &&
 	     asprintf(&comments[ncomments++], "suppressed: %" PRIu64 " bytes in %" PRIu64 " blocks of %" PRIu64
 		      " stacks (--suppressions: not leaks)", p->suppressed.bytes, p->suppressed.objects,
-		      p->suppressed.stacks) < 0)) {
+		      p->suppressed.stacks) < 0) ||
+	    (p->counters[HT_OOM_KILLS] &&
+	     asprintf(&comments[ncomments++], "oom: killed by the kernel's OOM killer; the heap at the kill") < 0)) {
 		err = -1;
 		goto out;
 	}

@@ -182,6 +182,8 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 		fprintf(f, "  resets:    %14s blocks freed by %s arena resets (not losses)\n",
 			grouped(p->counters[HT_RESET_FREES], a, sizeof(a)),
 			grouped(p->counters[HT_ARENA_RESETS], b, sizeof(b)));
+	if (p->counters[HT_OOM_KILLS])
+		fprintf(f, "  OOM:       killed by the kernel's OOM killer: this is the heap at the kill\n");
 	output_losses(losses, sizeof(losses), p->counters, false);
 	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
 	print_unmatched(f, p, sym);

@@ -193,6 +193,7 @@ static int add_process(struct profile *p, struct profile *q, size_t *cap, uint64
 	t->exec_dropped += u->exec_dropped;
 	for (int i = 0; i < HT_SIZE_BUCKETS; i++)
 		t->alloc_sizes[i] += u->alloc_sizes[i];
+	t->alloc_bytes += u->alloc_bytes;
 	p->trimmed += q->trimmed;
 	rss_add(&p->rss, &q->rss);
 	if (q->now_ns > p->now_ns)

@@ -302,6 +302,11 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 			   "heaptrace_rss_bytes{kind=\"anon\"} %" PRIu64 "\nheaptrace_rss_bytes{kind=\"file\"} %" PRIu64 "\n"
 			   "heaptrace_rss_bytes{kind=\"shmem\"} %" PRIu64 "\n",
 			rss.anon, rss.file, rss.shmem);
+	/* Every traced process's, --merge or not: a killed worker is news even when the profile is the parent's. */
+	tracer_session_counters(h->src.tr, counters);
+	fprintf(m, "# HELP heaptrace_oom_kills_total Traced processes the kernel's OOM killer chose (all of them, children too).\n"
+		   "# TYPE heaptrace_oom_kills_total counter\nheaptrace_oom_kills_total %" PRIu64 "\n",
+		counters[HT_OOM_KILLS]);
 	fclose(m);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }

@@ -232,6 +232,7 @@ int session_write_children(struct session *s)
 		p.name = k->name;
 		p.ended = k->exited;
 		suppress_apply(o->suppress, &p);
+		oom_say(&s->oom, &p, k->pid, false, false, false);
 		if (limits_check(&o->limits, &p))
 			s->over_limit = true;
 		if (p.totals.execs)

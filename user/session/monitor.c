@@ -16,6 +16,9 @@ static int sfd = -1;
 static bool session_leader;     /* a hangup of our terminal is sent to us alone */
 static volatile sig_atomic_t said_wait;
 static volatile sig_atomic_t forward_fd = -1;   /* pidfd of the command that gets our signals */
+static void (*poll_fn)(void *, bool);
+static void *poll_arg;
+static double poll_period;
 
 /* The signals that stop tracing. */
 static sigset_t stop_signals(void)
@@ -34,6 +37,8 @@ static sigset_t waited_signals(void)
 	sigset_t s = stop_signals();
 
 	sigaddset(&s, SIGCHLD);
+	/* SIGUSR1: a snapshot now (taken while tracing; pending and unheard after the stop). */
+	sigaddset(&s, SIGUSR1);
 	return s;
 }
 
@@ -79,6 +84,7 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 	 * memory).
 	 */
 	double start = now_s(), maps_gap = 0.01, next_maps = start + maps_gap, next_tick = start + interval;
+	double next_poll = start + poll_period;
 	struct stop st = { 0 };
 
 	for (;;) {
@@ -92,6 +98,12 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 		int timeout = (int)((next_maps - now) * 1000) + 1;
 		if (timeout < 0)
 			timeout = 0;
+		if (poll_fn && now >= next_poll) {
+			poll_fn(poll_arg, false);
+			next_poll = now_s() + poll_period;
+		}
+		if (poll_fn && (next_poll - now_s()) * 1000 < timeout)
+			timeout = (int)((next_poll - now_s()) * 1000) + 1;
 		if (interval > 0) {
 			if (now >= next_tick) {
 				tick(arg);
@@ -133,6 +145,11 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGCHLD)
 					continue;
+				if (si.ssi_signo == SIGUSR1) {
+					if (poll_fn)
+						poll_fn(poll_arg, true);
+					continue;
+				}
 				st.why = STOP_SIGNAL;
 				st.signo = si.ssi_signo;
 				st.sent_to_us = sent_to_us(si.ssi_signo, si.ssi_code);
@@ -166,6 +183,13 @@ static void after_stop(int signo, siginfo_t *si, void *uc)
 		(void)n;
 	}
 	errno = saved;
+}
+
+void monitor_on_poll(void (*fn)(void *arg, bool usr1), void *arg, double period)
+{
+	poll_fn = fn;
+	poll_arg = arg;
+	poll_period = period;
 }
 
 void monitor_hold_signals(void)

@@ -2,6 +2,8 @@
 #ifndef HT_MONITOR_H
 #define HT_MONITOR_H
 
+#include <stdbool.h>
+
 #include "process/tracee.h"
 
 enum stop_reason { STOP_TARGET_EXITED, STOP_SIGNAL, STOP_DURATION };
@@ -20,6 +22,12 @@ int monitor_init(void);
  * interval > 0, tick(arg) is called every interval seconds meanwhile.
  */
 struct stop monitor_run(struct tracee *tc, double duration, double interval, void (*tick)(void *), void *arg);
+
+/*
+ * While monitor_run waits: fn(arg, false) every period seconds (at most),
+ * and fn(arg, true) at once when SIGUSR1 reaches heaptrace.
+ */
+void monitor_on_poll(void (*fn)(void *arg, bool usr1), void *arg, double period);
 
 /*
  * After the stop, until heaptrace exits: SIGINT, SIGTERM and SIGHUP never

@@ -587,7 +587,7 @@ static int check_output(const struct trace_opts *o)
 	/* Checked only: the file is replaced when there is a profile to put in it. */
 	if (o->output && !o->interval && outfile_check(o->output))
 		return -1;
-	if ((o->interval && o->output) || o->at_peak) {
+	if (((o->interval || o->interval_bytes || o->snapshot_at_rss) && o->output) || o->at_peak) {
 		char dir[4096];
 		snprintf(dir, sizeof(dir), "%s", o->output ? o->output : ".");
 		char *slash = o->output ? strrchr(dir, '/') : NULL;
@@ -630,14 +630,14 @@ static int trace(struct session *s, double t0)
 	struct snapshots ss = { .fmt = o->format, .value = o->value, .top = o->top, .diff = o->diff,
 				.src = &s->src, .t = t };
 	s->ss = &ss;
-	if (o->interval) {
-		if (o->output)
-			snprintf(prefix, sizeof(prefix), "%s", o->output);
-		else
-			snprintf(prefix, sizeof(prefix), "heaptrace.%d", t->pid);
-		ss.prefix = prefix;
+	/* Numbered snapshots come from -i and also from SIGUSR1 and --interval-bytes (session/volume.c). */
+	if (o->output)
+		snprintf(prefix, sizeof(prefix), "%s", o->output);
+	else
+		snprintf(prefix, sizeof(prefix), "heaptrace.%d", t->pid);
+	ss.prefix = prefix;
+	if (o->interval)
 		ss.live = o->format == FMT_TOP && !o->output && isatty(STDOUT_FILENO);
-	}
 
 	/* Everything that can fail is set up before a launched command runs its first instruction. */
 	if (plan_timeline(s))
@@ -648,6 +648,7 @@ static int trace(struct session *s, double t0)
 		goto kill_child;
 	}
 
+	session_watch_start(s);
 	double t1 = now_ms();
 	struct stop st = monitor_run(&s->tc, o->duration, o->interval, snapshot_and_mark, s);
 	s->stopped = true;

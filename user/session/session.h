@@ -44,6 +44,8 @@ struct trace_opts {
 	const char *debug_dir;                  /* --debug-dir: separate debug info, before /usr/lib/debug */
 	double interval;                        /* -i: snapshot period */
 	bool diff;                              /* --diff: growth summary per snapshot */
+	uint64_t interval_bytes;                /* --interval-bytes: a snapshot per this many bytes allocated */
+	uint64_t snapshot_at_rss;               /* --snapshot-at-rss: one snapshot when RSS first crosses it */
 	bool at_peak;
 	uint64_t peak_step;
 	double min_age;

@@ -20,6 +20,7 @@
 #include "profile/timeline.h"
 #include "serve/snapshot.h"
 #include "session/exec.h"
+#include "session/oom.h"
 #include "session/session.h"
 #include "session/specs.h"
 #include "tracer/tracer.h"
@@ -52,7 +53,9 @@ struct session {
 	struct pytables pyt;            /* CPython's table slots pointed at jumps, per process */
 	unsigned target_execs;  /* exec events of the target (a launched command's first is its own) */
 	struct timeline tl;     /* -f html: the heap over time */
-	struct snapshots *ss;   /* -i */
+	struct snapshots *ss;   /* -i, --interval-bytes, SIGUSR1, --snapshot-at-rss */
+	struct oom_watch oom;   /* the OOM killer's kills, --snapshot-at-rss */
+	uint64_t next_bytes;    /* --interval-bytes: allocated bytes at the next snapshot */
 	bool over_limit;        /* a process went over --limit-peak or --limit-leak */
 	/* Where the time goes (-v), in ms: each phase in all, when it ran several times. */
 	struct {
@@ -89,6 +92,9 @@ void session_stub_counters(void *arg, uint32_t proc, uint64_t counters[HT_COUNTE
 int session_tree_of(void *arg, struct tree_proc **out, size_t *n);
 void session_remove_child_stubs(struct session *s);
 int session_write_children(struct session *s);
+
+/* volume.c: snapshots at monitor_run's poll (by volume, SIGUSR1, RSS); called before it runs. */
+void session_watch_start(struct session *s);
 
 /* write.c: after the stop, every profile asked for and the -v reports.  heaptrace's status. */
 int session_write_profiles(struct session *s, struct snapshots *ss);

@@ -7,7 +7,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "output/output.h"
 #include "session/state.h"
@@ -111,6 +113,8 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 	}
 	prof.name = t->name;
 	prof.ended = t->exited;
+	oom_say(&s->oom, &prof, t->pid, true, !s->tr.oom_link,
+		t->launched && t->exited && WIFSIGNALED(t->status) && WTERMSIG(t->status) == SIGKILL);
 	s->ph.read = now_ms() - t1;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, s->ph.read);
 	suppress_apply(o->suppress, &prof);
@@ -151,10 +155,14 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 		if (rc)
 			ht_err("cannot write the profile: %s", strerror(errno));
 	}
+	if (!o->interval && ss->failed) {      /* SIGUSR1's, --interval-bytes' */
+		ht_err("%d of %d snapshots lost", ss->failed, ss->seq);
+		rc = 1;
+	}
 	s->ph.symbolize = output_symbolize_ms;
 	s->ph.write = now_ms() - t1 - s->ph.symbolize;
 	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
-	if (o->at_peak && write_at_peak(s, &prof, ss->prefix))
+	if (o->at_peak && write_at_peak(s, &prof, o->interval ? ss->prefix : NULL))
 		rc = 1;
 	if (o->several && !o->merge && session_write_children(s))
 		rc = 1;

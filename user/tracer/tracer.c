@@ -331,6 +331,9 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	else
 		ht_info("cannot watch thread exits (%s): glibc's thread cache frees count as unmatched_frees",
 			strerror(errno));
+	/* Without it an OOM kill is still seen, by its SIGKILL and the cgroup's events (session/oom.c). */
+	if (!(tr->oom_link = bpf_program__attach(skel->progs.oom_victim)))
+		ht_info("cannot watch the OOM killer (%s)", strerror(errno));
 	if (bpf_program__autoload(skel->progs.signal_deliver))
 		tr->signal_link = bpf_program__attach(skel->progs.signal_deliver);
 	if (bpf_program__autoload(skel->progs.signal_deliver) && !tr->signal_link)
@@ -538,6 +541,8 @@ void tracer_close(struct tracer *tr)
 	tr->exit_link = NULL;
 	bpf_link__destroy(tr->signal_link);
 	tr->signal_link = NULL;
+	bpf_link__destroy(tr->oom_link);
+	tr->oom_link = NULL;
 	bpf_link__destroy(tr->fork_link);
 	tr->fork_link = NULL;
 	if (tr->ktypes[0])

@@ -61,6 +61,7 @@ struct tracer {
 	size_t links_cap;
 	struct bpf_link *exec_link;     /* execve: the old program's blocks are gone */
 	struct bpf_link *exit_link;     /* a thread's exit: what it held is thread_exit_frees */
+	struct bpf_link *oom_link;      /* oom:mark_victim: the OOM killer chose a traced process */
 	struct bpf_link *signal_link;   /* signal delivery: the restorer, where stacks cross signal frames */
 	struct bpf_link *fork_link;     /* without --follow-fork: the target's forks (untraced_children) */
 	struct tracer_multi {

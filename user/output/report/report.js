@@ -129,6 +129,8 @@
     var rows = [], dur = D.duration;
     function row(k, v, id) { rows.push(el('tr', id ? { 'data-figure': id } : {}, [el('td', { text: k }), el('td', { text: v })])); }
     row('PID', String(D.pid));
+    if (D.counters.some(function (k) { return k[0] === 'oom_kills' && k[1] > 0; }))
+      row('OOM', "killed by the kernel's OOM killer: this is the heap at the kill", 'oom');
     row('traced for', secs(dur), 'duration');
     if (D.peak.bytes) row('peak', amount(D.peak.bytes, 'bytes') + ' in use, ' + secs(D.peak.t) + ' after the start', 'peak');
     row('in use at end', amount(total.inuse_bytes, 'bytes') + ' in ' + group(total.inuse_objects) + ' blocks', 'inuse');
