@@ -17,6 +17,8 @@ scenario_attach() {
 	local sp d
 	sleep 60 &
 	sp=$!
+	# Attached before the loader mapped libc, sleep has no allocator yet (a loaded CI machine did that).
+	wait_for "/proc/$sp/maps" 'libc\.so' 10 "$sp"
 	ht attach_line -d 1 -o "$TMP/attach_line.heap" -p "$sp"
 	ht attach_quiet -q -d 1 -o "$TMP/attach_quiet.heap" -p "$sp"
 	kill "$sp" 2>/dev/null
