@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# Area "growth" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# heaptrace diff --growth over a series of profiles (docs/output-formats.md,
+# "Growth").  t_growth TICKS exits after TICKS ticks holding exactly what a
+# snapshot after tick TICKS holds, so runs of 1..6 ticks with ASLR off
+# (setarch -R: the same addresses every run) are a snapshot series whose
+# every number is known: grow_fn +1000 B a tick for ever, cap_fn +4096 B
+# in the first 3 ticks only, churn_fn 512 B freed at once.
+
+# growth_rows KEY: the output's rows, blanks squeezed.
+growth_rows() { tr -s ' ' <"$TMP/$1.out"; }
+
+# growth_rc KEY WANT: a diagnostic unless heaptrace KEY exited WANT.
+growth_rc() {
+	[ "$(cat "$TMP/$1.rc")" = "$2" ] || echo "exit $(cat "$TMP/$1.rc"), want $2: $(head -2 "$TMP/$1.err")"
+}
+
+scenario_growth() {
+	local n d files=() rc
+	for n in 1 2 3 4 5 6; do
+		echo "setarch -R heaptrace -o \$TMP/g$n.heap build/tests/t_growth $n" >"$TMP/growth_run$n.cmd"
+		timeout -k 5 "$(tmo)" setarch "$(uname -m)" -R "$HT" -o "$TMP/g$n.heap" "$TB/t_growth" "$n" \
+			>"$TMP/growth_run$n.out" 2>"$TMP/growth_run$n.err" </dev/null
+		rc=$?
+		if [ "$rc" != 0 ]; then
+			fail "growth: heaptrace -o g$n.heap t_growth $n exits 0" "exit $rc: $(cat "$TMP/growth_run$n.err")"
+			return
+		fi
+		files+=("$TMP/g$n.heap")
+	done
+
+	ht growth_all diff --growth "${files[@]}"
+	d=$(growth_rc growth_all 0)
+	growth_rows growth_all >"$TMP/growth_all.rows"
+	for want in "growth over 6 profiles (the last 4 decide): 1 growing, 6000 bytes in use; 2 bounded; 0 new" \
+		"growing +1000.0 6000 3000,4000,5000,6000 grow_fn" \
+		"bounded +0.0 12288 12288,12288,12288,12288 cap_fn" \
+		"bounded +0.0 0 0,0,0,0 churn_fn"; do
+		grep -qxF "$want" "$TMP/growth_all.rows" || d+="no line '$want'"$'\n'
+	done
+	[ "$(sed -n 3p "$TMP/growth_all.rows" | awk '{ print $NF }')" = grow_fn ] || d+="grow_fn is not the first row"$'\n'
+	report "growth: diff --growth over 6 snapshots: grow_fn growing at +1000 B/step, cap_fn and churn_fn bounded" \
+		"$d${d:+$(cat "$TMP/growth_all.out")}"
+
+	# cap_fn's last rise is in the window (4096, 8192, 12288, 12288), but it levelled off at the end.
+	ht growth_4 diff --growth "${files[@]:0:4}"
+	d=$(growth_rc growth_4 0)
+	growth_rows growth_4 >"$TMP/growth_4.rows"
+	for want in "growing +1000.0 4000 1000,2000,3000,4000 grow_fn" \
+		"bounded +2730.7 12288 4096,8192,12288,12288 cap_fn"; do
+		grep -qxF "$want" "$TMP/growth_4.rows" || d+="no line '$want'"$'\n'
+	done
+	report "growth: diff --growth over snapshots 1-4: cap_fn rose then stayed flat in the last step: bounded (+2730.7 B/step)" \
+		"$d${d:+$(cat "$TMP/growth_4.out")}"
+
+	# Newest first: every stack falls, nothing grows.
+	ht growth_rev diff --growth "$TMP/g6.heap" "$TMP/g5.heap" "$TMP/g4.heap" "$TMP/g3.heap"
+	d=$(growth_rc growth_rev 0)
+	growth_rows growth_rev >"$TMP/growth_rev.rows"
+	for want in "growth over 4 profiles (the last 4 decide): 0 growing, 0 bytes in use; 3 bounded; 0 new" \
+		"bounded -1000.0 3000 6000,5000,4000,3000 grow_fn"; do
+		grep -qxF "$want" "$TMP/growth_rev.rows" || d+="no line '$want'"$'\n'
+	done
+	report "growth: diff --growth over snapshots 6 to 3 (in-use falling): all bounded, grow_fn -1000.0 B/step" \
+		"$d${d:+$(cat "$TMP/growth_rev.out")}"
+
+	# Fewer than 4 profiles: nothing judged.
+	ht growth_3 diff --growth "${files[@]:0:3}"
+	d=$(growth_rc growth_3 0)
+	grep -qxF "new +0.0 3000 1000,2000,3000 grow_fn" <(growth_rows growth_3) || d+="grow_fn not 'new'"$'\n'
+	grep -qF "0 growing, 0 bytes in use; 0 bounded; 3 new" "$TMP/growth_3.out" || d+="$(head -1 "$TMP/growth_3.out")"
+	report "growth: diff --growth over 3 snapshots: every stack 'new' (4 decide)" "$d"
+
+	ht growth_one diff --growth "$TMP/g1.heap"
+	d=$(growth_rc growth_one 2)
+	[ "$(cat "$TMP/growth_one.err")" = "heaptrace: diff --growth: needs two snapshot files or more, oldest first" ] ||
+		d+="stderr: $(cat "$TMP/growth_one.err")"
+	ht growth_missing diff --growth "$TMP/g1.heap" "$TMP/nonexistent.heap"
+	d+=$(growth_rc growth_missing 1)
+	grep -q "cannot read .*nonexistent.heap" "$TMP/growth_missing.err" || d+="stderr: $(cat "$TMP/growth_missing.err")"
+	report "growth: diff --growth with one file: exit 2 and one line; a missing file: exit 1 naming it" "$d"
+}
