@@ -42,16 +42,20 @@ scenario_growth() {
 	report "growth: diff --growth over 6 snapshots: grow_fn growing at +1000 B/step, cap_fn and churn_fn bounded" \
 		"$d${d:+$(cat "$TMP/growth_all.out")}"
 
-	# cap_fn's last rise is in the window (4096, 8192, 12288, 12288), but it levelled off at the end.
+	# One flat step at the end is not levelling off (4096, 8192, 12288, 12288); two are (8192, 12288, 12288, 12288).
 	ht growth_4 diff --growth "${files[@]:0:4}"
 	d=$(growth_rc growth_4 0)
 	growth_rows growth_4 >"$TMP/growth_4.rows"
 	for want in "growing +1000.0 4000 1000,2000,3000,4000 grow_fn" \
-		"bounded +2730.7 12288 4096,8192,12288,12288 cap_fn"; do
+		"growing +2730.7 12288 4096,8192,12288,12288 cap_fn"; do
 		grep -qxF "$want" "$TMP/growth_4.rows" || d+="no line '$want'"$'\n'
 	done
-	report "growth: diff --growth over snapshots 1-4: cap_fn rose then stayed flat in the last step: bounded (+2730.7 B/step)" \
-		"$d${d:+$(cat "$TMP/growth_4.out")}"
+	ht growth_5 diff --growth "${files[@]:1:4}"
+	d+=$(growth_rc growth_5 0)
+	grep -qxF "bounded +1365.3 12288 8192,12288,12288,12288 cap_fn" <(growth_rows growth_5) ||
+		d+="snapshots 2-5: no line 'bounded +1365.3 12288 8192,12288,12288,12288 cap_fn'"$'\n'
+	report "growth: cap_fn over snapshots 1-4 (one flat step last): growing; over 2-5 (two flat steps): bounded" \
+		"$d${d:+$(cat "$TMP/growth_4.out" "$TMP/growth_5.out")}"
 
 	# Newest first: every stack falls, nothing grows.
 	ht growth_rev diff --growth "$TMP/g6.heap" "$TMP/g5.heap" "$TMP/g4.heap" "$TMP/g3.heap"
@@ -71,6 +75,8 @@ scenario_growth() {
 	grep -qF "0 growing, 0 bytes in use; 0 bounded; 3 new" "$TMP/growth_3.out" || d+="$(head -1 "$TMP/growth_3.out")"
 	report "growth: diff --growth over 3 snapshots: every stack 'new' (4 decide)" "$d"
 
+	growth_snapshots
+
 	ht growth_one diff --growth "$TMP/g1.heap"
 	d=$(growth_rc growth_one 2)
 	[ "$(cat "$TMP/growth_one.err")" = "heaptrace: diff --growth: needs two snapshot files or more, oldest first" ] ||
@@ -79,4 +85,28 @@ scenario_growth() {
 	d+=$(growth_rc growth_missing 1)
 	grep -q "cannot read .*nonexistent.heap" "$TMP/growth_missing.err" || d+="stderr: $(cat "$TMP/growth_missing.err")"
 	report "growth: diff --growth with one file: exit 2 and one line; a missing file: exit 1 naming it" "$d"
+}
+
+# -i 1 -f top on t_growth 24 250 (4 ticks a second for 6 s): every snapshot
+# judges the last 4; the final one (after the exit) holds grow_fn 24,000 B,
+# growing near 4,000 B/s (timing: 3,000 to 5,000 accepted), cap_fn bounded.
+growth_snapshots() {
+	local d last row slope
+	ht growth_i -i 1 -f top -o "$TMP/gi" "$TB/t_growth" 24 250
+	d=$(growth_rc growth_i 0)
+	last=$(find "$TMP" -maxdepth 1 -name 'gi.0*.heap' | sort | tail -1)
+	if [ -z "$last" ]; then
+		report "growth: -i 1 -f top: the last snapshot judges grow_fn growing, cap_fn bounded" "${d}no snapshot files"
+		return
+	fi
+	grep -q '^growth over 4 profiles (the last 4 decide): 1 growing, 24000 bytes in use; 2 bounded; 0 new$' "$last" ||
+		d+="header: $(grep '^growth over' "$last")"$'\n'
+	row=$(grep -E '^growing .* grow_fn$' "$last" | tr -s ' ')
+	slope=$(echo "$row" | cut -d' ' -f2)
+	awk -v s="$slope" 'BEGIN { exit !(s + 0 >= 3000 && s + 0 <= 5000) }' ||
+		d+="grow_fn row: '$row', want growing at 3000..5000 B/s"$'\n'
+	grep -qE '^bounded +\+0\.0 +12288 +12288,12288,12288,12288 +cap_fn$' "$last" ||
+		d+="cap_fn row: $(grep 'cap_fn$' "$last")"$'\n'
+	report "growth: -i 1 -f top over 6 s: the last snapshot ($(basename "$last")) judges grow_fn growing (~4000 B/s), cap_fn bounded" \
+		"$d${d:+$(grep -A5 '^growth over' "$last")}"
 }

@@ -13,8 +13,12 @@ enum growth_class growth_classify(const int64_t *v, size_t n, int64_t *rise)
 	for (size_t i = 1; i < GROWTH_K; i++)
 		if (w[i] < w[i - 1])
 			return GROWTH_BOUNDED;
-	/* Flat at the end: it levelled off, whatever it did before. */
-	return w[GROWTH_K - 1] > w[GROWTH_K - 2] ? GROWTH_GROWING : GROWTH_BOUNDED;
+	/*
+	 * Flat in the last two steps: it levelled off, whatever it did
+	 * before.  One flat step is not enough: the final snapshot comes
+	 * right after the last periodic one, too soon for a leak to show.
+	 */
+	return w[GROWTH_K - 1] > w[GROWTH_K - 3] ? GROWTH_GROWING : GROWTH_BOUNDED;
 }
 
 const char *growth_class_name(enum growth_class c)

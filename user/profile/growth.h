@@ -13,8 +13,9 @@
 
 /*
  * The snapshots that decide: a stack is "growing" when its in-use bytes
- * did not fall between any two of the last GROWTH_K and rose in the last
- * step; any fall, or no rise in the last step, makes it "bounded".
+ * did not fall between any two of the last GROWTH_K and rose in one of
+ * the last two steps; any fall, or two flat steps at the end, make it
+ * "bounded".
  */
 #define GROWTH_K 4
 
