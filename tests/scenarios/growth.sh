@@ -76,6 +76,7 @@ scenario_growth() {
 	report "growth: diff --growth over 3 snapshots: every stack 'new' (4 decide)" "$d"
 
 	growth_snapshots
+	growth_html
 
 	ht growth_one diff --growth "$TMP/g1.heap"
 	d=$(growth_rc growth_one 2)
@@ -109,4 +110,28 @@ growth_snapshots() {
 		d+="cap_fn row: $(grep 'cap_fn$' "$last")"$'\n'
 	report "growth: -i 1 -f top over 6 s: the last snapshot ($(basename "$last")) judges grow_fn growing (~4000 B/s), cap_fn bounded" \
 		"$d${d:+$(grep -A5 '^growth over' "$last")}"
+}
+
+# -i 1 -f html on t_growth 16 250: the last report's Growth section, in
+# chromium (tests/scenarios/report.sh's rp_dom): grow_fn growing with a
+# solid line through the 4 snapshots, cap_fn bounded (dashed).
+growth_html() {
+	local d last
+	ht growth_h -i 1 -f html -o "$TMP/gh.html" "$TB/t_growth" 16 250
+	d=$(growth_rc growth_h 0)
+	last=$(find "$TMP" -maxdepth 1 -name 'gh.0*.html' | sort | tail -1)
+	if [ -z "$last" ] || ! rp_dom growth_hd "$last"; then
+		report "growth: -i 1 -f html: the Growth section" "${d}no report or no browser: $(cat "$TMP/growth_hd.err" 2>/dev/null | head -2)"
+		return
+	fi
+	d+=$(rp_ready_diag growth_hd)
+	grep -qE '<tr data-class="growing" data-name="grow_fn" data-slope="[0-9.]+"' "$TMP/growth_hd.dom" ||
+		d+="no row: growing grow_fn"$'\n'
+	grep -q '<tr data-class="bounded" data-name="cap_fn" data-slope="0"' "$TMP/growth_hd.dom" ||
+		d+="no row: bounded cap_fn, slope 0"$'\n'
+	local pts
+	pts=$(grep -o '<polyline points="[^"]*"[^>]*data-name="grow_fn"' "$TMP/growth_hd.dom" | sed 's/^<polyline points="//; s/".*//' | wc -w)
+	[ "$pts" = 4 ] || d+="grow_fn's line has $pts points, want 4 (the last 4 snapshots)"$'\n'
+	grep -q 'stroke-dasharray="5,3" data-name="cap_fn"' "$TMP/growth_hd.dom" || d+="cap_fn's line is not dashed"$'\n'
+	report "growth: -i 1 -f html: the last report draws grow_fn (growing, 4 points) and cap_fn (bounded, dashed)" "$d"
 }

@@ -58,6 +58,8 @@ int growth_series(const struct profile *ps, size_t n, const double *secs, struct
 
 	memset(g, 0, sizeof(*g));
 	g->n_profiles = n;
+	if (secs && (g->t = malloc(n * sizeof(double))))
+		memcpy(g->t, secs, n * sizeof(double));
 	for (size_t i = 0; i < n; i++)
 		total += ps[i].n;
 	struct item *it = calloc(total + 1, sizeof(*it));
@@ -108,5 +110,6 @@ void growth_free(struct growth *g)
 	for (size_t i = 0; g->rows && i < g->n; i++)
 		free(g->rows[i].inuse);
 	free(g->rows);
+	free(g->t);
 	memset(g, 0, sizeof(*g));
 }

@@ -39,6 +39,7 @@ struct growth {
 	size_t n_profiles;
 	size_t growing, bounded;
 	int64_t growing_bytes;          /* the growing stacks' in-use in the last profile */
+	double *t;                      /* each profile's time in seconds, when growth_series had them; else NULL */
 };
 
 /* The class of one series of n values, and its rise over the last GROWTH_K. */
