@@ -74,7 +74,7 @@ static void build_profile(struct http_server *h, struct request *r)
 	r->mime = format_info(r->fmt)->mime;
 }
 
-/* The start of r's window: p0 taken, r waits in h->waiting (qlock held by the caller); -1 with r answered. */
+/* The start of r's window: p0 taken, r waits in h->waiting (qlock taken here); -1 with r answered. */
 static int start_delta(struct http_server *h, struct request *r)
 {
 	if (take_now(h, r, &r->p0, &r->maps0))

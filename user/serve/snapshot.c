@@ -37,6 +37,7 @@ static void keep(struct snapshots *ss, struct profile *p, FILE *growth_to)
 		ss->older[ss->n_older++] = ss->prev;
 	}
 	ss->prev = *p;
+	ss->prev.growth = NULL;         /* snapshot_write's, freed after the write */
 	if (!ss->prev.own_maps)
 		ss->prev.maps = NULL;   /* the target's maps text is replaced as it changes */
 	ss->have_prev = true;
