@@ -6,14 +6,15 @@
 # in the steps the test sends it, so each window's counts are exact.
 
 # delta_raw KEY PROFILE: go tool pprof -raw of PROFILE into KEY.raw; its
-# sample lines, without their location ids, into KEY.samples (sorted).
+# sample lines' first four values (alloc_objects alloc_space inuse_objects
+# inuse_space; the realloc types follow), sorted, into KEY.samples.
 delta_raw() {
 	local key=$1
 	mkdir -p "$TMP/go/home" "$TMP/go/cache" "$TMP/go/path" "$TMP/pprof-tmp"
 	env HOME="$TMP/go/home" GOCACHE="$TMP/go/cache" GOPATH="$TMP/go/path" \
 		GOTOOLCHAIN=local GOPROXY=off GOFLAGS= PPROF_TMPDIR="$TMP/pprof-tmp" \
 		timeout -k 5 "$(tmo)" go tool pprof -raw "$2" >"$TMP/$key.raw" 2>"$TMP/$key.rawerr" </dev/null
-	awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && /:/ { sub(/:.*/, ""); $1 = $1; print }' \
+	awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && /:/ { sub(/:.*/, ""); print $1, $2, $3, $4 }' \
 		"$TMP/$key.raw" | sort >"$TMP/$key.samples"
 }
 
