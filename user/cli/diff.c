@@ -1,5 +1,6 @@
 /* `heaptrace diff OLD NEW`: what changed per stack between two profiles. */
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +8,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/opt.h"
+#include "output/growth.h"
 #include "output/output.h"
+#include "profile/growth.h"
 #include "profile/profile.h"
 #include "util/log.h"
 
@@ -15,6 +18,7 @@ struct diff_opts {
 	enum ht_format format;
 	enum ht_value value;
 	uint32_t top;
+	bool growth;
 };
 
 #define F(field) .off = offsetof(struct diff_opts, field)
@@ -27,11 +31,14 @@ static const struct opt diff_opts[] = {
 	  .call = cli_set_value, .values = cli_value_name, F(value), .bad = "heaptrace diff: unknown value '%s'"),
 	OPTION("top", 0, "N", "stacks shown by -f top", OPT_U32, F(top), .min = 1,
 	  .max = UINT32_MAX, .dflt = "20", .bad = "heaptrace diff: --top needs a positive count, not '%s'"),
+	OPTION("growth", 0, NULL, "FILE... (the numbered -i snapshots, oldest first): which stacks keep growing", OPT_FLAG,
+	  F(growth)),
 	OPTION("help", 'h', NULL, "this text", OPT_HELP),
 };
 
 const struct command_opts diff_command = {
 	.usage = "usage: heaptrace diff OLD NEW [-f top|collapsed|pprof|proto] [--value V]\n"
+		 "       heaptrace diff --growth SNAPSHOT... [--top N]\n"
 		 "What changed per stack from profile OLD to profile NEW (heap text or -f proto).\n",
 	.opts = diff_opts,
 	.n = sizeof(diff_opts) / sizeof(diff_opts[0]),
@@ -58,6 +65,44 @@ static void keep_growth(struct profile *d)
 	profile_normalize(d);
 }
 
+/* --growth: each stack's in-use over the files, growing or bounded (profile/growth.h). */
+static int diff_growth(char **files, int n, uint32_t top)
+{
+	struct profile *ps = calloc(n > 0 ? n : 1, sizeof(*ps));
+	char **maps = calloc(n > 0 ? n : 1, sizeof(*maps));
+	struct growth g;
+	int rc = 1, got = 0;
+
+	if (n < 2) {
+		ht_err("diff --growth: needs two snapshot files or more, oldest first");
+		free(ps);
+		free(maps);
+		return 2;
+	}
+	if (!ps || !maps)
+		goto out;
+	for (; got < n; got++)
+		if (profile_read_text(files[got], &ps[got], &maps[got]))
+			goto out;
+	if (growth_series(ps, n, NULL, &g))
+		goto out;
+	struct symbolizer *sym = sym_open(maps[n - 1] ? maps[n - 1] : "");
+	if (sym) {
+		output_growth_table(stdout, &g, sym, top, "step");
+		sym_close(sym);
+		rc = fflush(stdout) ? 1 : 0;
+	}
+	growth_free(&g);
+out:
+	for (int i = 0; i < got; i++) {
+		profile_free(&ps[i]);
+		free(maps[i]);
+	}
+	free(ps);
+	free(maps);
+	return rc;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_opts o = { .format = FMT_TOP, .value = V_INUSE_SPACE };
@@ -65,6 +110,8 @@ int cmd_diff(int argc, char **argv)
 
 	if (first < 0)
 		return 2;
+	if (o.growth)
+		return diff_growth(argv + first, argc - first, o.top);
 	if (argc - first != 2) {
 		ht_err("usage: heaptrace diff OLD NEW [-f top|collapsed|pprof] [--value V]");
 		return 2;

@@ -11,6 +11,7 @@
 
 #include "output/flame.h"
 #include "output/output.h"
+#include "profile/growth.h"
 #include "profile/timeline.h"
 #include "util/version.h"
 #include "report_html.h"        /* generated: report_html[], the template */
@@ -204,6 +205,34 @@ static void live(FILE *f, const struct profile *p)
 	fputs("]}", f);
 }
 
+/* -i: the stacks' growth over the last snapshots (profile/growth.h), the top ones' in-use for the chart. */
+static void growth(FILE *f, const struct profile *p, struct symbolizer *sym, size_t top)
+{
+	const struct growth *g = p->growth;
+	char name[256];
+
+	fputs(",\n\"growth\":", f);
+	if (!g || !g->t) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"k\":%d,\"t\":[", GROWTH_K);
+	for (size_t i = 0; i < g->n_profiles; i++)
+		fprintf(f, "%s%.3f", i ? "," : "", g->t[i] - p->start_ns / 1e9);
+	fputs("],\"rows\":[", f);
+	for (size_t i = 0; i < g->n && i < top; i++) {
+		const struct growth_row *r = &g->rows[i];
+		fprintf(f, "%s{\"cls\":\"%s\",\"slope\":%.1f,\"name\":", i ? ",\n" : "", growth_class_name(r->cls),
+			r->slope);
+		str(f, leaf_name(r->s, sym, name, sizeof(name)));
+		fputs(",\"inuse\":[", f);
+		for (size_t k = 0; k < g->n_profiles; k++)
+			fprintf(f, "%s%" PRId64, k ? "," : "", r->inuse[k]);
+		fputs("]}", f);
+	}
+	fputs("]}", f);
+}
+
 int output_html(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top)
 {
 	const char *tpl = (const char *)report_html, *mark = memmem(tpl, sizeof(report_html), DATA_MARK, strlen(DATA_MARK));
@@ -217,6 +246,7 @@ int output_html(FILE *f, const struct profile *p, struct symbolizer *sym, enum h
 	timeline(f, p);
 	flame(f, p, &fl);
 	live(f, p);
+	growth(f, p, sym, top);
 	fputs("}", f);
 	mark += strlen(DATA_MARK);
 	fwrite(mark, 1, sizeof(report_html) - (mark - tpl), f);

@@ -111,7 +111,7 @@ int output_file(const char *path, enum ht_format fmt, const struct profile *p, e
 }
 
 /* The innermost frame with a name, for one-line summaries. */
-static const char *leaf_name(const struct prof_stack *s, struct symbolizer *sym, char *buf, size_t len)
+const char *leaf_name(const struct prof_stack *s, struct symbolizer *sym, char *buf, size_t len)
 {
 	const struct sym_frame *fr;
 

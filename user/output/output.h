@@ -55,6 +55,8 @@ int output_file(const char *path, enum ht_format fmt, const struct profile *p, e
  * A few lines on what grew: the total and the n stacks that grew most, by
  * their innermost named frames (--diff with -i).
  */
+/* The innermost frame with a name, for one-line summaries. */
+const char *leaf_name(const struct prof_stack *s, struct symbolizer *sym, char *buf, size_t len);
 void output_growth(FILE *f, const struct profile *diff, struct symbolizer *sym, enum ht_value v, size_t n);
 
 /* Legacy gperftools heap profile text; needs no symbols (consumers read MAPPED_LIBRARIES). */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/growth.h"
 #include "output/output.h"
 
 /* 1234567 -> "1,234,567": byte counts are read by people here. */
@@ -187,6 +188,10 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 	output_losses(losses, sizeof(losses), p->counters, false);
 	fprintf(f, "  losses:    %s\n", *losses ? losses : "none");
 	print_unmatched(f, p, sym);
+	if (p->growth) {
+		fputc('\n', f);
+		output_growth_table(f, p->growth, sym, max_stacks, "s");
+	}
 	/* Where the losses come from, when a stack can say: the allocations whose free went unseen. */
 	if (p->counters[HT_MISSED_FREES]) {
 		uint64_t at = 0;

@@ -13,6 +13,7 @@
 struct tracer;
 struct timeline;
 struct tl_series;
+struct growth;
 
 /* A stack's blocks live at the end that were allocated in one time bin (profile.live_bin_ns wide). */
 struct prof_live {
@@ -94,6 +95,8 @@ struct profile {
 	struct {
 		uint64_t bytes, objects, stacks;
 	} suppressed;
+	/* -i: its stacks' growth over the last snapshots (profile/growth.h), for -f top; NULL: none. */
+	const struct growth *growth;
 };
 
 /* A traced process of the tree (--merge). */

@@ -16,115 +16,13 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
-#include "serve/http.h"
+#include "serve/internal.h"
 #include "serve/metrics.h"
-#include "serve/listen.h"
 #include "util/log.h"
 #include "util/procfs.h"
 #include "util/time.h"
 #include "output/output.h"
-
-/*
- * Limits (docs/security.md, "HTTP endpoint").  A connection costs a
- * descriptor and, with a thread per connection, a thread: 1,100 slow
- * connections once made heaptrace start 990 threads and reach select()'s
- * 1,024 descriptors.  Now a few threads poll with epoll whatever the
- * clients do, and each listener holds at most CONN_HARD connections, so
- * that HT_MAX_HTTP listeners stay far below the usual limit of 1,024
- * descriptors.
- */
-enum {
-	WORKERS_TCP = 2,        /* epoll threads per TCP listener */
-	WORKERS_UNIX = 1,       /* per unix socket: local and few clients */
-	/*
-	 * Past CONN_SOFT connections, the oldest that have not sent a complete
-	 * request are dropped (make_room()).  A slowloris flood never
-	 * completes its requests, while a scraper sends its whole request at
-	 * once: the flood only ever displaces itself, from any address (a
-	 * per-address limit would lock out a scraper on the same host as the
-	 * flood).
-	 */
-	CONN_SOFT = 48,
-	CONN_HARD = 64,         /* libmicrohttpd's cap; beyond it, the kernel's accept queue */
-	/*
-	 * A client is not dropped in its first QUIET_MS without data: under
-	 * load a scraper may be scheduled a while after its connection is
-	 * made, before it sends its request.
-	 */
-	QUIET_MS = 200,
-	SWEEP_MS = 100,         /* while crowded, make room this often too */
-	REAP_MS = 1000,         /* otherwise, look for connections closed by their client this often */
-	IDLE_TIMEOUT = 10,      /* seconds without a byte either way */
-	MAX_PENDING = 16,       /* profile requests waiting for the profile thread; more get 503 */
-};
-
-/* One tracked connection of a listener. */
-struct conn {
-	struct conn *prev, *next;
-	int fd;
-	uint64_t since_ms;      /* accepted */
-	bool seen;              /* a request line was read */
-	bool busy;              /* a complete request is being answered: never dropped */
-	bool dropped;           /* shut down by us, not yet closed by libmicrohttpd */
-};
-
-struct http_server;
-
-/* One --http value: a libmicrohttpd daemon on a TCP port or a unix socket. */
-struct listener {
-	struct http_server *h;
-	struct MHD_Daemon *d;
-	const char *spec;
-	char url[128];                  /* where it serves, said by http_ready (port 0 resolved) */
-	struct unix_socket sock;        /* unix socket: the file, removed at stop if still ours */
-	pthread_mutex_t lock;   /* the connection list, shared by the listener's threads */
-	struct conn *head, *tail;       /* oldest first */
-	unsigned live;          /* tracked, not dropped */
-	unsigned long dropped;
-};
-
-/* One request, from its complete headers to its end. */
-struct request {
-	struct request *next;   /* in the profile queue */
-	struct MHD_Connection *c;
-	enum ht_format fmt;
-	enum ht_value value;
-	/* The profile thread's answer: */
-	unsigned status;
-	const char *mime;
-	char *body;
-	size_t len;
-};
-
-struct http_server {
-	struct listener l[HT_MAX_HTTP];
-	int n;
-	int n_started;          /* listeners the profile thread may sweep (their locks exist) */
-	struct profile_source src;
-	struct target *t;
-	const char *token;
-	size_t token_len;
-	/*
-	 * Profiles are built one at a time by one thread, with one symbolizer
-	 * kept across requests (rebuilt when the memory map changes):
-	 * concurrent scrapes would each load the debug information again,
-	 * ~30 MB a time.  A request for a profile is suspended meanwhile, so
-	 * that a slow profile blocks no polling thread and no other client.
-	 */
-	pthread_t thread;
-	bool thread_started;
-	pthread_mutex_t qlock;
-	pthread_cond_t qcond;
-	struct request *qhead, *qtail;
-	unsigned pending;
-	bool stopping;
-	bool ready;             /* http_ready: tracing has begun; before, profile requests get 503 */
-	bool crowded;           /* a listener has more than CONN_SOFT connections */
-	struct symbolizer *sym;
-	char *sym_maps;
-};
-
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
+enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
 			     size_t len)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -145,124 +43,9 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return ret;
 }
 
-static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
+enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
 {
 	return reply(c, status, "text/plain; charset=utf-8", strdup(text), strlen(text));
-}
-
-/* A short text answer in r (the profile thread). */
-static void answer_text(struct request *r, unsigned status, const char *text)
-{
-	r->status = status;
-	r->mime = "text/plain; charset=utf-8";
-	r->body = strdup(text);
-	r->len = r->body ? strlen(text) : 0;
-}
-
-/* A profile of the target as it is now, into r (the profile thread). */
-static void build_profile(struct http_server *h, struct request *r)
-{
-	struct profile p;
-	char *maps = target_maps_now(h->t);
-	FILE *m;
-	int err = 1;
-
-	if (profile_take_main(&h->src, h->t->pid, maps, &p)) {
-		free(maps);
-		answer_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the profile\n");
-		return;
-	}
-	/* The profile's maps: the target's, or with --merge the tree's. */
-	const char *pm = p.maps;
-	if (!h->sym || !pm || !h->sym_maps || strcmp(pm, h->sym_maps)) {
-		sym_close(h->sym);
-		free(h->sym_maps);
-		h->sym = sym_open(pm ? pm : "");
-		h->sym_maps = pm ? strdup(pm) : NULL;
-	}
-	if (h->sym && (m = open_memstream(&r->body, &r->len))) {
-		err = output_write_sym(m, r->fmt, &p, r->value, 20, h->sym);
-		fclose(m);
-	}
-	profile_free(&p);
-	free(maps);
-	if (err) {
-		free(r->body);
-		answer_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write the profile\n");
-		return;
-	}
-	r->status = MHD_HTTP_OK;
-	r->mime = format_info(r->fmt)->mime;
-}
-
-static bool sweep(struct http_server *h);
-
-static void *profile_thread(void *arg)
-{
-	struct http_server *h = arg;
-
-	pthread_mutex_lock(&h->qlock);
-	for (;;) {
-		while (!h->qhead && !h->stopping) {
-			struct timespec until;
-			clock_gettime(CLOCK_MONOTONIC, &until);
-			until.tv_nsec += (h->crowded ? SWEEP_MS : REAP_MS) * 1000000L;
-			until.tv_sec += until.tv_nsec / 1000000000L;
-			until.tv_nsec %= 1000000000L;
-			if (pthread_cond_timedwait(&h->qcond, &h->qlock, &until) != ETIMEDOUT)
-				continue;
-			pthread_mutex_unlock(&h->qlock);
-			bool still = sweep(h);
-			pthread_mutex_lock(&h->qlock);
-			h->crowded = still;
-		}
-		struct request *r = h->qhead;
-		if (!r)
-			break;
-		if (!(h->qhead = r->next))
-			h->qtail = NULL;
-		bool stopping = h->stopping;
-		pthread_mutex_unlock(&h->qlock);
-		if (stopping)
-			answer_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "heaptrace is stopping\n");
-		else
-			build_profile(h, r);
-		/* libmicrohttpd's lock orders these writes before the handler's next call. */
-		MHD_resume_connection(r->c);
-		pthread_mutex_lock(&h->qlock);
-		h->pending--;
-	}
-	pthread_mutex_unlock(&h->qlock);
-	return NULL;
-}
-
-/* Hand a profile request to the profile thread; *state holds it until the request ends. */
-static enum MHD_Result queue_profile(struct http_server *h, struct MHD_Connection *c, void **state,
-				     enum ht_format fmt, enum ht_value value)
-{
-	struct request *r;
-
-	pthread_mutex_lock(&h->qlock);
-	if (h->stopping || !h->ready || h->pending >= MAX_PENDING || !(r = calloc(1, sizeof(*r)))) {
-		bool stopping = h->stopping, ready = h->ready;
-		pthread_mutex_unlock(&h->qlock);
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, stopping ? "heaptrace is stopping\n" :
-					!ready ? "heaptrace is attaching: try again\n" :
-					"too many profile requests waiting: try again\n");
-	}
-	*state = r;
-	r->c = c, r->fmt = fmt, r->value = value;
-	/* Suspended before the profile thread can see it, so that its resume never comes first. */
-	MHD_suspend_connection(c);
-	if (h->qtail)
-		h->qtail->next = r;
-	else
-		h->qhead = r;
-	h->qtail = r;
-	h->pending++;
-	pthread_cond_signal(&h->qcond);
-	pthread_mutex_unlock(&h->qlock);
-	return MHD_YES;
 }
 
 static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *c)
@@ -457,7 +240,7 @@ static void reap_closed(struct listener *l)
 }
 
 /* The profile thread's sweep; true if a listener is still crowded. */
-static bool sweep(struct http_server *h)
+bool sweep(struct http_server *h)
 {
 	bool still = false;
 	int n = __atomic_load_n(&h->n_started, __ATOMIC_ACQUIRE);
@@ -529,8 +312,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum
 	(void)why;
 
 	if (r) {
-		free(r->body);
-		free(r);
+		request_free(((struct listener *)cls)->h, r);
 		*state = NULL;
 	}
 	conn_busy(cls, c, false);
@@ -579,8 +361,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	const char *debug = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "debug");
 	bool text = debug && strcmp(debug, "0");
 	bool heap = !strcmp(url, "/debug/pprof/heap");
+	const char *seconds = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds");
+	unsigned sec = 0;
+	const char *why;
+	if ((heap || !strcmp(url, "/debug/pprof/allocs")) && seconds && delta_seconds(seconds, debug, &sec, &why))
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, why);
 	if (heap || !strcmp(url, "/debug/pprof/allocs"))
-		return queue_profile(h, c, state, text ? FMT_PPROF : FMT_PROTO, heap ? V_INUSE_SPACE : V_ALLOC_SPACE);
+		return queue_profile(h, c, state, text ? FMT_PPROF : FMT_PROTO, heap ? V_INUSE_SPACE : V_ALLOC_SPACE,
+				     sec);
 	if (!strcmp(url, "/debug/pprof/") || !strcmp(url, "/debug/pprof"))
 		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", strdup(index_page), strlen(index_page));
 	if (!strcmp(url, "/metrics"))
@@ -745,6 +533,13 @@ void http_stop(struct http_server *h)
 	pthread_mutex_unlock(&h->qlock);
 	if (h->thread_started)
 		pthread_join(h->thread, NULL);
+	/*
+	 * The 503s just given (a delta in its window gets one) go out before
+	 * the listeners close, for at most STOP_FLUSH_MS: the client then
+	 * hears why, instead of an empty reply.
+	 */
+	for (int i = 0; i < STOP_FLUSH_MS / 10 && __atomic_load_n(&h->stop_answers, __ATOMIC_RELAXED); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 	for (int i = 0; i < h->n_started; i++) {
 		struct listener *l = &h->l[i];
 		if (!l->d) {

@@ -6,6 +6,8 @@
 #include "serve/snapshot.h"
 #include "util/time.h"
 
+static int snapshot_emit(struct snapshots *ss, struct profile *p, uint64_t t0);
+
 static uint64_t ms_since(uint64_t ns)
 {
 	return (monotonic_ns() - ns) / 1000000;
@@ -25,22 +27,62 @@ static void keep(struct snapshots *ss, struct profile *p, FILE *growth_to)
 			profile_free(&d);
 		}
 	}
-	if (ss->have_prev)
-		profile_free(&ss->prev);
+	if (ss->have_prev) {
+		/* prev joins the older ones, the oldest leaves. */
+		if (ss->n_older == GROWTH_K - 2) {
+			profile_free(&ss->older[0]);
+			memmove(&ss->older[0], &ss->older[1], (GROWTH_K - 3) * sizeof(ss->older[0]));
+			ss->n_older--;
+		}
+		ss->older[ss->n_older++] = ss->prev;
+	}
 	ss->prev = *p;
+	ss->prev.growth = NULL;         /* snapshot_write's, freed after the write */
 	if (!ss->prev.own_maps)
 		ss->prev.maps = NULL;   /* the target's maps text is replaced as it changes */
 	ss->have_prev = true;
 	memset(p, 0, sizeof(*p));
 }
 
+/* The growth of p's stacks over the last snapshots and p, into g (p->growth); -1: none. */
+static int judge(struct snapshots *ss, struct profile *p, struct growth *g)
+{
+	struct profile series[GROWTH_K];
+	double secs[GROWTH_K];
+	size_t n = 0;
+
+	for (int i = 0; i < ss->n_older; i++)
+		series[n++] = ss->older[i];
+	if (ss->have_prev)
+		series[n++] = ss->prev;
+	series[n++] = *p;
+	for (size_t i = 0; i < n; i++)
+		secs[i] = series[i].now_ns / 1e9;
+	if (growth_series(series, n, secs, g))
+		return -1;
+	p->growth = g;
+	return 0;
+}
+
 int snapshot_write(struct snapshots *ss, struct profile *p)
 {
 	uint64_t t0 = monotonic_ns();
-	int err;
+	struct growth g;
+	int err, judged;
 
 	ss->seq++;
 	p->snapshot = true;
+	judged = !judge(ss, p, &g);
+	err = snapshot_emit(ss, p, t0);
+	p->growth = NULL;
+	if (judged)
+		growth_free(&g);
+	return err;
+}
+
+static int snapshot_emit(struct snapshots *ss, struct profile *p, uint64_t t0)
+{
+	int err;
 	if (ss->live) {
 		/* A terminal: redraw in place, like top. */
 		fputs("\033[H\033[J", stdout);
@@ -102,4 +144,7 @@ void snapshots_free(struct snapshots *ss)
 	if (ss->have_prev)
 		profile_free(&ss->prev);
 	ss->have_prev = false;
+	for (int i = 0; i < ss->n_older; i++)
+		profile_free(&ss->older[i]);
+	ss->n_older = 0;
 }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "output/output.h"
+#include "profile/growth.h"
 #include "profile/profile.h"
 #include "process/target.h"
 #include "tracer/tracer.h"
@@ -21,6 +22,9 @@ struct snapshots {
 	int failed;                     /* snapshots that could not be written */
 	struct profile prev;
 	bool have_prev;
+	/* The snapshots before prev, oldest first: with prev and the next, the series growth judges. */
+	struct profile older[GROWTH_K - 2];
+	int n_older;
 	struct target *t;
 };
 

@@ -471,10 +471,54 @@
     }
   }
 
+  /* -i: growing and bounded stacks (docs/output-formats.md, "Growth"), the top ones' in-use over the snapshots. */
+  function renderGrowth() {
+    var G = D.growth, box = $('growth');
+    if (!G || !G.rows.length) {
+      box.appendChild(el('div', { cls: 'empty', text: 'No growth: take snapshots with -i to see which stacks keep growing.' }));
+      return;
+    }
+    var W = 1000, H = 200, ml = 74, mr = 16, mt = 10, mb = 22, pw = W - ml - mr, ph = H - mt - mb;
+    var n = G.t.length, t0 = G.t[0], span = Math.max(G.t[n - 1] - t0, 1e-3), top = 1, shown = G.rows.slice(0, 6);
+    shown.forEach(function (r) { r.inuse.forEach(function (b) { if (b > top) top = b; }); });
+    top = niceBytes(top);
+    var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', id: 'growth-svg' });
+    for (var g = 0; g <= 4; g++) {
+      var gy = mt + ph - g / 4 * ph;
+      svg('line', { x1: ml, x2: ml + pw, y1: gy, y2: gy, 'class': 'grid' }, s);
+      svg('text', { x: ml - 4, y: gy + 3, 'text-anchor': 'end', 'class': 'axis' }, s).textContent = bytes(top * g / 4);
+    }
+    G.t.forEach(function (t) {
+      svg('text', { x: ml + (t - t0) / span * pw, y: H - 6, 'text-anchor': 'middle', 'class': 'axis' }, s).textContent = secs(t);
+    });
+    var colors = ['#c0392b', '#2980b9', '#27ae60', '#8e44ad', '#d35400', '#16a085'];
+    shown.forEach(function (r, j) {
+      var pts = r.inuse.map(function (b, i) {
+        return (ml + (G.t[i] - t0) / span * pw).toFixed(1) + ',' + (mt + ph - b / top * ph).toFixed(1);
+      });
+      var l = svg('polyline', { points: pts.join(' '), fill: 'none', stroke: colors[j % colors.length], 'stroke-width': 2,
+        'stroke-dasharray': r.cls === 'growing' ? '' : '5,3', 'data-name': r.name }, s);
+      svg('title', {}, l).textContent = r.name + ' (' + r.cls + ')';
+    });
+    box.appendChild(s);
+    var tb = el('table', { id: 'growth-table' });
+    tb.appendChild(el('tr', {}, [el('th', { text: 'class' }), el('th', { text: 'bytes/s' }), el('th', { text: 'in use' }),
+      el('th', { text: 'stack' })]));
+    G.rows.forEach(function (r, j) {
+      var tr = el('tr', { 'data-class': r.cls, 'data-name': r.name, 'data-slope': r.slope }, [
+        el('td', { text: r.cls }), el('td', { text: (r.slope > 0 ? '+' : '') + group(Math.round(r.slope)) }),
+        el('td', { text: bytes(r.inuse[n - 1]) }), el('td', { text: r.name })]);
+      if (j < shown.length) tr.style.borderLeft = '4px solid ' + colors[j % colors.length];
+      tb.appendChild(tr);
+    });
+    box.appendChild(tb);
+  }
+
   function usText(us) { return us >= 1e6 ? us / 1e6 + ' s' : us >= 1000 ? us / 1000 + ' ms' : us + ' \u00b5s'; }
 
   summary();
   renderChart();
+  renderGrowth();
   controls();
   if (P.search) { $('search').value = P.search; matchRe = null; }
   if (P.zoom && +P.zoom > 0 && +P.zoom < N) zoom = +P.zoom;
