@@ -39,17 +39,19 @@ scenario_deb() {
 
 	# Depends: the package of every library the binary links (NEEDED), found
 	# by the file the loader maps for it (not a list kept here).
+	# The packaged binary's, not $HT's (an ASan build under make check-asan links libasan).
 	d=""
 	depends=$(dpkg-deb -f "$deb" Depends)
-	local names path
+	local names path bin=$TMP/debx/usr/bin/heaptrace
+	rm -rf "$TMP/debx" && dpkg-deb -x "$deb" "$TMP/debx"
 	names=$(sed -e 's/ *([^)]*)//g' -e 's/, */\n/g' <<<"$depends")
 	while read -r lib; do
-		path=$(ldd "$HT" | awk -v l="$lib" '$1 == l && $2 == "=>" { print $3 }')
+		path=$(ldd "$bin" | awk -v l="$lib" '$1 == l && $2 == "=>" { print $3 }')
 		pkg=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null)
 		pkg=${pkg%%:*}
 		[ -n "$pkg" ] || { d+="$lib ($path): no package holds it"$'\n'; continue; }
 		grep -qxF -- "$pkg" <<<"$names" || d+="$lib is $pkg's, not in Depends"$'\n'
-	done < <(objdump -p "$HT" | awk '$1 == "NEEDED" { print $2 }')
+	done < <(objdump -p "$bin" | awk '$1 == "NEEDED" { print $2 }')
 	report "deb: Depends names the package of each library heaptrace links ($depends)" "$d"
 
 	lintian --pedantic -E "$deb" >"$TMP/lintian.out" 2>&1

@@ -484,11 +484,13 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 		struct aged a = { .p = p, .born_before = p->now_ns - (uint64_t)(p->min_age * 1e9),
 				  .arenas_fd = tracer_arenas_fd(tr), .arena_blocks_fd = tracer_arena_blocks_fd(tr),
 				  .proc = proc };
-		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
+		if (p->n)       /* no stack yet: qsort takes no NULL */
+			qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
 		err = read_live(tr, add_aged_block, &a);
 	}
 	if (!err && src->live_bins) {
-		qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
+		if (p->n)
+			qsort(p->stacks, p->n, sizeof(*p->stacks), cmp_hash);
 		err = read_live_bins(src, proc, p);
 	}
 	if (err) {
