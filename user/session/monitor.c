@@ -87,8 +87,15 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 	double next_poll = start + poll_period;
 	struct stop st = { 0 };
 
+	bool said_exit = false;
+
 	for (;;) {
 		tracee_reap(tc, false);
+		/* Seen by the reap (a -p target is ptraced too) before its pidfd: said all the same. */
+		if (t->exited && !t->launched && !said_exit) {
+			ht_err("process %d exited", t->pid);
+			said_exit = true;
+		}
 		if (t->exited && !(tc->outlive && tracee_others_alive(tc))) {
 			st.why = STOP_TARGET_EXITED;
 			return st;
@@ -134,6 +141,7 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 		if (!t->launched && !t->exited && n > 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
 			t->exited = true;
 			ht_err("process %d exited", t->pid);
+			said_exit = true;
 			if (!(tc->outlive && tracee_others_alive(tc))) {
 				st.why = STOP_TARGET_EXITED;
 				return st;
