@@ -661,6 +661,8 @@ static int trace(struct session *s, double t0)
 		target_refresh_maps(t);
 	remove_inject(s);
 	python_restore(s);
+	if (t->launched && t->exited && !o->several)
+		tracer_release_at_exit();
 	tracer_detach(&s->tr);
 	s->ph.detach = now_ms() - t1;
 	/* The end of the timeline: the heap at the stop (and the final snapshot's time). */

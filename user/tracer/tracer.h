@@ -129,6 +129,11 @@ bool tracer_sessions(struct tracer *tr);
 
 /* Stop tracing: remove every uprobe, keep the maps readable. */
 void tracer_detach(struct tracer *tr);
+/*
+ * When nothing traced is left alive: the links' last close (and its grace
+ * periods) happens in an orphan after heaptrace has exited (release.c).
+ */
+void tracer_release_at_exit(void);
 void tracer_close(struct tracer *tr);
 
 /* The event and loss counters of the process in a slot (0: the target), summed over CPUs. */
