@@ -6,18 +6,36 @@
 # end at SIGTERM.
 # scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running.
 # scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run.
+# scenario seccomp: a service whose seccomp filter refuses the stub's memfd_create, beside one that has none.
 
-# svc_start FILE K BASE [CGROUP [BIN]]: a t_service (in CGROUP) whose lines
-# go to FILE; its pid in SVC.
+# svc_start FILE K BASE [CGROUP [BIN [MODE]]]: a t_service (in CGROUP; MODE:
+# seccomp) whose lines go to FILE; its pid in SVC.
 svc_start() {
-	local f=$1 k=$2 base=$3 cg=${4:-} bin=${5:-$TB/t_service}
+	local f=$1 k=$2 base=$3 cg=${4:-} bin=${5:-$TB/t_service} mode=${6:-}
 	if [ -n "$cg" ]; then
-		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$bin" "$k" "$base") >>"$f" 2>/dev/null &
+		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$bin" "$k" "$base" $mode) >>"$f" 2>/dev/null &
 	else
-		"$bin" "$k" "$base" >>"$f" 2>/dev/null &
+		"$bin" "$k" "$base" $mode >>"$f" 2>/dev/null &
 	fi
 	SVC=$!
 }
+
+# svc_paths KEY PID...: -v said that each PID (adopted running) has a stub
+# of its own, or, under --no-inject (make test-noinject), uprobes.
+svc_paths() {
+	local key=$1 p want d=""
+	shift
+	want="the fast path: a stub of its own at 0x"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="uprobes (the fast path is off)"
+	for p in "$@"; do
+		[ "$(grep -c "^heaptrace: PID $p: $want" "$TMP/$key.err")" = 1 ] || d+="PID $p: no 'PID $p: $want'"$'\n'
+	done
+	[ -n "$d" ] && d+="$(grep -E 'fast path|too \(slot|uprobes' "$TMP/$key.err" | head -30)"
+	report "$key: each of the $# processes adopted running: '$want'" "$d"
+}
+
+# svc_others FILE PID: the pids of FILE's processes but PID (the target).
+svc_others() { awk -v t="$2" '/^ready / && $2 != t { print $2 }' "$1"; }
 
 # svc_lines FILE WORD N SECS: until FILE has N lines starting with WORD.
 svc_lines() {
@@ -86,6 +104,7 @@ scenario_pids() {
 	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
 	svc_run $key "$f" 3
 	svc_check $key "$f" 3
+	svc_paths $key "$b" "$c"
 	pprof_tool $key.tags go -tags "$TMP/$key.pb.gz"
 	d=$(grep -cE '^ +[0-9.]+kB \( *100%\): .*/t_service$' "$TMP/$key.tags.out")
 	report "$key: a program label beside pid: t_service holds all (go tool pprof -tags)" \
@@ -126,6 +145,8 @@ scenario_pids() {
 		"$([ "$d" = "$(svc_want "$f")" ] || echo "got:"$'\n'"$d"$'\n'"want:"$'\n'"$(svc_want "$f")")"
 	svc_run $key "$f" 4
 	svc_check $key "$f" 4
+	# shellcheck disable=SC2046
+	svc_paths $key $(svc_others "$f" "$a")
 	svc_stop "$f" "$a"
 
 	# A pid that is gone is skipped with one line; the others are traced.
@@ -222,6 +243,9 @@ scenario_cgroupsvc() {
 	sleep 1.2
 	svc_run $key "$f" 8
 	svc_check $key "$f" 8
+	# The target: the oldest (lowest pid) dynamically linked process; the 7 others, joiners included, a stub each.
+	# shellcheck disable=SC2046
+	svc_paths $key $(svc_others "$f" "$(svc_want "$f" | head -1 | cut -d' ' -f1)")
 	name=$(grep -c "PID $st (.*t_service_static) is not traced: no allocator found" "$TMP/$key.err")
 	report "$key: the static binary in the cgroup is skipped and named, once" "$([ "$name" = 1 ] || ctx $key)"
 	svc_stop "$f" "$s1" "$s2"
@@ -257,4 +281,48 @@ scenario_cgroupsvc() {
 	[ "$(wc -l <"$TMP/cgroup_none.err")" = 1 ] && grep -q "not a cgroup directory" "$TMP/cgroup_none.err" ||
 		d+="stderr: $(cat "$TMP/cgroup_none.err")"
 	report "cgroup_none: --cgroup on a directory that is no cgroup: one line, exit status 1" "$d"
+}
+
+scenario_seccomp() {
+	local key=seccomp f cg s1 s2 d p want sc
+	cg=/sys/fs/cgroup/unified/heaptrace-sc-$$
+	[ -d /sys/fs/cgroup/unified ] || cg=/sys/fs/cgroup/heaptrace-sc-$$
+	if ! mkdir "$cg" 2>/dev/null; then
+		fail "$key: cannot make a cgroup at $cg"
+		return
+	fi
+	f=$TMP/$key.svc
+	# The target (the oldest) has no filter; the sandboxed service (parent + 1 worker) refuses memfd_create.
+	svc_start "$f" 2 0 "$cg"; s1=$SVC
+	svc_lines "$f" ready 3 10
+	svc_start "$f" 1 4 "$cg" "$TB/t_service" seccomp; s2=$SVC
+	svc_lines "$f" ready 5 10
+	sc="$s2 $(cat /proc/"$s2"/task/*/children 2>/dev/null)"
+	ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	svc_run $key "$f" 5
+	svc_check $key "$f" 5
+	# shellcheck disable=SC2046
+	svc_paths $key $(svc_others "$f" "$s1" | grep -vxF -f <(printf '%s\n' $sc))
+	d=""
+	want="is traced with uprobes, not the fast path: memfd_create in the target: Operation not permitted"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="uprobes (the fast path is off)"
+	[ "$(echo "$sc" | wc -w)" = 2 ] || d+="the sandboxed service's processes: '$sc', not 2"$'\n'
+	for p in $sc; do
+		[ "$(grep -c "PID $p.*$want" "$TMP/$key.err")" = 1 ] || d+="PID $p: not one '$want'"$'\n'
+	done
+	# What the failed installation mapped (its reservation, anonymous r-x) was unmapped again.
+	for p in $sc; do
+		grep -qE 'heaptrace-stub|^[0-9a-f]+-[0-9a-f]+ r-xp [0-9a-f]+ 00:00 0 *$' /proc/"$p"/maps &&
+			d+="PID $p keeps a mapping of the stub: $(grep -E 'heaptrace-stub| r-xp .* 0 *$' /proc/"$p"/maps)"$'\n'
+	done
+	grep -q "seccomp filter not installed" "$f" && d+="t_service seccomp: its filter did not hold"$'\n'
+	report "$key: the 2 sandboxed processes: one line each, uprobes and why, nothing of the stub left mapped" \
+		"$d$([ -n "$d" ] && grep -E 'PID|fast path' "$TMP/$key.err" | head -30)"
+	svc_stop "$f" "$s1" "$s2"
+	d=""
+	for _ in $(seq 20); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
+	[ -s "$cg/cgroup.procs" ] && d="processes left in it: $(cat "$cg/cgroup.procs")"
+	rmdir "$cg" 2>/dev/null || d+=" cannot remove $cg"
+	report "$key: the test's cgroup is empty and removed" "$d"
 }
