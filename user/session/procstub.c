@@ -67,16 +67,13 @@ int procstub_attach(struct session *s, pid_t pid, uint32_t slot)
 	const char *off = no_model(s);
 	char why[256] = "";
 	struct inject *kid = NULL;
-	double t0 = now_ms();
-
+	/* Its time is the adoption's (procset.c: -v), not the target's fast path phase. */
 	if (!off && (kid = install(s, pid, why, sizeof(why)))) {
 		s->kin[slot] = kid;
-		s->ph.inject += now_ms() - t0;
 		ht_info("PID %d: the fast path: a stub of its own at 0x%" PRIx64 ", %d functions redirected", pid,
 			kid->base, kid->n);
 		return 0;
 	}
-	s->ph.inject += now_ms() - t0;
 	/* Without a stub of ours, an earlier heaptrace's jumps go before uprobes do (a uprobe on one breaks it). */
 	if (inject_reclaim_running(pid, &s->plan, session_traced_by_us, s) < 0 ||
 	    probes_attach_stubbed(&s->plan, &s->tr, pid))
