@@ -44,10 +44,12 @@ static void report_scale(const struct session *s, const struct tracer_memory *m)
 	ht_info("processes: %u traced (%u adopted running, %u followed from a fork), %u with a stub of their own; "
 		"adopting took %.1f ms, %.2f ms a process", n, s->adopted.n, n - 1 - s->adopted.n, stubs, s->adopted.ms,
 		s->adopted.n ? s->adopted.ms / s->adopted.n : 0.0);
+	/* A stub's file is a memfd of its process: its pages (shmem) are charged there, not to the maps. */
 	ht_info("kernel memory for %u processes: %.1f MiB in maps, %.1f KiB in %d programs, %d links after the "
-		"adoption; %.1f KiB a process (the maps are sized for %d processes from the start)", n,
-		m->memlock / 1048576.0, m->progs_memlock / 1024.0, m->progs, s->adopted.links,
-		(m->memlock + m->progs_memlock) / 1024.0 / n, HT_MAX_PROCS);
+		"adoption; %.1f KiB a process (the maps are sized for %d processes from the start); and %u stub "
+		"files of %d KiB (shmem of their processes)", n, m->memlock / 1048576.0, m->progs_memlock / 1024.0,
+		m->progs, s->adopted.links, (m->memlock + m->progs_memlock) / 1024.0 / n, HT_MAX_PROCS, stubs,
+		STUB_FILE_SIZE / 1024);
 	ht_info("heaptrace RSS: %" PRIu64 " KiB before adopting %u processes, %" PRIu64 " after (%.1f KiB a process)",
 		s->adopted.rss_before, s->adopted.n, s->adopted.rss_after,
 		s->adopted.n ? ((double)s->adopted.rss_after - (double)s->adopted.rss_before) / s->adopted.n : 0.0);
