@@ -149,6 +149,7 @@ static uint32_t adopt(struct session *s, pid_t pid, pid_t parent)
 {
 	double t0 = now_ms();
 	char root[64], why[256];
+	pid_t with;
 	int err;
 
 	if (known(s, pid))
@@ -159,6 +160,11 @@ static uint32_t adopt(struct session *s, pid_t pid, pid_t parent)
 	}
 	if (!user_process(pid)) {
 		skipped(pid, errno == ENOENT ? "it is gone" : "no program to read (a kernel thread, or no permission)");
+		return 0;
+	}
+	if ((with = procstub_shares(s, pid))) {
+		snprintf(why, sizeof(why), "it shares the memory of PID %d (a vfork child before its exec)", with);
+		skipped(pid, why);
 		return 0;
 	}
 	if ((err = tracee_adopt(&s->tc, pid, parent))) {

@@ -89,3 +89,11 @@ int procstub_attach(struct session *s, pid_t pid, uint32_t slot)
 	}
 	return 0;
 }
+
+pid_t procstub_shares(const struct session *s, pid_t pid)
+{
+	for (uint32_t k = 0; k < HT_MAX_PROCS; k++)
+		if (s->kin[k] && s->kin[k]->base && s->kin[k]->pid != pid && inject_shares_memory(s->kin[k]->pid, pid))
+			return s->kin[k]->pid;
+	return 0;
+}

@@ -18,4 +18,11 @@ struct session;
  */
 int procstub_attach(struct session *s, pid_t pid, uint32_t slot);
 
+/*
+ * A process whose memory is that of one with a stub of ours (a vfork child
+ * caught before its exec): that process's pid, else 0.  Not to be adopted:
+ * undoing "an earlier heaptrace's jumps" there would undo our own.
+ */
+pid_t procstub_shares(const struct session *s, pid_t pid);
+
 #endif
