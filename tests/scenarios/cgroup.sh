@@ -4,7 +4,7 @@
 # (session/procset.c), on t_service, a pre-fork service whose processes
 # say "ready PID BYTES" (what each will allocate), allocate at SIGUSR1 and
 # end at SIGTERM.
-# scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running.
+# scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running; an adopted process forking later.
 # scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run.
 # scenario seccomp: a service whose seccomp filter refuses the stub's memfd_create, beside one that has none.
 
@@ -148,6 +148,30 @@ scenario_pids() {
 	# shellcheck disable=SC2046
 	svc_paths $key $(svc_others "$f" "$a")
 	svc_stop "$f" "$a"
+
+	# A process adopted running with a stub forks later: its children get their own copy of its stub.
+	key=pids_late
+	f=$TMP/$key.svc
+	svc_start "$f" 0 1; a=$SVC
+	svc_start "$f" 2 2 "" "$TB/t_service" late; b=$SVC
+	svc_lines "$f" ready 2 10
+	ht_bg $key -v --follow-fork --merge -f proto -o "$TMP/$key.pb.gz" -p "$a,$b"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	kill -USR1 "$a" "$b"
+	svc_lines "$f" ready 4 10
+	svc_run $key "$f" 4
+	svc_check $key "$f" 4
+	svc_paths $key "$b"
+	d=""
+	if ! grep -q 'fast path: off (--no-inject)' "$TMP/$key.err"; then
+		for p in $(svc_others "$f" "$a" | grep -vx "$b"); do
+			grep -q "^heaptrace: fast path: PID $p has its own copy of the stub, enabled" "$TMP/$key.err" ||
+				d+="worker $p: no 'has its own copy of the stub'"$'\n'
+		done
+	fi
+	report "$key: the 2 workers forked by the adopted PID after the attach each have a copy of its stub" \
+		"$d$([ -n "$d" ] && grep -E 'PID|stub' "$TMP/$key.err" | head -20)"
+	svc_stop "$f" "$a" "$b"
 
 	# A pid that is gone is skipped with one line; the others are traced.
 	key=pids_gone

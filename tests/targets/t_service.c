@@ -11,13 +11,17 @@
  * memfd_create fail with EPERM, as a sandboxed service's would: heaptrace
  * cannot map its stub there (its first remote call, an anonymous mmap,
  * still works); the process checks that the filter holds.
- * Usage: t_service K [BASE [seccomp]]
+ * With "late", the parent forks its workers only at SIGUSR1 (after
+ * heaptrace attached): each then says "ready", allocates and says "done"
+ * at once (a process adopted running whose children are forked later).
+ * Usage: t_service K [BASE [seccomp|late]]
  */
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +121,8 @@ int main(int argc, char **argv)
 	sigaddset(&s, SIGUSR1);
 	sigaddset(&s, SIGTERM);
 	sigprocmask(SIG_BLOCK, &s, NULL);
-	for (int i = 0; i < k && me < 0; i++) {
+	bool late = argc > 3 && !strcmp(argv[3], "late");
+	for (int i = 0; i < k && me < 0 && !late; i++) {
 		pid_t p = fork();
 		if (p < 0)
 			return 3;
@@ -128,6 +133,17 @@ int main(int argc, char **argv)
 	}
 	line("ready", getpid(), me < 0 ? 2000 + (base + 1) * 10 : 6000 + (base + me + 1) * 100);
 	wait_for(SIGUSR1);
+	for (int i = 0; i < k && me < 0 && late; i++) {
+		pid_t p = fork();
+		if (p < 0)
+			return 3;
+		if (p == 0) {
+			me = i;
+			line("ready", getpid(), 6000 + (base + me + 1) * 100);
+		} else {
+			kids[i] = p;
+		}
+	}
 	if (me < 0) {
 		svc_parent();
 		svc_base(base);
