@@ -163,13 +163,14 @@ scenario_pids() {
 	svc_check $key "$f" 4
 	svc_paths $key "$b"
 	d=""
-	if ! grep -q 'fast path: off (--no-inject)' "$TMP/$key.err"; then
-		for p in $(svc_others "$f" "$a" | grep -vx "$b"); do
-			grep -q "^heaptrace: fast path: PID $p has its own copy of the stub, enabled" "$TMP/$key.err" ||
-				d+="worker $p: no 'has its own copy of the stub'"$'\n'
-		done
-	fi
-	report "$key: the 2 workers forked by the adopted PID after the attach each have a copy of its stub" \
+	want="has its own copy of the stub, enabled"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="(followed: the fast path is off)"
+	for p in $(svc_others "$f" "$a" | grep -vx "$b"); do
+		grep -q "^heaptrace: following child PID $p$" "$TMP/$key.err" || d+="worker $p: not followed"$'\n'
+		[ "$want" = "(followed: the fast path is off)" ] ||
+			grep -q "^heaptrace: fast path: PID $p $want" "$TMP/$key.err" || d+="worker $p: no '$want'"$'\n'
+	done
+	report "$key: the 2 workers forked by the adopted PID after the attach, followed: $want" \
 		"$d$([ -n "$d" ] && grep -E 'PID|stub' "$TMP/$key.err" | head -20)"
 	svc_stop "$f" "$a" "$b"
 
