@@ -4,7 +4,8 @@
 # (session/procset.c), on t_service, a pre-fork service whose processes
 # say "ready PID BYTES" (what each will allocate), allocate at SIGUSR1 and
 # end at SIGTERM.
-# scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running; an adopted process forking later.
+# scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running; an adopted process forking
+# later; heaptrace SIGKILLed with stubs in all.
 # scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run.
 # scenario seccomp: a service whose seccomp filter refuses the stub's memfd_create, beside one that has none.
 
@@ -172,6 +173,28 @@ scenario_pids() {
 	done
 	report "$key: the 2 workers forked by the adopted PID after the attach, followed: $want" \
 		"$d$([ -n "$d" ] && grep -E 'PID|stub' "$TMP/$key.err" | head -20)"
+	svc_stop "$f" "$a" "$b"
+
+	# heaptrace SIGKILLed with a stub in every process: they run on, and the next one uses the stubs again, exactly.
+	key=pids_kill
+	f=$TMP/$key.svc
+	svc_start "$f" 1 1; a=$SVC
+	svc_start "$f" 1 3; b=$SVC
+	svc_lines "$f" ready 4 10
+	ht_bg ${key}_1 -v --follow-fork -d 60 -o "$TMP/$key.1.txt" -p "$a,$b"
+	wait_for "$TMP/${key}_1.err" "processes traced beside" 30 "$HPID"
+	kill -KILL "$(pgrep -P "$HPID" | head -1)" 2>/dev/null || kill -KILL "$HPID"
+	wait "$HPID" 2>/dev/null
+	ht_bg $key -v --follow-fork --merge -f proto -o "$TMP/$key.pb.gz" -p "$a,$b"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	svc_run $key "$f" 4
+	svc_check $key "$f" 4
+	# Under --no-inject: no stub, the processes run on after the SIGKILL all the same.
+	want="3 4"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="0 0"
+	d="$(grep -c "stub of its own at 0x" "$TMP/${key}_1.err") $(grep -c "the stub an earlier heaptrace left at 0x.* is used again" "$TMP/$key.err")"
+	report "$key: after a SIGKILL, stubs used again by the next heaptrace (adopted with a stub, used again): $want" \
+		"$([ "$d" = "$want" ] || echo "got $d: $(grep -E 'used again|stub of its own|not installed|cannot' "$TMP/$key.err" "$TMP/${key}_1.err")")"
 	svc_stop "$f" "$a" "$b"
 
 	# A pid that is gone is skipped with one line; the others are traced.
