@@ -37,7 +37,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-[ -x "$HT" ] && [ -x "$SVC" ] || { note "build first: make all test-targets"; exit 1; }
+if [ ! -x "$HT" ] || [ ! -x "$SVC" ]; then
+	note "build first: make all test-targets"
+	exit 1
+fi
 mkdir "$CG" || { note "cannot make the cgroup $CG"; exit 1; }
 echo "| N | adoption of the N-1 beside the target | a process | with a stub | kernel memory (maps + programs) | programs | links | RSS before -> after adoption | a process | peak RSS | wall |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

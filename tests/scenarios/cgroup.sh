@@ -14,9 +14,9 @@
 svc_start() {
 	local f=$1 k=$2 base=$3 cg=${4:-} bin=${5:-$TB/t_service} mode=${6:-}
 	if [ -n "$cg" ]; then
-		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$bin" "$k" "$base" $mode) >>"$f" 2>/dev/null &
+		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$bin" "$k" "$base" ${mode:+"$mode"}) >>"$f" 2>/dev/null &
 	else
-		"$bin" "$k" "$base" $mode >>"$f" 2>/dev/null &
+		"$bin" "$k" "$base" ${mode:+"$mode"} >>"$f" 2>/dev/null &
 	fi
 	SVC=$!
 }
@@ -350,7 +350,7 @@ scenario_seccomp() {
 	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
 	svc_run $key "$f" 5
 	svc_check $key "$f" 5
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046,SC2086
 	svc_paths $key $(svc_others "$f" "$s1" | grep -vxF -f <(printf '%s\n' $sc))
 	d=""
 	want="is traced with uprobes, not the fast path: memfd_create in the target: Operation not permitted"
