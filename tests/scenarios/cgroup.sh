@@ -5,7 +5,7 @@
 # say "ready PID BYTES" (what each will allocate), allocate at SIGUSR1 and
 # end at SIGTERM.
 # scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running; an adopted process forking
-# later; heaptrace SIGKILLed with stubs in all.
+# later; heaptrace SIGKILLed with stubs in all; a process's map entries given back at its end.
 # scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run.
 # scenario seccomp: a service whose seccomp filter refuses the stub's memfd_create, beside one that has none.
 
@@ -33,6 +33,18 @@ svc_paths() {
 	done
 	[ -n "$d" ] && d+="$(grep -E 'fast path|too \(slot|uprobes' "$TMP/$key.err" | head -30)"
 	report "$key: each of the $# processes adopted running: '$want'" "$d"
+}
+
+# map_keys HEAPTRACE_PID NAME: the keys (u32, one a line) of heaptrace's BPF
+# map NAME, found by the map ids of its file descriptors (bpftool).
+map_keys() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(awk '/^map_id:/ { print $2 }' "$f" 2>/dev/null)
+		[ -n "$id" ] || continue
+		bpftool map show id "$id" 2>/dev/null | head -1 | grep -q " name $2 " || continue
+		bpftool -j map dump id "$id" 2>/dev/null | grep -oE '"formatted":\{"key":[0-9]+' | grep -oE '[0-9]+$'
+	done
 }
 
 # svc_others FILE PID: the pids of FILE's processes but PID (the target).
@@ -196,6 +208,39 @@ scenario_pids() {
 	report "$key: after a SIGKILL, stubs used again by the next heaptrace (adopted with a stub, used again): $want" \
 		"$([ "$d" = "$want" ] || echo "got $d: $(grep -E 'used again|stub of its own|not installed|cannot' "$TMP/$key.err" "$TMP/${key}_1.err")")"
 	svc_stop "$f" "$a" "$b"
+
+	# A process that ends gives back its entries of the procs and stub_procs maps; the others keep theirs.
+	key=pids_exit
+	f=$TMP/$key.svc
+	svc_start "$f" 0 1; a=$SVC
+	svc_start "$f" 0 2; b=$SVC
+	svc_lines "$f" ready 2 10
+	ht_bg $key -v -f collapsed -o "$TMP/$key.prof" -p "$a,$b"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	c=$(pgrep -P "$HPID" | head -1)
+	stub=1
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && stub=0
+	d=""
+	map_keys "$c" procs | grep -qx "$b" || d+="while it runs: $b not in procs"$'\n'
+	[ "$(map_keys "$c" stub_procs | grep -cx "$b")" = $stub ] || d+="while it runs: $b in stub_procs, not $stub time(s)"$'\n'
+	kill -USR1 "$b"
+	svc_lines "$f" "done" 1 10
+	kill -TERM "$b"
+	wait_exit "$b" 5 || kill_tree "$b"
+	for _ in $(seq 30); do map_keys "$c" procs | grep -qx "$b" || break; sleep 0.1; done
+	map_keys "$c" procs | grep -qx "$b" && d+="after its end: $b still in procs"$'\n'
+	map_keys "$c" stub_procs | grep -qx "$b" && d+="after its end: $b still in stub_procs"$'\n'
+	[ "$(map_keys "$c" stub_procs | grep -cx "$a")" = $stub ] || d+="the target $a: in stub_procs not $stub time(s)"$'\n'
+	report "$key: PID $b's entries (procs, stub_procs) while it runs, none after its end; the target's stay" "$d"
+	kill -USR1 "$a"
+	svc_lines "$f" "done" 2 10
+	kill -INT "$HPID"
+	ht_bg_wait $key "$HPID" 30
+	d=$(rc_diag $key 0)
+	[ "$(svc_total "$TMP/$key.prof")" = 2020 ] || d+="the target's profile: $(cat "$TMP/$key.prof")"$'\n'
+	[ "$(svc_total "$TMP/$key.prof.$b")" = 2030 ] || d+="PID $b's profile: $(cat "$TMP/$key.prof.$b" 2>&1)"
+	report "$key: each profile exact, the ended process's too: 2020 and 2030 bytes" "$d"
+	svc_stop "$f" "$a"
 
 	# A pid that is gone is skipped with one line; the others are traced.
 	key=pids_gone
