@@ -6,7 +6,7 @@
 # end at SIGTERM.
 # scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running; an adopted process forking
 # later; heaptrace SIGKILLed with stubs in all; a process's map entries given back at its end.
-# scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run.
+# scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run; a pid used again.
 # scenario seccomp: a service whose seccomp filter refuses the stub's memfd_create, beside one that has none.
 
 # svc_start FILE K BASE [CGROUP [BIN [MODE]]]: a t_service (in CGROUP; MODE:
@@ -347,6 +347,62 @@ scenario_cgroupsvc() {
 	[ -s "$cg/cgroup.procs" ] && d="processes left in it: $(cat "$cg/cgroup.procs")"
 	rmdir "$cg" 2>/dev/null || d+=" cannot remove $cg"
 	report "$key: the test's cgroup is empty and removed" "$d"
+
+	# A pid used again: a process of the cgroup ends, a new one gets its pid (ns_last_pid) and joins: traced too.
+	key=cgroup_reuse
+	cg=${cg%/*}/heaptrace-reuse-$$
+	if ! mkdir "$cg" 2>/dev/null; then
+		fail "$key: cannot make a cgroup at $cg"
+	else
+		f=$TMP/$key.svc
+		svc_start "$f" 0 1 "$cg"; s1=$SVC
+		svc_start "$f" 0 2 "$cg"; s2=$SVC
+		svc_lines "$f" ready 2 10
+		ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
+		wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+		kill -USR1 "$s2"
+		svc_lines "$f" "done" 1 10
+		kill -TERM "$s2"
+		wait_exit "$s2" 5 || kill_tree "$s2"
+		sleep 0.3
+		# Another process of the machine may take the pid first: a few tries.
+		st=""
+		for _ in 1 2 3 4 5; do
+			echo $((s2 - 1)) >/proc/sys/kernel/ns_last_pid
+			svc_start "$f" 0 3 "$cg"
+			[ "$SVC" = "$s2" ] && { st=$SVC; break; }
+			sed -i "/^ready $SVC /d" "$f"
+			kill -TERM "$SVC" 2>/dev/null
+			sleep 0.2
+			kill -USR1 "$SVC" 2>/dev/null
+			wait_exit "$SVC" 5 || kill_tree "$SVC"
+		done
+		if [ -z "$st" ]; then
+			echo "# $key: PID $s2 was not given again in 5 tries: not run (not counted)"
+			kill -INT "$HPID"
+			ht_bg_wait $key "$HPID" 30
+			svc_stop "$f" "$s1"
+		else
+			svc_lines "$f" ready 3 10
+			for _ in $(seq 30); do
+				grep -q "PID $st joined cgroup" "$TMP/$key.err" && break
+				sleep 0.1
+			done
+			kill -USR1 "$s1" "$st"
+			svc_lines "$f" "done" 3 20
+			kill -INT "$HPID"
+			ht_bg_wait $key "$HPID" 30
+			want=$(awk '/^ready / { s[$2] += $3 } END { for (p in s) print p, s[p] }' "$f" | sort -n)
+			got=$(merge_pids "$key" "$TMP/$key.pb.gz")
+			d=$(rc_diag $key 0)
+			grep -q "PID $st joined cgroup" "$TMP/$key.err" || d+="no 'PID $st joined cgroup'"$'\n'
+			[ "$got" = "$want" ] || d+="by pid label:"$'\n'"$got"$'\n'"want:"$'\n'"$want"$'\n'
+			report "$key: PID $st, used again by a new process of the cgroup, is traced too: the two processes' bytes under its label" "$d"
+			svc_stop "$f" "$s1" "$st"
+		fi
+		for _ in $(seq 20); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
+		rmdir "$cg" 2>/dev/null || fail "$key: cannot remove $cg: $(cat "$cg/cgroup.procs" 2>/dev/null)"
+	fi
 
 	# A cgroup v1 hierarchy's directory (this machine: hybrid, pids under /sys/fs/cgroup/pids).
 	key=cgroup_v1

@@ -121,8 +121,9 @@ static bool known(const struct session *s, pid_t pid)
 {
 	if (pid == s->t.pid)
 		return true;
+	/* One that ended is not this one: a new process of the cgroup may have its pid. */
 	for (size_t i = 0; i < s->tc.n_kids; i++)
-		if (s->tc.kids[i].pid == pid)
+		if (s->tc.kids[i].pid == pid && !s->tc.kids[i].exited)
 			return true;
 	return false;
 }
