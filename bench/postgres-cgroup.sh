@@ -58,7 +58,8 @@ pg_start
 mkdir "$CG" || die "cannot make the cgroup $CG"
 # The postmaster and its children (helpers), each moved in; what they fork from now on is born inside.
 for p in $PM $(cat /proc/"$PM"/task/*/children 2>/dev/null); do
-	echo "$p" >"$CG/cgroup.procs" || die "cannot move PID $p into $CG"
+	# A child that ended meanwhile (the startup process, say) is no helper to move.
+	echo "$p" >"$CG/cgroup.procs" 2>/dev/null || ! kill -0 "$p" 2>/dev/null || die "cannot move PID $p into $CG"
 done
 NPROCS=$(grep -c . "$CG/cgroup.procs")
 note "$("$BIN/postgres" --version) on 127.0.0.1:$PORT, $NPROCS processes in $CG, pgbench -S -c $CLIENTS -j $JOBS, scale $SCALE, $SECS s a run"
