@@ -67,7 +67,8 @@ int procstub_attach(struct session *s, pid_t pid, uint32_t slot)
 	const char *off = no_model(s);
 	char why[256] = "";
 	struct inject *kid = NULL;
-	/* Its time is the adoption's (procset.c: -v), not the target's fast path phase. */
+
+	/* Its time counts as the adoption's (procset.c, -v), not as the target's fast path phase. */
 	if (!off && (kid = install(s, pid, why, sizeof(why)))) {
 		s->kin[slot] = kid;
 		ht_info("PID %d: the fast path: a stub of its own at 0x%" PRIx64 ", %d functions redirected", pid,
