@@ -2,16 +2,17 @@
 # A running PostgreSQL server's whole cgroup under heaptrace --cgroup: the
 # postmaster and its helpers (checkpointer, walwriter, autovacuum launcher,
 # ...) are moved into a cgroup v2 directory of the bench's own and are
-# running when heaptrace attaches (adopted: uprobes); pgbench -S's
-# backends are forked inside it afterwards (followed: a stub each).
+# running when heaptrace attaches (adopted: a stub each, as the target);
+# pgbench -S's backends are forked inside it afterwards (followed: a stub
+# each).
 # heaptrace --cgroup DIR --sample-rate 512K --merge, attached before pgbench
 # starts, stopped with SIGINT after it ends.  Configurations round-robin, R
 # rounds, ratios of medians:
 #   bare           no heaptrace
 #   cgroup_s512k   --cgroup DIR --sample-rate 512K --merge
 # Each traced run is checked: no failed transaction, heaptrace exits 0,
-# every process of the cgroup traced (-v: none skipped, all adopted, a
-# backend per client followed), samples of several pids in the profile (go
+# every process of the cgroup traced (-v: none skipped, all adopted, each
+# with a stub of its own, a backend per client followed), samples of several pids in the profile (go
 # tool pprof -tags, when go is installed: at 512K a helper that allocates
 # little has no sample), and the server answers `select 1` afterwards.
 #
@@ -57,7 +58,8 @@ pg_start
 mkdir "$CG" || die "cannot make the cgroup $CG"
 # The postmaster and its children (helpers), each moved in; what they fork from now on is born inside.
 for p in $PM $(cat /proc/"$PM"/task/*/children 2>/dev/null); do
-	echo "$p" >"$CG/cgroup.procs" || die "cannot move PID $p into $CG"
+	# A child that ended meanwhile (the startup process, say) is no helper to move.
+	echo "$p" >"$CG/cgroup.procs" 2>/dev/null || ! kill -0 "$p" 2>/dev/null || die "cannot move PID $p into $CG"
 done
 NPROCS=$(grep -c . "$CG/cgroup.procs")
 note "$("$BIN/postgres" --version) on 127.0.0.1:$PORT, $NPROCS processes in $CG, pgbench -S -c $CLIENTS -j $JOBS, scale $SCALE, $SECS s a run"
@@ -66,7 +68,7 @@ alive() { as_pg psql -X -At "${PG[@]}" -d postgres -c 'select 1' 2>/dev/null | g
 
 # run CONFIG ROUND: TPS set to pgbench's tps, or empty.
 run() {
-	local c=$1 r=$2 err=$TMP/$1.$2.err out=$TMP/$1.$2.pgbench pb=$TMP/$1.$2.pb.gz rc n skipped adopted followed
+	local c=$1 r=$2 err=$TMP/$1.$2.err out=$TMP/$1.$2.pgbench pb=$TMP/$1.$2.pb.gz rc n skipped adopted followed stubs
 	TPS=
 	case $c in
 	bare) ;;
@@ -105,11 +107,13 @@ run() {
 		skipped=$(grep -c "is not traced:" "$err")
 		adopted=$(grep -c 'tracing PID .* too' "$err")
 		followed=$(grep -c 'following child PID' "$err")
-		if [ "$skipped" != 0 ] || [ $((1 + adopted)) -lt "$NPROCS" ] || [ "$followed" -lt "$CLIENTS" ]; then
-			note "$c round $r: $NPROCS processes in the cgroup, $adopted adopted beside the target, $followed followed, $skipped skipped"
+		stubs=$(grep -c 'tracing PID .* too (slot [0-9]*, its own stub)' "$err")
+		if [ "$skipped" != 0 ] || [ $((1 + adopted)) -lt "$NPROCS" ] || [ "$followed" -lt "$CLIENTS" ] ||
+			[ "$stubs" != "$adopted" ]; then
+			note "$c round $r: $NPROCS processes in the cgroup, $adopted adopted beside the target ($stubs with a stub), $followed followed, $skipped skipped"
 			FAILS=$((FAILS + 1))
 		fi
-		note "$c round $r: adopted $adopted, followed $followed, skipped $skipped, pids with samples ${n:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
+		note "$c round $r: adopted $adopted ($stubs with a stub of their own), followed $followed, skipped $skipped, pids with samples ${n:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
 	fi
 	alive || { note "$c round $r: the server does not answer select 1"; FAILS=$((FAILS + 1)); }
 }

@@ -4,20 +4,51 @@
 # (session/procset.c), on t_service, a pre-fork service whose processes
 # say "ready PID BYTES" (what each will allocate), allocate at SIGUSR1 and
 # end at SIGTERM.
-# scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running.
-# scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run.
+# scenario pids: -p A -p B,C; -p PID --follow-fork with workers already running; an adopted process forking
+# later; heaptrace SIGKILLed with stubs in all; a process's map entries given back at its end.
+# scenario cgroupsvc: --cgroup, a service in it before and one moved in during the run; a pid used again.
+# scenario seccomp: a service whose seccomp filter refuses the stub's memfd_create, beside one that has none.
 
-# svc_start FILE K BASE [CGROUP [BIN]]: a t_service (in CGROUP) whose lines
-# go to FILE; its pid in SVC.
+# svc_start FILE K BASE [CGROUP [BIN [MODE]]]: a t_service (in CGROUP; MODE:
+# seccomp) whose lines go to FILE; its pid in SVC.
 svc_start() {
-	local f=$1 k=$2 base=$3 cg=${4:-} bin=${5:-$TB/t_service}
+	local f=$1 k=$2 base=$3 cg=${4:-} bin=${5:-$TB/t_service} mode=${6:-}
 	if [ -n "$cg" ]; then
-		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$bin" "$k" "$base") >>"$f" 2>/dev/null &
+		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$bin" "$k" "$base" ${mode:+"$mode"}) >>"$f" 2>/dev/null &
 	else
-		"$bin" "$k" "$base" >>"$f" 2>/dev/null &
+		"$bin" "$k" "$base" ${mode:+"$mode"} >>"$f" 2>/dev/null &
 	fi
 	SVC=$!
 }
+
+# svc_paths KEY PID...: -v said that each PID (adopted running) has a stub
+# of its own, or, under --no-inject (make test-noinject), uprobes.
+svc_paths() {
+	local key=$1 p want d=""
+	shift
+	want="the fast path: a stub of its own at 0x"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="uprobes (the fast path is off)"
+	for p in "$@"; do
+		[ "$(grep -c "^heaptrace: PID $p: $want" "$TMP/$key.err")" = 1 ] || d+="PID $p: no 'PID $p: $want'"$'\n'
+	done
+	[ -n "$d" ] && d+="$(grep -E 'fast path|too \(slot|uprobes' "$TMP/$key.err" | head -30)"
+	report "$key: each of the $# processes adopted running: '$want'" "$d"
+}
+
+# map_keys HEAPTRACE_PID NAME: the keys (u32, one a line) of heaptrace's BPF
+# map NAME, found by the map ids of its file descriptors (bpftool).
+map_keys() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(awk '/^map_id:/ { print $2 }' "$f" 2>/dev/null)
+		[ -n "$id" ] || continue
+		bpftool map show id "$id" 2>/dev/null | head -1 | grep -q " name $2 " || continue
+		bpftool -j map dump id "$id" 2>/dev/null | grep -oE '"formatted":\{"key":[0-9]+' | grep -oE '[0-9]+$'
+	done
+}
+
+# svc_others FILE PID: the pids of FILE's processes but PID (the target).
+svc_others() { awk -v t="$2" '/^ready / && $2 != t { print $2 }' "$1"; }
 
 # svc_lines FILE WORD N SECS: until FILE has N lines starting with WORD.
 svc_lines() {
@@ -86,6 +117,7 @@ scenario_pids() {
 	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
 	svc_run $key "$f" 3
 	svc_check $key "$f" 3
+	svc_paths $key "$b" "$c"
 	pprof_tool $key.tags go -tags "$TMP/$key.pb.gz"
 	d=$(grep -cE '^ +[0-9.]+kB \( *100%\): .*/t_service$' "$TMP/$key.tags.out")
 	report "$key: a program label beside pid: t_service holds all (go tool pprof -tags)" \
@@ -126,6 +158,88 @@ scenario_pids() {
 		"$([ "$d" = "$(svc_want "$f")" ] || echo "got:"$'\n'"$d"$'\n'"want:"$'\n'"$(svc_want "$f")")"
 	svc_run $key "$f" 4
 	svc_check $key "$f" 4
+	# shellcheck disable=SC2046
+	svc_paths $key $(svc_others "$f" "$a")
+	svc_stop "$f" "$a"
+
+	# A process adopted running with a stub forks later: its children get their own copy of its stub.
+	key=pids_late
+	f=$TMP/$key.svc
+	svc_start "$f" 0 1; a=$SVC
+	svc_start "$f" 2 2 "" "$TB/t_service" late; b=$SVC
+	svc_lines "$f" ready 2 10
+	ht_bg $key -v --follow-fork --merge -f proto -o "$TMP/$key.pb.gz" -p "$a,$b"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	kill -USR1 "$a" "$b"
+	svc_lines "$f" ready 4 10
+	svc_run $key "$f" 4
+	svc_check $key "$f" 4
+	svc_paths $key "$b"
+	d=""
+	want="has its own copy of the stub, enabled"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="(followed: the fast path is off)"
+	for p in $(svc_others "$f" "$a" | grep -vx "$b"); do
+		grep -q "^heaptrace: following child PID $p$" "$TMP/$key.err" || d+="worker $p: not followed"$'\n'
+		[ "$want" = "(followed: the fast path is off)" ] ||
+			grep -q "^heaptrace: fast path: PID $p $want" "$TMP/$key.err" || d+="worker $p: no '$want'"$'\n'
+	done
+	report "$key: the 2 workers forked by the adopted PID after the attach, followed: $want" \
+		"$d$([ -n "$d" ] && grep -E 'PID|stub' "$TMP/$key.err" | head -20)"
+	svc_stop "$f" "$a" "$b"
+
+	# heaptrace SIGKILLed with a stub in every process: they run on, and the next one uses the stubs again, exactly.
+	key=pids_kill
+	f=$TMP/$key.svc
+	svc_start "$f" 1 1; a=$SVC
+	svc_start "$f" 1 3; b=$SVC
+	svc_lines "$f" ready 4 10
+	ht_bg ${key}_1 -v --follow-fork -d 60 -o "$TMP/$key.1.txt" -p "$a,$b"
+	wait_for "$TMP/${key}_1.err" "processes traced beside" 30 "$HPID"
+	kill -KILL "$(pgrep -P "$HPID" | head -1)" 2>/dev/null || kill -KILL "$HPID"
+	wait "$HPID" 2>/dev/null
+	ht_bg $key -v --follow-fork --merge -f proto -o "$TMP/$key.pb.gz" -p "$a,$b"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	svc_run $key "$f" 4
+	svc_check $key "$f" 4
+	# Under --no-inject: no stub, the processes run on after the SIGKILL all the same.
+	want="3 4"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="0 0"
+	d="$(grep -c "stub of its own at 0x" "$TMP/${key}_1.err") $(grep -c "the stub an earlier heaptrace left at 0x.* is used again" "$TMP/$key.err")"
+	report "$key: after a SIGKILL, stubs used again by the next heaptrace (adopted with a stub, used again): $want" \
+		"$([ "$d" = "$want" ] || echo "got $d: $(grep -E 'used again|stub of its own|not installed|cannot' "$TMP/$key.err" "$TMP/${key}_1.err")")"
+	svc_stop "$f" "$a" "$b"
+
+	# A process that ends gives back its entries of the procs and stub_procs maps; the others keep theirs.
+	key=pids_exit
+	f=$TMP/$key.svc
+	svc_start "$f" 0 1; a=$SVC
+	svc_start "$f" 0 2; b=$SVC
+	svc_lines "$f" ready 2 10
+	ht_bg $key -v -f collapsed -o "$TMP/$key.prof" -p "$a,$b"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	c=$(pgrep -P "$HPID" | head -1)
+	stub=1
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && stub=0
+	d=""
+	map_keys "$c" procs | grep -qx "$b" || d+="while it runs: $b not in procs"$'\n'
+	[ "$(map_keys "$c" stub_procs | grep -cx "$b")" = $stub ] || d+="while it runs: $b in stub_procs, not $stub time(s)"$'\n'
+	kill -USR1 "$b"
+	svc_lines "$f" "done" 1 10
+	kill -TERM "$b"
+	wait_exit "$b" 5 || kill_tree "$b"
+	for _ in $(seq 30); do map_keys "$c" procs | grep -qx "$b" || break; sleep 0.1; done
+	map_keys "$c" procs | grep -qx "$b" && d+="after its end: $b still in procs"$'\n'
+	map_keys "$c" stub_procs | grep -qx "$b" && d+="after its end: $b still in stub_procs"$'\n'
+	[ "$(map_keys "$c" stub_procs | grep -cx "$a")" = $stub ] || d+="the target $a: in stub_procs not $stub time(s)"$'\n'
+	report "$key: PID $b's entries (procs, stub_procs) while it runs, none after its end; the target's stay" "$d"
+	kill -USR1 "$a"
+	svc_lines "$f" "done" 2 10
+	kill -INT "$HPID"
+	ht_bg_wait $key "$HPID" 30
+	d=$(rc_diag $key 0)
+	[ "$(svc_total "$TMP/$key.prof")" = 2020 ] || d+="the target's profile: $(cat "$TMP/$key.prof")"$'\n'
+	[ "$(svc_total "$TMP/$key.prof.$b")" = 2030 ] || d+="PID $b's profile: $(cat "$TMP/$key.prof.$b" 2>&1)"
+	report "$key: each profile exact, the ended process's too: 2020 and 2030 bytes" "$d"
 	svc_stop "$f" "$a"
 
 	# A pid that is gone is skipped with one line; the others are traced.
@@ -222,6 +336,9 @@ scenario_cgroupsvc() {
 	sleep 1.2
 	svc_run $key "$f" 8
 	svc_check $key "$f" 8
+	# The target: the oldest (lowest pid) dynamically linked process; the 7 others, joiners included, a stub each.
+	# shellcheck disable=SC2046
+	svc_paths $key $(svc_others "$f" "$(svc_want "$f" | head -1 | cut -d' ' -f1)")
 	name=$(grep -c "PID $st (.*t_service_static) is not traced: no allocator found" "$TMP/$key.err")
 	report "$key: the static binary in the cgroup is skipped and named, once" "$([ "$name" = 1 ] || ctx $key)"
 	svc_stop "$f" "$s1" "$s2"
@@ -230,6 +347,62 @@ scenario_cgroupsvc() {
 	[ -s "$cg/cgroup.procs" ] && d="processes left in it: $(cat "$cg/cgroup.procs")"
 	rmdir "$cg" 2>/dev/null || d+=" cannot remove $cg"
 	report "$key: the test's cgroup is empty and removed" "$d"
+
+	# A pid used again: a process of the cgroup ends, a new one gets its pid (ns_last_pid) and joins: traced too.
+	key=cgroup_reuse
+	cg=${cg%/*}/heaptrace-reuse-$$
+	if ! mkdir "$cg" 2>/dev/null; then
+		fail "$key: cannot make a cgroup at $cg"
+	else
+		f=$TMP/$key.svc
+		svc_start "$f" 0 1 "$cg"; s1=$SVC
+		svc_start "$f" 0 2 "$cg"; s2=$SVC
+		svc_lines "$f" ready 2 10
+		ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
+		wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+		kill -USR1 "$s2"
+		svc_lines "$f" "done" 1 10
+		kill -TERM "$s2"
+		wait_exit "$s2" 5 || kill_tree "$s2"
+		sleep 0.3
+		# Another process of the machine may take the pid first: a few tries.
+		st=""
+		for _ in 1 2 3 4 5; do
+			echo $((s2 - 1)) >/proc/sys/kernel/ns_last_pid
+			svc_start "$f" 0 3 "$cg"
+			[ "$SVC" = "$s2" ] && { st=$SVC; break; }
+			sed -i "/^ready $SVC /d" "$f"
+			kill -TERM "$SVC" 2>/dev/null
+			sleep 0.2
+			kill -USR1 "$SVC" 2>/dev/null
+			wait_exit "$SVC" 5 || kill_tree "$SVC"
+		done
+		if [ -z "$st" ]; then
+			echo "# $key: PID $s2 was not given again in 5 tries: not run (not counted)"
+			kill -INT "$HPID"
+			ht_bg_wait $key "$HPID" 30
+			svc_stop "$f" "$s1"
+		else
+			svc_lines "$f" ready 3 10
+			for _ in $(seq 30); do
+				grep -q "PID $st joined cgroup" "$TMP/$key.err" && break
+				sleep 0.1
+			done
+			kill -USR1 "$s1" "$st"
+			svc_lines "$f" "done" 3 20
+			kill -INT "$HPID"
+			ht_bg_wait $key "$HPID" 30
+			want=$(awk '/^ready / { s[$2] += $3 } END { for (p in s) print p, s[p] }' "$f" | sort -n)
+			got=$(merge_pids "$key" "$TMP/$key.pb.gz")
+			d=$(rc_diag $key 0)
+			grep -q "PID $st joined cgroup" "$TMP/$key.err" || d+="no 'PID $st joined cgroup'"$'\n'
+			[ "$got" = "$want" ] || d+="by pid label:"$'\n'"$got"$'\n'"want:"$'\n'"$want"$'\n'
+			report "$key: PID $st, used again by a new process of the cgroup, is traced too: the two processes' bytes under its label" "$d"
+			svc_stop "$f" "$s1" "$st"
+		fi
+		for _ in $(seq 20); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
+		rmdir "$cg" 2>/dev/null || fail "$key: cannot remove $cg: $(cat "$cg/cgroup.procs" 2>/dev/null)"
+	fi
 
 	# A cgroup v1 hierarchy's directory (this machine: hybrid, pids under /sys/fs/cgroup/pids).
 	key=cgroup_v1
@@ -257,4 +430,48 @@ scenario_cgroupsvc() {
 	[ "$(wc -l <"$TMP/cgroup_none.err")" = 1 ] && grep -q "not a cgroup directory" "$TMP/cgroup_none.err" ||
 		d+="stderr: $(cat "$TMP/cgroup_none.err")"
 	report "cgroup_none: --cgroup on a directory that is no cgroup: one line, exit status 1" "$d"
+}
+
+scenario_seccomp() {
+	local key=seccomp f cg s1 s2 d p want sc
+	cg=/sys/fs/cgroup/unified/heaptrace-sc-$$
+	[ -d /sys/fs/cgroup/unified ] || cg=/sys/fs/cgroup/heaptrace-sc-$$
+	if ! mkdir "$cg" 2>/dev/null; then
+		fail "$key: cannot make a cgroup at $cg"
+		return
+	fi
+	f=$TMP/$key.svc
+	# The target (the oldest) has no filter; the sandboxed service (parent + 1 worker) refuses memfd_create.
+	svc_start "$f" 2 0 "$cg"; s1=$SVC
+	svc_lines "$f" ready 3 10
+	svc_start "$f" 1 4 "$cg" "$TB/t_service" seccomp; s2=$SVC
+	svc_lines "$f" ready 5 10
+	sc="$s2 $(cat /proc/"$s2"/task/*/children 2>/dev/null)"
+	ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
+	wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+	svc_run $key "$f" 5
+	svc_check $key "$f" 5
+	# shellcheck disable=SC2046,SC2086
+	svc_paths $key $(svc_others "$f" "$s1" | grep -vxF -f <(printf '%s\n' $sc))
+	d=""
+	want="is traced with uprobes, not the fast path: memfd_create in the target: Operation not permitted"
+	grep -q 'fast path: off (--no-inject)' "$TMP/$key.err" && want="uprobes (the fast path is off)"
+	[ "$(echo "$sc" | wc -w)" = 2 ] || d+="the sandboxed service's processes: '$sc', not 2"$'\n'
+	for p in $sc; do
+		[ "$(grep -c "PID $p.*$want" "$TMP/$key.err")" = 1 ] || d+="PID $p: not one '$want'"$'\n'
+	done
+	# What the failed installation mapped (its reservation, anonymous r-x) was unmapped again.
+	for p in $sc; do
+		grep -qE 'heaptrace-stub|^[0-9a-f]+-[0-9a-f]+ r-xp [0-9a-f]+ 00:00 0 *$' /proc/"$p"/maps &&
+			d+="PID $p keeps a mapping of the stub: $(grep -E 'heaptrace-stub| r-xp .* 0 *$' /proc/"$p"/maps)"$'\n'
+	done
+	grep -q "seccomp filter not installed" "$f" && d+="t_service seccomp: its filter did not hold"$'\n'
+	report "$key: the 2 sandboxed processes: one line each, uprobes and why, nothing of the stub left mapped" \
+		"$d$([ -n "$d" ] && grep -E 'PID|fast path' "$TMP/$key.err" | head -30)"
+	svc_stop "$f" "$s1" "$s2"
+	d=""
+	for _ in $(seq 20); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
+	[ -s "$cg/cgroup.procs" ] && d="processes left in it: $(cat "$cg/cgroup.procs")"
+	rmdir "$cg" 2>/dev/null || d+=" cannot remove $cg"
+	report "$key: the test's cgroup is empty and removed" "$d"
 }

@@ -93,6 +93,8 @@ static int restore_fn(struct remote *r, const struct inject_fn *f)
 /* Every function the stub was given goes back to its uprobes. */
 static void give_back(struct inject *in, struct probe_plan *plan)
 {
+	if (in->whole)
+		return;         /* the target's plan: this process gets uprobes of its own instead */
 	for (int i = 0; i < in->n; i++)
 		if (!in->fns[i].patched && plan->probes[in->fns[i].probe].stub) {
 			plan->probes[in->fns[i].probe].stub = false;
@@ -175,6 +177,24 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 	return 0;
 }
 
+/*
+ * A stub that could not be completed (a seccomp filter refused memfd_create,
+ * say) is unmapped: the process keeps nothing of it.  The call is made
+ * from the process's own code with a signal frame under it, not from the
+ * gadget that goes with the mapping.  Returns -1 (map_stub's failure).
+ */
+static int unmap_stub(struct inject *in, struct remote *r, uint64_t len)
+{
+	int err;
+
+	r->gadget = 0;
+	remote_call(r, SYS_munmap, in->base, len, 0, 0, 0, 0, &err);
+	inject_phase("unmapped");
+	if (!err)
+		in->base = 0;
+	return -1;
+}
+
 /* The stub's file in the target (a memfd of its own, closed after mapping) and its data. */
 static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why, size_t len)
 {
@@ -211,7 +231,7 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 	inject_phase("memfd");
 	if (err) {
 		snprintf(why, len, "memfd_create in the target: %s", strerror(-err));
-		return -1;
+		return unmap_stub(in, r, STUB_FILE_SIZE);
 	}
 	/* The file replaces the gadget's mapping under the thread that maps it: it has the same gadget. */
 	remote_fill_gadget(r, img + GADGET_OFF);
@@ -231,12 +251,12 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 	remote_call(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
 	inject_phase("closed");
 	if (!ok)
-		return -1;
+		return unmap_stub(in, r, STUB_FILE_SIZE);
 	at = remote_call(r, SYS_mmap, in->base + STUB_DATA_OFF, in->data_size, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &err);
 	if (err || (uint64_t)at != in->base + STUB_DATA_OFF) {
 		snprintf(why, len, "mmap of the stub's data in the target: %s", err ? strerror(-err) : "elsewhere");
-		return -1;
+		return unmap_stub(in, r, err ? STUB_FILE_SIZE : STUB_DATA_OFF + in->data_size);
 	}
 	/*
 	 * A forked child gets the data zeroed, so its stub is disabled from its
@@ -249,7 +269,7 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 	inject_phase("wipeonfork");
 	if (err) {
 		snprintf(why, len, "madvise(MADV_WIPEONFORK) in the target: %s", strerror(-err));
-		return -1;
+		return unmap_stub(in, r, STUB_DATA_OFF + in->data_size);
 	}
 	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->file_fd);
 	return 0;
@@ -415,14 +435,17 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		    !(f->addr = maps_exec_addr(maps, st.st_dev, st.st_ino, off)) ||
 		    remote_read(r, f->addr, f->saved, sizeof(f->saved)))
 			f->addr = 0;
-		if (!f->addr || memcmp(file, f->saved, f->len)) {
-			ht_info("fast path: %s keeps its uprobes: %s", p->func,
-				!f->addr ? "not mapped in the target" : "its code in the target is not the file's "
-									"(another tool's breakpoint, or an earlier stub)");
+		const char *bad = !f->addr ? "not mapped in the target" :
+				  memcmp(file, f->saved, f->len) ? "its code in the target is not the file's "
+								   "(another tool's breakpoint, or an earlier stub)" :
+				  /* A thread at the entry, or just after an instruction the pre-stub undoes, takes the jump well. */
+				  remote_pc_in(r, f->addr + (f->skip ? f->skip + 1 : 0), f->addr + f->len) ?
+						"a thread is stopped inside its first bytes" : NULL;
+		if (bad && in->whole) {
+			snprintf(why, sizeof(why), "%s: %s", p->func, bad);
 			f->addr = 0;
-		} else if (remote_pc_in(r, f->addr + (f->skip ? f->skip + 1 : 0), f->addr + f->len)) {
-			/* A thread at the entry, or just after an instruction the pre-stub undoes, takes the jump well. */
-			ht_info("fast path: %s keeps its uprobes: a thread is stopped inside its first bytes", p->func);
+		} else if (bad) {
+			ht_info("fast path: %s keeps its uprobes: %s", p->func, bad);
 			f->addr = 0;
 		} else {
 			lo = f->addr < lo ? f->addr : lo;
@@ -431,8 +454,10 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		if (fd >= 0)
 			close(fd);
 	}
-	/* Only the functions found stay. */
+	/* Only the functions found stay; an adopted process takes them all or none. */
 	int n = 0;
+	if (*why)
+		goto fail;
 	for (int i = 0; i < in->n; i++) {
 		if (in->fns[i].addr) {
 			in->fns[n++] = in->fns[i];
@@ -486,7 +511,9 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		jmp[0] = 0xe9;
 		memcpy(jmp + 1, &rel, 4);
 		if (remote_write(r, at, jmp, f->len - f->skip)) {
-			ht_info("fast path: %s keeps its uprobes: cannot write its code", plan->probes[f->probe].func);
+			snprintf(why, sizeof(why), "%s: cannot write its code", plan->probes[f->probe].func);
+			if (!in->whole)
+				ht_info("fast path: %s keeps its uprobes: cannot write its code", plan->probes[f->probe].func);
 			continue;
 		}
 		f->patched = true;
@@ -494,8 +521,9 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		inject_phase("patched");
 	}
 	give_back(in, plan);
-	if (!good || set_enabled(in, r, 1)) {
-		snprintf(why, sizeof(why), "no function redirected");
+	if (!good || (in->whole && good < in->n) || set_enabled(in, r, 1)) {
+		if (!good || !in->whole || good == in->n)
+			snprintf(why, sizeof(why), "no function redirected");
 		inject_remove(in, r);
 		give_back(in, plan);
 		goto fail;
@@ -509,7 +537,9 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	return 0;
 fail:
 	give_back(in, plan);
-	ht_info("fast path: not installed (%s): uprobes instead", why);
+	snprintf(in->why, sizeof(in->why), "%s", why);
+	if (!in->whole)
+		ht_info("fast path: not installed (%s): uprobes instead", why);
 	free(img);
 	free(maps);
 	return -1;

@@ -49,6 +49,12 @@ struct inject {
 	bool done;                      /* installed, or given up: the uprobes took over */
 	bool enabled;                   /* the stub is on in this process */
 	bool shared;                    /* a child sharing its parent's memory (vfork): the parent's stub */
+	/*
+	 * A process adopted running (procstub.c): the target's functions, all
+	 * or none; the plan (the target's) is left as it is, and why says why not.
+	 */
+	bool whole;
+	char why[200];
 	struct stub_counters seen;      /* the stub's counters as last read */
 };
 

@@ -65,10 +65,11 @@ static void drop_tid(struct tracee *f, pid_t tid)
 		*t = f->tids[--f->n_tids];
 }
 
+/* The live process pid: one that ended keeps its entry (its profile), and its pid may be another's now. */
 static struct tracee_child *find_kid(struct tracee *f, pid_t pid)
 {
 	for (size_t i = 0; i < f->n_kids; i++)
-		if (f->kids[i].pid == pid)
+		if (f->kids[i].pid == pid && !f->kids[i].exited)
 			return &f->kids[i];
 	return NULL;
 }

@@ -4,8 +4,8 @@
  * again at each maps refresh of the ptrace loop, at most a second apart),
  * and under --follow-fork the descendants already running at the attach.
  * Each is traced as a followed child is (process slot, counters, profile,
- * its links closed at its end), with uprobes: a stub is put only into the
- * target and into children forked while held (see docs/process-trees.md).
+ * its links closed at its end), with a stub of its own where it can have
+ * one (procstub.c), else uprobes (see docs/process-trees.md).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include "session/procset.h"
+#include "session/procstub.h"
 #include "session/state.h"
 #include "util/log.h"
 #include "util/procfs.h"
+#include "util/rss.h"
 #include "util/time.h"
 
 /* The pids of DIR/cgroup.procs, heaptrace's own left out.  Their number, or -1 (printed). */
@@ -105,13 +107,23 @@ int procset_target(struct trace_opts *o)
 	return 0;
 }
 
+/* heaptrace's own resident memory now, KiB. */
+static uint64_t self_rss_kib(void)
+{
+	struct ht_rss r = { 0 };
+
+	rss_read(getpid(), &r);
+	return rss_total(&r) / 1024;
+}
+
 /* Is pid traced already (the target, or a child or process adopted)? */
 static bool known(const struct session *s, pid_t pid)
 {
 	if (pid == s->t.pid)
 		return true;
+	/* One that ended is not this one: a new process of the cgroup may have its pid. */
 	for (size_t i = 0; i < s->tc.n_kids; i++)
-		if (s->tc.kids[i].pid == pid)
+		if (s->tc.kids[i].pid == pid && !s->tc.kids[i].exited)
 			return true;
 	return false;
 }
@@ -138,6 +150,7 @@ static uint32_t adopt(struct session *s, pid_t pid, pid_t parent)
 {
 	double t0 = now_ms();
 	char root[64], why[256];
+	pid_t with;
 	int err;
 
 	if (known(s, pid))
@@ -150,6 +163,11 @@ static uint32_t adopt(struct session *s, pid_t pid, pid_t parent)
 		skipped(pid, errno == ENOENT ? "it is gone" : "no program to read (a kernel thread, or no permission)");
 		return 0;
 	}
+	if ((with = procstub_shares(s, pid))) {
+		snprintf(why, sizeof(why), "it shares the memory of PID %d (a vfork child before its exec)", with);
+		skipped(pid, why);
+		return 0;
+	}
 	if ((err = tracee_adopt(&s->tc, pid, parent))) {
 		snprintf(why, sizeof(why), "cannot ptrace it: %s%s", strerror(-err),
 			 err == -EPERM ? " (another debugger, another user namespace, or yama)" : "");
@@ -158,31 +176,38 @@ static uint32_t adopt(struct session *s, pid_t pid, pid_t parent)
 	}
 	uint32_t slot = s->next_slot;
 	char *maps = proc_maps(pid);
+	const char *bad = NULL;
 	session_proc_root(s, pid, root, sizeof(root));
-	/* Its own slot as its parent's: what it frees from before the attach was never seen, as for the target. */
-	if (tracer_add_proc(&s->tr, pid, slot, slot) ||
-	    inject_reclaim_running(pid, &s->plan, session_traced_by_us, s) < 0 || probes_attach(&s->plan, &s->tr, pid) ||
-	    probes_attach_stubbed(&s->plan, &s->tr, pid)) {
-		tracer_forget_pid(&s->tr, pid);
-		free(maps);
-		skipped(pid, "its probes cannot be attached (said above)");
-		tracee_adopted(&s->tc, pid, 0);
-		return 0;
-	}
-	s->stub_uprobes[slot] = true;
+	/*
+	 * Its own slot as its parent's: what it frees from before the attach
+	 * was never seen, as for the target.  The probes the stub does not
+	 * take first, then its own program and allocator (another executable;
+	 * a container's libc: planned as at an exec), then the stub's
+	 * functions: a stub of its own, or their uprobes (procstub.c).
+	 */
 	s->ex.upto[slot] = s->plan.n;
-	/* Its own program and allocator (another executable; a container's libc): planned as at an exec. */
-	if (exec_follow(&s->ex, pid, slot, maps && *maps ? maps : "", root)) {
+	if (tracer_add_proc(&s->tr, pid, slot, slot) ||
+	    inject_reclaim_running(pid, &s->plan, session_traced_by_us, s) < 0 || probes_attach(&s->plan, &s->tr, pid))
+		bad = "its probes cannot be attached (said above)";
+	else if (exec_follow(&s->ex, pid, slot, maps && *maps ? maps : "", root))
+		bad = "no allocator found in its program (a static binary without symbols?)";
+	else if (procstub_attach(s, pid, slot))
+		bad = "its probes cannot be attached (said above)";
+	free(maps);
+	if (bad) {
 		tracer_forget_pid(&s->tr, pid);
-		free(maps);
-		skipped(pid, "no allocator found in its program (a static binary without symbols?)");
+		skipped(pid, bad);
 		tracee_adopted(&s->tc, pid, 0);
 		return 0;
 	}
-	free(maps);
+	timeline_proc(&s->tl, slot, pid);
 	s->next_slot++;
 	tracee_adopted(&s->tc, pid, slot);
-	ht_info("tracing PID %d too (slot %u): attached in %.1f ms", pid, slot, now_ms() - t0);
+	s->adopted.n++;
+	s->adopted.ms += now_ms() - t0;
+	s->adopted.links = tracer_links(&s->tr);
+	ht_info("tracing PID %d too (slot %u, %s): attached in %.1f ms", pid, slot,
+		s->kin[slot] ? "its own stub" : "uprobes", now_ms() - t0);
 	return slot;
 }
 
@@ -220,6 +245,7 @@ void procset_adopt(struct session *s)
 	uint32_t before = s->next_slot;
 	double t0 = now_ms();
 
+	s->adopted.rss_before = self_rss_kib();
 	for (int i = 1; i < o->n_pids; i++)
 		adopt(s, o->pids[i], 0);
 	/* A cgroup's processes are all in cgroup.procs; outside it, the tree is followed from the target. */
@@ -228,6 +254,7 @@ void procset_adopt(struct session *s)
 		for (int i = 1; i < o->n_pids; i++)
 			adopt_descendants(s, o->pids[i], 0);
 	}
+	s->adopted.rss_after = self_rss_kib();
 	if (s->next_slot > before)
 		ht_info("%u processes traced beside PID %d, attached in %.1f ms", s->next_slot - before, s->t.pid,
 			now_ms() - t0);

@@ -57,6 +57,17 @@ struct session {
 	struct oom_watch oom;   /* the OOM killer's kills, --snapshot-at-rss */
 	uint64_t next_bytes;    /* --interval-bytes: allocated bytes at the next snapshot */
 	bool over_limit;        /* a process went over --limit-peak or --limit-leak */
+	/*
+	 * -v, what a set of processes costs (procset.c): those adopted running
+	 * (at the start and cgroup joiners), the ms it took, and heaptrace's
+	 * RSS (KiB) before and after the adoption at the start.
+	 */
+	struct {
+		unsigned n;
+		double ms;
+		uint64_t rss_before, rss_after;
+		int links;      /* BPF links open after the last adoption (they are closed before the report) */
+	} adopted;
 	/* Where the time goes (-v), in ms: each phase in all, when it ran several times. */
 	struct {
 		double start;           /* session_run began */

@@ -28,12 +28,40 @@ static void report_phases(const struct session *s)
 		s->ph.detach, s->ph.read, s->ph.symbolize, s->ph.write, now_ms() - s->ph.start);
 }
 
-static void report_resources(const struct tracer *tr, uint32_t max_live)
+/*
+ * -v with several processes: what the set costs, in all and a process (the
+ * maps are sized for HT_MAX_PROCS from the start: they do not grow with it).
+ */
+static void report_scale(const struct session *s, const struct tracer_memory *m)
+{
+	unsigned n = s->next_slot ? s->next_slot : 1, stubs = s->in.base != 0;
+
+	if (!s->o->several)
+		return;
+	/* A slot's stub stays listed after its process ended (its counters' last reading). */
+	for (unsigned k = 1; k < HT_MAX_PROCS; k++)
+		stubs += s->kin[k] != NULL;
+	ht_info("processes: %u traced (%u adopted running, %u followed from a fork), %u with a stub of their own; "
+		"adopting took %.1f ms, %.2f ms a process", n, s->adopted.n, n - 1 - s->adopted.n, stubs, s->adopted.ms,
+		s->adopted.n ? s->adopted.ms / s->adopted.n : 0.0);
+	/* A stub's file is a memfd of its process: its pages (shmem) are charged there, not to the maps. */
+	ht_info("kernel memory for %u processes: %.1f MiB in maps, %.1f KiB in %d programs, %d links after the "
+		"adoption; %.1f KiB a process (the maps are sized for %d processes from the start); and %u stub "
+		"files of %d KiB (shmem of their processes)", n, m->memlock / 1048576.0, m->progs_memlock / 1024.0,
+		m->progs, s->adopted.links, (m->memlock + m->progs_memlock) / 1024.0 / n, HT_MAX_PROCS, stubs,
+		STUB_FILE_SIZE / 1024);
+	ht_info("heaptrace RSS: %" PRIu64 " KiB before adopting %u processes, %" PRIu64 " after (%.1f KiB a process)",
+		s->adopted.rss_before, s->adopted.n, s->adopted.rss_after,
+		s->adopted.n ? ((double)s->adopted.rss_after - (double)s->adopted.rss_before) / s->adopted.n : 0.0);
+}
+
+static void report_resources(const struct session *s, const struct tracer *tr, uint32_t max_live)
 {
 	struct tracer_memory m;
 	struct rusage ru;
 
 	tracer_memory(tr, &m);
+	report_scale(s, &m);
 	if (m.estimated)
 		ht_info("kernel memory: %.1f MiB in BPF maps (fdinfo memlock %.1f MiB: elements at their size, "
 			"not their slab object's), %.1f MiB with every map full", m.now / 1048576.0,
@@ -171,7 +199,7 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 	else if (s->tc.not_followed)
 		ht_err("--follow-fork: %zu child processes were not traced", s->tc.not_followed);
 	snapshots_free(ss);
-	report_resources(&s->tr, o->max_live);
+	report_resources(s, &s->tr, o->max_live);
 	report_phases(s);
 	if (prof.trimmed)
 		ht_info("%zu stacks ended where frame-pointer unwinding left executable memory", prof.trimmed);

@@ -89,6 +89,15 @@ static uint64_t hash_memory(uint64_t memlock, uint64_t base, uint32_t ksz, uint3
 	return n;
 }
 
+int tracer_links(const struct tracer *tr)
+{
+	int n = tr->n_links;
+
+	for (int k = 0; k < tr->n_multi; k++)
+		n += tr->multi_links[k].fd >= 0;
+	return n;
+}
+
 void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 {
 	const struct live_levels *lv = &tr->lv;
@@ -135,6 +144,15 @@ void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 			m->live_max += 16 * buckets + (uint64_t)cap * m->block_bytes;
 	}
 	m->levels = n;
+	/* The programs loaded (their memlock: the JITed image and its pages), and the links holding uprobes. */
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, tr->skel->obj) {
+		if (bpf_program__fd(prog) >= 0) {
+			m->progs_memlock += tracer_memlock_of(bpf_program__fd(prog));
+			m->progs++;
+		}
+	}
+	m->links = tracer_links(tr);
 	m->live_blocks = tr->skel->data_live->live_count;
 	m->now += m->live_now;
 	m->max += m->live_max;

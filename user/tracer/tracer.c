@@ -440,11 +440,16 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
 
 void tracer_forget_pid(struct tracer *tr, pid_t pid)
 {
+	__u32 tgid = pid;
+
 	for (int i = 0; i < tr->n_multi; i++)
 		if (tr->multi_links[i].pid == pid && tr->multi_links[i].fd >= 0) {
 			close(tr->multi_links[i].fd);
 			tr->multi_links[i].fd = -1;
 		}
+	/* Its entries go too: a pid used again is another process (its slot's stacks and totals stay). */
+	bpf_map_delete_elem(bpf_map__fd(tr->skel->maps.procs), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(tr->skel->maps.stub_procs), &tgid);
 }
 
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,

@@ -117,6 +117,7 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
  * a probe is consulted at each hit, and one whose process is not the
  * caller's asks for the return (uprobe sessions cannot skip it): a dead
  * process's links would cost every other process a return probe per call.
+ * Its entries of the process and stub maps go too.
  */
 void tracer_forget_pid(struct tracer *tr, pid_t pid);
 
@@ -157,8 +158,12 @@ struct tracer_memory {
 	int levels;
 	uint32_t block_bytes;           /* one live block's element, as counted */
 	bool estimated;                 /* false: the kernel reports no per-element use (before 6.4): memlock */
+	uint64_t progs_memlock;         /* the programs loaded (fdinfo memlock) */
+	int progs, links;               /* programs loaded; links open (uprobe_multi links count one each) */
 };
 void tracer_memory(const struct tracer *tr, struct tracer_memory *m);
+/* The links open now: perf-event ones, and uprobe_multi links (one each, whatever its probes). */
+int tracer_links(const struct tracer *tr);
 
 /* --unwind dwarf: the CFI row array (mmappable), the objects map, and flushing the per-process caches. */
 uint32_t tracer_unwind_capacity(const struct tracer *tr);

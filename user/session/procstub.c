@@ -1,0 +1,100 @@
+/*
+ * The fast path of a process adopted running (procset.c: -p's others, a
+ * cgroup's, the descendants already running under --follow-fork): a stub
+ * of its own, mapped and patched as the target's was (it was not forked
+ * from a process with one, so nothing is inherited), for the functions the
+ * target's stub took: all of them or none, so that the plan's choice
+ * (p->stub: no uprobe) holds for every process.  A process that cannot
+ * have one (its seccomp filter refuses memfd_create or mmap, its threads
+ * cannot be stopped, another libc, a static program) gets uprobes on
+ * those functions, with one line saying why; it never fails the others.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/procstub.h"
+#include "session/state.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+/* Why the target's stub cannot be copied (NULL: it can): every function it took still the stub's in the plan. */
+static const char *no_model(const struct session *s)
+{
+	if (s->o->no_inject || s->o->stack_mode == HT_STACK_KERNEL)
+		return "";      /* the fast path is off for every process: nothing to say */
+	if (!s->in.enabled)
+		return "the target has no stub to model it on (-v says why)";
+	for (int i = 0; i < s->in.n; i++)
+		if (!s->plan.probes[s->in.fns[i].probe].stub)
+			return "the target's stub is gone (it executed another program)";
+	return NULL;
+}
+
+/* A stub for pid, the target's functions; NULL and why (which is set) when none. */
+static struct inject *install(struct session *s, pid_t pid, char *why, size_t len)
+{
+	struct inject *kid = calloc(1, sizeof(*kid));
+	struct remote r;
+	int err;
+
+	if (!kid) {
+		snprintf(why, len, "out of memory");
+		return NULL;
+	}
+	*kid = (struct inject){ .pid = pid, .sample_rate = s->in.sample_rate, .max_live = s->in.max_live,
+				.file_fd = -1, .whole = true, .n = s->in.n };
+	for (int i = 0; i < s->in.n; i++)
+		kid->fns[i] = (struct inject_fn){ .probe = s->in.fns[i].probe, .len = s->in.fns[i].len,
+						  .skip = s->in.fns[i].skip };
+	if ((err = remote_stop(&r, pid, session_traced_by_us, s)))
+		snprintf(why, len, "cannot stop its threads: %s", strerror(-err));
+	else if (inject_install(kid, &r, &s->plan, &s->tr))
+		snprintf(why, len, "%s", kid->why);
+	remote_resume(&r);
+	remote_free(&r);
+	if (!err && kid->enabled)
+		return kid;
+	inject_free(kid);
+	free(kid);
+	return NULL;
+}
+
+int procstub_attach(struct session *s, pid_t pid, uint32_t slot)
+{
+	const char *off = no_model(s);
+	char why[256] = "";
+	struct inject *kid = NULL;
+
+	/* Its time counts as the adoption's (procset.c, -v), not as the target's fast path phase. */
+	if (!off && (kid = install(s, pid, why, sizeof(why)))) {
+		s->kin[slot] = kid;
+		ht_info("PID %d: the fast path: a stub of its own at 0x%" PRIx64 ", %d functions redirected", pid,
+			kid->base, kid->n);
+		return 0;
+	}
+	/* Without a stub of ours, an earlier heaptrace's jumps go before uprobes do (a uprobe on one breaks it). */
+	if (inject_reclaim_running(pid, &s->plan, session_traced_by_us, s) < 0 ||
+	    probes_attach_stubbed(&s->plan, &s->tr, pid))
+		return -1;
+	s->stub_uprobes[slot] = true;
+	if (off && !*off) {
+		ht_info("PID %d: uprobes (the fast path is off)", pid);
+	} else {
+		char *name = proc_program_name(pid);
+		ht_err("PID %d (%s) is traced with uprobes, not the fast path: %s", pid, name ? name : "?",
+		       off ? off : why);
+		free(name);
+	}
+	return 0;
+}
+
+pid_t procstub_shares(const struct session *s, pid_t pid)
+{
+	for (uint32_t k = 0; k < HT_MAX_PROCS; k++)
+		if (s->kin[k] && s->kin[k]->base && s->kin[k]->pid != pid && inject_shares_memory(s->kin[k]->pid, pid))
+			return s->kin[k]->pid;
+	return 0;
+}

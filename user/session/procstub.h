@@ -1,0 +1,28 @@
+/*
+ * The fast path of a process adopted running (-p's others, a cgroup's,
+ * running descendants under --follow-fork): a stub of its own, as a
+ * followed child has, or uprobes on the stub's functions.
+ */
+#ifndef HT_PROCSTUB_H
+#define HT_PROCSTUB_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct session;
+
+/*
+ * pid, in slot, its other probes attached: a stub of its own for the
+ * functions of the target's (s->kin[slot]), else their uprobes for it and
+ * one line saying why.  0, or -1 when even the uprobes failed (printed).
+ */
+int procstub_attach(struct session *s, pid_t pid, uint32_t slot);
+
+/*
+ * A process whose memory is that of one with a stub of ours (a vfork child
+ * caught before its exec): that process's pid, else 0.  Not to be adopted:
+ * undoing "an earlier heaptrace's jumps" there would undo our own.
+ */
+pid_t procstub_shares(const struct session *s, pid_t pid);
+
+#endif
