@@ -171,9 +171,9 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 # Unit tests link the one module they test.
 $(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c tests/unit/check.h user/symbolize/symbolize.c user/symbolize/symbolize.h \
-		user/util/time.c user/util/time.h
+		user/util/time.c user/util/time.h bpf/heaptrace.h
 	@mkdir -p $(dir $@)
-	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
+	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
 		tests/unit/test_symbolize.c user/symbolize/symbolize.c user/util/time.c -o $@ -ldw -lelf -ldl -lstdc++
 
 # unwind_table reads ELF files through elfobj.  Its fixtures are shared

@@ -419,11 +419,12 @@ static __always_inline bool free_block(__u64 ptr, __u32 proc)
 struct alloc_rec {
 	__u64 stack, ptr, size, objects, arena;
 	__u64 reallocs, realloc_bytes;  /* a realloc of a block: 1, and the bytes it copied */
-	__u32 proc, pad;
+	__u32 proc;
+	__u32 flags;                    /* HT_BLOCK_MAP for a mapping (bpf/maps.bpf.h), else 0 */
 };
 
 /*
- * The block into the live map and the counters.  A global function: the
+ * The block into the live map and the counters; 1 if it is live there.  A global function: the
  * verifier checks it once, not once for every path of the allocation
  * programs that reaches it (realloc's, posix_memalign's, sampled or not).
  */
@@ -435,7 +436,7 @@ __noinline int account_alloc(struct alloc_rec *r)
 	__u32 proc = r->proc;
 	__u64 ptr = r->ptr, size = r->size, objects = r->objects, arena = r->arena;
 	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = r->stack,
-			      .objects = objects, .flags = arena ? HT_BLOCK_ARENA : 0 };
+			      .objects = objects, .flags = (arena ? HT_BLOCK_ARENA : 0) | (r->flags & HT_BLOCK_MAP) };
 	struct ht_arena_block ab = { .arena = arena, .gen = arena_gen(arena, proc) };
 	__u64 key = ht_live_key(ptr, proc), weight = ht_weight_q16(size, sample_rate);
 
@@ -482,7 +483,7 @@ __noinline int account_alloc(struct alloc_rec *r)
 	}
 	if (!in_arena && stale_arena)
 		bpf_map_delete_elem(&arena_blocks, &key);
-	return 0;
+	return 1;
 }
 
 static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *regs, __u64 func_ip, __u32 proc,

@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "account.bpf.h"
 #include "calls.bpf.h"
 #include "sigframe.bpf.h"
+#include "maps.bpf.h"
 
 SEC("uprobe")
 int alloc_enter(struct pt_regs *ctx)
@@ -275,6 +276,14 @@ static long drop_block(struct bpf_map *map, __u64 *key, struct ht_block *b, stru
 	return 0;
 }
 
+/* --mmap: the old image's mappings went with it (their blocks with the levels' below). */
+static long drop_range(struct bpf_map *map, __u64 *key, __u64 *end, struct exec_ctx *x)
+{
+	if (ht_live_key_proc(*key) == x->proc)
+		bpf_map_delete_elem(map, key);
+	return 0;
+}
+
 /* One level's blocks of the process (bpf_loop: the verifier checks it once, not once per level). */
 static long drop_level(__u32 level, struct exec_ctx *x)
 {
@@ -307,6 +316,7 @@ int process_exec(void *ctx)
 		settle_held(c, proc);
 	}
 	forget_restorer();
+	bpf_for_each_map_elem(&map_ranges, drop_range, &x, 0);
 	/* The stub went with the old image (a new one is told afresh). */
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	bpf_map_delete_elem(&stub_procs, &tgid);
@@ -411,5 +421,43 @@ int oom_victim(struct oom_victim_args *ctx)
 	}
 	if (proc >= 0)
 		count_n(proc, HT_OOM_KILLS, 1);
+	return 0;
+}
+
+/* The syscalls tracepoints' records, as their format files give them (their ABI). */
+struct sys_enter_args {
+	__u64 common;
+	int nr;
+	int pad;
+	__u64 args[6];
+};
+
+struct sys_exit_args {
+	__u64 common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+/*
+ * --mmap (maps.bpf.h): syscalls:sys_enter_brk, to know the break a brk()
+ * starts from; the other calls need nothing from their entry.
+ */
+SEC("tracepoint")
+int map_enter(struct sys_enter_args *ctx)
+{
+	if (proc_slot() >= 0 && ctx->nr == NR_BRK)
+		map_enter_brk();
+	return 0;
+}
+
+/* --mmap: syscalls:sys_exit_{mmap,munmap,mremap,brk}, one program; the record's number says which. */
+SEC("tracepoint")
+int map_exit(struct sys_exit_args *ctx)
+{
+	int proc = proc_slot();
+
+	if (proc >= 0)
+		map_exit_call(proc, ctx->nr, ctx->ret);
 	return 0;
 }

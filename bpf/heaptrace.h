@@ -48,6 +48,25 @@ struct ht_proc {
  */
 #define HT_STACK_LOST 0ull
 
+/*
+ * --mmap: a mapping's stack has, in place of its innermost frame (the pc
+ * in the C library's syscall wrapper), a pc of its kind, which no user
+ * address can be: every reader names it "[mmap]" or "[brk]" (a frame of
+ * its own in every output, kept through text and proto files and diffs).
+ * Kinds are 1..HT_PC_KINDS; the pc is HT_PC_KIND_BASE + kind * 16.
+ */
+enum ht_map_kind { HT_MAP_NONE, HT_MAP_MMAP, HT_MAP_BRK, HT_PC_KINDS = HT_MAP_BRK };
+#define HT_PC_KIND_BASE 0xffffffffffff0000ull
+#define HT_PC_KIND(kind) (HT_PC_KIND_BASE + (__u64)(kind) * 16)
+
+/* The kind of a pc made by HT_PC_KIND, else HT_MAP_NONE. */
+static inline __u32 ht_pc_kind(__u64 pc)
+{
+	__u64 k = (pc - HT_PC_KIND_BASE) / 16;
+
+	return pc > HT_PC_KIND_BASE && !(pc & 15) && k <= HT_PC_KINDS ? (__u32)k : HT_MAP_NONE;
+}
+
 /* How stacks are captured (rodata stack_mode). */
 enum ht_stack_mode {
 	HT_STACK_WALK,          /* our frame-pointer walk over one bulk copy of the stack */
@@ -275,6 +294,7 @@ struct ht_block {
 
 /* ht_block.flags */
 #define HT_BLOCK_ARENA 1    /* allocated from an arena: see arena_blocks */
+#define HT_BLOCK_MAP 2      /* --mmap: a mapping or a piece of the program break (bpf/maps.bpf.h) */
 
 /* An arena's block (arena_blocks, by the block's live key): only blocks with arenas pay for it. */
 struct ht_arena_block {
@@ -576,7 +596,10 @@ struct ht_stub_proc {
 	X(ARENA_INDEX_LOST, "arena_index_lost", 1)      /* (arena, stack) pairs a reset could not find or reach: their blocks stay in use */ \
 	X(SPEC_READ_FAULTS, "spec_read_faults", 1)      /* a spec's *(...) read of target memory failed: 0 used */ \
 	X(UNTRACED_CHILDREN, "untraced_children", 0)    /* without --follow-fork: the target forked a child */ \
-	X(OOM_KILLS, "oom_kills", 0)    /* the kernel's OOM killer chose this process (oom:mark_victim) */
+	X(OOM_KILLS, "oom_kills", 0)    /* the kernel's OOM killer chose this process (oom:mark_victim) */ \
+	X(MAPS, "maps", 0)      /* --mmap: anonymous mmaps, mremaps and brk growths counted as blocks */ \
+	X(ALLOCATOR_MAPS, "allocator_maps", 0)  /* --mmap: mapping calls the allocator made for itself: not counted */ \
+	X(MAP_INDEX_LOST, "map_index_lost", 1)  /* --mmap: a mapping's range not indexed or not reached: its munmap is not seen */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

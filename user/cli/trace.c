@@ -209,6 +209,10 @@ static const struct opt trace_opts[] = {
 					 "a profile from before an OOM kill",
 	  OPT_BYTES, F(snapshot_at_rss), .min = 1, .max = UINT64_MAX,
 	  .bad = "--snapshot-at-rss needs a positive number of bytes, not '%s'"),
+	OPTION("mmap", 0, NULL, "also trace anonymous mmap, munmap, mremap and brk: blocks\n"
+			   "of their own kind, under frames [mmap] and [brk] (the\n"
+			   "allocator's own mappings are not counted twice)",
+	  OPT_FLAG, F(mmap)),
 	OPTION("http", 0, "ADDR:PORT", "serve /debug/pprof/heap, /debug/pprof/allocs and /metrics\n"
 				  "while tracing (ADDR defaults to 127.0.0.1); unix:PATH: on a\n"
 				  "unix socket, mode 0600, yours; repeatable",
@@ -329,6 +333,10 @@ static int check(const struct trace_opts *o)
 			       "(or several -p, or --cgroup)");
 	if (o->diff && !o->interval && !o->interval_bytes)
 		return opt_bad("--diff summarises growth between snapshots: it needs -i or --interval-bytes");
+	/* Unsampled allocator calls leave no state: their mappings are told by the CFI walk's frames (bpf/maps.bpf.h). */
+	if (o->mmap && o->sample_rate && (o->unwind == UNWIND_FP || o->stack_mode == HT_STACK_KERNEL))
+		return opt_bad("--mmap with --sample-rate tells the allocator's own mappings by CFI frames: not with %s",
+			       o->unwind == UNWIND_FP ? "--unwind fp" : "--stack-capture kernel");
 	if ((o->http_token || o->http_cert || o->http_key) && !o->n_http)
 		return opt_bad("%s configures --http, which is not given",
 			       o->http_token ? "--http-token" : o->http_cert ? "--http-cert" : "--http-key");

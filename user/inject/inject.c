@@ -403,7 +403,7 @@ static uint32_t pow2_at_least(uint64_t v)
 	return p;
 }
 
-int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan, struct tracer *tr)
+static int install(struct inject *in, struct remote *r, struct probe_plan *plan, struct tracer *tr)
 {
 	char why[200] = "";
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -543,6 +543,15 @@ fail:
 	free(img);
 	free(maps);
 	return -1;
+}
+
+int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan, struct tracer *tr)
+{
+	/* --mmap: the stub's mappings are heaptrace's, made through the target's threads: not its program's. */
+	tracer_remote(tr, in->pid, true);
+	int rc = install(in, r, plan, tr);
+	tracer_remote(tr, in->pid, false);
+	return rc;
 }
 
 void inject_remove(struct inject *in, struct remote *r)

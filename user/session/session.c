@@ -468,6 +468,11 @@ static int attach(struct session *s, double t0)
 					 .peak_step = peak_step(o), .follow_fork = o->several, .stub = s->in.n > 0 };
 	for (int i = 0; i < o->n_syms; i++)
 		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
+	s->cfg.maps = o->mmap;
+	if (o->mmap && o->sample_rate && mode != HT_STACK_DWARF) {
+		ht_err("--mmap with --sample-rate: the target's objects have no CFI to tell the allocator's own mappings by");
+		return -1;
+	}
 	/* The programs the plan attaches now; a fallback to uprobes or a new program's allocator loads more. */
 	for (int i = 0; i < s->plan.n; i++) {
 		const struct probe *p = &s->plan.probes[i];

@@ -46,6 +46,7 @@ struct trace_opts {
 	bool diff;                              /* --diff: growth summary per snapshot */
 	uint64_t interval_bytes;                /* --interval-bytes: a snapshot per this many bytes allocated */
 	uint64_t snapshot_at_rss;               /* --snapshot-at-rss: one snapshot when RSS first crosses it */
+	bool mmap;                              /* --mmap: anonymous mappings and brk as blocks too */
 	bool at_peak;
 	uint64_t peak_step;
 	double min_age;

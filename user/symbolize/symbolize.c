@@ -5,6 +5,7 @@
  * here needs the traced process to still be alive: ELF files and their
  * separate debug files are opened from disk by path and build id.
  */
+#include "heaptrace.h"
 #include "symbolize/symbolize.h"
 #include "util/array.h"
 #include "util/time.h"
@@ -685,6 +686,13 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 	uint64_t t0;
 
 	*frames = &unknown_frame;
+	/* --mmap: a mapping's kind stands in its innermost frame (bpf/heaptrace.h). */
+	static const struct sym_frame kinds[] = { [HT_MAP_MMAP] = { .func = "[mmap]", .system = "[mmap]" },
+						  [HT_MAP_BRK] = { .func = "[brk]", .system = "[brk]" } };
+	if (ht_pc_kind(pc)) {
+		*frames = &kinds[ht_pc_kind(pc)];
+		return 1;
+	}
 	/*
 	 * A pc in no module has nothing to keep: no entry, so a profile of
 	 * made-up addresses costs no memory here (issue 19 item 7).

@@ -17,4 +17,8 @@ uint32_t tracer_level_cap(const struct live_levels *lv, int k);
 /* The kernel's fdinfo memlock of a map, 0 if unknown. */
 uint64_t tracer_memlock_of(int fd);
 
+/* --mmap: the mapping syscalls' tracepoints, attached to map_enter and map_exit.  0 or -1 (printed). */
+int tracer_attach_maps(struct tracer *tr);
+void tracer_detach_maps(struct tracer *tr);
+
 #endif

@@ -170,6 +170,10 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 			bpf_program__set_autoload(main_prog(skel, p), progs & (1u << p));
 	/* The restorers are for heaptrace's own walks: the kernel's (--unwind kernel) stops at a signal frame. */
 	bpf_program__set_autoload(skel->progs.signal_deliver, cfg->stack_mode != HT_STACK_KERNEL);
+	/* --mmap: its programs, and its ranges' index room (one entry otherwise). */
+	bpf_program__set_autoload(skel->progs.map_enter, cfg->maps);
+	bpf_program__set_autoload(skel->progs.map_exit, cfg->maps);
+	bpf_map__set_max_entries(skel->maps.map_ranges, cfg->maps ? 65536 : 1);
 	/* Forks are counted only when they are not followed (untraced_children). */
 	bpf_program__set_autoload(skel->progs.process_fork, !cfg->follow_fork);
 
@@ -331,9 +335,19 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	else
 		ht_info("cannot watch thread exits (%s): glibc's thread cache frees count as unmatched_frees",
 			strerror(errno));
-	/* Without it an OOM kill is still seen, by its SIGKILL and the cgroup's events (session/oom.c). */
-	if (!(tr->oom_link = bpf_program__attach(skel->progs.oom_victim)))
+	/*
+	 * Without it an OOM kill is still seen, by its SIGKILL and the cgroup's
+	 * events (session/oom.c).  HEAPTRACE_TEST_NO_OOM_TRACEPOINT (tests
+	 * only, undocumented for users) leaves it out, so that the fallback runs.
+	 */
+	if (getenv("HEAPTRACE_TEST_NO_OOM_TRACEPOINT"))
+		ht_info("HEAPTRACE_TEST_NO_OOM_TRACEPOINT: the OOM killer is watched through the cgroup's events only");
+	else if (!(tr->oom_link = bpf_program__attach(skel->progs.oom_victim)))
 		ht_info("cannot watch the OOM killer (%s)", strerror(errno));
+	if (cfg->maps && tracer_attach_maps(tr)) {
+		tracer_close(tr);
+		return -1;
+	}
 	if (bpf_program__autoload(skel->progs.signal_deliver))
 		tr->signal_link = bpf_program__attach(skel->progs.signal_deliver);
 	if (bpf_program__autoload(skel->progs.signal_deliver) && !tr->signal_link)
@@ -548,6 +562,7 @@ void tracer_close(struct tracer *tr)
 	tr->signal_link = NULL;
 	bpf_link__destroy(tr->oom_link);
 	tr->oom_link = NULL;
+	tracer_detach_maps(tr);
 	bpf_link__destroy(tr->fork_link);
 	tr->fork_link = NULL;
 	if (tr->ktypes[0])

@@ -30,6 +30,7 @@ struct tracer_config {
 	bool stub;              /* the in-process stub reports recorded calls (user/inject/) */
 	bool arenas;            /* a spec has an arena (--sym arena=, --reset-sym): the arena maps get room */
 	unsigned progs;         /* 1 << PROG_*: the programs attached now; others are loaded when first attached */
+	bool maps;              /* --mmap: the mapping syscalls' tracepoints (maps.c) */
 };
 
 /*
@@ -63,6 +64,7 @@ struct tracer {
 	struct bpf_link *exit_link;     /* a thread's exit: what it held is thread_exit_frees */
 	struct bpf_link *oom_link;      /* oom:mark_victim: the OOM killer chose a traced process */
 	struct bpf_link *signal_link;   /* signal delivery: the restorer, where stacks cross signal frames */
+	struct bpf_link *map_links[5];  /* --mmap: brk's entry, the four mapping calls' exits (maps.c) */
 	struct bpf_link *fork_link;     /* without --follow-fork: the target's forks (untraced_children) */
 	struct tracer_multi {
 		int fd;                 /* a uprobe_multi link (-1: closed by tracer_forget_pid) */
@@ -96,6 +98,12 @@ struct tracer {
  * ones instead (tr->session says which).
  */
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg);
+
+/*
+ * --mmap: heaptrace itself makes system calls in process pid (the stub's
+ * mappings) from now (on) until told otherwise: not its program's mappings.
+ */
+void tracer_remote(struct tracer *tr, pid_t pid, bool on);
 
 /* Attach a program at a file offset of an object, for one process, with a cookie. */
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
