@@ -48,8 +48,16 @@ oom_limited() {
 	if [[ $lim =~ ^[0-9]+$ ]] && [ "$lim" -lt $((1 << 62)) ]; then echo yes; else echo no; fi
 }
 
-scenario_oomkill() {
-	local key=oomkill d="" tpid hpid cg=ht_oom_test_$$ n b
+# scenario oomfallback: oomkill again with the oom:mark_victim tracepoint
+# left out (HEAPTRACE_TEST_NO_OOM_TRACEPOINT=1, user/tracer/tracer.c): the
+# kill is told by the target's end and its memory cgroup's oom_kill count
+# (session/oom.c), with the same checks, and -v says the tracepoint is out.
+scenario_oomkill() { oom_kill_run oomkill ""; }
+scenario_oomfallback() { oom_kill_run oomfallback 1; }
+
+# oom_kill_run KEY NO_TRACEPOINT: scenario oomkill (NO_TRACEPOINT empty) or oomfallback.
+oom_kill_run() {
+	local key=$1 fb=$2 d="" tpid hpid cg=ht_oom_test_$$ n b
 	if ! oom_cgroup "$cg"; then
 		fail "$key: a memory cgroup can be made" "neither /sys/fs/cgroup/memory nor a cgroup2 with memory"
 		return
@@ -59,9 +67,10 @@ scenario_oomkill() {
 	sh -c 'echo $$ >"$1"; exec "$2" grow "$3"' _ "$OOM_PROCS" "$TB/t_oom" "$TMP/$key.fifo" >"$TMP/$key.tout" 2>&1 &
 	tpid=$!
 	if wait_for "$TMP/$key.tout" '^ready$' 10 "$tpid"; then
-		echo "heaptrace -f top -o $key.txt --snapshot-at-rss 16777216 -p PID" >"$TMP/$key.cmd"
-		timeout -k 5 "$(tmo)" "$HT" -f top -o "$TMP/$key.txt" --snapshot-at-rss 16777216 -p "$tpid" \
-			>"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
+		echo "${fb:+HEAPTRACE_TEST_NO_OOM_TRACEPOINT=1 }heaptrace ${fb:+-v }-f top -o $key.txt --snapshot-at-rss 16777216 -p PID" >"$TMP/$key.cmd"
+		# shellcheck disable=SC2086  # ${fb:+-v}: no word at all without it
+		HEAPTRACE_TEST_NO_OOM_TRACEPOINT=$fb timeout -k 5 "$(tmo)" "$HT" ${fb:+-v} -f top -o "$TMP/$key.txt" \
+			--snapshot-at-rss 16777216 -p "$tpid" >"$TMP/$key.out" 2>"$TMP/$key.err" </dev/null &
 		hpid=$!
 		if wait_for "$TMP/$key.err" "^heaptrace: tracing PID $tpid" 30 "$hpid"; then
 			release "$key"
@@ -80,7 +89,13 @@ scenario_oomkill() {
 	[ -z "$d" ] && d=$(rc_diag "$key" 0)
 	grep -q "^heaptrace: PID $tpid (.*) was killed by the kernel's OOM killer" "$TMP/$key.err" ||
 		d+="stderr does not say the OOM killer killed PID $tpid"$'\n'
-	report "$key: the OOM kill is said on stderr, heaptrace exits 0" "$d${d:+$(ctx "$key")}"
+	if [ -n "$fb" ]; then
+		grep -q "^heaptrace: HEAPTRACE_TEST_NO_OOM_TRACEPOINT: the OOM killer is watched through the cgroup's events only$" \
+			"$TMP/$key.err" || d+="-v does not say the tracepoint was left out"$'\n'
+		grep -q "^heaptrace: memory cgroup: .*; events /sys/fs/cgroup/.*$cg/memory\.\(oom_control\|events\)$" "$TMP/$key.err" ||
+			d+="-v does not name the test's cgroup's events file"$'\n'
+	fi
+	report "$key: the OOM kill is said on stderr${fb:+ (by the memory cgroup events, no tracepoint)}, heaptrace exits 0" "$d${d:+$(ctx "$key")}"
 	d=""
 	grep -q "^  OOM: *killed by the kernel's OOM killer" "$TMP/$key.txt" 2>/dev/null ||
 		d+="no OOM line in the -f top profile"$'\n'

@@ -141,8 +141,13 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 	}
 	prof.name = t->name;
 	prof.ended = t->exited;
-	oom_say(&s->oom, &prof, t->pid, true, !s->tr.oom_link,
-		t->launched && t->exited && WIFSIGNALED(t->status) && WTERMSIG(t->status) == SIGKILL);
+	/*
+	 * Killed by SIGKILL: a launched command's status says so; a -p
+	 * target's only when the ptrace reap saw its end before its pidfd
+	 * did (else its status is unknown, 0, and its end must do).
+	 */
+	bool sigkill = WIFSIGNALED(t->status) && WTERMSIG(t->status) == SIGKILL;
+	oom_say(&s->oom, &prof, t->pid, true, !s->tr.oom_link, t->exited && (sigkill || (!t->launched && !t->status)));
 	s->ph.read = now_ms() - t1;
 	ht_info("read %zu stacks from the maps in %.1f ms", prof.n, s->ph.read);
 	suppress_apply(o->suppress, &prof);

@@ -340,7 +340,8 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	 * events (session/oom.c).  HEAPTRACE_TEST_NO_OOM_TRACEPOINT (tests
 	 * only, undocumented for users) leaves it out, so that the fallback runs.
 	 */
-	if (getenv("HEAPTRACE_TEST_NO_OOM_TRACEPOINT"))
+	const char *no_oom = getenv("HEAPTRACE_TEST_NO_OOM_TRACEPOINT");
+	if (no_oom && !strcmp(no_oom, "1"))
 		ht_info("HEAPTRACE_TEST_NO_OOM_TRACEPOINT: the OOM killer is watched through the cgroup's events only");
 	else if (!(tr->oom_link = bpf_program__attach(skel->progs.oom_victim)))
 		ht_info("cannot watch the OOM killer (%s)", strerror(errno));
