@@ -207,6 +207,10 @@ run_config() {
 	heaptrace_html_base)
 		# The same under BENCH_BASE (another build, e.g. one without RSS sampling): what a change to the sampler costs.
 		timeout $RUN_TIMEOUT "$BASE_HT" -f html -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_mmap | heaptrace_s512k_mmap)
+		# --mmap: the mapping syscalls' tracepoints; churn's steady loop makes none, so this is their idle cost.
+		timeout $RUN_TIMEOUT "$HT" --mmap $([ $name = heaptrace_s512k_mmap ] && echo --sample-rate 512k) \
+			-o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_noinject)
 		timeout $RUN_TIMEOUT "$HT" --no-inject -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_s512k_noinject)
@@ -358,7 +362,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_html heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 [ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && CONFIGS+=(heaptrace_html_base)
@@ -374,6 +378,8 @@ declare -A LABEL=(
 	[heaptrace]="heaptrace (fast path, CFI)"
 	[heaptrace_html]="  -f html (timeline, RSS 25/s)"
 	[heaptrace_html_base]="  -f html, BENCH_BASE's build"
+	[heaptrace_mmap]="  --mmap (mapping syscalls too)"
+	[heaptrace_s512k_mmap]="  --mmap --sample-rate 512K"
 	[heaptrace_noinject]="heaptrace --no-inject (uprobes)"
 	[heaptrace_s512k_noinject]="  same, --no-inject (uprobe sessions)"
 	[heaptrace_fp]="heaptrace --unwind fp"
@@ -458,6 +464,8 @@ printf '  %-44s %8s\n' "512K: heaptrace / --no-inject" \
 printf '  %-44s %8s\n' "512K: heaptrace / bare" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[bare]:-}")"
 printf '  %-44s %8s\n' "-f html (timeline + RSS sampling) / heaptrace" \
 	"$(ratio "${MED[heaptrace_html]:-}" "${MED[heaptrace]:-}")"
+printf '  %-44s %8s\n' "exact: --mmap / without" "$(ratio "${MED[heaptrace_mmap]:-}" "${MED[heaptrace]:-}")"
+printf '  %-44s %8s\n' "512K: --mmap / without" "$(ratio "${MED[heaptrace_s512k_mmap]:-}" "${MED[heaptrace_s512k]:-}")"
 printf '  %-44s %8s\n' "-f html: this build / BENCH_BASE's" \
 	"$(ratio "${MED[heaptrace_html]:-}" "${MED[heaptrace_html_base]:-}")"
 echo
