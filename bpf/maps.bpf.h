@@ -57,8 +57,12 @@ struct {
 	__type(value, __u64);
 } map_ranges SEC(".maps");
 
-/* A process heaptrace is making system calls in (the stub's mappings: user/inject/), 0: none. */
-volatile __u32 remote_tgid = 0;
+/*
+ * A process heaptrace is making system calls in (the stub's mappings:
+ * user/inject/), 0: none.  A section of its own: alloc_session.bpf.c's
+ * globals must sit where this object has them (tracer.c: same_globals).
+ */
+volatile __u32 remote_tgid SEC(".data.maps") = 0;
 
 /* The break when a thread entered brk(): the growth is from there to what brk returns. */
 struct {

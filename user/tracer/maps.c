@@ -43,5 +43,5 @@ void tracer_detach_maps(struct tracer *tr)
 void tracer_remote(struct tracer *tr, pid_t pid, bool on)
 {
 	if (tr->skel)
-		tr->skel->bss->remote_tgid = on ? (uint32_t)pid : 0;
+		tr->skel->data_maps->remote_tgid = on ? (uint32_t)pid : 0;
 }
