@@ -23,7 +23,8 @@
 #
 # Scenario mmapoutputs: the same mappings in -f top, -f proto (go tool
 # pprof), -f html, heaptrace diff of text and proto files, -i snapshots and
-# /metrics (in use while t_mmap waits = the final profile's).
+# /metrics (in use while t_mmap waits = the final profile's), and
+# --limit-peak (the peak holds map_gone's 16 MiB before its munmap).
 
 MIB=1048576
 
@@ -172,6 +173,16 @@ scenario_mmapoutputs() {
 	ht mmap_dproto2 diff -f collapsed "$TMP/mmap_t0.heap" "$TMP/mmap_proto.pb.gz"
 	d+=$(mmap_expect mmap_dproto2 grow_brk "[brk]" $((8 * MIB)))
 	report "mmap: heaptrace diff of pprof text and proto files keeps [mmap] 64 MiB and [brk] 8 MiB" "$d"
+
+	# --limit-peak sees them: the peak holds map_gone's 16 MiB beside the rest, map_big named first.
+	key=mmap_limit
+	ht $key --mmap --limit-peak 50M -o /dev/null -- "$TB/t_mmap"
+	d=$(rc_diag $key 23)
+	grep -A1 -- '--limit-peak 52428800 exceeded' "$TMP/$key.err" | grep -q '^heaptrace:   67108864 bytes in use: \[mmap\] < map_big ' ||
+		d+="the first stack named is not map_big's 64 MiB [mmap]"$'\n'
+	grep -q '^heaptrace:   16777216 bytes in use: \[mmap\] < anon .* < map_gone ' "$TMP/$key.err" ||
+		d+="map_gone's 16 MiB is not among the stacks at the peak"$'\n'
+	report "mmap: --limit-peak 50M exits 23, naming map_big's 64 MiB [mmap] first and map_gone's 16 MiB at the peak" "$d${d:+$(ctx $key)}"
 
 	key=mmap_html
 	ht $key --mmap -f html -o "$TMP/$key.html" -- "$TB/t_mmap"
