@@ -15,7 +15,8 @@
 # Events: allocator_maps=2 (glibc's mmap of the 1 MiB chunk and its first
 # brk for the main arena), maps=9 (t_mmap's 6 and the dynamic loader's 3).
 #
-# Scenario mmapsampled: --sample-rate 1G, with and without --no-inject:
+# Scenario mmapsampled: t_jemalloc (mmap_jemalloc below), then
+# --sample-rate 1G, with and without --no-inject:
 # glibc's two mappings are made inside unsampled allocator calls, which
 # leave no call state (the stub passes them straight through; a uprobe
 # session skips their returns): allocator_maps=2 still, by the CFI walk's
@@ -120,7 +121,34 @@ scenario_mmapexact() {
 	done
 }
 
+# jemalloc (t_jemalloc, linked against libjemalloc.so.2): its extents are
+# mapped from its own library, in exact and sampled mode, with and without
+# the fast path: no mapping but the dynamic loader's, and jx_rallocx's 5000 bytes as
+# without --mmap (presets.sh).
+mmap_jemalloc() {
+	local key d lib=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 args
+	if [ ! -e "$lib" ] || [ ! -x "$TB/t_jemalloc" ]; then
+		fail "mmap: jemalloc: $lib (libjemalloc2) or $TB/t_jemalloc missing" ""
+		return
+	fi
+	for key in mmap_jem mmap_jem_ni mmap_jem_s mmap_jem_s_ni; do
+		args=(--mmap -v --collapsed --preset jemalloc)
+		case $key in *_s*) args+=(--sample-rate 64K) ;; esac
+		case $key in *_ni) args+=(--no-inject) ;; esac
+		ht $key "${args[@]}" -- "$TB/t_jemalloc"
+		d=$(rc_diag $key 0)
+		d+=$(mmap_expect $key main "[mmap]" 0)
+		d+=$(mmap_expect $key main "[brk]" 0)
+		# Nor anywhere else but under the dynamic loader (jemalloc maps its first extents before main).
+		d+=$(grep -E ';\[(mmap|brk)\] [0-9]+$' "$TMP/$key.out" | grep -v '^_start;_dl_start;' | sed 's/^/not the loader'"'"'s: /')
+		[ "$(mmap_event $key allocator_maps)" -ge 1 ] 2>/dev/null || d+="allocator_maps=$(mmap_event $key allocator_maps), want >= 1"$'\n'
+		case $key in *_s*) ;; *) d+=$(mmap_expect $key jx_rallocx jx_rallocx 5000) ;; esac
+		report "$key: --mmap ${args[*]:4}: jemalloc's extents are the allocator's: no [mmap] or [brk] under main" "$d${d:+$'\n'$(ctx $key)}"
+	done
+}
+
 scenario_mmapsampled() {
+	mmap_jemalloc
 	local key d got
 	for key in mmap_1g mmap_1g_ni; do
 		if [ "$key" = mmap_1g ]; then
