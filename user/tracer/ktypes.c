@@ -15,7 +15,7 @@
 
 /*
  * Every kernel struct member the BPF object reads (bpf/calls.bpf.h,
- * bpf/unwind.bpf.h, bpf/sigframe.bpf.h, heaptrace.bpf.c's process_fork,
+ * bpf/unwind.bpf.h, bpf/sigframe.bpf.h, bpf/maps.bpf.h, heaptrace.bpf.c's process_fork,
  * and the PT_REGS_ macros on struct pt_regs), structs in an order where a
  * struct embedded in another comes first.  A read missing here fails the
  * load's CO-RE relocation; heaptrace then loads with the whole kernel BTF
@@ -28,6 +28,7 @@ static const char *const fields[] = {
 	"uprobes_state.xol_area",
 	"xol_area.vaddr",
 	"mm_struct.start_code", "mm_struct.end_code", "mm_struct.exe_file", "mm_struct.uprobes_state",
+	"mm_struct.brk",
 	"vm_area_struct.vm_start", "vm_area_struct.vm_end", "vm_area_struct.vm_pgoff", "vm_area_struct.vm_file",
 	"file.f_inode",
 	"inode.i_sb", "inode.i_ino",

@@ -337,8 +337,10 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 			strerror(errno));
 	/*
 	 * Without it an OOM kill is still seen, by its SIGKILL and the cgroup's
-	 * events (session/oom.c).  HEAPTRACE_TEST_NO_OOM_TRACEPOINT (tests
-	 * only, undocumented for users) leaves it out, so that the fallback runs.
+	 * events (session/oom.c).  HEAPTRACE_TEST_NO_OOM_TRACEPOINT=1 (for
+	 * heaptrace's own tests: tests/scenarios/oom.sh, and so named in the
+	 * man page) leaves it out, so that the fallback runs where the
+	 * tracepoint would always attach.
 	 */
 	const char *no_oom = getenv("HEAPTRACE_TEST_NO_OOM_TRACEPOINT");
 	if (no_oom && !strcmp(no_oom, "1"))
