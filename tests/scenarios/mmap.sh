@@ -88,7 +88,7 @@ mmap_exact_mode() {
 		[ "$got" = "${ev#*=}" ] || d+="events: ${ev%%=*}=$got, want ${ev#*=}"$'\n'
 	done
 	d=$(grep -v '^$' <<<"$d")
-	report "$key: --mmap $*: 64 MiB map_big, 8 MiB grow_brk [brk], 1 MiB big_malloc (no [mmap]), 8 MiB map_part, 12 MiB map_grow, no file map, allocator_maps=2" "$d${d:+$'\n'$(ctx "$key")}"
+	report "$key: --mmap${*:+ $*}: 64 MiB map_big, 8 MiB grow_brk [brk], 1 MiB big_malloc (no [mmap]), 8 MiB map_part, 12 MiB map_grow, no file map, allocator_maps=2" "$d${d:+$'\n'$(ctx "$key")}"
 }
 
 scenario_mmapexact() {
