@@ -273,6 +273,33 @@ static int find_syscall(struct remote *r)
 	return r->syscall_insn ? 0 : -ENOENT;
 }
 
+/* libc's `syscall; ret` and signal restorer, for the first remote call's signal frame (sigframe.c). */
+static int find_frame(struct remote *r, struct sigframe_gadgets *g)
+{
+	struct map_entry e;
+	uint8_t buf[65536];
+
+	memset(g, 0, sizeof(*g));
+	char *maps = proc_maps(r->pid);
+	if (!maps)
+		return -errno;
+	for (const char *pos = maps; maps_next(&pos, &e) && (!g->restorer || !g->syscall_ret);) {
+		if (e.perms[2] != 'x' || !strstr(e.path, "libc.so"))
+			continue;
+		/* Windows that overlap by a pattern's length less one, so none is split. */
+		for (uint64_t at = e.lo; at < e.hi && (!g->restorer || !g->syscall_ret); at += sizeof(buf) - 16) {
+			size_t len = e.hi - at < sizeof(buf) ? e.hi - at : sizeof(buf);
+			if (remote_read(r, at, buf, len))
+				break;
+			sigframe_scan(buf, len, at, g);
+			if (len < sizeof(buf))
+				break;
+		}
+	}
+	free(maps);
+	return g->restorer && g->syscall_ret ? 0 : -ENOENT;
+}
+
 /* The gadget's code, as assembled (its data follows at 0x88: fill_gadget). */
 static const uint8_t gadget_code[] = {
 	0x0f, 0x05, /* syscall */
@@ -382,7 +409,7 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	if (!gadget && !r->frame_looked) {
 		struct sigframe_gadgets g;
 		r->frame_looked = true;
-		if (!sigframe_find(r->pid, r->mem_fd, &g)) {
+		if (!find_frame(r, &g)) {
 			r->frame_syscall = g.syscall_ret;
 			r->frame_restorer = g.restorer;
 		} else {
@@ -392,9 +419,11 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	}
 	if (!gadget && r->frame_syscall) {
 		struct sigframe_gadgets g = { r->frame_syscall, r->frame_restorer };
+		uint8_t frame[SIGFRAME_MAX];
 		uint64_t sp;
+		size_t len;
 		/* A stack with no room below it (the frame did not fit) makes the call as before. */
-		if (!sigframe_push(r->mem_fd, t->tid, &t->regs, &g, &sp)) {
+		if (!sigframe_build(t->tid, &t->regs, &g, frame, &sp, &len) && !remote_write(r, sp, frame, len)) {
 			regs.rip = r->frame_syscall;
 			regs.rsp = sp;
 		}
