@@ -248,56 +248,63 @@ int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-/* A `syscall` instruction: the vDSO's fallbacks have some, and every process maps the vDSO. */
-static int find_syscall(struct remote *r)
+/* The first `syscall` instruction of code (len bytes at address at), or 0. */
+static uint64_t syscall_in(const uint8_t *code, size_t len, uint64_t at)
 {
-	struct map_entry e;
-	uint8_t buf[65536];
+	const uint8_t *p = len > 1 ? memmem(code, len, "\x0f\x05", 2) : NULL;
 
-	char *maps = proc_maps(r->pid);
-	if (!maps)
-		return -errno;
-	for (const char *pos = maps; maps_next(&pos, &e) && !r->syscall_insn;) {
-		if (e.perms[2] != 'x' || (strcmp(e.path, "[vdso]") && !strstr(e.path, "libc.so")))
-			continue;
-		size_t len = e.hi - e.lo < sizeof(buf) ? e.hi - e.lo : sizeof(buf);
-		if (remote_read(r, e.lo, buf, len))
-			continue;
-		for (size_t i = 0; i + 1 < len; i++)
-			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
-				r->syscall_insn = e.lo + i;
-				break;
-			}
-	}
-	free(maps);
-	return r->syscall_insn ? 0 : -ENOENT;
+	return p ? at + (uint64_t)(p - code) : 0;
 }
 
-/* libc's `syscall; ret` and signal restorer, for the first remote call's signal frame (sigframe.c). */
-static int find_frame(struct remote *r, struct sigframe_gadgets *g)
+/*
+ * Where the first remote calls run from, in one pass over the maps: libc's
+ * `syscall; ret` and signal restorer, for a signal frame under the call
+ * (sigframe.c), read in windows until both are found, the first `syscall`
+ * of the windows read on the way noted; else (a static program) the first
+ * `syscall` of the vDSO, whose fallbacks have some, and which every
+ * process maps.  Once: no syscall_insn after it, no remote call.
+ */
+static void find_syscalls(struct remote *r)
 {
+	struct sigframe_gadgets g = { 0 };
 	struct map_entry e;
+	uint64_t vdso_lo = 0, vdso_hi = 0;
 	uint8_t buf[65536];
 
-	memset(g, 0, sizeof(*g));
+	r->looked = true;
 	char *maps = proc_maps(r->pid);
 	if (!maps)
-		return -errno;
-	for (const char *pos = maps; maps_next(&pos, &e) && (!g->restorer || !g->syscall_ret);) {
+		return;
+	for (const char *pos = maps; maps_next(&pos, &e) && (!g.restorer || !g.syscall_ret);) {
+		if (e.perms[2] == 'x' && !strcmp(e.path, "[vdso]"))
+			vdso_lo = e.lo, vdso_hi = e.hi;
 		if (e.perms[2] != 'x' || !strstr(e.path, "libc.so"))
 			continue;
 		/* Windows that overlap by a pattern's length less one, so none is split. */
-		for (uint64_t at = e.lo; at < e.hi && (!g->restorer || !g->syscall_ret); at += sizeof(buf) - 16) {
+		for (uint64_t at = e.lo; at < e.hi && (!g.restorer || !g.syscall_ret); at += sizeof(buf) - 16) {
 			size_t len = e.hi - at < sizeof(buf) ? e.hi - at : sizeof(buf);
 			if (remote_read(r, at, buf, len))
 				break;
-			sigframe_scan(buf, len, at, g);
+			sigframe_scan(buf, len, at, &g);
+			if (!r->syscall_insn)
+				r->syscall_insn = syscall_in(buf, len, at);
 			if (len < sizeof(buf))
 				break;
 		}
 	}
 	free(maps);
-	return g->restorer && g->syscall_ret ? 0 : -ENOENT;
+	if (g.restorer && g.syscall_ret) {
+		r->frame_syscall = g.syscall_ret;
+		r->frame_restorer = g.restorer;
+	} else {
+		ht_info("PID %d: no `syscall; ret` and signal restorer in its libc: the first remote call "
+			"has no signal frame under it", r->pid);
+	}
+	if (!r->syscall_insn && vdso_hi) {
+		size_t len = vdso_hi - vdso_lo < sizeof(buf) ? vdso_hi - vdso_lo : sizeof(buf);
+		if (!remote_read(r, vdso_lo, buf, len))
+			r->syscall_insn = syscall_in(buf, len, vdso_lo);
+	}
 }
 
 /* The gadget's code, as assembled (its data follows at 0x88: fill_gadget). */
@@ -395,8 +402,10 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	 * would give it those.  The signal frame serves instead.
 	 */
 	uint64_t gadget = r->gadget && !remote_pc_in(r, r->gadget, r->gadget + REMOTE_GADGET_SIZE) ? r->gadget : 0;
-	if (!gadget && !r->syscall_insn && (err = find_syscall(r)))
-		return err;
+	if (!gadget && !r->looked)
+		find_syscalls(r);
+	if (!gadget && !r->syscall_insn)
+		return -ENOENT;
 	/*
 	 * Its registers come back at a system call's exit stop, where the
 	 * kernel no longer restarts the call they were interrupted in: the
@@ -406,17 +415,6 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 
 	struct user_regs_struct regs = t->regs;
 	regs.rip = r->syscall_insn;
-	if (!gadget && !r->frame_looked) {
-		struct sigframe_gadgets g;
-		r->frame_looked = true;
-		if (!find_frame(r, &g)) {
-			r->frame_syscall = g.syscall_ret;
-			r->frame_restorer = g.restorer;
-		} else {
-			ht_info("PID %d: no `syscall; ret` and signal restorer in its libc: the first remote call "
-				"has no signal frame under it", r->pid);
-		}
-	}
 	if (!gadget && r->frame_syscall) {
 		struct sigframe_gadgets g = { r->frame_syscall, r->frame_restorer };
 		uint8_t frame[SIGFRAME_MAX];

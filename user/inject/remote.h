@@ -31,7 +31,7 @@ struct remote {
 	uint64_t gadget;                /* REMOTE_GADGET_SIZE bytes of ours to make system calls from; 0: none yet */
 	uint64_t frame_syscall;         /* before the gadget: `syscall; ret` in libc, a signal frame under it */
 	uint64_t frame_restorer;        /* libc's rt_sigreturn restorer (inject/sigframe.h) */
-	bool frame_looked;
+	bool looked;                    /* the three above were looked for (in one pass: remote.c) */
 	int exit_status;                /* the process ended while being stopped: its wait status */
 	bool exited;
 };
@@ -74,13 +74,13 @@ long remote_call(struct remote *r, long nr, long a, long b, long c, long d, long
 int remote_write(struct remote *r, uint64_t addr, const void *buf, size_t len);
 int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
 
-/* Is any stopped thread's instruction pointer in [lo, hi)? */
 /* Write every stopped thread's registers back now (the caller resumes it: remote_adopt). */
 int remote_sync(struct remote *r);
 
 /* Run one instruction of the first thread, from its registers; 0 or -errno. */
 int remote_step(struct remote *r);
 
+/* Is any stopped thread's instruction pointer in [lo, hi)? */
 bool remote_pc_in(const struct remote *r, uint64_t lo, uint64_t hi);
 
 void remote_free(struct remote *r);
