@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -154,39 +153,33 @@ static int stop_one(struct remote *r, pid_t tid, bool traced)
 	return 1;
 }
 
+/* A round of remote_stop: one thread of the process (proc_take_threads). */
+struct stop_round {
+	struct remote *r;
+	bool (*traced)(void *arg, pid_t tid);
+	void *arg;
+};
+
+static int stop_listed(void *arg, pid_t tid)
+{
+	struct stop_round *a = arg;
+
+	/*
+	 * Only a thread stopped now is news: one that is gone (exiting, still
+	 * listed) would make the rounds go on for good (heaptrace busy at 100%
+	 * until SIGKILLed).
+	 */
+	return find(a->r, tid) ? 0 : stop_one(a->r, tid, a->traced && a->traced(a->arg, tid));
+}
+
 int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid), void *arg)
 {
-	char path[64];
-	bool added = true;
+	struct stop_round a = { r, traced, arg };
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	if ((err = open_mem(r, pid)))
+	if ((err = open_mem(r, pid)) || (err = proc_take_threads(pid, stop_listed, &a)))
 		return err;
-	/* A thread may start another until it is stopped itself: go round until no new one appears. */
-	while (added) {
-		added = false;
-		snprintf(path, sizeof(path), "/proc/%d/task", pid);
-		DIR *d = opendir(path);
-		if (!d)
-			return -errno;
-		for (struct dirent *e; (e = readdir(d));) {
-			pid_t tid = atoi(e->d_name);
-			if (tid <= 0 || find(r, tid))
-				continue;
-			/*
-			 * Only a thread stopped now is news: one that is gone
-			 * (exiting, still listed) would make this loop spin for
-			 * good (heaptrace busy at 100% until SIGKILLed).
-			 */
-			if ((err = stop_one(r, tid, traced && traced(arg, tid))) < 0) {
-				closedir(d);
-				return err;
-			}
-			added |= err > 0;
-		}
-		closedir(d);
-	}
 	if (r->exited || !r->n)
 		return -ESRCH;
 	return 0;
