@@ -56,18 +56,38 @@ static int wait_tid(pid_t tid, int *st)
 	return 0;
 }
 
+/* A wait status as waitpid gives it, from what waitid says. */
+static int wait_status(const siginfo_t *si)
+{
+	switch (si->si_code) {
+	case CLD_EXITED:
+		return (si->si_status & 0xff) << 8;
+	case CLD_KILLED:
+		return si->si_status & 0x7f;
+	case CLD_DUMPED:
+		return (si->si_status & 0x7f) | 0x80;
+	default:
+		/* Stopped or trapped: the signal, and a ptrace event above it. */
+		return (si->si_status & 0xffff) << 8 | 0x7f;
+	}
+}
+
 /*
- * waitpid for an interrupted thread, bounded: a thread that never reports
- * (its stop was taken by someone else) must not hang heaptrace's stop,
- * which a supervisor then ends with SIGKILL, leaving every jump behind.
+ * The next wait status of an interrupted thread, only looked at (WNOWAIT:
+ * the next wait takes it), bounded: a thread that never reports (its stop
+ * was taken by someone else) must not hang heaptrace's stop, which a
+ * supervisor then ends with SIGKILL, leaving every jump behind.
  */
-static int wait_tid_bounded(pid_t tid, int *st, int *waited_ms)
+static int peek_tid_bounded(pid_t tid, int *st, int *waited_ms)
 {
 	for (;;) {
-		pid_t w = waitpid(tid, st, __WALL | WNOHANG);
-		if (w > 0)
+		siginfo_t si = { 0 };
+		int rc = waitid(P_PID, tid, &si, WEXITED | WSTOPPED | __WALL | WNOHANG | WNOWAIT);
+		if (!rc && si.si_pid) {
+			*st = wait_status(&si);
 			return 0;
-		if (w < 0 && errno != EINTR)
+		}
+		if (rc < 0 && errno != EINTR)
 			return -errno;
 		if (*waited_ms >= 5000)
 			return -ETIMEDOUT;
@@ -77,19 +97,43 @@ static int wait_tid_bounded(pid_t tid, int *st, int *waited_ms)
 }
 
 /*
- * Wait until an interrupted thread is in its interrupt stop.  A signal
- * that arrives first is held back and sent again at the resume; a thread
- * that exits meanwhile is forgotten.  1: stopped, 0: gone, -errno
- * (-ETIMEDOUT: no stop in 5 s).
+ * A fork, vfork, clone or exec of a thread that heaptrace's ptrace loop
+ * traces is for that loop to see: the new process waits in its first stop
+ * until the loop has attached it, and an exec is followed there.  Taken
+ * and continued here, the event was lost: the child stayed stopped for
+ * good, and a vfork's parent, waiting for its child where no interrupt
+ * reaches it, never stopped (remote_stop timed out: a -p --follow-fork
+ * attach to a process that runs posix_spawn).
+ */
+static bool for_the_loop(const struct remote_thread *t, int st)
+{
+	int event = st >> 16;
+
+	return !t->seized && WIFSTOPPED(st) && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+						event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_EXEC);
+}
+
+/*
+ * Wait until an interrupted thread is in its interrupt stop, or in an
+ * event stop of the ptrace loop's (for_the_loop: left untaken, it stays
+ * there until that loop continues it).  A signal that arrives first is
+ * delivered; a thread that exits meanwhile is forgotten.  1: stopped, 0:
+ * gone, -errno (-ETIMEDOUT: no stop in 5 s).
  */
 static int wait_stopped(struct remote *r, struct remote_thread *t)
 {
 	int waited_ms = 0;
 
 	for (;;) {
-		int st, err = wait_tid_bounded(t->tid, &st, &waited_ms);
+		int st, err = peek_tid_bounded(t->tid, &st, &waited_ms);
 
 		if (err)
+			return err;
+		if (for_the_loop(t, st)) {
+			t->loops = true;
+			return 1;
+		}
+		if ((err = wait_tid(t->tid, &st)))
 			return err;
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			if (t->tid == r->pid) {
@@ -206,8 +250,11 @@ void remote_resume(struct remote *r)
 	for (size_t i = 0; i < r->n; i++) {
 		struct remote_thread *t = &r->t[i];
 
-		if (!t->stopped)
+		if (!t->stopped || t->loops) {
+			/* One in an event stop of the ptrace loop's: that loop continues it (its registers are untouched). */
+			t->stopped = false;
 			continue;
+		}
 		ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
 		/*
 		 * A detached thread goes back to its group-stop by itself; a
@@ -360,10 +407,11 @@ static void fill_gadget(uint8_t *g, const struct user_regs_struct *regs)
 	memcpy(g + 0x90, v, sizeof(v));
 }
 
+/* The thread remote calls borrow: the first in an interrupt stop (an event stop is the ptrace loop's). */
 static struct remote_thread *syscall_thread(struct remote *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (r->t[i].stopped)
+		if (r->t[i].stopped && !r->t[i].loops)
 			return &r->t[i];
 	return NULL;
 }
@@ -380,12 +428,9 @@ void remote_fill_gadget(struct remote *r, uint8_t *g)
 
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 {
-	struct remote_thread *t = NULL;
+	struct remote_thread *t = syscall_thread(r);
 	int err;
 
-	for (size_t i = 0; i < r->n && !t; i++)
-		if (r->t[i].stopped)
-			t = &r->t[i];
 	if (!t)
 		return -ESRCH;
 	/*
@@ -477,7 +522,7 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 int remote_sync(struct remote *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (r->t[i].stopped && ptrace(PTRACE_SETREGS, r->t[i].tid, 0, &r->t[i].regs))
+		if (r->t[i].stopped && !r->t[i].loops && ptrace(PTRACE_SETREGS, r->t[i].tid, 0, &r->t[i].regs))
 			return -errno;
 	return 0;
 }

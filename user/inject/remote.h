@@ -18,6 +18,7 @@ struct remote_thread {
 	bool seized;            /* seized here: detached when done (else heaptrace's ptrace loop owns it) */
 	bool stopped;
 	bool group_stop;        /* its stop was a group-stop (job control): traced, it is resumed listening */
+	bool loops;             /* traced, stopped at a fork, clone or exec event left to heaptrace's ptrace loop */
 	uint64_t requeue;       /* signals (bit sig - 1) taken from it during a remote call, sent again at the resume */
 	struct user_regs_struct regs;
 };
@@ -65,7 +66,11 @@ void remote_resume(struct remote *r);
 /* The gadget for the thread remote_syscall borrows, as it would write it (REMOTE_GADGET_SIZE bytes). */
 void remote_fill_gadget(struct remote *r, uint8_t *g);
 
-/* A system call made by the first stopped thread; its result (or -errno) in *ret.  0 or -errno. */
+/*
+ * A system call made by the first thread in an interrupt stop; its result
+ * (or -errno) in *ret.  0 or -errno (-ESRCH: every thread is in an event
+ * stop of the ptrace loop's).
+ */
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret);
 
 /* The same with the arguments in line: the call's result; *err 0, or -errno (the call's or the failure's). */
