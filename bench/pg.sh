@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # A PostgreSQL server of the benches' own (bench/postgres.sh,
-# postgres-fork.sh): Debian's package, installed when missing; a data
+# postgres-fork.sh, postgres-cgroup.sh): Debian's package, installed when missing; a data
 # directory in $TMP; 127.0.0.1 on a free port; fsync off (the disk is not
 # what is measured); pgbench's tables at scale $SCALE.  The caller sets
 # TMP, SCALE and HT, defines note and die, and calls pg_stop from its
@@ -43,4 +43,97 @@ pg_start() {
 	PG=(-h 127.0.0.1 -p "$PORT" -U postgres)
 	as_pg pgbench "${PG[@]}" -i -q -s "$SCALE" postgres >"$TMP/init.log" 2>&1 || die "pgbench -i failed"
 	PM=$(head -1 "$TMP/data/postmaster.pid")
+}
+
+# What postgres-fork.sh and postgres-cgroup.sh share: pgbench -S with
+# CLIENTS connections, heaptrace attached before it and stopped with SIGINT
+# after it, each run checked.  pg_settings NAME sets SECS RUNS SCALE CLIENTS
+# JOBS (PG_SECONDS PG_RUNS PG_SCALE PG_CLIENTS PG_JOBS), HT, and TMP
+# (/tmp/heaptrace-NAME.*); FAILS counts the failed checks.
+pg_settings() {
+	SECS=${PG_SECONDS:-15}
+	RUNS=${PG_RUNS:-3}
+	SCALE=${PG_SCALE:-2}
+	CLIENTS=${PG_CLIENTS:-4}
+	JOBS=${PG_JOBS:-2}
+	HT=$PWD/build/heaptrace
+	TMP=$(mktemp -d "/tmp/heaptrace-$1.XXXXXX")
+	HPID=
+	STARTED=
+	FAILS=0
+}
+
+# pg_fail MESSAGE: a failed check, said and counted.
+pg_fail() {
+	note "$*"
+	FAILS=$((FAILS + 1))
+}
+
+# pg_keep: with PG_KEEP, the logs and profiles copied there (from the cleanup).
+pg_keep() {
+	[ -n "${PG_KEEP:-}" ] && mkdir -p "$PG_KEEP" &&
+		cp "$TMP"/*.err "$TMP"/*.pgbench "$TMP"/*.pb.gz "$TMP/server.log" "$PG_KEEP"/ 2>/dev/null
+}
+
+pg_alive() { as_pg psql -X -At "${PG[@]}" -d postgres -c 'select 1' 2>/dev/null | grep -qx 1; }
+
+# pg_trace LABEL ERR LINE ARG...: heaptrace -v ARG... in the background
+# (HPID, its stderr in ERR) until ERR has a line that starts with LINE;
+# 1 (a failed check, heaptrace killed) when it does not in 30 s.
+pg_trace() {
+	local label=$1 err=$2 line=$3
+	shift 3
+	timeout -s INT -k 60 $((SECS + 120)) "$HT" -v "$@" 2>"$err" &
+	HPID=$!
+	for _ in $(seq 300); do
+		grep -q "^$line" "$err" 2>/dev/null && return 0
+		kill -0 "$HPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "^$line" "$err" && return 0
+	pg_fail "$label: heaptrace did not attach: $(tail -2 "$err")"
+	kill -KILL "$HPID"
+	wait "$HPID"
+	HPID=
+	return 1
+}
+
+# pg_bench LABEL OUT: pgbench -S (its output in OUT); TPS set to its tps.
+pg_bench() {
+	local label=$1 out=$2 rc n
+	timeout -k 5 $((SECS + 60)) runuser -u "$PGUSER_OS" -- pgbench "${PG[@]}" -n -S -c "$CLIENTS" -j "$JOBS" -T "$SECS" postgres >"$out" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] || pg_fail "$label: pgbench exit status $rc: $(grep -iE 'error|abort' "$out" | head -2)"
+	n=$(awk '/number of failed transactions/ { print $5 }' "$out")
+	[ "${n:-0}" = 0 ] || pg_fail "$label: $n failed transactions"
+	TPS=$(awk '/^tps = / { printf "%.0f", $3 }' "$out")
+}
+
+# pg_untrace LABEL ERR: heaptrace stopped with SIGINT; not exit 0: a failed check, no TPS.
+pg_untrace() {
+	local rc
+	kill -INT "$HPID" 2>/dev/null
+	wait "$HPID"
+	rc=$?
+	HPID=
+	[ "$rc" = 0 ] || { pg_fail "$1: heaptrace exit status $rc: $(tail -2 "$2")"; TPS=; }
+}
+
+# pg_pids LABEL PB: PIDS set to how many pids have samples in the profile PB
+# (go tool pprof -tags), fewer than 2 a failed check; empty without go.
+pg_pids() {
+	PIDS=
+	command -v go >/dev/null && [ -s "$2" ] || return 0
+	PIDS=$(go tool pprof -tags "$2" 2>/dev/null | awk '/^ *pid:/ { on = 1; next } /^ *[a-z_]+:/ { on = 0 } on && /: [0-9]+ *$/ { k++ } END { print k + 0 }')
+	[ "$PIDS" -ge 2 ] || pg_fail "$1: samples of $PIDS pids in $2"
+}
+
+# pg_table TITLE: each configuration's median and its ratio to bare; exit 1 after a failed check.
+pg_table() {
+	local c
+	echo "$1"
+	for c in "${CONFIGS[@]}"; do
+		printf '  %-16s %8s   x bare %s   (%s)\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")" "${ALL[$c]:-}"
+	done
+	[ "$FAILS" = 0 ] || { note "$FAILS failed checks"; exit 1; }
 }

@@ -26,16 +26,7 @@ cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=bench/pg.sh
 . bench/pg.sh
 
-SECS=${PG_SECONDS:-15}
-RUNS=${PG_RUNS:-3}
-SCALE=${PG_SCALE:-2}
-CLIENTS=${PG_CLIENTS:-4}
-JOBS=${PG_JOBS:-2}
-HT=$PWD/build/heaptrace
-TMP=$(mktemp -d /tmp/heaptrace-pgcg.XXXXXX)
-HPID=
-STARTED=
-FAILS=0
+pg_settings pgcg
 CG=/sys/fs/cgroup/unified/heaptrace-pg-$$
 [ -d /sys/fs/cgroup/unified ] || CG=/sys/fs/cgroup/heaptrace-pg-$$
 
@@ -48,7 +39,7 @@ cleanup() {
 	# The server's processes leave the cgroup as they end (bounded wait).
 	for _ in $(seq 50); do [ -s "$CG/cgroup.procs" ] || break; sleep 0.1; done
 	[ -d "$CG" ] && { rmdir "$CG" 2>/dev/null || note "cannot remove $CG: $(tr '\n' ' ' <"$CG/cgroup.procs" 2>/dev/null)"; }
-	[ -n "${PG_KEEP:-}" ] && mkdir -p "$PG_KEEP" && cp "$TMP"/*.err "$TMP"/*.pgbench "$TMP"/*.pb.gz "$TMP/server.log" "$PG_KEEP"/ 2>/dev/null
+	pg_keep
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -64,45 +55,21 @@ done
 NPROCS=$(grep -c . "$CG/cgroup.procs")
 note "$("$BIN/postgres" --version) on 127.0.0.1:$PORT, $NPROCS processes in $CG, pgbench -S -c $CLIENTS -j $JOBS, scale $SCALE, $SECS s a run"
 
-alive() { as_pg psql -X -At "${PG[@]}" -d postgres -c 'select 1' 2>/dev/null | grep -qx 1; }
-
 # run CONFIG ROUND: TPS set to pgbench's tps, or empty.
 run() {
-	local c=$1 r=$2 err=$TMP/$1.$2.err out=$TMP/$1.$2.pgbench pb=$TMP/$1.$2.pb.gz rc n skipped adopted followed stubs
+	local c=$1 l="$1 round $2" err=$TMP/$1.$2.err pb=$TMP/$1.$2.pb.gz skipped adopted followed stubs
 	TPS=
 	case $c in
 	bare) ;;
 	cgroup_s512k)
-		timeout -s INT -k 60 $((SECS + 120)) "$HT" -v --cgroup "$CG" --sample-rate 512K --merge \
-			-f proto -o "$pb" 2>"$err" &
-		HPID=$!
-		for _ in $(seq 300); do
-			grep -q "^heaptrace: tracing PID" "$err" 2>/dev/null && break
-			kill -0 "$HPID" 2>/dev/null || break
-			sleep 0.1
-		done
-		grep -q "^heaptrace: tracing PID" "$err" ||
-			{ note "$c: heaptrace did not attach: $(tail -2 "$err")"; FAILS=$((FAILS + 1)); kill -KILL "$HPID"; wait "$HPID"; HPID=; return; }
+		pg_trace "$l" "$err" "heaptrace: tracing PID" --cgroup "$CG" --sample-rate 512K --merge -f proto -o "$pb" || return
 		sleep 1 ;;
 	*) note "unknown configuration $c"; return ;;
 	esac
-	timeout -k 5 $((SECS + 60)) runuser -u "$PGUSER_OS" -- pgbench "${PG[@]}" -n -S -c "$CLIENTS" -j "$JOBS" -T "$SECS" postgres >"$out" 2>&1
-	rc=$?
-	[ "$rc" = 0 ] || { note "$c round $r: pgbench exit status $rc: $(grep -iE 'error|abort' "$out" | head -2)"; FAILS=$((FAILS + 1)); }
-	n=$(awk '/number of failed transactions/ { print $5 }' "$out")
-	[ "${n:-0}" = 0 ] || { note "$c round $r: $n failed transactions"; FAILS=$((FAILS + 1)); }
-	TPS=$(awk '/^tps = / { printf "%.0f", $3 }' "$out")
+	pg_bench "$l" "$TMP/$c.$2.pgbench"
 	if [ -n "$HPID" ]; then
-		kill -INT "$HPID" 2>/dev/null
-		wait "$HPID"
-		rc=$?
-		HPID=
-		[ "$rc" = 0 ] || { note "$c round $r: heaptrace exit status $rc: $(tail -2 "$err")"; FAILS=$((FAILS + 1)); TPS=; }
-		n=
-		if command -v go >/dev/null && [ -s "$pb" ]; then
-			n=$(go tool pprof -tags "$pb" 2>/dev/null | awk '/^ *pid:/ { on = 1; next } /^ *[a-z_]+:/ { on = 0 } on && /: [0-9]+ *$/ { k++ } END { print k + 0 }')
-			[ "$n" -ge 2 ] || { note "$c round $r: samples of $n pids in $pb"; FAILS=$((FAILS + 1)); }
-		fi
+		pg_untrace "$l" "$err"
+		pg_pids "$l" "$pb"
 		# Every process of the cgroup traced: the target, the others adopted, a backend per client followed.
 		skipped=$(grep -c "is not traced:" "$err")
 		adopted=$(grep -c 'tracing PID .* too' "$err")
@@ -110,19 +77,13 @@ run() {
 		stubs=$(grep -c 'tracing PID .* too (slot [0-9]*, its own stub)' "$err")
 		if [ "$skipped" != 0 ] || [ $((1 + adopted)) -lt "$NPROCS" ] || [ "$followed" -lt "$CLIENTS" ] ||
 			[ "$stubs" != "$adopted" ]; then
-			note "$c round $r: $NPROCS processes in the cgroup, $adopted adopted beside the target ($stubs with a stub), $followed followed, $skipped skipped"
-			FAILS=$((FAILS + 1))
+			pg_fail "$l: $NPROCS processes in the cgroup, $adopted adopted beside the target ($stubs with a stub), $followed followed, $skipped skipped"
 		fi
-		note "$c round $r: adopted $adopted ($stubs with a stub of their own), followed $followed, skipped $skipped, pids with samples ${n:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
+		note "$l: adopted $adopted ($stubs with a stub of their own), followed $followed, skipped $skipped, pids with samples ${PIDS:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
 	fi
-	alive || { note "$c round $r: the server does not answer select 1"; FAILS=$((FAILS + 1)); }
+	pg_alive || pg_fail "$l: the server does not answer select 1"
 }
 
 read -ra CONFIGS <<<"${PG_CONFIGS:-bare cgroup_s512k}"
 rounds "$RUNS" tps TPS
-
-echo "pgbench -S -c $CLIENTS -j $JOBS -T $SECS, the server's cgroup under heaptrace --cgroup --merge, median of $RUNS rounds (tps):"
-for c in "${CONFIGS[@]}"; do
-	printf '  %-16s %8s   x bare %s   (%s)\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")" "${ALL[$c]:-}"
-done
-[ "$FAILS" = 0 ] || { note "$FAILS failed checks"; exit 1; }
+pg_table "pgbench -S -c $CLIENTS -j $JOBS -T $SECS, the server's cgroup under heaptrace --cgroup --merge, median of $RUNS rounds (tps):"

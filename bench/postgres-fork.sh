@@ -27,16 +27,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=bench/pg.sh
 . bench/pg.sh
 
-SECS=${PG_SECONDS:-15}
-RUNS=${PG_RUNS:-3}
-SCALE=${PG_SCALE:-2}
-CLIENTS=${PG_CLIENTS:-4}
-JOBS=${PG_JOBS:-2}
-HT=$PWD/build/heaptrace
-TMP=$(mktemp -d /tmp/heaptrace-pgff.XXXXXX)
-HPID=
-STARTED=
-FAILS=0
+pg_settings pgff
 
 note() { echo "bench-postgres-fork: $*" >&2; }
 die() { note "$*"; exit 1; }
@@ -44,7 +35,7 @@ die() { note "$*"; exit 1; }
 cleanup() {
 	[ -n "$HPID" ] && kill -KILL "$HPID" 2>/dev/null
 	pg_stop
-	[ -n "${PG_KEEP:-}" ] && mkdir -p "$PG_KEEP" && cp "$TMP"/*.err "$TMP"/*.pgbench "$TMP"/*.pb.gz "$TMP/server.log" "$PG_KEEP"/ 2>/dev/null
+	pg_keep
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -53,11 +44,9 @@ trap 'exit 130' INT TERM
 pg_start
 note "$("$BIN/postgres" --version) on 127.0.0.1:$PORT, postmaster $PM, pgbench -S -c $CLIENTS -j $JOBS, scale $SCALE, $SECS s a run"
 
-alive() { as_pg psql -X -At "${PG[@]}" -d postgres -c 'select 1' 2>/dev/null | grep -qx 1; }
-
 # run CONFIG ROUND: TPS set to pgbench's tps, or empty.
 run() {
-	local c=$1 r=$2 args=() err=$TMP/$1.$2.err out=$TMP/$1.$2.pgbench pb=$TMP/$1.$2.pb.gz rc own n
+	local c=$1 l="$1 round $2" args=() err=$TMP/$1.$2.err pb=$TMP/$1.$2.pb.gz own
 	TPS=
 	case $c in
 	bare) ;;
@@ -68,49 +57,22 @@ run() {
 	*) note "unknown configuration $c"; return ;;
 	esac
 	if [ "$c" != bare ]; then
-		timeout -s INT -k 60 $((SECS + 120)) "$HT" -v --follow-fork --merge "${args[@]}" \
-			-f proto -o "$pb" -p "$PM" 2>"$err" &
-		HPID=$!
-		for _ in $(seq 300); do
-			grep -q "^heaptrace: tracing PID $PM" "$err" 2>/dev/null && break
-			kill -0 "$HPID" 2>/dev/null || break
-			sleep 0.1
-		done
-		grep -q "^heaptrace: tracing PID $PM" "$err" ||
-			{ note "$c: heaptrace did not attach: $(tail -2 "$err")"; FAILS=$((FAILS + 1)); kill -KILL "$HPID"; wait "$HPID"; HPID=; return; }
+		pg_trace "$l" "$err" "heaptrace: tracing PID $PM" --follow-fork --merge "${args[@]}" -f proto -o "$pb" -p "$PM" || return
 	fi
-	timeout -k 5 $((SECS + 60)) runuser -u "$PGUSER_OS" -- pgbench "${PG[@]}" -n -S -c "$CLIENTS" -j "$JOBS" -T "$SECS" postgres >"$out" 2>&1
-	rc=$?
-	[ "$rc" = 0 ] || { note "$c round $r: pgbench exit status $rc: $(grep -iE 'error|abort' "$out" | head -2)"; FAILS=$((FAILS + 1)); }
-	n=$(awk '/number of failed transactions/ { print $5 }' "$out")
-	[ "${n:-0}" = 0 ] || { note "$c round $r: $n failed transactions"; FAILS=$((FAILS + 1)); }
-	TPS=$(awk '/^tps = / { printf "%.0f", $3 }' "$out")
+	pg_bench "$l" "$TMP/$c.$2.pgbench"
 	if [ -n "$HPID" ]; then
-		kill -INT "$HPID" 2>/dev/null
-		wait "$HPID"
-		rc=$?
-		HPID=
-		[ "$rc" = 0 ] || { note "$c round $r: heaptrace exit status $rc: $(tail -2 "$err")"; FAILS=$((FAILS + 1)); TPS=; }
+		pg_untrace "$l" "$err"
 		own=$(grep -c "has its own copy of the stub, enabled" "$err")
 		case $c in
 		*noinject) ;;
-		*) [ "$own" -ge "$CLIENTS" ] || { note "$c round $r: $own backends with a stub of their own (< $CLIENTS)"; FAILS=$((FAILS + 1)); } ;;
+		*) [ "$own" -ge "$CLIENTS" ] || pg_fail "$l: $own backends with a stub of their own (< $CLIENTS)" ;;
 		esac
-		n=
-		if command -v go >/dev/null && [ -s "$pb" ]; then
-			n=$(go tool pprof -tags "$pb" 2>/dev/null | awk '/^ *pid:/ { on = 1; next } /^ *[a-z_]+:/ { on = 0 } on && /: [0-9]+ *$/ { k++ } END { print k + 0 }')
-			[ "$n" -ge 2 ] || { note "$c round $r: samples of $n pids in $pb"; FAILS=$((FAILS + 1)); }
-		fi
-		note "$c round $r: stubs $own, pids in profile ${n:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
+		pg_pids "$l" "$pb"
+		note "$l: stubs $own, pids in profile ${PIDS:-?}, $(grep -oE '^heaptrace: events:.*' "$err" | tail -1 | sed 's/^heaptrace: //')"
 	fi
-	alive || { note "$c round $r: the server does not answer select 1"; FAILS=$((FAILS + 1)); }
+	pg_alive || pg_fail "$l: the server does not answer select 1"
 }
 
 read -ra CONFIGS <<<"${PG_CONFIGS:-bare s512k s512k_noinject exact exact_noinject}"
 rounds "$RUNS" tps TPS
-
-echo "pgbench -S -c $CLIENTS -j $JOBS -T $SECS, postmaster under --follow-fork --merge, median of $RUNS rounds (tps):"
-for c in "${CONFIGS[@]}"; do
-	printf '  %-16s %8s   x bare %s   (%s)\n' "$c" "${MED[$c]:--}" "$(ratio "${MED[$c]:-}" "${MED[bare]:-}")" "${ALL[$c]:-}"
-done
-[ "$FAILS" = 0 ] || { note "$FAILS failed checks"; exit 1; }
+pg_table "pgbench -S -c $CLIENTS -j $JOBS -T $SECS, postmaster under --follow-fork --merge, median of $RUNS rounds (tps):"

@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -57,18 +56,38 @@ static int wait_tid(pid_t tid, int *st)
 	return 0;
 }
 
+/* A wait status as waitpid gives it, from what waitid says. */
+static int wait_status(const siginfo_t *si)
+{
+	switch (si->si_code) {
+	case CLD_EXITED:
+		return (si->si_status & 0xff) << 8;
+	case CLD_KILLED:
+		return si->si_status & 0x7f;
+	case CLD_DUMPED:
+		return (si->si_status & 0x7f) | 0x80;
+	default:
+		/* Stopped or trapped: the signal, and a ptrace event above it. */
+		return (si->si_status & 0xffff) << 8 | 0x7f;
+	}
+}
+
 /*
- * waitpid for an interrupted thread, bounded: a thread that never reports
- * (its stop was taken by someone else) must not hang heaptrace's stop,
- * which a supervisor then ends with SIGKILL, leaving every jump behind.
+ * The next wait status of an interrupted thread, only looked at (WNOWAIT:
+ * the next wait takes it), bounded: a thread that never reports (its stop
+ * was taken by someone else) must not hang heaptrace's stop, which a
+ * supervisor then ends with SIGKILL, leaving every jump behind.
  */
-static int wait_tid_bounded(pid_t tid, int *st, int *waited_ms)
+static int peek_tid_bounded(pid_t tid, int *st, int *waited_ms)
 {
 	for (;;) {
-		pid_t w = waitpid(tid, st, __WALL | WNOHANG);
-		if (w > 0)
+		siginfo_t si = { 0 };
+		int rc = waitid(P_PID, tid, &si, WEXITED | WSTOPPED | __WALL | WNOHANG | WNOWAIT);
+		if (!rc && si.si_pid) {
+			*st = wait_status(&si);
 			return 0;
-		if (w < 0 && errno != EINTR)
+		}
+		if (rc < 0 && errno != EINTR)
 			return -errno;
 		if (*waited_ms >= 5000)
 			return -ETIMEDOUT;
@@ -78,19 +97,43 @@ static int wait_tid_bounded(pid_t tid, int *st, int *waited_ms)
 }
 
 /*
- * Wait until an interrupted thread is in its interrupt stop.  A signal
- * that arrives first is held back and sent again at the resume; a thread
- * that exits meanwhile is forgotten.  1: stopped, 0: gone, -errno
- * (-ETIMEDOUT: no stop in 5 s).
+ * A fork, vfork, clone or exec of a thread that heaptrace's ptrace loop
+ * traces is for that loop to see: the new process waits in its first stop
+ * until the loop has attached it, and an exec is followed there.  Taken
+ * and continued here, the event was lost: the child stayed stopped for
+ * good, and a vfork's parent, waiting for its child where no interrupt
+ * reaches it, never stopped (remote_stop timed out: a -p --follow-fork
+ * attach to a process that runs posix_spawn).
+ */
+static bool for_the_loop(const struct remote_thread *t, int st)
+{
+	int event = st >> 16;
+
+	return !t->seized && WIFSTOPPED(st) && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+						event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_EXEC);
+}
+
+/*
+ * Wait until an interrupted thread is in its interrupt stop, or in an
+ * event stop of the ptrace loop's (for_the_loop: left untaken, it stays
+ * there until that loop continues it).  A signal that arrives first is
+ * delivered; a thread that exits meanwhile is forgotten.  1: stopped, 0:
+ * gone, -errno (-ETIMEDOUT: no stop in 5 s).
  */
 static int wait_stopped(struct remote *r, struct remote_thread *t)
 {
 	int waited_ms = 0;
 
 	for (;;) {
-		int st, err = wait_tid_bounded(t->tid, &st, &waited_ms);
+		int st, err = peek_tid_bounded(t->tid, &st, &waited_ms);
 
 		if (err)
+			return err;
+		if (for_the_loop(t, st)) {
+			t->loops = true;
+			return 1;
+		}
+		if ((err = wait_tid(t->tid, &st)))
 			return err;
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			if (t->tid == r->pid) {
@@ -154,39 +197,33 @@ static int stop_one(struct remote *r, pid_t tid, bool traced)
 	return 1;
 }
 
+/* A round of remote_stop: one thread of the process (proc_take_threads). */
+struct stop_round {
+	struct remote *r;
+	bool (*traced)(void *arg, pid_t tid);
+	void *arg;
+};
+
+static int stop_listed(void *arg, pid_t tid)
+{
+	struct stop_round *a = arg;
+
+	/*
+	 * Only a thread stopped now is news: one that is gone (exiting, still
+	 * listed) would make the rounds go on for good (heaptrace busy at 100%
+	 * until SIGKILLed).
+	 */
+	return find(a->r, tid) ? 0 : stop_one(a->r, tid, a->traced && a->traced(a->arg, tid));
+}
+
 int remote_stop(struct remote *r, pid_t pid, bool (*traced)(void *arg, pid_t tid), void *arg)
 {
-	char path[64];
-	bool added = true;
+	struct stop_round a = { r, traced, arg };
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	if ((err = open_mem(r, pid)))
+	if ((err = open_mem(r, pid)) || (err = proc_take_threads(pid, stop_listed, &a)))
 		return err;
-	/* A thread may start another until it is stopped itself: go round until no new one appears. */
-	while (added) {
-		added = false;
-		snprintf(path, sizeof(path), "/proc/%d/task", pid);
-		DIR *d = opendir(path);
-		if (!d)
-			return -errno;
-		for (struct dirent *e; (e = readdir(d));) {
-			pid_t tid = atoi(e->d_name);
-			if (tid <= 0 || find(r, tid))
-				continue;
-			/*
-			 * Only a thread stopped now is news: one that is gone
-			 * (exiting, still listed) would make this loop spin for
-			 * good (heaptrace busy at 100% until SIGKILLed).
-			 */
-			if ((err = stop_one(r, tid, traced && traced(arg, tid))) < 0) {
-				closedir(d);
-				return err;
-			}
-			added |= err > 0;
-		}
-		closedir(d);
-	}
 	if (r->exited || !r->n)
 		return -ESRCH;
 	return 0;
@@ -213,8 +250,11 @@ void remote_resume(struct remote *r)
 	for (size_t i = 0; i < r->n; i++) {
 		struct remote_thread *t = &r->t[i];
 
-		if (!t->stopped)
+		if (!t->stopped || t->loops) {
+			/* One in an event stop of the ptrace loop's: that loop continues it (its registers are untouched). */
+			t->stopped = false;
 			continue;
+		}
 		ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
 		/*
 		 * A detached thread goes back to its group-stop by itself; a
@@ -248,29 +288,63 @@ int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-/* A `syscall` instruction: the vDSO's fallbacks have some, and every process maps the vDSO. */
-static int find_syscall(struct remote *r)
+/* The first `syscall` instruction of code (len bytes at address at), or 0. */
+static uint64_t syscall_in(const uint8_t *code, size_t len, uint64_t at)
 {
+	const uint8_t *p = len > 1 ? memmem(code, len, "\x0f\x05", 2) : NULL;
+
+	return p ? at + (uint64_t)(p - code) : 0;
+}
+
+/*
+ * Where the first remote calls run from, in one pass over the maps: libc's
+ * `syscall; ret` and signal restorer, for a signal frame under the call
+ * (sigframe.c), read in windows until both are found, the first `syscall`
+ * of the windows read on the way noted; else (a static program) the first
+ * `syscall` of the vDSO, whose fallbacks have some, and which every
+ * process maps.  Once: no syscall_insn after it, no remote call.
+ */
+static void find_syscalls(struct remote *r)
+{
+	struct sigframe_gadgets g = { 0 };
 	struct map_entry e;
+	uint64_t vdso_lo = 0, vdso_hi = 0;
 	uint8_t buf[65536];
 
+	r->looked = true;
 	char *maps = proc_maps(r->pid);
 	if (!maps)
-		return -errno;
-	for (const char *pos = maps; maps_next(&pos, &e) && !r->syscall_insn;) {
-		if (e.perms[2] != 'x' || (strcmp(e.path, "[vdso]") && !strstr(e.path, "libc.so")))
+		return;
+	for (const char *pos = maps; maps_next(&pos, &e) && (!g.restorer || !g.syscall_ret);) {
+		if (e.perms[2] == 'x' && !strcmp(e.path, "[vdso]"))
+			vdso_lo = e.lo, vdso_hi = e.hi;
+		if (e.perms[2] != 'x' || !strstr(e.path, "libc.so"))
 			continue;
-		size_t len = e.hi - e.lo < sizeof(buf) ? e.hi - e.lo : sizeof(buf);
-		if (remote_read(r, e.lo, buf, len))
-			continue;
-		for (size_t i = 0; i + 1 < len; i++)
-			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
-				r->syscall_insn = e.lo + i;
+		/* Windows that overlap by a pattern's length less one, so none is split. */
+		for (uint64_t at = e.lo; at < e.hi && (!g.restorer || !g.syscall_ret); at += sizeof(buf) - 16) {
+			size_t len = e.hi - at < sizeof(buf) ? e.hi - at : sizeof(buf);
+			if (remote_read(r, at, buf, len))
 				break;
-			}
+			sigframe_scan(buf, len, at, &g);
+			if (!r->syscall_insn)
+				r->syscall_insn = syscall_in(buf, len, at);
+			if (len < sizeof(buf))
+				break;
+		}
 	}
 	free(maps);
-	return r->syscall_insn ? 0 : -ENOENT;
+	if (g.restorer && g.syscall_ret) {
+		r->frame_syscall = g.syscall_ret;
+		r->frame_restorer = g.restorer;
+	} else {
+		ht_info("PID %d: no `syscall; ret` and signal restorer in its libc: the first remote call "
+			"has no signal frame under it", r->pid);
+	}
+	if (!r->syscall_insn && vdso_hi) {
+		size_t len = vdso_hi - vdso_lo < sizeof(buf) ? vdso_hi - vdso_lo : sizeof(buf);
+		if (!remote_read(r, vdso_lo, buf, len))
+			r->syscall_insn = syscall_in(buf, len, vdso_lo);
+	}
 }
 
 /* The gadget's code, as assembled (its data follows at 0x88: fill_gadget). */
@@ -333,10 +407,11 @@ static void fill_gadget(uint8_t *g, const struct user_regs_struct *regs)
 	memcpy(g + 0x90, v, sizeof(v));
 }
 
+/* The thread remote calls borrow: the first in an interrupt stop (an event stop is the ptrace loop's). */
 static struct remote_thread *syscall_thread(struct remote *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (r->t[i].stopped)
+		if (r->t[i].stopped && !r->t[i].loops)
 			return &r->t[i];
 	return NULL;
 }
@@ -353,12 +428,9 @@ void remote_fill_gadget(struct remote *r, uint8_t *g)
 
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 {
-	struct remote_thread *t = NULL;
+	struct remote_thread *t = syscall_thread(r);
 	int err;
 
-	for (size_t i = 0; i < r->n && !t; i++)
-		if (r->t[i].stopped)
-			t = &r->t[i];
 	if (!t)
 		return -ESRCH;
 	/*
@@ -368,8 +440,10 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	 * would give it those.  The signal frame serves instead.
 	 */
 	uint64_t gadget = r->gadget && !remote_pc_in(r, r->gadget, r->gadget + REMOTE_GADGET_SIZE) ? r->gadget : 0;
-	if (!gadget && !r->syscall_insn && (err = find_syscall(r)))
-		return err;
+	if (!gadget && !r->looked)
+		find_syscalls(r);
+	if (!gadget && !r->syscall_insn)
+		return -ENOENT;
 	/*
 	 * Its registers come back at a system call's exit stop, where the
 	 * kernel no longer restarts the call they were interrupted in: the
@@ -379,22 +453,13 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 
 	struct user_regs_struct regs = t->regs;
 	regs.rip = r->syscall_insn;
-	if (!gadget && !r->frame_looked) {
-		struct sigframe_gadgets g;
-		r->frame_looked = true;
-		if (!sigframe_find(r->pid, r->mem_fd, &g)) {
-			r->frame_syscall = g.syscall_ret;
-			r->frame_restorer = g.restorer;
-		} else {
-			ht_info("PID %d: no `syscall; ret` and signal restorer in its libc: the first remote call "
-				"has no signal frame under it", r->pid);
-		}
-	}
 	if (!gadget && r->frame_syscall) {
 		struct sigframe_gadgets g = { r->frame_syscall, r->frame_restorer };
+		uint8_t frame[SIGFRAME_MAX];
 		uint64_t sp;
+		size_t len;
 		/* A stack with no room below it (the frame did not fit) makes the call as before. */
-		if (!sigframe_push(r->mem_fd, t->tid, &t->regs, &g, &sp)) {
+		if (!sigframe_build(t->tid, &t->regs, &g, frame, &sp, &len) && !remote_write(r, sp, frame, len)) {
 			regs.rip = r->frame_syscall;
 			regs.rsp = sp;
 		}
@@ -457,7 +522,7 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 int remote_sync(struct remote *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (r->t[i].stopped && ptrace(PTRACE_SETREGS, r->t[i].tid, 0, &r->t[i].regs))
+		if (r->t[i].stopped && !r->t[i].loops && ptrace(PTRACE_SETREGS, r->t[i].tid, 0, &r->t[i].regs))
 			return -errno;
 	return 0;
 }

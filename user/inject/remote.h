@@ -18,6 +18,7 @@ struct remote_thread {
 	bool seized;            /* seized here: detached when done (else heaptrace's ptrace loop owns it) */
 	bool stopped;
 	bool group_stop;        /* its stop was a group-stop (job control): traced, it is resumed listening */
+	bool loops;             /* traced, stopped at a fork, clone or exec event left to heaptrace's ptrace loop */
 	uint64_t requeue;       /* signals (bit sig - 1) taken from it during a remote call, sent again at the resume */
 	struct user_regs_struct regs;
 };
@@ -31,7 +32,7 @@ struct remote {
 	uint64_t gadget;                /* REMOTE_GADGET_SIZE bytes of ours to make system calls from; 0: none yet */
 	uint64_t frame_syscall;         /* before the gadget: `syscall; ret` in libc, a signal frame under it */
 	uint64_t frame_restorer;        /* libc's rt_sigreturn restorer (inject/sigframe.h) */
-	bool frame_looked;
+	bool looked;                    /* the three above were looked for (in one pass: remote.c) */
 	int exit_status;                /* the process ended while being stopped: its wait status */
 	bool exited;
 };
@@ -65,7 +66,11 @@ void remote_resume(struct remote *r);
 /* The gadget for the thread remote_syscall borrows, as it would write it (REMOTE_GADGET_SIZE bytes). */
 void remote_fill_gadget(struct remote *r, uint8_t *g);
 
-/* A system call made by the first stopped thread; its result (or -errno) in *ret.  0 or -errno. */
+/*
+ * A system call made by the first thread in an interrupt stop; its result
+ * (or -errno) in *ret.  0 or -errno (-ESRCH: every thread is in an event
+ * stop of the ptrace loop's).
+ */
 int remote_syscall(struct remote *r, long nr, const long args[6], long *ret);
 
 /* The same with the arguments in line: the call's result; *err 0, or -errno (the call's or the failure's). */
@@ -74,13 +79,13 @@ long remote_call(struct remote *r, long nr, long a, long b, long c, long d, long
 int remote_write(struct remote *r, uint64_t addr, const void *buf, size_t len);
 int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
 
-/* Is any stopped thread's instruction pointer in [lo, hi)? */
 /* Write every stopped thread's registers back now (the caller resumes it: remote_adopt). */
 int remote_sync(struct remote *r);
 
 /* Run one instruction of the first thread, from its registers; 0 or -errno. */
 int remote_step(struct remote *r);
 
+/* Is any stopped thread's instruction pointer in [lo, hi)? */
 bool remote_pc_in(const struct remote *r, uint64_t lo, uint64_t hi);
 
 void remote_free(struct remote *r);

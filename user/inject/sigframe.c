@@ -14,15 +14,11 @@
 #include <elf.h>
 #include <errno.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "inject/sigframe.h"
-#include "util/log.h"
-#include "util/procfs.h"
 
 #ifndef NT_X86_XSTATE
 #define NT_X86_XSTATE 0x202
@@ -62,6 +58,10 @@ _Static_assert(sizeof(struct k_sigcontext) == 256, "struct sigcontext");
 _Static_assert(__builtin_offsetof(struct k_rt_sigframe, uc_mcontext) == 48 &&
 	       __builtin_offsetof(struct k_rt_sigframe, uc_sigmask) == 304, "struct rt_sigframe");
 
+/* The frame's place below the FPU state (64-byte aligned): the frame starts 16-byte aligned. */
+#define FRAME_ROOM ((sizeof(struct k_rt_sigframe) + 15) & ~(size_t)15)
+_Static_assert(FRAME_ROOM + XSTATE_MAX + 4 <= SIGFRAME_MAX, "a frame's room");
+
 #define UC_SIGCONTEXT_SS 0x2
 #define UC_STRICT_RESTORE_SS 0x4
 
@@ -76,55 +76,21 @@ static uint64_t find_in(const uint8_t *buf, size_t len, uint64_t at, const uint8
 	return 0;
 }
 
-static int mem_read(int fd, uint64_t addr, void *buf, size_t len)
+void sigframe_scan(const uint8_t *code, size_t len, uint64_t at, struct sigframe_gadgets *g)
 {
-	return pread(fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+	if (!g->restorer)
+		g->restorer = find_in(code, len, at, restorer_code, sizeof(restorer_code));
+	if (!g->syscall_ret)
+		g->syscall_ret = find_in(code, len, at, syscall_ret_code, sizeof(syscall_ret_code));
 }
 
-static int mem_write(int fd, uint64_t addr, const void *buf, size_t len)
+int sigframe_build(pid_t tid, const struct user_regs_struct *regs, const struct sigframe_gadgets *g, uint8_t *buf,
+		   uint64_t *at, size_t *len)
 {
-	ssize_t n = pwrite(fd, buf, len, (off_t)addr);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
-
-int sigframe_find(pid_t pid, int mem_fd, struct sigframe_gadgets *g)
-{
-	struct map_entry e;
-	static uint8_t buf[65536];
-
-	memset(g, 0, sizeof(*g));
-	char *maps = proc_maps(pid);
-	if (!maps)
-		return -errno;
-	for (const char *pos = maps; maps_next(&pos, &e) && (!g->restorer || !g->syscall_ret);) {
-		if (e.perms[2] != 'x' || !strstr(e.path, "libc.so"))
-			continue;
-		/* Windows that overlap by a pattern's length less one, so none is split. */
-		for (uint64_t at = e.lo; at < e.hi && (!g->restorer || !g->syscall_ret); at += sizeof(buf) - 16) {
-			size_t len = e.hi - at < sizeof(buf) ? e.hi - at : sizeof(buf);
-			if (mem_read(mem_fd, at, buf, len))
-				break;
-			if (!g->restorer)
-				g->restorer = find_in(buf, len, at, restorer_code, sizeof(restorer_code));
-			if (!g->syscall_ret)
-				g->syscall_ret = find_in(buf, len, at, syscall_ret_code, sizeof(syscall_ret_code));
-			if (len < sizeof(buf))
-				break;
-		}
-	}
-	free(maps);
-	return g->restorer && g->syscall_ret ? 0 : -ENOENT;
-}
-
-int sigframe_push(int mem_fd, pid_t tid, const struct user_regs_struct *regs, const struct sigframe_gadgets *g,
-		  uint64_t *sp)
-{
-	static uint8_t xs[XSTATE_MAX + 64];
+	uint8_t *xs = buf + FRAME_ROOM;
 	struct iovec iov = { xs, XSTATE_MAX };
 	uint64_t mask = 0;
 	uint32_t xsize = 512;
-	int err;
 
 	if (ptrace(PTRACE_GETSIGMASK, tid, sizeof(mask), &mask))
 		return -errno;
@@ -154,7 +120,6 @@ int sigframe_push(int mem_fd, pid_t tid, const struct user_regs_struct *regs, co
 
 	/* Below the red zone: the FPU state (XRSTOR wants 64-byte alignment), the frame below it. */
 	uint64_t fp = (regs->rsp - 128 - (xsize + 4)) & ~63ull;
-	uint64_t at = (fp - sizeof(struct k_rt_sigframe)) & ~15ull;
 	struct k_rt_sigframe f;
 	memset(&f, 0, sizeof(f));
 	f.pretcode = g->restorer;
@@ -170,8 +135,9 @@ int sigframe_push(int mem_fd, pid_t tid, const struct user_regs_struct *regs, co
 	c->cs = regs->cs, c->ss = regs->ss;
 	c->fpstate = fp;
 	f.uc_sigmask = mask;
-	if ((err = mem_write(mem_fd, fp, xs, xsize + 4)) || (err = mem_write(mem_fd, at, &f, sizeof(f))))
-		return err;
-	*sp = at;
+	memset(buf, 0, FRAME_ROOM);
+	memcpy(buf, &f, sizeof(f));
+	*at = fp - FRAME_ROOM;
+	*len = FRAME_ROOM + xsize + 4;
 	return 0;
 }

@@ -38,43 +38,55 @@ static bool rip_relative(const cs_insn *in)
 	return false;
 }
 
-int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from, uint64_t to,
-		      size_t skip, uint8_t *out, size_t *out_len, char *why, size_t why_len)
+/* A decoder with operand details, and room for one instruction; false (a reason in why) if none. */
+static bool decoder_open(csh *cs, cs_insn **in, char *why, size_t why_len)
 {
-	csh cs;
-	cs_insn *in;
-	size_t done = 0, len = 0;
-	int rc = -1;
-
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK) {
 		snprintf(why, why_len, "cannot start the instruction decoder");
-		return -1;
+		return false;
 	}
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	in = cs_malloc(cs);
+	cs_option(*cs, CS_OPT_DETAIL, CS_OPT_ON);
+	if (!(*in = cs_malloc(*cs))) {
+		snprintf(why, why_len, "out of memory");
+		cs_close(cs);
+		return false;
+	}
+	return true;
+}
+
+static void decoder_close(csh *cs, cs_insn *in)
+{
+	cs_free(in, 1);
+	cs_close(cs);
+}
+
+static int relocate(csh cs, cs_insn *in, const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from,
+		    uint64_t to, size_t skip, uint8_t *out, size_t *out_len, char *why, size_t why_len)
+{
+	size_t done = 0, len = 0;
 	const uint8_t *p = code;
 	size_t left = avail;
 	uint64_t addr = from;
 
-	while (in && done < skip + JMP_REL32_LEN) {
+	while (done < skip + JMP_REL32_LEN) {
 		if (!left || done >= func_size) {
 			snprintf(why, why_len, "the function is shorter than a jump (%lu bytes)", (unsigned long)func_size);
-			goto out;
+			return -1;
 		}
 		if (!cs_disasm_iter(cs, &p, &left, &addr, in)) {
 			snprintf(why, why_len, "undecodable instruction at +%zu", done);
-			goto out;
+			return -1;
 		}
 		uint64_t at = to + len, target;
 		const uint8_t *b = in->bytes;
 
 		if (done + in->size > func_size) {
 			snprintf(why, why_len, "the function is shorter than a jump (%lu bytes)", (unsigned long)func_size);
-			goto out;
+			return -1;
 		}
 		if (len + in->size + 6 + JMP_REL32_LEN > RELOCATED_MAX) {
 			snprintf(why, why_len, "the displaced code does not fit");
-			goto out;
+			return -1;
 		}
 		if (relative_branch(cs, in, &target)) {
 			int64_t rel;
@@ -103,11 +115,11 @@ int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uin
 			} else {
 				/* loop, jrcxz and friends have no rel32 form. */
 				snprintf(why, why_len, "`%s %s` cannot be moved", in->mnemonic, in->op_str);
-				goto out;
+				return -1;
 			}
 			if (!fits_rel32(rel)) {
 				snprintf(why, why_len, "a branch target is out of reach of the stub");
-				goto out;
+				return -1;
 			}
 		} else {
 			memcpy(out + len, b, in->size);
@@ -117,14 +129,14 @@ int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uin
 				if (size != 4 || off + 4 > in->size) {
 					snprintf(why, why_len, "odd rip-relative operand in `%s %s`", in->mnemonic,
 						 in->op_str);
-					goto out;
+					return -1;
 				}
 				int32_t disp;
 				memcpy(&disp, b + off, 4);
 				int64_t moved = (int64_t)(from + done + in->size + disp) - (int64_t)(at + in->size);
 				if (!fits_rel32(moved)) {
 					snprintf(why, why_len, "a rip-relative operand is out of reach of the stub");
-					goto out;
+					return -1;
 				}
 				put32(out + len + off, (int32_t)moved);
 			}
@@ -132,24 +144,30 @@ int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uin
 		}
 		done += in->size;
 	}
-	if (!in)
-		goto out;
 	/* Back to the first instruction that was not displaced. */
 	int64_t back = (int64_t)(from + done) - (int64_t)(to + len + JMP_REL32_LEN);
 	if (!fits_rel32(back)) {
 		snprintf(why, why_len, "the function is out of reach of the stub");
-		goto out;
+		return -1;
 	}
 	out[len] = 0xe9;
 	put32(out + len + 1, (int32_t)back);
 	len += JMP_REL32_LEN;
 	*out_len = len;
-	rc = (int)done;
-out:
-	if (in)
-		cs_free(in, 1);
-	cs_close(&cs);
-	return rc;
+	return (int)done;
+}
+
+int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from, uint64_t to,
+		      size_t skip, uint8_t *out, size_t *out_len, char *why, size_t why_len)
+{
+	csh cs;
+	cs_insn *in;
+
+	if (!decoder_open(&cs, &in, why, why_len))
+		return -1;
+	int len = relocate(cs, in, code, avail, func_size, from, to, skip, out, out_len, why, why_len);
+	decoder_close(&cs, in);
+	return len;
 }
 
 static bool registers_only(const cs_insn *in)
@@ -162,20 +180,19 @@ static bool registers_only(const cs_insn *in)
 	return true;
 }
 
-size_t relocate_skip(const uint8_t *code, size_t avail, uint8_t *undo, size_t *undo_len)
+/*
+ * The length of a first instruction the jump can go after (relocate_choose)
+ * with its undo in undo, *undo_len bytes; or 0: the jump goes at the entry.
+ */
+static size_t skip_len(csh cs, cs_insn *in, const uint8_t *code, size_t avail, uint8_t *undo, size_t *undo_len)
 {
-	csh cs;
-	cs_insn *in;
 	size_t k = 0;
 	const uint8_t *p = code;
 	size_t left = avail;
 	uint64_t addr = 0;
 
 	*undo_len = 0;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
-		return 0;
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	if ((in = cs_malloc(cs)) && cs_disasm_iter(cs, &p, &left, &addr, in)) {
+	if (cs_disasm_iter(cs, &p, &left, &addr, in)) {
 		const cs_x86 *x = &in->detail->x86;
 		const uint8_t *b = in->bytes;
 
@@ -198,8 +215,28 @@ size_t relocate_skip(const uint8_t *code, size_t avail, uint8_t *undo, size_t *u
 			k = 4;
 		}
 	}
-	if (in)
-		cs_free(in, 1);
-	cs_close(&cs);
 	return k;
+}
+
+int relocate_choose(const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from, size_t *skip,
+		    uint8_t *undo, size_t *undo_len, char *why, size_t why_len)
+{
+	uint8_t moved[RELOCATED_MAX];
+	size_t moved_len;
+	csh cs;
+	cs_insn *in;
+	int len = -1;
+
+	if (!decoder_open(&cs, &in, why, why_len))
+		return -1;
+	*skip = skip_len(cs, in, code, avail, undo, undo_len);
+	/* Past an instruction the pre-stub undoes, if the function is long enough; else at the entry. */
+	if (*skip)
+		len = relocate(cs, in, code, avail, func_size, from, from, *skip, moved, &moved_len, why, why_len);
+	if (len < 0) {
+		*skip = *undo_len = 0;
+		len = relocate(cs, in, code, avail, func_size, from, from, 0, moved, &moved_len, why, why_len);
+	}
+	decoder_close(&cs, in);
+	return len;
 }

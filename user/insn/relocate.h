@@ -24,17 +24,20 @@
 int relocate_prologue(const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from, uint64_t to,
 		      size_t skip, uint8_t *out, size_t *out_len, char *why, size_t why_len);
 
-/*
- * Where the jump goes: after the first instruction when a pre-stub can undo
- * it exactly (push REG: pop REG; sub $imm8,%rsp: add it back) or it changes
- * nothing a call needs (endbr64, nop, test or cmp of registers: flags
- * only), so that the function's first instruction stays the file's: a
- * breakpoint another tool puts at the entry (bpftrace, perf probe) then
- * runs it out of line and resumes on the jump, not inside it.  Returns
- * that instruction's length with the undo in undo (up to UNDO_MAX bytes,
- * *undo_len of them), or 0: the jump goes at the entry.
- */
 #define UNDO_MAX 4
-size_t relocate_skip(const uint8_t *code, size_t avail, uint8_t *undo, size_t *undo_len);
+
+/*
+ * Where a function's jump goes and how much it displaces (code, avail,
+ * func_size and from as for relocate_prologue): *skip bytes in, past a
+ * first instruction that a pre-stub undoes (its undo in undo, up to
+ * UNDO_MAX bytes, *undo_len of them) or that changes nothing a call needs,
+ * so that a breakpoint another tool puts at the entry (bpftrace, perf
+ * probe) runs it out of line and resumes on the jump, not inside it; else
+ * (no such instruction, or the function too short for the jump after it)
+ * at the entry, *skip and *undo_len 0.  Returns the number of bytes
+ * displaced, or -1 with a reason.
+ */
+int relocate_choose(const uint8_t *code, size_t avail, uint64_t func_size, uint64_t from, size_t *skip,
+		    uint8_t *undo, size_t *undo_len, char *why, size_t why_len);
 
 #endif

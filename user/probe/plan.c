@@ -75,26 +75,16 @@ static bool expr_reads_ret(const struct ht_expr *e)
  */
 static void check_movable(struct probe *p, struct elfobj *o, struct placer *pl)
 {
-	uint8_t code[64], moved[RELOCATED_MAX];
-	size_t n = p->func_size < sizeof(code) ? p->func_size : sizeof(code), moved_len;
+	uint8_t code[64];
+	size_t n = p->func_size < sizeof(code) ? p->func_size : sizeof(code), skip, undo_len;
 	bool hit = false;
-	int len;
 
 	if (!n || elfobj_read(o, p->func_vaddr, code, n)) {
 		snprintf(p->stub_why, sizeof(p->stub_why), "its code cannot be read");
 		return;
 	}
-	size_t undo_len, skip = relocate_skip(code, n, p->stub_undo, &undo_len);
-	len = -1;
-	/* Past an instruction the pre-stub undoes, if the function is long enough; else at the entry. */
-	if (skip)
-		len = relocate_prologue(code, n, p->func_size, p->func_vaddr, p->func_vaddr, skip, moved, &moved_len,
-					p->stub_why, sizeof(p->stub_why));
-	if (len < 0) {
-		skip = undo_len = 0;
-		len = relocate_prologue(code, n, p->func_size, p->func_vaddr, p->func_vaddr, 0, moved, &moved_len,
-					p->stub_why, sizeof(p->stub_why));
-	}
+	int len = relocate_choose(code, n, p->func_size, p->func_vaddr, &skip, p->stub_undo, &undo_len, p->stub_why,
+				  sizeof(p->stub_why));
 	if (len < 0)
 		return;
 	p->stub_why[0] = '\0';

@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -127,43 +126,46 @@ int tracee_seize_launched(struct tracee *tc)
 	return 0;
 }
 
+/* A round of tracee_seize_all: one thread of the target (proc_take_threads). */
+struct seize_round {
+	struct tracee *tc;
+	bool failed;                    /* said: --follow-fork cannot go on */
+};
+
+static int seize_listed(void *arg, pid_t tid)
+{
+	struct seize_round *a = arg;
+	struct tracee *tc = a->tc;
+	pid_t pid = tc->t->pid;
+
+	if (find_tid(tc, tid))
+		return 0;
+	if (ptrace(PTRACE_SEIZE, tid, 0, ptrace_options(tc))) {
+		if (errno == ESRCH)
+			return 0;       /* the thread ended meanwhile */
+		if (!tc->follow) {
+			ht_info("cannot ptrace thread %d of PID %d (%s): a program it executes is not followed", tid,
+				pid, strerror(errno));
+			return 0;
+		}
+		ht_err("--follow-fork: cannot ptrace PID %d (%s)%s", pid, strerror(errno),
+		       errno == EPERM ? ": is a debugger attached, or is ptrace restricted (yama)?" : "");
+		a->failed = true;
+		return -1;
+	}
+	add_tid(tc, tid);
+	return 1;
+}
+
 int tracee_seize_all(struct tracee *tc)
 {
-	struct target *t = tc->t;
-	char path[64];
-	bool added = true;
+	struct seize_round a = { tc, false };
+	int err = proc_take_threads(tc->t->pid, seize_listed, &a);
 
-	/* Threads started while we seize the others: go round until no new one appears. */
-	while (added) {
-		added = false;
-		snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
-		DIR *d = opendir(path);
-		if (!d) {
-			ht_err("cannot list the threads of PID %d: %s", t->pid, strerror(errno));
-			return -1;
-		}
-		for (struct dirent *e; (e = readdir(d));) {
-			pid_t tid = atoi(e->d_name);
-			if (tid <= 0 || find_tid(tc, tid))
-				continue;
-			if (ptrace(PTRACE_SEIZE, tid, 0, ptrace_options(tc))) {
-				if (errno == ESRCH)
-					continue;       /* the thread ended meanwhile */
-				if (!tc->follow) {
-					ht_info("cannot ptrace thread %d of PID %d (%s): a program it executes is not "
-						"followed", tid, t->pid, strerror(errno));
-					continue;
-				}
-				ht_err("--follow-fork: cannot ptrace PID %d (%s)%s", t->pid, strerror(errno),
-				       errno == EPERM ? ": is a debugger attached, or is ptrace restricted (yama)?" : "");
-				closedir(d);
-				return -1;
-			}
-			add_tid(tc, tid);
-			added = true;
-		}
-		closedir(d);
-	}
+	if (err && !a.failed)
+		ht_err("cannot list the threads of PID %d: %s", tc->t->pid, strerror(-err));
+	if (err)
+		return -1;
 	/* -p without --follow-fork: the threads that could not be seized run on, untraced. */
 	tc->seized = tc->follow || tc->n_tids > 0;
 	return 0;
@@ -372,40 +374,35 @@ void tracee_reap(struct tracee *f, bool wait)
 	}
 }
 
+/* A round of tracee_adopt: one thread of the process pid (proc_take_threads). */
+struct adopt_round {
+	struct tracee *tc;
+	pid_t pid;
+};
+
+static int adopt_listed(void *arg, pid_t tid)
+{
+	struct adopt_round *a = arg;
+
+	if (find_tid(a->tc, tid))
+		return 0;
+	if (ptrace(PTRACE_SEIZE, tid, 0, ptrace_options(a->tc)))
+		return errno == ESRCH && tid != a->pid ? 0 : -errno;
+	if (!add_tid(a->tc, tid)) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return -ENOMEM;
+	}
+	return 1;
+}
+
 int tracee_adopt(struct tracee *tc, pid_t pid, pid_t parent)
 {
-	char path[64];
+	struct adopt_round a = { tc, pid };
 	size_t first = tc->n_tids;
-	int err = 0;
 
 	if (find_kid(tc, pid) || pid == tc->t->pid)
 		return -EEXIST;
-	/* Threads started while we seize the others: go round until no new one appears (as tracee_seize_all). */
-	for (bool added = true; added && !err;) {
-		added = false;
-		snprintf(path, sizeof(path), "/proc/%d/task", pid);
-		DIR *d = opendir(path);
-		if (!d)
-			return -errno;
-		for (struct dirent *e; (e = readdir(d));) {
-			pid_t tid = atoi(e->d_name);
-			if (tid <= 0 || find_tid(tc, tid))
-				continue;
-			if (ptrace(PTRACE_SEIZE, tid, 0, ptrace_options(tc))) {
-				if (errno == ESRCH && tid != pid)
-					continue;
-				err = -errno;
-				break;
-			}
-			if (!add_tid(tc, tid)) {
-				ptrace(PTRACE_DETACH, tid, 0, 0);
-				err = -ENOMEM;
-				break;
-			}
-			added = true;
-		}
-		closedir(d);
-	}
+	int err = proc_take_threads(pid, adopt_listed, &a);
 	if (!err && !add_kid(tc, pid, parent))
 		err = -ENOMEM;
 	if (err)

@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -186,4 +187,25 @@ char *proc_maps(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	return read_text_file(path);
+}
+
+int proc_take_threads(pid_t pid, int (*take)(void *arg, pid_t tid), void *arg)
+{
+	char path[64];
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	for (bool took = true; took && err >= 0;) {
+		took = false;
+		DIR *d = opendir(path);
+		if (!d)
+			return -errno;
+		for (struct dirent *e; err >= 0 && (e = readdir(d));) {
+			pid_t tid = atoi(e->d_name);
+			if (tid > 0 && (err = take(arg, tid)) > 0)
+				took = true;
+		}
+		closedir(d);
+	}
+	return err < 0 ? err : 0;
 }

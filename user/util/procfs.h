@@ -44,6 +44,16 @@ char *proc_getenv(pid_t pid, const char *name);
 char *proc_program_name(pid_t pid);
 
 /*
+ * Every thread of pid, threads it starts meanwhile included: take(arg, tid)
+ * for each one /proc/PID/task lists, round after round until a round takes
+ * none, since a thread may start another until it is stopped itself.  take
+ * returns 1 (taken), 0 (passed over: one it has already, or gone: an
+ * exiting thread stays listed a while) or a negative value, which ends the
+ * walk.  0, that value, or -errno (the list cannot be read).
+ */
+int proc_take_threads(pid_t pid, int (*take)(void *arg, pid_t tid), void *arg);
+
+/*
  * Who ran heaptrace: under sudo (root with SUDO_UID and SUDO_GID set), the
  * user who ran sudo; otherwise the real user.  Files heaptrace makes for
  * that user (profiles, the --http socket) are theirs.
