@@ -120,6 +120,42 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, str
 	return s;
 }
 
+/*
+ * The frames the stub walked (struct ht_stub_stack at addr), into the
+ * scratch as the capture's walk would have left them: the capture only
+ * stores them.  False when they cannot be read (the BPF walk runs).
+ */
+static __always_inline bool stub_stack(__u64 addr, __u32 proc)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct { __u32 depth, flags, fp_frames, pad; } h;
+
+	if (!sc || stack_mode == HT_STACK_KERNEL || bpf_probe_read_user(&h, sizeof(h), (void *)addr))
+		return false;
+	__u32 n = h.depth & 127;
+	if (n != h.depth ||
+	    bpf_probe_read_user(sc->st.pcs, n * sizeof(__u64), (void *)(addr + __builtin_offsetof(struct ht_stub_stack, pcs))))
+		return false;
+	sc->st.depth = n;
+	sc->st.flags = h.flags;
+	sc->preset = 1;
+	count(proc, HT_STUB_WALKS);
+	if (h.fp_frames)
+		count_n(proc, HT_UNWIND_FP_FRAMES, h.fp_frames);
+	return true;
+}
+
+/* A stack the stub walked is used once: a capture that did not happen (a failed call) must not leave it. */
+static __always_inline void stub_stack_done(void)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (sc)
+		sc->preset = 0;
+}
+
 SEC("uprobe")
 int stub_alloc(struct pt_regs *ctx)
 {
@@ -136,8 +172,13 @@ int stub_alloc(struct pt_regs *ctx)
 	s->regs.ip = ra;
 	s->regs.sp = s->rec.sp + 8;
 	s->regs.bp = s->rec.fp;
+	bool preset = s->rec.stack && stub_stack(s->rec.stack, proc);
+	if (s->rec.flags & HT_STUB_UNWALKED)
+		count(proc, HT_STUB_WALKS_HANDED);
 	finish_alloc(ctx, &s->regs, s->rec.func_ip, proc, s->rec.spec, s->rec.args, s->rec.ret,
 		     s->rec.flags & HT_STUB_SAMPLED);
+	if (preset)
+		stub_stack_done();
 	return 0;
 }
 

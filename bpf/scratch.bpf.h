@@ -29,6 +29,11 @@ struct row_cache {
 
 /* Too big for the 512-byte BPF stack: per-CPU scratch for one stack capture. */
 struct scratch {
+	/*
+	 * st holds a stack walked already (the stub's, stub/unwind.c): the
+	 * next capture stores it as it is.  Set and cleared around one event.
+	 */
+	__u32 preset;
 	struct ht_stack st;
 	__u64 copy[HT_STACK_COPY_BYTES / 8];
 	struct row_cache rows[ROW_CACHE];

@@ -197,6 +197,10 @@ __noinline __u64 capture_walk(__u64 ip, __u64 sp, __u64 fp, __u64 proc_spec, __u
 
 	if (!sc)
 		return HT_STACK_LOST;
+	if (sc->preset) {
+		sc->preset = 0;
+		return store_stack(sc, proc);
+	}
 	sc->st.flags = 0;
 	sc->st.depth = stack_mode == HT_STACK_DWARF ? dwarf_stack(ip, sp, fp, sc, proc, spec, func_ip) :
 						       walk_stack(ip, sp, fp, sc);

@@ -40,7 +40,7 @@ trap 'exit 130' INT TERM
 
 VALUES="alloc_objects alloc_space inuse_objects inuse_space"
 
-SCENARIOS="unit placement stacks entrypoints custom presets threads threadexit ctor exit failed deep unwind unwindcache dlopen signal errors attach pprof top proto inline valgrind faults limits kmem startup badinput outfiles stress soak liveview overtime temporary fork script spawn progname runas pexec wrapspec sample stopsignals jobcontrol inject inject_cycles inject_untouched inject_symkill inject_fpu inject_othertool inject_footprint html htmlnames htmlbig svg htmlfiles limitpeak limitleak limitfork httpauth httpflood delta growth stale ctxreset ctxmany ctxstray probecost sigframe specrealloc specaddr specmem forkhint merge forksample kidstub forkstorm makeinstall deb pids cgroupsvc rss suppress realloc oomkill oomfork intervalbytes usr1snap rsssnap"
+SCENARIOS="unit placement stacks entrypoints custom presets threads threadexit ctor exit failed deep unwind unwindcache dlopen signal errors attach pprof top proto inline valgrind faults limits kmem startup badinput outfiles stress soak liveview overtime temporary fork script spawn progname runas pexec wrapspec sample stopsignals jobcontrol inject inject_cycles inject_untouched inject_symkill inject_fpu inject_othertool inject_footprint html htmlnames htmlbig svg htmlfiles limitpeak limitleak limitfork httpauth httpflood delta growth stale ctxreset ctxmany ctxstray probecost sigframe specrealloc specaddr specmem forkhint merge forksample kidstub forkstorm makeinstall deb pids cgroupsvc rss suppress realloc oomkill oomfork intervalbytes usr1snap rsssnap stubwalk"
 
 # The areas: AREA_OF[SCENARIO] is the file (tests/scenarios/AREA.sh) that
 # defines scenario_SCENARIO.
