@@ -30,11 +30,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 sysctl -qw kernel.bpf_stats_enabled=1 || { echo "walkcost: cannot enable kernel.bpf_stats_enabled" >&2; exit 1; }
 
-# stats PID PROG: "run_time_ns run_cnt" summed over PROG's programs that PID holds.
+# stats PID PROG: "run_time_ns run_cnt" summed over PROG's programs that PID holds (its fds' prog_id).
 stats() {
-	bpftool -j prog show name "$2" 2>/dev/null |
-		jq -r --argjson pid "$1" '[.[] | select(any(.pids[]?; .pid == $pid))] |
-			"\(map(.run_time_ns // 0) | add // 0) \(map(.run_cnt // 0) | add // 0)"'
+	local id t=0 c=0 rt rc
+	for id in $(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -u); do
+		read -r rt rc < <(bpftool -j prog show id "$id" 2>/dev/null |
+			jq -r --arg n "$2" 'select(.name == $n) | "\(.run_time_ns // 0) \(.run_cnt // 0)"')
+		t=$((t + ${rt:-0}))
+		c=$((c + ${rc:-0}))
+	done
+	echo "$t $c"
 }
 
 # one BIN WALK DEPTH ARGS...: ns per run of stub_alloc and stub_free, "A F".

@@ -129,16 +129,17 @@ static __always_inline bool stub_stack(__u64 addr, __u32 proc)
 {
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-	struct { __u32 depth, flags, fp_frames, pad; } h;
+	struct { __u32 depth, flags, fp_frames, pad; __u64 hash, pc0; } h;
 
-	if (!sc || stack_mode == HT_STACK_KERNEL || bpf_probe_read_user(&h, sizeof(h), (void *)addr))
+	/* The header and the first frame: the rest only if the stack is new (store_stack). */
+	if (!sc || stack_mode == HT_STACK_KERNEL || bpf_probe_read_user(&h, sizeof(h), (void *)addr) || !h.depth ||
+	    h.depth > HT_MAX_STACK_DEPTH)
 		return false;
-	__u32 n = h.depth & 127;
-	if (n != h.depth ||
-	    bpf_probe_read_user(sc->st.pcs, n * sizeof(__u64), (void *)(addr + __builtin_offsetof(struct ht_stub_stack, pcs))))
-		return false;
-	sc->st.depth = n;
+	sc->st.depth = h.depth;
 	sc->st.flags = h.flags;
+	sc->st.pcs[0] = h.pc0;
+	sc->preset_hash = h.hash;
+	sc->preset_addr = addr + __builtin_offsetof(struct ht_stub_stack, pcs);
 	sc->preset = 1;
 	count(proc, HT_STUB_WALKS);
 	if (h.fp_frames)
@@ -152,8 +153,10 @@ static __always_inline void stub_stack_done(void)
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
 
-	if (sc)
+	if (sc) {
 		sc->preset = 0;
+		sc->preset_addr = 0;
+	}
 }
 
 SEC("uprobe")

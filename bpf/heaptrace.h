@@ -522,8 +522,23 @@ struct ht_stub_stack {
 	__u32 flags;            /* HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
 	__u32 fp_frames;        /* --unwind dwarf: frames unwound by frame pointer (HT_UNWIND_FP_FRAMES) */
 	__u32 pad;
+	__u64 hash;             /* ht_stack_hash of the frames: the BPF side reads them only for a new stack */
 	__u64 pcs[HT_MAX_STACK_DEPTH];
 };
+
+/* A stack's key in the stacks map: FNV-1a over its frames, 0 kept free for HT_STACK_LOST. */
+static inline __u64 ht_stack_hash_step(__u64 h, __u64 pc)
+{
+	return (h ^ pc) * 0x100000001b3ull;
+}
+
+#define HT_STACK_HASH_SEED 0xcbf29ce484222325ull
+
+static inline __u64 ht_stack_hash_end(__u64 h)
+{
+	h ^= h >> 29;
+	return h ? h : 1;
+}
 
 /*
  * The CFI tables in the target, for the stub's walk: one memfd that

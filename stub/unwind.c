@@ -375,9 +375,20 @@ static int fp_walk(struct walk *w)
 	return 0;
 }
 
+/* The stack map's key of the frames, as the BPF side would hash them: it then reads them only for a new stack. */
+static void hash_frames(struct ht_stub_stack *out)
+{
+	__u64 h = HT_STACK_HASH_SEED;
+
+	for (__u32 i = 0; i < out->depth && i < HT_MAX_STACK_DEPTH; i++)
+		h = ht_stack_hash_step(h, out->pcs[i]);
+	out->hash = ht_stack_hash_end(h);
+}
+
 int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 {
 	struct walk w = { .pc = r->pc, .sp = r->sp, .fp = r->fp, .out = out };
+	int rc;
 
 	out->depth = out->flags = out->fp_frames = out->pad = 0;
 	if (stub_cfg.walk == STUB_WALK_NONE || stack_range(tp, r->sp - 8, &w.lo, &w.hi))
@@ -388,5 +399,8 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 	 * BPF walk would find later.  Those reads are the BPF side's.
 	 */
 	w.lo = r->sp - 8;
-	return stub_cfg.walk == STUB_WALK_FP ? fp_walk(&w) : cfi_walk(&w);
+	rc = stub_cfg.walk == STUB_WALK_FP ? fp_walk(&w) : cfi_walk(&w);
+	if (!rc)
+		hash_frames(out);
+	return rc;
 }
