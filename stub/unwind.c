@@ -338,28 +338,26 @@ static int cfi_walk(struct walk *w)
 	return __atomic_load_n(&sh->gen, __ATOMIC_RELAXED) == gen ? 0 : -1;
 }
 
-/* walk_stack and fp_step of stack.bpf.h: frame 0 is the return address, then rbp's chain. */
+/*
+ * walk_stack and fp_step of stack.bpf.h: frame 0 is the return address,
+ * then rbp's chain.  A signal frame is left to the BPF walk (below), so
+ * fp_step's interrupted frame never comes up here.
+ */
 static int fp_walk(struct walk *w)
 {
 	struct ht_stub_stack *o = w->out;
-	__u64 fp = w->fp, interrupted = 0;
+	__u64 fp = w->fp;
 
 	o->pcs[0] = w->pc;
 	o->depth = 1;
 	for (__u32 i = 0; i < HT_MAX_STACK_DEPTH; i++) {
 		__u32 n = i + 1;
 		__u64 f0, f1;
-		if (!interrupted && fp < stub_cfg.min_frame_addr)
+		if (fp < stub_cfg.min_frame_addr)
 			break;
 		if (n >= stub_cfg.max_depth || n >= HT_MAX_STACK_DEPTH) {
 			o->flags = HT_STACK_MAX_DEPTH;
 			break;
-		}
-		if (interrupted) {
-			o->pcs[n] = interrupted;
-			interrupted = 0;
-			o->depth = n + 1;
-			continue;
 		}
 		if (rd(w, fp, &f0) || rd(w, fp + 8, &f1))
 			return -1;
