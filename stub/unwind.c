@@ -176,6 +176,11 @@ struct walk {
 	const struct ht_unwind_row *rows;
 	__u32 nrows;
 	__u32 last;                     /* the previous frame's module */
+	/* The previous frame's lookup: a recursion's frames repeat one return address. */
+	__u64 seen_pc;
+	const struct ht_unwind_module *seen_m;
+	int seen_found;
+	struct ht_unwind_row seen_row;
 	struct ht_stub_stack *out;
 };
 
@@ -272,12 +277,25 @@ static int cfi_step(struct walk *w, __u32 i)
 		return 0;
 	}
 	o->pcs[o->depth++] = w->pc;
-	const struct ht_unwind_module *m = module_of(w, w->pc - 1);
-	if (!m)
-		return -1;
-	int found = m->row_count ? find_row(w, m, w->pc - 1, &row) : 0;
-	if (found < 0)
-		return -1;
+	const struct ht_unwind_module *m;
+	int found;
+	if (w->pc == w->seen_pc) {
+		m = w->seen_m;
+		found = w->seen_found;
+		row = w->seen_row;
+	} else {
+		m = module_of(w, w->pc - 1);
+		if (!m)
+			return -1;
+		found = m->row_count ? find_row(w, m, w->pc - 1, &row) : 0;
+		if (found < 0)
+			return -1;
+		w->seen_pc = w->pc;
+		w->seen_m = m;
+		w->seen_found = found;
+		if (found)
+			w->seen_row = row;
+	}
 	if (found && row.cfa == HT_CFA_END)
 		return 0;
 	if (found && row.cfa == HT_CFA_SIGNAL)
