@@ -52,7 +52,7 @@ STUB_CFLAGS := -O2 -g -ffreestanding -fno-builtin -nostdlib -fPIC -fvisibility=h
 	-fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -fcf-protection=none \
 	-Wall -Wextra -Werror -Ibpf -Istub
 
-$(BUILD)/stub/%.o: stub/%.c stub/stub.h bpf/heaptrace.h bpf/sample.h
+$(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -c $< -o $@
 
@@ -60,8 +60,8 @@ $(BUILD)/stub/%.o: stub/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -c $< -o $@
 
-$(BUILD)/stub/stub.bin: $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o stub/stub.lds
-	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o
+$(BUILD)/stub/stub.bin: $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o stub/stub.lds
+	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o
 	@if readelf -r $(BUILD)/stub/stub.elf | grep -q 'R_X86'; then echo "stub: relocations left"; exit 1; fi
 	objcopy -O binary -j .text $(BUILD)/stub/stub.elf $@
 
@@ -103,7 +103,7 @@ $(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 # store their block to a volatile), except that t_entrypoints' realloc(NULL,
 # 333) becomes malloc(333): the same numbers, at the same function.
 NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra
-NOFP_NAMES := t_entrypoints t_deep t_threads t_sighandler
+NOFP_NAMES := t_entrypoints t_deep t_threads t_sighandler t_stubwalk
 # t_threads' thr_* are "return malloc(n);", which -O2 turns into a sibling
 # call (jmp malloc): the function would leave the stack before malloc runs,
 # in gdb's backtrace too, and its numbers go to worker.

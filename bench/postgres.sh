@@ -18,7 +18,8 @@
 #
 # Environment: PG_SECONDS (20: each pgbench run), PG_RUNS (1), PG_SCALE (2),
 # PG_MODE (select: pgbench -S; tpcb: the default TPC-B-like script),
-# PG_CONFIGS (all of the above).
+# PG_CONFIGS (all of the above), BENCH_HEAPTRACE (build/heaptrace) to measure
+# another build with the same script (HEAPTRACE_WALK=bpf: the BPF side walks).
 set -u
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -30,7 +31,7 @@ SECS=${PG_SECONDS:-20}
 RUNS=${PG_RUNS:-1}
 SCALE=${PG_SCALE:-2}
 MODE=${PG_MODE:-select}
-HT=$PWD/build/heaptrace
+HT=${BENCH_HEAPTRACE:-$PWD/build/heaptrace}
 TMP=$(mktemp -d /tmp/heaptrace-pg.XXXXXX)
 HPID=
 STARTED=

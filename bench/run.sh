@@ -27,8 +27,10 @@
 # with the same script, BENCH_RESET_CALLS (5000) and BENCH_RESET_OTHERS
 # (60000) for the context resets, BENCH_ONLY=resets to measure those alone,
 # BENCH_CONFIGS="bare heaptrace_ff ..." to run only those rows of the table,
-# BENCH_BASE=PATH/heaptrace to add a row of -f html under another build
-# (e.g. main's, to see what the timeline's RSS sampling costs).
+# BENCH_BASE=PATH/heaptrace to add rows under another build (e.g. main's:
+# -f html, to see what the timeline's RSS sampling costs; exact CFI and
+# --unwind fp at depths 8 and 32, against the stub's walk in the process).
+# The *_kwalk rows leave the stack walk to the BPF side (HEAPTRACE_WALK=bpf).
 #
 # tracefs uprobe events are system-wide and outlive us: every exit path,
 # including Ctrl-C and errors, goes through cleanup, which removes them.
@@ -60,6 +62,7 @@ RESETS=$PWD/build/bench/resets
 FLOOR=$PWD/build/bench/floor
 CHURN_ARGS=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth "$DEPTH" --threads "$THREADS" --size "$SIZE")
 CHURN_ARGS16=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth 16 --threads "$THREADS" --size "$SIZE")
+CHURN_ARGS32=(--pairs "$PAIRS" --live-set "$LIVE_SET" --depth 32 --threads "$THREADS" --size "$SIZE")
 # A custom allocator with register arguments, leaves: pool_alloc(pool, size) / pool_free(pool, ptr, size).
 POOL_ARGS=("${CHURN_ARGS[@]}" --pool)
 POOL_SPEC=(--no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2')
@@ -220,6 +223,22 @@ run_config() {
 		timeout $RUN_TIMEOUT "$HT" --no-inject --probe-at=entry -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_fp)
 		timeout $RUN_TIMEOUT "$HT" --unwind fp -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_kwalk | heaptrace_fp_kwalk | dwarf32_kwalk | fp32_kwalk)
+		# The stack walked by the BPF side, as before the stub walked it (HEAPTRACE_WALK=bpf).
+		local kargs=("${CHURN_ARGS[@]}") kmode=auto
+		case $name in *32*) kargs=("${CHURN_ARGS32[@]}") ;; esac
+		case $name in *fp*) kmode=fp ;; esac
+		HEAPTRACE_WALK=bpf timeout $RUN_TIMEOUT "$HT" --unwind $kmode -o /dev/null -- "$CHURN" "${kargs[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
+	dwarf32 | fp32)
+		timeout $RUN_TIMEOUT "$HT" --unwind "${name%32}" -o /dev/null -- "$CHURN" "${CHURN_ARGS32[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
+	heaptrace_base | heaptrace_fp_base | dwarf32_base | fp32_base)
+		# BENCH_BASE's build (e.g. main's) in the same rounds.
+		local bargs=("${CHURN_ARGS[@]}") bmode=auto
+		case $name in *32*) bargs=("${CHURN_ARGS32[@]}") ;; esac
+		case $name in *fp*) bmode=fp ;; esac
+		timeout $RUN_TIMEOUT "$BASE_HT" --unwind $bmode -o /dev/null -- "$CHURN" "${bargs[@]}" > "$out" 2> "$err" || rc=$? ;;
 	dwarf16|fp16)
 		# The CFI walk against the frame-pointer walk at depth 16 (churn keeps frame pointers, so both are complete).
 		timeout $RUN_TIMEOUT "$HT" --unwind "${name%16}" -o /dev/null -- "$CHURN" "${CHURN_ARGS16[@]}" \
@@ -362,10 +381,11 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_entry fp16 dwarf16 heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_kwalk heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_fp_kwalk heaptrace_entry fp16 dwarf16 dwarf32 dwarf32_kwalk fp32 fp32_kwalk heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
-[ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && CONFIGS+=(heaptrace_html_base)
+[ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && [ -z "${BENCH_CONFIGS:-}" ] &&
+	CONFIGS+=(heaptrace_html_base heaptrace_base heaptrace_fp_base dwarf32_base fp32_base)
 if [ "$PEERS" != 0 ] && [ -z "${BENCH_CONFIGS:-}" ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
@@ -383,6 +403,16 @@ declare -A LABEL=(
 	[heaptrace_noinject]="heaptrace --no-inject (uprobes)"
 	[heaptrace_s512k_noinject]="  same, --no-inject (uprobe sessions)"
 	[heaptrace_fp]="heaptrace --unwind fp"
+	[heaptrace_kwalk]="  same, the BPF side walks"
+	[heaptrace_fp_kwalk]="  same, the BPF side walks"
+	[dwarf32]="heaptrace (CFI), depth 32"
+	[dwarf32_kwalk]="  same, the BPF side walks"
+	[fp32]="heaptrace --unwind fp, depth 32"
+	[fp32_kwalk]="  same, the BPF side walks"
+	[heaptrace_base]="heaptrace (CFI), BENCH_BASE's build"
+	[heaptrace_fp_base]="  --unwind fp, BENCH_BASE's build"
+	[dwarf32_base]="  CFI, depth 32, BENCH_BASE's"
+	[fp32_base]="  --unwind fp, depth 32, BENCH_BASE's"
 	[fp16]="heaptrace --unwind fp, depth 16"
 	[dwarf16]="heaptrace --unwind dwarf, depth 16"
 	[entryonly]="entry-only floor (BPF, no returns)"
@@ -468,6 +498,14 @@ printf '  %-44s %8s\n' "exact: --mmap / without" "$(ratio "${MED[heaptrace_mmap]
 printf '  %-44s %8s\n' "512K: --mmap / without" "$(ratio "${MED[heaptrace_s512k_mmap]:-}" "${MED[heaptrace_s512k]:-}")"
 printf '  %-44s %8s\n' "-f html: this build / BENCH_BASE's" \
 	"$(ratio "${MED[heaptrace_html]:-}" "${MED[heaptrace_html_base]:-}")"
+echo
+echo "the stack walked in the process by the stub / by the BPF side (HEAPTRACE_WALK=bpf) / BENCH_BASE's build:"
+for w in "heaptrace heaptrace_kwalk heaptrace_base CFI, depth $DEPTH" "heaptrace_fp heaptrace_fp_kwalk heaptrace_fp_base fp, depth $DEPTH" \
+	"dwarf32 dwarf32_kwalk dwarf32_base CFI, depth 32" "fp32 fp32_kwalk fp32_base fp, depth 32"; do
+	read -r a b c what <<<"$w"
+	printf '  %-44s %8s %8s\n' "$what: stub / BPF, stub / base" "$(ratio "${MED[$a]:-}" "${MED[$b]:-}")" \
+		"$(ratio "${MED[$a]:-}" "${MED[$c]:-}")"
+done
 echo
 echo "a custom allocator, pool_alloc(pool, size) / pool_free(pool, ptr, size) (churn --pool; ${POOL_SPEC[*]}), depth $DEPTH:"
 target "pool exact: heaptrace / its trap floor" "$(ratio "${MED[pool_heaptrace]:-}" "${MED[pool_trap]:-}")" "<=" 1.0

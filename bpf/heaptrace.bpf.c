@@ -121,6 +121,45 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, str
 	return s;
 }
 
+/*
+ * The frames the stub walked (struct ht_stub_stack at addr), into the
+ * scratch as the capture's walk would have left them: the capture only
+ * stores them.  False when they cannot be read (the BPF walk runs).
+ */
+static __always_inline bool stub_stack(__u64 addr, __u32 proc)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct { __u32 depth, flags, fp_frames, pad; __u64 hash, pc0; } h;
+
+	/* The header and the first frame: the rest only if the stack is new (store_stack). */
+	if (!sc || stack_mode == HT_STACK_KERNEL || bpf_probe_read_user(&h, sizeof(h), (void *)addr) || !h.depth ||
+	    h.depth > HT_MAX_STACK_DEPTH)
+		return false;
+	sc->st.depth = h.depth;
+	sc->st.flags = h.flags;
+	sc->st.pcs[0] = h.pc0;
+	sc->preset_hash = h.hash;
+	sc->preset_addr = addr + __builtin_offsetof(struct ht_stub_stack, pcs);
+	sc->preset = 1;
+	count(proc, HT_STUB_WALKS);
+	if (h.fp_frames)
+		count_n(proc, HT_UNWIND_FP_FRAMES, h.fp_frames);
+	return true;
+}
+
+/* A stack the stub walked is used once: a capture that did not happen (a failed call) must not leave it. */
+static __always_inline void stub_stack_done(void)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (sc) {
+		sc->preset = 0;
+		sc->preset_addr = 0;
+	}
+}
+
 SEC("uprobe")
 int stub_alloc(struct pt_regs *ctx)
 {
@@ -137,8 +176,13 @@ int stub_alloc(struct pt_regs *ctx)
 	s->regs.ip = ra;
 	s->regs.sp = s->rec.sp + 8;
 	s->regs.bp = s->rec.fp;
+	bool preset = s->rec.stack && stub_stack(s->rec.stack, proc);
+	if (s->rec.flags & HT_STUB_UNWALKED)
+		count(proc, HT_STUB_WALKS_HANDED);
 	finish_alloc(ctx, &s->regs, s->rec.func_ip, proc, s->rec.spec, s->rec.args, s->rec.ret,
 		     s->rec.flags & HT_STUB_SAMPLED);
+	if (preset)
+		stub_stack_done();
 	return 0;
 }
 

@@ -511,6 +511,7 @@ struct ht_unwind_proc {
  */
 enum ht_stub_flags {
 	HT_STUB_SAMPLED = 1,    /* record the block the call returned (else: only free the old one) */
+	HT_STUB_UNWALKED = 2,   /* the stub could not walk this stack (stub/unwind.c says when): BPF walks */
 };
 
 struct ht_stub_record {
@@ -528,7 +529,64 @@ struct ht_stub_record {
 	__u64 func_ip;          /* the function's probe address, as bpf_get_func_ip gives it: its object's bias */
 	__u32 spec;             /* the function's descriptor: index into the specs, like an attach cookie */
 	__u32 flags;            /* enum ht_stub_flags */
+	__u64 stack;            /* a struct ht_stub_stack the stub walked (stub/unwind.c); 0: BPF walks */
 };
+
+/*
+ * The stack of a recorded allocation, walked in the process by the stub
+ * (stub/unwind.c) exactly as the BPF walk of --unwind would walk it: the
+ * BPF side hashes and stores these frames instead of walking.
+ */
+struct ht_stub_stack {
+	__u32 depth;            /* frames in pcs */
+	__u32 flags;            /* HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
+	__u32 fp_frames;        /* --unwind dwarf: frames unwound by frame pointer (HT_UNWIND_FP_FRAMES) */
+	__u32 pad;
+	__u64 hash;             /* ht_stack_hash of the frames: the BPF side reads them only for a new stack */
+	__u64 pcs[HT_MAX_STACK_DEPTH];
+};
+
+/* A stack's key in the stacks map: FNV-1a over its frames, 0 kept free for HT_STACK_LOST. */
+static inline __u64 ht_stack_hash_step(__u64 h, __u64 pc)
+{
+	return (h ^ pc) * 0x100000001b3ull;
+}
+
+#define HT_STACK_HASH_SEED 0xcbf29ce484222325ull
+
+static inline __u64 ht_stack_hash_end(__u64 h)
+{
+	h ^= h >> 29;
+	return h ? h : 1;
+}
+
+/*
+ * The CFI tables in the target, for the stub's walk: one memfd that
+ * heaptrace writes and the target maps read-only (shared, so that
+ * heaptrace's later writes reach it, and a forked child reads it too).
+ * The header, then the rows (struct ht_unwind_row, the BPF array's rows
+ * at the same indices) from HT_SHARE_ROWS_OFF.  The index of code
+ * mappings changes while threads walk (a dlopen): there are two, and
+ * gen says which one is in force (gen & 1).  heaptrace writes the other
+ * one and then moves gen on; a walk that sees gen change while it ran
+ * throws its result away (the BPF side walks instead), since the next
+ * change rewrites the index it read.  Rows are only ever appended.
+ */
+#define HT_SHARE_MODULES 128
+
+struct ht_share_index {
+	__u32 n;                /* modules in mods */
+	__u32 pad;
+	struct ht_unwind_module mods[HT_SHARE_MODULES];   /* sorted by start; ready unused */
+};
+
+struct ht_share {
+	__u32 gen;
+	__u32 rows;             /* rows the file holds */
+	struct ht_share_index index[2];
+};
+
+#define HT_SHARE_ROWS_OFF ((sizeof(struct ht_share) + 4095) & ~4095ul)
 
 /*
  * The stub's nesting table (struct stub_data's depth[], stub/stub.h): a
@@ -599,7 +657,9 @@ struct ht_stub_proc {
 	X(OOM_KILLS, "oom_kills", 0)    /* the kernel's OOM killer chose this process (oom:mark_victim) */ \
 	X(MAPS, "maps", 0)      /* --mmap: anonymous mmaps, mremaps and brk growths counted as blocks */ \
 	X(ALLOCATOR_MAPS, "allocator_maps", 0)  /* --mmap: mapping calls the allocator made for itself: not counted */ \
-	X(MAP_INDEX_LOST, "map_index_lost", 1)  /* --mmap: a mapping's range not indexed or not reached: its munmap is not seen */
+	X(MAP_INDEX_LOST, "map_index_lost", 1)  /* --mmap: a mapping's range not indexed or not reached: its munmap is not seen */ \
+	X(STUB_WALKS, "stub_walks", 0)  /* stacks the stub walked in the process (the fast path) */ \
+	X(STUB_WALKS_HANDED, "stub_walks_handed", 0)    /* stacks the stub left to the BPF walk (stub/unwind.c) */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

@@ -29,6 +29,13 @@ struct row_cache {
 
 /* Too big for the 512-byte BPF stack: per-CPU scratch for one stack capture. */
 struct scratch {
+	/*
+	 * st holds a stack walked already (the stub's, stub/unwind.c): the
+	 * next capture stores it as it is.  Set and cleared around one event.
+	 */
+	__u32 preset;
+	__u64 preset_hash;      /* the stub's hash of the frames */
+	__u64 preset_addr;      /* where the stub's frames are (pcs[0] is in st already); 0: all in st */
 	struct ht_stack st;
 	__u64 copy[HT_STACK_COPY_BYTES / 8];
 	struct row_cache rows[ROW_CACHE];

@@ -139,21 +139,24 @@ static __always_inline __u32 kernel_stack(struct pt_regs *ctx, struct scratch *s
 	return n;
 }
 
-/* FNV-1a over the frames, 0 kept free for HT_STACK_LOST. */
+/* FNV-1a over the frames (heaptrace.h: the stub hashes its stacks alike), 0 kept free for HT_STACK_LOST. */
 static __always_inline __u64 hash_stack(const struct ht_stack *st)
 {
-	__u64 h = 0xcbf29ce484222325ull;
+	__u64 h = HT_STACK_HASH_SEED;
 
 	for (int i = 0; i < HT_MAX_STACK_DEPTH; i++) {
 		if (i >= st->depth)
 			break;
-		h = (h ^ st->pcs[i]) * 0x100000001b3ull;
+		h = ht_stack_hash_step(h, st->pcs[i]);
 	}
-	h ^= h >> 29;
-	return h ? h : 1;
+	return ht_stack_hash_end(h);
 }
 
-/* Store (once) the stack in sc->st, of proc; its hash, or HT_STACK_LOST. */
+/*
+ * Store (once) the stack in sc->st, of proc; its hash, or HT_STACK_LOST.
+ * A stack the stub walked comes with its hash and only its first frame
+ * (sc->preset_addr: where the rest is), read only when the stack is new.
+ */
 static __always_inline __u64 store_stack(struct scratch *sc, __u32 proc)
 {
 	if (!sc->st.depth) {
@@ -165,7 +168,9 @@ static __always_inline __u64 store_stack(struct scratch *sc, __u32 proc)
 	if (sc->st.flags & HT_STACK_MAX_DEPTH)
 		count(proc, HT_STACKS_AT_MAX_DEPTH);
 
-	__u64 h = hash_stack(&sc->st);
+	__u64 h = sc->preset_addr ? sc->preset_hash : hash_stack(&sc->st);
+	__u64 addr = sc->preset_addr;
+	sc->preset_addr = 0;
 	struct ht_stack *known = bpf_map_lookup_elem(&stacks, &h);
 	if (known) {
 		/* A cheap check that catches all but astronomically unlucky collisions. */
@@ -174,6 +179,11 @@ static __always_inline __u64 store_stack(struct scratch *sc, __u32 proc)
 			return HT_STACK_LOST;
 		}
 		return h;
+	}
+	__u32 n = sc->st.depth & 127;
+	if (addr && (n != sc->st.depth || bpf_probe_read_user(sc->st.pcs, n * sizeof(__u64), (void *)addr))) {
+		count(proc, HT_STACK_ERRORS);
+		return HT_STACK_LOST;
 	}
 	if (bpf_map_update_elem(&stacks, &h, &sc->st, BPF_NOEXIST) &&
 	    !bpf_map_lookup_elem(&stacks, &h)) {
@@ -197,6 +207,10 @@ __noinline __u64 capture_walk(__u64 ip, __u64 sp, __u64 fp, __u64 proc_spec, __u
 
 	if (!sc)
 		return HT_STACK_LOST;
+	if (sc->preset) {
+		sc->preset = 0;
+		return store_stack(sc, proc);
+	}
 	sc->st.flags = 0;
 	sc->st.depth = stack_mode == HT_STACK_DWARF ? dwarf_stack(ip, sp, fp, sc, proc, spec, func_ip) :
 						       walk_stack(ip, sp, fp, sc);

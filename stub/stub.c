@@ -17,6 +17,7 @@
  * are plain nops: the stub keeps running the original code.
  */
 #include "stub.h"
+#include "unwind.h"
 
 struct stub_frame {
 	__u64 mem[HT_MAX_MEM];  /* the spec's reads of memory, made at the entry */
@@ -399,6 +400,16 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	r.func_ip = fn->func_ip;
 	r.spec = fn->spec;
 	r.flags = mode == MODE_RECORD ? HT_STUB_SAMPLED : 0;
+	r.stack = 0;
+	/* Only a block recorded needs its stack; one the stub cannot walk, the BPF side walks. */
+	struct ht_stub_stack st;
+	if (mode == MODE_RECORD && stub_cfg.walk) {
+		struct stub_regs regs = { f->ret_addr, r.sp + 8, f->fp };
+		if (!stub_walk(&regs, thread_pointer(), &st))
+			r.stack = (__u64)&st;
+		else
+			r.flags |= HT_STUB_UNWALKED;
+	}
 	site(ht_stub_alloc_site, &r);
 	return ret;
 }
@@ -438,6 +449,7 @@ int stub_free_enter(struct stub_frame *f)
 	r.func_ip = fn->func_ip;
 	r.spec = fn->spec;
 	r.flags = 0;
+	r.stack = 0;
 	site(ht_stub_free_site, &r);
 	return 0;
 }

@@ -90,11 +90,17 @@ struct stub_fn {
 	struct ht_alloc_spec s;         /* a copy of that descriptor: sizes, roles */
 } __attribute__((aligned(64)));
 
+/* The stub's own stack walk (stub/unwind.c): as --unwind says, or none (the BPF side walks). */
+enum stub_walk_mode { STUB_WALK_NONE, STUB_WALK_FP, STUB_WALK_CFI };
+
 struct stub_cfg {
 	__u32 n_fns;
 	__u32 page_size;
 	__u64 sample_rate;              /* 0: exact, every call is recorded */
 	__u64 set_mask;                 /* buckets - 1 of the sampled-block set */
+	__u32 walk;                     /* enum stub_walk_mode */
+	__u32 max_depth;                /* --max-depth, as the BPF side's */
+	__u64 min_frame_addr;           /* vm.mmap_min_addr, at least 1, as the BPF side's */
 	struct stub_fn fns[STUB_MAX_FNS];
 };
 
@@ -110,13 +116,40 @@ struct stub_counters {
 	__u64 stale;                    /* HT_MISSED_RETURNS: a slot whose call never returned through the stub */
 };
 
+/*
+ * Where a thread's stack lies, for the walk's bounds (stub/unwind.c): the
+ * range [lo, hi) that the stub proved readable (a system call that cannot
+ * fault) from the thread's stack pointer up to its thread pointer, where
+ * glibc and musl keep a thread's descriptor, at the top of its stack.
+ * seq is odd while a slot is written (a reader that sees it change
+ * ignores what it read).
+ */
+#define STUB_STACK_SLOTS 256
+#define STUB_STACK_PROBES 8
+
+struct stub_stack {
+	__u64 seq;
+	__u64 tp;                       /* the thread pointer; 0: free */
+	__u64 lo, hi;
+};
+
+/* The stub's walk: what heaptrace tells it when it is installed. */
+struct stub_walk_info {
+	__u64 share;                    /* the tables' mapping (struct ht_share) in the process; 0: none */
+	__u64 pid;                      /* the process's id: its own memory, read by process_vm_readv */
+	__u64 main_lo, main_hi;         /* the main thread's stack ([stack]): lo moves down as it is proved */
+	__u64 restorers[2];             /* libc's signal restorer: a frame the stub leaves to BPF in fp mode */
+};
+
 struct stub_data {
 	__u32 enabled;                  /* 0: every call goes straight to the original */
 	__u32 active;                   /* threads inside a called function (depth slots in use) */
 	__s64 countdown;                /* bytes until the next sample (shared by all threads) */
 	__u64 prng;                     /* xorshift64* state, seeded by heaptrace */
 	struct stub_counters c;
+	struct stub_walk_info w;
 	struct stub_depth depth[STUB_DEPTH_SLOTS];
+	struct stub_stack stacks[STUB_STACK_SLOTS];
 	__u8 filter[STUB_FILTER];       /* sampled blocks per address hash; 255: at least (never lowered) */
 	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
 	__u64 set[] __attribute__((aligned(64)));	/* a bucket: one cache line */

@@ -28,6 +28,7 @@
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
 #include "inject/spec_stub.h"
+#include "inject/share.h"
 #include "stub_blob.h"
 #include "util/elfobj.h"
 #include "util/log.h"
@@ -55,6 +56,7 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 	memset(in, 0, sizeof(*in));
 	in->pid = pid;
 	in->file_fd = -1;
+	in->share_fd = -1;
 	in->sample_rate = sample_rate;
 	in->max_live = max_live;
 	for (int k = 0; k < plan->n && in->n < STUB_MAX_FNS; k++) {
@@ -141,6 +143,9 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 	cfg->page_size = sysconf(_SC_PAGESIZE);
 	cfg->sample_rate = in->sample_rate;
 	cfg->set_mask = in->buckets - 1;
+	cfg->walk = in->walk;
+	cfg->max_depth = in->max_depth;
+	cfg->min_frame_addr = in->min_frame_addr;
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
 		const struct probe *p = &plan->probes[f->probe];
@@ -372,7 +377,10 @@ static int seed_data(struct inject *in, struct remote *r)
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed) || !seed)
 		seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ ((uint64_t)in->pid << 32);
 	countdown = in->sample_rate ? (int64_t)ht_sample_interval(in->sample_rate, (uint32_t)(seed >> 32)) : 0;
+	struct stub_walk_info w;
+	share_walk_info(in, r, &w);
 	int err = write_data(in, r, offsetof(struct stub_data, prng), &seed, sizeof(seed));
+	err = err ? err : write_data(in, r, offsetof(struct stub_data, w), &w, sizeof(w));
 	return err ? err : write_data(in, r, offsetof(struct stub_data, countdown), &countdown, sizeof(countdown));
 }
 
@@ -487,6 +495,7 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 			goto fail;
 	}
 
+	share_install(in, r, maps);
 	if (seed_data(in, r)) {
 		snprintf(why, sizeof(why), "cannot write the stub's data");
 		goto fail;
@@ -530,6 +539,8 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	}
 	in->enabled = true;
 	inject_phase("enabled");
+	if (in->share_map && in->on_share)
+		in->on_share(in->on_share_arg, in->share_map, in->share_rows, maps);
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
 		in->sample_rate ? "unsampled calls stay in the process" : "one record site per call");
 	free(img);
@@ -586,6 +597,10 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	*kid = *parent;
 	kid->pid = pid;
 	kid->file_fd = -1;
+	/* The tables' mapping came with the fork (shared): the parent's side writes it. */
+	kid->share_fd = -1;
+	kid->share_map = NULL;
+	kid->on_share = NULL;
 	kid->seen = (struct stub_counters){ 0 };
 	kid->shared = inject_shares_memory(parent->pid, pid);
 	if ((kid->file_fd = fcntl(parent->file_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
@@ -795,4 +810,7 @@ void inject_free(struct inject *in)
 	if (in->file_fd >= 0)
 		close(in->file_fd);
 	in->file_fd = -1;
+	if (in->share_map && in->on_share)
+		in->on_share(in->on_share_arg, NULL, 0, NULL);
+	share_free(in);
 }

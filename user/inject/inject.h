@@ -56,6 +56,22 @@ struct inject {
 	bool whole;
 	char why[200];
 	struct stub_counters seen;      /* the stub's counters as last read */
+	/* The stub's own stack walk (stub/unwind.c, inject/share.c), set by the caller before installing: */
+	uint32_t walk;                  /* enum stub_walk_mode */
+	uint32_t max_depth;
+	uint64_t min_frame_addr;
+	uint32_t share_rows;            /* CFI rows the tables' mapping holds (the BPF array's); 0: none */
+	/*
+	 * Told of heaptrace's side of the tables' mapping (rows at
+	 * HT_SHARE_ROWS_OFF) once installed, with the process's memory map
+	 * then; NULL when it goes.
+	 */
+	void (*on_share)(void *arg, struct ht_share *map, uint32_t rows, const char *maps);
+	void *on_share_arg;
+	int share_fd;
+	struct ht_share *share_map;     /* heaptrace's side; the target's is at share_addr */
+	uint64_t share_size, share_addr;
+	uint64_t restorer;              /* libc's signal restorer in the process, 0: not known */
 };
 
 /*

@@ -347,6 +347,13 @@ static void find_syscalls(struct remote *r)
 	}
 }
 
+uint64_t remote_restorer(struct remote *r)
+{
+	if (!r->looked)
+		find_syscalls(r);
+	return r->frame_restorer;
+}
+
 /* The gadget's code, as assembled (its data follows at 0x88: fill_gadget). */
 static const uint8_t gadget_code[] = {
 	0x0f, 0x05, /* syscall */

@@ -90,4 +90,7 @@ bool remote_pc_in(const struct remote *r, uint64_t lo, uint64_t hi);
 
 void remote_free(struct remote *r);
 
+/* libc's rt_sigreturn restorer in the process (0: none found), looked for once. */
+uint64_t remote_restorer(struct remote *r);
+
 #endif

@@ -485,6 +485,7 @@ static int attach(struct session *s, double t0)
 	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
 	if (load_tracer(s))
 		return -1;
+	session_plan_walk(s);
 	/*
 	 * -p: every thread seized, so that an exec is followed; with
 	 * --follow-fork, forks from now on wait for us (they are handled once

@@ -104,6 +104,9 @@ int session_tree_of(void *arg, struct tree_proc **out, size_t *n);
 void session_remove_child_stubs(struct session *s);
 int session_write_children(struct session *s);
 
+/* walk.c: how the stub walks stacks, and its tables' mapping kept filled; after the tracer is loaded. */
+void session_plan_walk(struct session *s);
+
 /* volume.c: snapshots at monitor_run's poll (by volume, SIGUSR1, RSS); called before it runs. */
 void session_watch_start(struct session *s);
 

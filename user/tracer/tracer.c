@@ -646,6 +646,11 @@ uint32_t tracer_unwind_capacity(const struct tracer *tr)
 	return bpf_map__max_entries(tr->skel->maps.unwind_rows);
 }
 
+uint64_t tracer_min_frame_addr(const struct tracer *tr)
+{
+	return tr->skel->rodata->min_frame_addr;
+}
+
 int tracer_unwind_rows_fd(const struct tracer *tr)
 {
 	return bpf_map__fd(tr->skel->maps.unwind_rows);

@@ -175,6 +175,8 @@ int tracer_links(const struct tracer *tr);
 
 /* --unwind dwarf: the CFI row array (mmappable), the objects map, and flushing the per-process caches. */
 uint32_t tracer_unwind_capacity(const struct tracer *tr);
+/* vm.mmap_min_addr (at least 1): no frame lies below it, for the walks. */
+uint64_t tracer_min_frame_addr(const struct tracer *tr);
 int tracer_unwind_rows_fd(const struct tracer *tr);
 int tracer_unwind_objects_fd(const struct tracer *tr);
 /* Empty the per-process code caches of slots from_slot and up. */

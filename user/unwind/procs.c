@@ -89,6 +89,15 @@ static struct unwind_object *find(struct unwind *u, const char *path, const stru
 	return NULL;
 }
 
+/* The object's rows into the target's tables too, at the same indices (rows are only appended). */
+static void share_rows(struct unwind *u, const struct unwind_object *o)
+{
+	if (!u->share || !o->loaded || o->obj.row_begin + (size_t)o->obj.row_count > u->share_rows)
+		return;
+	memcpy((char *)u->share + HT_SHARE_ROWS_OFF + (size_t)o->obj.row_begin * sizeof(struct ht_unwind_row),
+	       o->rows, (size_t)o->obj.row_count * sizeof(struct ht_unwind_row));
+}
+
 /* The object's rows into the mapped array, and its entry into the objects map. */
 static int publish(struct unwind *u, struct unwind_object *o)
 {
@@ -102,6 +111,7 @@ static int publish(struct unwind *u, struct unwind_object *o)
 		for (uint32_t i = 0; i < o->obj.row_count; i++)
 			m[i].r = o->rows[i];
 		o->loaded = true;
+		share_rows(u, o);
 		if (bpf_map_update_elem(tracer_unwind_objects_fd(u->tr), &o->key, &o->obj, BPF_ANY)) {
 			ht_err("cannot load the unwind table of %s: %s", o->path, strerror(errno));
 			return -1;
@@ -203,18 +213,16 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 
 /*
- * The target's code mappings straight into its BPF cache (slot 0): its
- * stacks then need no bpf_find_vma, which fails (-EBUSY) while another
- * thread holds the mmap lock, as malloc's arena growth does all the time
- * in a busy threaded program.  Mappings met later still go through it.
+ * The code mappings of maps whose objects are known, in address order, as
+ * the BPF side's cache holds them: at most max.
  */
-static void populate(struct unwind *u, uint32_t slot, const char *maps, const char *root)
+static uint32_t modules(struct unwind *u, const char *maps, const char *root, struct ht_unwind_module *mods,
+			uint32_t max)
 {
-	static struct ht_unwind_proc p;
 	struct map_entry e;
+	uint32_t n = 0;
 
-	memset(&p, 0, sizeof(p));
-	while (maps_next(&maps, &e) && p.n < HT_UNWIND_MAX_MODULES) {
+	while (maps_next(&maps, &e) && n < max) {
 		char path[4400];
 
 		if (e.perms[2] != 'x' || e.path[0] != '/' || strstr(e.path, " (deleted)"))
@@ -227,7 +235,8 @@ static void populate(struct unwind *u, uint32_t slot, const char *maps, const ch
 			o = find(u, path, &key);
 		if (!o)
 			continue;
-		struct ht_unwind_module *m = &p.mods[p.n++];
+		struct ht_unwind_module *m = &mods[n++];
+		memset(m, 0, sizeof(*m));
 		m->start = e.lo;
 		m->end = e.hi;
 		if (o->loaded) {
@@ -237,7 +246,78 @@ static void populate(struct unwind *u, uint32_t slot, const char *maps, const ch
 		}
 		m->ready = 1;
 	}
+	return n;
+}
+
+/*
+ * The target's code mappings as the index of its tables (the stub's
+ * walk): the index not in force is written, then made the one in force.
+ * A walk reading the other one meanwhile sees gen move and gives up.
+ * Modules whose rows did not fit the mapping are left out (the BPF side
+ * walks their frames).
+ */
+static void share_index(struct unwind *u)
+{
+	if (!u->share || !u->last_maps)
+		return;
+	struct ht_share *sh = u->share;
+	uint32_t gen = __atomic_load_n(&sh->gen, __ATOMIC_RELAXED);
+	struct ht_share_index *ix = &sh->index[(gen + 1) & 1];
+	static struct ht_unwind_module mods[HT_SHARE_MODULES];
+	uint32_t n = modules(u, u->last_maps, u->last_root, mods, HT_SHARE_MODULES), k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (mods[i].row_begin + (uint64_t)mods[i].row_count <= u->share_rows)
+			ix->mods[k++] = mods[i];
+	ix->n = k;
+	__atomic_store_n(&sh->gen, gen + 1, __ATOMIC_RELEASE);
+}
+
+static void keep_maps(struct unwind *u, const char *maps, const char *root)
+{
+	char *m = strdup(maps), *r = strdup(root);
+
+	if (!m || !r) {
+		free(m);
+		free(r);
+		return;
+	}
+	free(u->last_maps);
+	free(u->last_root);
+	u->last_maps = m;
+	u->last_root = r;
+}
+
+void unwind_share(struct unwind *u, struct ht_share *map, uint32_t rows, const char *maps, const char *root)
+{
+	u->share = map;
+	u->share_rows = map ? rows : 0;
+	if (!map)
+		return;
+	if (maps)
+		keep_maps(u, maps, root);
+	for (size_t i = 0; i < u->n; i++)
+		share_rows(u, &u->objs[i]);
+	share_index(u);
+}
+
+/*
+ * The target's code mappings straight into its BPF cache (slot 0): its
+ * stacks then need no bpf_find_vma, which fails (-EBUSY) while another
+ * thread holds the mmap lock, as malloc's arena growth does all the time
+ * in a busy threaded program.  Mappings met later still go through it.
+ */
+static void populate(struct unwind *u, uint32_t slot, const char *maps, const char *root)
+{
+	static struct ht_unwind_proc p;
+
+	memset(&p, 0, sizeof(p));
+	p.n = modules(u, maps, root, p.mods, HT_UNWIND_MAX_MODULES);
 	tracer_unwind_set(u->tr, slot, &p);
+	if (slot == 0) {
+		keep_maps(u, maps, root);
+		share_index(u);
+	}
 }
 
 void unwind_maps_changed(struct unwind *u, const char *maps, const char *root)
@@ -309,6 +389,8 @@ void unwind_free(struct unwind *u)
 		free(u->objs[i].rows);
 	}
 	free(u->objs);
+	free(u->last_maps);
+	free(u->last_root);
 	if (u->map)
 		munmap(u->map, u->capacity * sizeof(struct map_row));
 	memset(u, 0, sizeof(*u));

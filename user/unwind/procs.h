@@ -36,6 +36,10 @@ struct unwind {
 	size_t from_cache;
 	uint64_t code_maps;             /* a hash of the code mappings last seen: cached by the BPF side */
 	bool execs;                     /* new programs may be executed (a script, --follow-fork): more room */
+	/* The tables in the target, for the stub's walk (struct ht_share; user/inject/share.c maps it). */
+	struct ht_share *share;
+	uint32_t share_rows;
+	char *last_maps, *last_root;    /* the target's code, as last seen: the share's index */
 };
 
 /*
@@ -64,6 +68,14 @@ void unwind_maps_changed(struct unwind *u, const char *maps, const char *root);
  * code mappings replaced with those of maps, the new image's.
  */
 void unwind_exec(struct unwind *u, uint32_t slot, char *const *paths, int n, const char *maps, const char *root);
+
+/*
+ * The tables' mapping in the target (heaptrace's side of it, rows its
+ * room), or NULL when it goes: every table loaded is copied there, and the
+ * target's code mappings (maps, its memory map now; paths under root) are
+ * published as its index, now and at each change.
+ */
+void unwind_share(struct unwind *u, struct ht_share *map, uint32_t rows, const char *maps, const char *root);
 
 void unwind_free(struct unwind *u);
 

@@ -1,0 +1,45 @@
+/*
+ * The stub's own stack walk (stub/unwind.c): how it walks, as --unwind
+ * says (CFI only in exact mode), and its CFI tables in the target, which
+ * user/unwind/ keeps filled once user/inject/ has mapped them.  HEAPTRACE_WALK=bpf (a test
+ * hook) leaves every walk to the BPF side, as before the stub walked:
+ * scenario stubwalk compares the two.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/state.h"
+#include "util/log.h"
+
+static void shared(void *arg, struct ht_share *map, uint32_t rows, const char *maps)
+{
+	struct session *s = arg;
+	char root[64];
+
+	session_proc_root(s, s->t.pid, root, sizeof(root));
+	unwind_share(&s->uw, map, rows, maps, root);
+}
+
+void session_plan_walk(struct session *s)
+{
+	const char *how = getenv("HEAPTRACE_WALK");
+	struct inject *in = &s->in;
+
+	in->walk = s->cfg.stack_mode == HT_STACK_DWARF ? STUB_WALK_CFI :
+		   s->cfg.stack_mode == HT_STACK_WALK ? STUB_WALK_FP : STUB_WALK_NONE;
+	/*
+	 * Sampled, a recorded call is rare and the BPF walk's cost no matter:
+	 * the CFI tables would cost the target their pages for nothing.
+	 */
+	if (in->walk == STUB_WALK_CFI && s->o->sample_rate)
+		in->walk = STUB_WALK_NONE;
+	if (how && !strcmp(how, "bpf"))
+		in->walk = STUB_WALK_NONE;
+	else if (how && strcmp(how, "stub"))
+		ht_err("HEAPTRACE_WALK=%s: not bpf or stub; the stub walks", how);
+	in->max_depth = s->cfg.max_depth;
+	in->min_frame_addr = tracer_min_frame_addr(&s->tr);
+	in->share_rows = in->walk == STUB_WALK_CFI ? tracer_unwind_capacity(&s->tr) : 0;
+	in->on_share = shared;
+	in->on_share_arg = s;
+}
