@@ -44,8 +44,15 @@ static struct inject *install(struct session *s, pid_t pid, char *why, size_t le
 		snprintf(why, len, "out of memory");
 		return NULL;
 	}
+	/*
+	 * The target's walk, but never its CFI tables' mapping: that index
+	 * holds the target's mappings alone (session/walk.c), so a stub walks
+	 * here by frame pointers or leaves the walk to the BPF side.
+	 */
 	*kid = (struct inject){ .pid = pid, .sample_rate = s->in.sample_rate, .max_live = s->in.max_live,
-				.file_fd = -1, .whole = true, .n = s->in.n };
+				.file_fd = -1, .share_fd = -1, .whole = true, .n = s->in.n,
+				.walk = s->in.walk == STUB_WALK_FP ? STUB_WALK_FP : STUB_WALK_NONE,
+				.max_depth = s->in.max_depth, .min_frame_addr = s->in.min_frame_addr };
 	for (int i = 0; i < s->in.n; i++)
 		kid->fns[i] = (struct inject_fn){ .probe = s->in.fns[i].probe, .len = s->in.fns[i].len,
 						  .skip = s->in.fns[i].skip };

@@ -735,6 +735,7 @@ int session_run(struct trace_opts *o)
 	specs_init(&s.specs, o);
 	s.ex = (struct exec_follow){ .o = o, .plan = &s.plan, .tr = &s.tr, .specs = &s.specs };
 	s.in.file_fd = -1;
+	s.in.share_fd = -1;
 	s.kin[0] = &s.in;
 	if (check_output(o))
 		return 1;
