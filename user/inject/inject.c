@@ -330,7 +330,8 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 			continue;
 		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
 			memcpy(now + sites[i], img + sites[i], JMP_REL32_LEN);
-		memcpy(now + GADGET_OFF, img + GADGET_OFF, REMOTE_GADGET_SIZE);
+		/* The gadget's page is scratch for remote calls (their names: share.c's too): not the stub's. */
+		memcpy(now + GADGET_OFF, img + GADGET_OFF, STUB_FILE_SIZE - GADGET_OFF);
 		if (memcmp(now, img, STUB_FILE_SIZE) || remote_pc_in(r, e.lo + STUB_SITE_ALLOC, e.lo + STUB_SITE_FREE + 8))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, in->pid, e.lo, e.hi);
