@@ -54,7 +54,7 @@ STUB_CFLAGS := -O2 -g -ffreestanding -fno-builtin -nostdlib -fPIC -fvisibility=h
 
 $(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
-	$(CC) $(STUB_CFLAGS) -c $< -o $@
+	$(CC) $(STUB_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/stub/%.o: stub/%.S
 	@mkdir -p $(dir $@)
@@ -83,7 +83,12 @@ $(BUILD)/user/output/html.o: $(BUILD)/report_html.h
 
 $(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h) stub/stub.h bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(HT_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(HT_CFLAGS) -MMD -MP -c $< -o $@
+
+# What each object included, as the compiler saw it: a header listed by
+# hand above can be missed, and a stale object after a merge is a wrong
+# binary (a stub whose layout the injector no longer shares).
+-include $(USER_OBJS:.o=.d) $(BUILD)/stub/stub.d $(BUILD)/stub/unwind.d
 
 $(BUILD)/heaptrace: $(USER_OBJS)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
