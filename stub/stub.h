@@ -13,6 +13,8 @@
  *                      and orig_i (the displaced prologue, relocated,
  *                      then a jump back into the function)
  *   STUB_CFG_OFF       struct stub_cfg: what each function does
+ *   STUB_GADGET_OFF    the last page: heaptrace's system-call gadget, then
+ *                      scratch for its remote calls (memfd names)
  *   STUB_FILE_SIZE     end of the file
  *   STUB_DATA_OFF      struct stub_data (anonymous, read-write, private:
  *                      a forked child gets its own copy)
@@ -34,6 +36,7 @@
 #define STUB_CFG_OFF 0x3800            /* right after the trampolines: the config and the gadget's page both fit in 64 KiB */
 #define STUB_FILE_SIZE 0x10000
 #define STUB_DATA_OFF 0x10000
+#define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
 
 /* Fixed entry points at the start of the blob (entry.S). */
 #define STUB_ENTRY_ALLOC 0              /* jmp stub_alloc: allocators */

@@ -46,8 +46,7 @@ _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the co
  * /proc/PID/mem, a private copy of the page) never touch a page that other
  * threads execute.
  */
-#define GADGET_OFF (STUB_FILE_SIZE - 0x1000)
-_Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= GADGET_OFF, "the config overlaps the gadget's page");
+_Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_GADGET_OFF, "the config overlaps the gadget's page");
 
 int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
 {
@@ -220,14 +219,14 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 		snprintf(why, len, "mmap in the target: %s", err ? strerror(-err) : "elsewhere");
 		return -1;
 	}
-	r->gadget = in->base + GADGET_OFF;
+	r->gadget = in->base + STUB_GADGET_OFF;
 	/*
 	 * memfd_create's name, in the reservation beside the gadget: not on
 	 * the thread's stack, where a SIGKILL of heaptrace during the call
 	 * would leave it over the thread's own data.
 	 */
-	uint64_t name_at = in->base + GADGET_OFF + REMOTE_GADGET_SIZE;
-	_Static_assert(REMOTE_GADGET_SIZE + sizeof(name) <= 0x1000, "the name does not fit beside the gadget");
+	uint64_t name_at = in->base + STUB_GADGET_OFF + REMOTE_GADGET_SIZE;
+	_Static_assert(REMOTE_GADGET_SIZE + sizeof(name) <= STUB_FILE_SIZE - STUB_GADGET_OFF, "the name does not fit beside the gadget");
 	if ((err = remote_write(r, name_at, name, sizeof(name)))) {
 		snprintf(why, len, "cannot write the target's memory: %s", strerror(-err));
 		return -1;
@@ -239,7 +238,7 @@ static int map_stub(struct inject *in, struct remote *r, uint8_t *img, char *why
 		return unmap_stub(in, r, STUB_FILE_SIZE);
 	}
 	/* The file replaces the gadget's mapping under the thread that maps it: it has the same gadget. */
-	remote_fill_gadget(r, img + GADGET_OFF);
+	remote_fill_gadget(r, img + STUB_GADGET_OFF);
 	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", in->pid, fd);
 	in->file_fd = open(path, O_RDWR | O_CLOEXEC);
 	bool ok = in->file_fd >= 0 && pwrite(in->file_fd, img, STUB_FILE_SIZE, 0) == STUB_FILE_SIZE;
@@ -296,7 +295,7 @@ static void clear_set(struct inject *in, struct remote *r)
 	int err;
 
 	remote_write(r, set, zero, (page < end ? page : end) - set);
-	r->gadget = in->base + GADGET_OFF;
+	r->gadget = in->base + STUB_GADGET_OFF;
 	if (page < end)
 		remote_call(r, SYS_madvise, (long)page, (long)(end - page), MADV_DONTNEED, 0, 0, 0, &err);
 	inject_phase("cleared");
@@ -331,7 +330,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
 			memcpy(now + sites[i], img + sites[i], JMP_REL32_LEN);
 		/* The gadget's page is scratch for remote calls (their names: share.c's too): not the stub's. */
-		memcpy(now + GADGET_OFF, img + GADGET_OFF, STUB_FILE_SIZE - GADGET_OFF);
+		memcpy(now + STUB_GADGET_OFF, img + STUB_GADGET_OFF, STUB_FILE_SIZE - STUB_GADGET_OFF);
 		if (memcmp(now, img, STUB_FILE_SIZE) || remote_pc_in(r, e.lo + STUB_SITE_ALLOC, e.lo + STUB_SITE_FREE + 8))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, in->pid, e.lo, e.hi);

@@ -51,9 +51,9 @@ static uint64_t make(struct inject *in, struct remote *r, uint64_t size, char *w
 	static const char name[] = NAME;
 	char path[64];
 	int err;
-	uint64_t name_at = in->base + STUB_FILE_SIZE - 0x1000 + REMOTE_GADGET_SIZE + 32;
+	uint64_t name_at = in->base + STUB_GADGET_OFF + REMOTE_GADGET_SIZE + 32;
 
-	_Static_assert(REMOTE_GADGET_SIZE + 32 + sizeof(name) <= 0x1000, "the name does not fit beside the gadget");
+	_Static_assert(REMOTE_GADGET_SIZE + 32 + sizeof(name) <= STUB_FILE_SIZE - STUB_GADGET_OFF, "the name does not fit beside the gadget");
 	if ((err = remote_write(r, name_at, name, sizeof(name)))) {
 		snprintf(why, len, "cannot write the target's memory: %s", strerror(-err));
 		return 0;
@@ -90,7 +90,7 @@ int share_install(struct inject *in, struct remote *r, const char *maps)
 	share_free(in);
 	if (in->walk != STUB_WALK_CFI || !in->share_rows)
 		return 0;
-	r->gadget = in->base + STUB_FILE_SIZE - 0x1000;
+	r->gadget = in->base + STUB_GADGET_OFF;
 	in->share_addr = reuse(in, maps, size);
 	bool again = in->share_addr != 0;
 	if (!again)
