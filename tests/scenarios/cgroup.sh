@@ -21,6 +21,18 @@ svc_start() {
 	SVC=$!
 }
 
+# svc_pair_traced KEY CG: two t_service (bases 1 and 2; s1, s2) in CG,
+# their lines in f=$TMP/KEY.svc, then heaptrace --cgroup CG --merge (HPID)
+# until it has adopted them.
+svc_pair_traced() {
+	f=$TMP/$1.svc
+	svc_start "$f" 0 1 "$2"; s1=$SVC
+	svc_start "$f" 0 2 "$2"; s2=$SVC
+	svc_lines "$f" ready 2 10
+	ht_bg "$1" -v --cgroup "$2" --merge -f proto -o "$TMP/$1.pb.gz"
+	wait_for "$TMP/$1.err" "processes traced beside" 30 "$HPID"
+}
+
 # svc_paths KEY PID...: -v said that each PID (adopted running) has a stub
 # of its own, or, under --no-inject (make test-noinject), uprobes.
 svc_paths() {
@@ -354,12 +366,7 @@ scenario_cgroupsvc() {
 	if ! mkdir "$cg" 2>/dev/null; then
 		fail "$key: cannot make a cgroup at $cg"
 	else
-		f=$TMP/$key.svc
-		svc_start "$f" 0 1 "$cg"; s1=$SVC
-		svc_start "$f" 0 2 "$cg"; s2=$SVC
-		svc_lines "$f" ready 2 10
-		ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
-		wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+		svc_pair_traced "$key" "$cg"
 		kill -USR1 "$s2"
 		svc_lines "$f" "done" 1 10
 		kill -TERM "$s2"
@@ -412,12 +419,7 @@ scenario_cgroupsvc() {
 	elif ! mkdir "$cg" 2>/dev/null; then
 		fail "$key: cannot make a cgroup at $cg"
 	else
-		f=$TMP/$key.svc
-		svc_start "$f" 0 1 "$cg"; s1=$SVC
-		svc_start "$f" 0 2 "$cg"; s2=$SVC
-		svc_lines "$f" ready 2 10
-		ht_bg $key -v --cgroup "$cg" --merge -f proto -o "$TMP/$key.pb.gz"
-		wait_for "$TMP/$key.err" "processes traced beside" 30 "$HPID"
+		svc_pair_traced "$key" "$cg"
 		svc_run $key "$f" 2
 		svc_check $key "$f" 2
 		svc_stop "$f" "$s1" "$s2"
