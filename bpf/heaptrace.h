@@ -589,6 +589,111 @@ struct ht_share {
 #define HT_SHARE_ROWS_OFF ((sizeof(struct ht_share) + 4095) & ~4095ul)
 
 /*
+ * The event ring (exact mode's batching, docs/fast-path.md): the stub
+ * appends each recorded event to one ring per process, in a memfd that
+ * the target maps read-write and shared (data only, never executable)
+ * and heaptrace maps too; heaptrace drains it (a BPF syscall program run
+ * by BPF_PROG_TEST_RUN, bpf/drain.bpf.c, into the same maps and through
+ * the same accounting as the record sites) every HT_RING_PERIOD_MS, or
+ * sooner when a producer rings the bell.  So a recorded call costs no
+ * kernel entry.  One ring per process, not per thread: the positions the
+ * producers take (one atomic add) are the events' one order, so a block
+ * malloc'd in one thread and freed in another is always seen allocated
+ * first.
+ *
+ * Slots are 64 bytes.  Each has a sequence word (a bounded MPMC queue,
+ * Vyukov's): slot pos % HT_RING_SLOTS is free for position pos when seq
+ * == pos, published when seq == pos + 1; the consumer frees it for the
+ * next lap with seq = pos + HT_RING_SLOTS.  An event is one slot; a stack
+ * the process had not sent before is a HT_EV_STACK slot followed by
+ * HT_RING_STACK_SLOTS(depth) slots of its frames, taken in one add, and
+ * consumed only once all of them are published.
+ */
+#define HT_RING_SLOTS 16384             /* 1 MiB of events: a power of two */
+#define HT_RING_OFF 4096                /* the slots follow the header's page */
+#define HT_RING_SIZE (HT_RING_OFF + HT_RING_SLOTS * 64)
+#define HT_RING_PERIOD_MS 10            /* heaptrace drains at least this often */
+#define HT_RING_PCS 7                   /* frames in a continuation slot */
+#define HT_RING_STACK_SLOTS(depth) (((depth) + HT_RING_PCS - 1) / HT_RING_PCS)
+
+enum ht_ev_kind {
+	HT_EV_ALLOC = 1,        /* an allocator call returned (ptr 0: it failed); a realloc's old block in old */
+	HT_EV_FREE,             /* a free of ptr, at its entry */
+	HT_EV_RESET,            /* an arena reset of arena, at its entry */
+	HT_EV_STACK,            /* a new stack: hash, depth, flags, fp_frames; its frames follow */
+	HT_EV_SKIP,             /* a position taken but not used (the producer gave up): consumed, nothing done */
+};
+
+struct ht_ev {
+	__u64 seq;
+	__u8 kind;              /* enum ht_ev_kind */
+	__u8 flags;             /* HT_EV_ALLOC: enum ht_stub_flags; HT_EV_STACK: HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
+	__u16 spec;             /* the function's descriptor (index into the specs) */
+	__u32 tid;              /* the thread that made the call (its per-thread state: temporary allocations) */
+	union {
+		struct {
+			__u64 ptr;      /* the block made or freed */
+			__u64 size;     /* its request size, evaluated by the stub as the BPF side would */
+			__u64 old;      /* a realloc's old block (0: none) */
+			__u64 objects;  /* the spec's objects expression */
+			__u64 arena;    /* the spec's arena expression (HT_EV_RESET: the arena reset) */
+			__u64 stack;    /* the hash of its stack (ht_stack_hash), sent before in an HT_EV_STACK */
+		};
+		struct {
+			__u64 hash;     /* HT_EV_STACK: the stack's hash */
+			__u32 depth;    /* its frames, in the HT_RING_STACK_SLOTS(depth) slots that follow */
+			__u32 fp_frames;        /* --unwind dwarf: frames unwound by frame pointer */
+		};
+	};
+};
+
+/* A continuation slot of an HT_EV_STACK: the next HT_RING_PCS frames, innermost first. */
+struct ht_ev_pcs {
+	__u64 seq;
+	__u64 pcs[HT_RING_PCS];
+};
+
+/*
+ * The ring's first page.  head is the producers' (atomic add), tail
+ * heaptrace's alone; each in a cache line of its own.  A producer that
+ * finds its slot not yet freed (the ring is full) rings the bell and waits
+ * on tail (FUTEX_WAIT, shared); heaptrace bumps alive every pass, so a
+ * producer that waits HT_RING_GIVE_UP_MS without alive moving knows
+ * heaptrace is gone (SIGKILL): the stub stops recording, and the target
+ * runs on.  Its lost events are counted in lost (ring_lost).
+ */
+#define HT_RING_GIVE_UP_MS 1000
+
+struct ht_ring {
+	__u64 head __attribute__((aligned(64)));
+	__u64 tail __attribute__((aligned(64)));
+	__u32 bell __attribute__((aligned(64)));     /* producers add 1 and wake heaptrace when it sleeps */
+	__u32 sleeping;         /* heaptrace waits on bell */
+	__u32 waiting;          /* producers wait on tail */
+	__u32 alive;            /* heaptrace's passes */
+	__u64 lost;             /* events not recorded: the ring stayed full while heaptrace was gone */
+	__u64 gave_up;          /* 1: the stub stopped recording (heaptrace gone) */
+	__u64 full_waits;       /* producers that found the ring full and waited (ring_full_waits) */
+};
+
+/*
+ * What heaptrace hands bpf/drain.bpf.c's program (its context, by
+ * BPF_PROG_TEST_RUN): where the ring is in heaptrace's memory, the
+ * positions to consume, and whose ring it is.  The program consumes
+ * published events from tail on, at most max slots, stopping at the first
+ * unpublished one, and writes back how many it consumed; heaptrace frees
+ * those slots and moves tail on.
+ */
+struct ht_drain_ctx {
+	__u64 ring;             /* the ring's slots (HT_RING_OFF into the mapping) in heaptrace */
+	__u64 tail;             /* the first position to consume */
+	__u32 max;              /* at most this many slots */
+	__u32 tgid;             /* the process the ring belongs to */
+	__u32 done;             /* out: slots consumed */
+	__u32 exec_gen;         /* the process's image when the ring was made: events of an older one are not live */
+};
+
+/*
  * The stub's nesting table (struct stub_data's depth[], stub/stub.h): a
  * thread inside a call the stub called (not passed through) holds a slot,
  * its thread pointer (%fs:0, the kernel's thread.fsbase) and the call's
@@ -659,7 +764,10 @@ struct ht_stub_proc {
 	X(ALLOCATOR_MAPS, "allocator_maps", 0)  /* --mmap: mapping calls the allocator made for itself: not counted */ \
 	X(MAP_INDEX_LOST, "map_index_lost", 1)  /* --mmap: a mapping's range not indexed or not reached: its munmap is not seen */ \
 	X(STUB_WALKS, "stub_walks", 0)  /* stacks the stub walked in the process (the fast path) */ \
-	X(STUB_WALKS_HANDED, "stub_walks_handed", 0)    /* stacks the stub left to the BPF walk (stub/unwind.c) */
+	X(STUB_WALKS_HANDED, "stub_walks_handed", 0)    /* stacks the stub left to the BPF walk (stub/unwind.c) */ \
+	X(RING_EVENTS, "ring_events", 0)        /* events drained from the process's ring (exact mode's batching) */ \
+	X(RING_FULL_WAITS, "ring_full_waits", 0)        /* a call waited for heaptrace to drain a full ring */ \
+	X(RING_LOST, "ring_lost", 1)    /* events the stub could not put in the ring: heaptrace was gone, or it stopped draining */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };
