@@ -255,6 +255,25 @@ static int set_has(__u64 ptr)
 #define STUB_PROBES HT_STUB_PROBES
 #define depth_hash ht_stub_depth_hash
 
+/*
+ * A call below a call of its own thread is inside it when it returns into
+ * an allocator's code (realloc calling malloc, libc's strdup) or, for a
+ * function whose code heaptrace did not bound (a --sym allocator, which
+ * calls malloc from the program's own code), always.  Else it was made by
+ * a signal handler that interrupted the call: a request of its own, which
+ * would otherwise be lost (an allocation), or leave a block live (a free).
+ */
+static int returns_into_allocator(__u64 ra)
+{
+	for (__u32 i = 0; i < stub_cfg.n_fns && i < STUB_MAX_FNS; i++) {
+		const struct stub_fn *fn = &stub_cfg.fns[i];
+		__u64 bias = fn->func_ip - fn->s.probe_vaddr;
+		if (!fn->s.text_hi || (ra - bias >= fn->s.text_lo && ra - bias < fn->s.text_hi))
+			return 1;
+	}
+	return 0;
+}
+
 /* Is the thread inside such a call, at or above sp (tail-jumped: at the same sp)? */
 static int nested(__u64 tp, __u64 sp)
 {
@@ -271,8 +290,10 @@ static int nested(__u64 tp, __u64 sp)
 		__u64 at;
 		if (__atomic_load_n(&d->thread, __ATOMIC_RELAXED) != tp || !(at = __atomic_load_n(&d->sp, __ATOMIC_RELAXED)))
 			continue;
-		if (sp <= at)
+		if (sp == at || (sp < at && returns_into_allocator(*(const __u64 *)sp)))
 			return 1;
+		if (sp < at)
+			continue;       /* a signal handler's call, below its interrupted call */
 		/*
 		 * A call of this thread above that call's entry: that call ended
 		 * without returning through the stub (a longjmp out of it, as

@@ -779,8 +779,9 @@ int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct
 	remote_write(&r, in->r_brk, &in->r_brk_byte, 1);
 	if (state == 0 /* RT_CONSISTENT */ && allocator_mapped(in, plan)) {
 		in->armed = false;
-		if (inject_install(in, &r, plan, tr))
-			probes_attach_fallback(plan, tr, in->pid);
+		/* A failed install gives every function back; a good one may have given back some (probes_attach_fallback). */
+		inject_install(in, &r, plan, tr);
+		probes_attach_fallback(plan, tr, in->pid);
 		remote_sync(&r);
 	} else {
 		/* Not yet: step over the real instruction, put the breakpoint back. */

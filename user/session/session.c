@@ -210,9 +210,12 @@ static void on_exec(void *arg, pid_t tid)
 	s->in.pid = s->t.pid;
 	if (!remote_adopt(&r, s->t.pid, tid)) {
 		/* A static program: installed now, by system calls, which need execve ended first (as above). */
-		if (inject_arm(&s->in, &r) && ((!stepped && remote_step(&r)) ||
-					      inject_install(&s->in, &r, &s->plan, &s->tr)))
+		if (inject_arm(&s->in, &r)) {
+			if (stepped || !remote_step(&r))
+				inject_install(&s->in, &r, &s->plan, &s->tr);
+			/* Every function given back (a failed install), or some (another tool's breakpoint on one). */
 			probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
+		}
 		remote_sync(&r);
 		remote_free(&r);
 	}
