@@ -86,6 +86,12 @@ bt_port() {
 	sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/$1.err" | head -1
 }
 
+# bt_send FIFO LINE: a line to a target's FIFO (bounded: the target may have died).
+bt_send() {
+	# shellcheck disable=SC2016
+	timeout 10 bash -c 'echo "$2" >"$1"' _ "$1" "$2"
+}
+
 # bt_now_us: the wall clock in microseconds, without a fork.
 bt_now_us() { echo "${EPOCHREALTIME/./}"; }
 
@@ -100,16 +106,21 @@ bt_now_us() { echo "${EPOCHREALTIME/./}"; }
 # the same under -i 0.1: every snapshot written 150 ms (100 ms and one
 # snapshot's writing) or more after NS holds the block.
 #
-# bt_fresh_poll KEY URL T_READY_US WANT [GONE]: polls URL (at most 60 times, 2 s)
+# bt_fresh_poll KEY URL T_READY_US WANT [GONE]: polls URL (for 2 s, at most 300 times)
 # until a record "F0 F1 IO IB AO AB" is WANT (and another GONE); LAT: ms from
 # T_READY_US to the start of that request; a diagnostic in BD unless it began
 # within 100 ms.
 bt_fresh_poll() {
-	local key=$1 url=$2 t_ready=$3 want=$4 gone=$5 i t0 first="" got=""
-	for i in $(seq 0 60); do
+	local key=$1 url=$2 t_ready=$3 want=$4 gone=$5 i t0 first="" got="" w4 io ib ao ab
+	read -r _ _ io ib ao ab <<<"$want"
+	w4="$io: +$ib \\[ *$ao: +$ab\\] @"
+	for i in $(seq 0 300); do
 		t0=$(bt_now_us)
 		[ -z "$first" ] && first=$((t0 - t_ready))
+		[ $((t0 - t_ready)) -gt 2000000 ] && break
 		curl -s --max-time 2 -o "$TMP/$key.h$i" "$url"
+		# The record's numbers first (cheap: the loop stays fast), then its stack.
+		grep -qE "^ *$w4" "$TMP/$key.h$i" || { sleep 0.005; continue; }
 		got=$(bt_records "$TMP/$key.h$i" "$TB/t_batch" | awk -v w="$want" -v g="$gone" '
 			$1 " " $2 " " $3 " " $4 " " $5 " " $6 == w { a = 1 }
 			g != "" && $1 " " $2 " " $3 " " $4 " " $5 " " $6 == g { b = 1 }
@@ -120,10 +131,9 @@ bt_fresh_poll() {
 				BD+="first seen in a request begun $LAT ms after the event (the first request began $((first / 1000)) ms after it)"$'\n'
 			return
 		fi
-		[ $((t0 - t_ready)) -gt 2000000 ] && break
 	done
 	LAT=never
-	BD+="not seen in $((i + 1)) requests over $(((t0 - t_ready) / 1000)) ms (want '$want'${gone:+ and '$gone'}); the last: $(grep -m3 '@' "$TMP/$key.h$i")"$'\n'
+	BD+="not seen in $i requests over $(((t0 - t_ready) / 1000)) ms (want: $want${gone:+; and: $gone}); the last: $(grep -m3 '@' "$TMP/$key.h$((i - 1))")"$'\n'
 }
 
 scenario_batchfresh() {
@@ -148,7 +158,7 @@ scenario_batchfresh() {
 	bt_fresh_poll $key.a "$url" $((t1 / 1000)) "fresh_leaf fresh_worker 1 43210 1 43210" ""
 	lat1=$LAT
 	# The worker frees it and mallocs another, then idles again.
-	timeout 10 bash -c 'echo next >"$1"' _ "$TMP/$key.fifo"
+	bt_send "$TMP/$key.fifo" next
 	read -r -t 30 -u "$rfd" line
 	t2=${line#ready2 }
 	if [ "${line%% *}" != ready2 ]; then
@@ -158,7 +168,7 @@ scenario_batchfresh() {
 			"fresh_leaf fresh_worker 0 0 1 43210"
 		lat2=$LAT
 	fi
-	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	bt_send "$TMP/$key.fifo" quit
 	cat <&"$rfd" >"$TMP/$key.tout" 2>/dev/null
 	exec {rfd}<&-
 	ht_bg_wait $key "$hp" 20
@@ -178,7 +188,7 @@ scenario_batchfresh() {
 	t1=${line#ready1 }
 	[ "${line%% *}" = ready1 ] || BD+="target: '$line'"$'\n'
 	sleep 0.8
-	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	bt_send "$TMP/$key.fifo" quit
 	cat <&"$rfd" >"$TMP/$key.tout" 2>/dev/null
 	exec {rfd}<&-
 	ht_bg_wait $key "$hp" 20
@@ -192,7 +202,7 @@ scenario_batchfresh() {
 		bt_records "$f" "$TB/t_batch" | grep -qx 'fresh_leaf fresh_worker 1 43210 1 43210' ||
 			BD+="$(basename "$f"), written $(((m - t1) / 1000000)) ms after the event, lacks it: $(grep -m2 '@' "$f")"$'\n'
 	done
-	[ "$n" -ge 3 ] || BD+="$n snapshots written 150 ms or more after the event, want 3 or more: $(ls "$TMP" | grep "^$key" | tr '\n' ' ')"$'\n'
+	[ "$n" -ge 3 ] || BD+="$n snapshots written 150 ms or more after the event, want 3 or more: $(cd "$TMP" && echo "$key"*)"$'\n'
 	report "batchfresh: -i 0.1: the $n snapshots written 150 ms or more after an idle thread's malloc hold it" "$BD"
 }
 
@@ -343,7 +353,7 @@ scenario_batchfull() {
 # fifth, a new exact heaptrace attaches and counts the phase exactly; at the
 # end the target finds every block intact and exits 0.
 scenario_batchkill() {
-	local key=bkill BD="" tpid i k hp hk delay kills=0 exact=0 seed=$((SECONDS * 7919 % 32768)) t0=$SECONDS
+	local key=bkill BD="" tpid i k hp hk delay kills=0 exact=0 seed=${HEAPTRACE_TEST_SEED:-$((($$ * 7919 + $(date +%s)) % 32768))} t0=$SECONDS
 	RANDOM=$seed
 	mkfifo "$TMP/$key.fifo"
 	"$TB/t_inject" churn "$TMP/$key.fifo" 4 >"$TMP/$key.tout" 2>&1 &
@@ -355,21 +365,27 @@ scenario_batchkill() {
 	fi
 	for i in $(seq 1 20); do
 		k=$key.$i
-		delay=$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", (r % 600) / 1000 }')
+		delay=$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 600) / 1000 }')
 		timeout -k 5 60 "$HT" -v -o /dev/null -p "$tpid" >/dev/null 2>"$TMP/$k.err" </dev/null &
 		hp=$!
+		# heaptrace itself, timeout's child (its process, not a fork about to exec it).
+		hk=""
+		for _ in $(seq 250); do
+			hk=$(pgrep -x -P "$hp" heaptrace | head -1)
+			[ -n "$hk" ] && break
+			sleep 0.02
+		done
 		[ $((i % 2)) = 0 ] && wait_for "$TMP/$k.err" "^heaptrace: tracing PID $tpid" 30 "$hp"
 		sleep "$delay"
-		hk=$(pgrep -P "$hp" | head -1)
 		if [ -n "$hk" ] && kill -KILL "$hk" 2>/dev/null; then
 			kills=$((kills + 1))
 		else
-			BD+="kill $i: heaptrace was gone before its SIGKILL ($delay s): $(tail -2 "$TMP/$k.err")"$'\n'
+			BD+="kill $i: no heaptrace to SIGKILL after $delay s: $(tail -2 "$TMP/$k.err")"$'\n'
+			kill_tree "$hp"
 		fi
 		wait "$hp" 2>/dev/null
 		kill -0 "$tpid" 2>/dev/null || { BD+="kill $i: the target died: $(tail -2 "$TMP/$key.tout")"$'\n'; break; }
-		# shellcheck disable=SC2016
-		timeout 10 bash -c 'echo "phase $2" >"$1"' _ "$TMP/$key.fifo" "$i"
+		bt_send "$TMP/$key.fifo" "phase $i"
 		wait_for "$TMP/$key.tout" "^phase $i done$" 10 "$tpid" ||
 			{ BD+="kill $i (after $delay s): the target did not serve a phase within 10 s"$'\n'; break; }
 		[ $((i % 5)) = 0 ] || continue
@@ -381,8 +397,7 @@ scenario_batchkill() {
 			kill_tree "$HPID"
 			continue
 		fi
-		# shellcheck disable=SC2016
-		timeout 10 bash -c 'echo "phase $2" >"$1"' _ "$TMP/$key.fifo" $((100 + i))
+		bt_send "$TMP/$key.fifo" "phase $((100 + i))"
 		wait_for "$TMP/$key.tout" "^phase $((100 + i)) done$" 10 "$tpid" || BD+="after kill $i: the traced phase did not end"$'\n'
 		kill -INT "$(pgrep -P "$HPID" | head -1)" 2>/dev/null
 		ht_bg_wait "$k" "$HPID" 30
@@ -394,7 +409,7 @@ scenario_batchkill() {
 			BD+="after kill $i: phase_keep inuse_space=$(leafval "$k" phase_keep), want $((100 * (1100 + i)))"$'\n'
 		fi
 	done
-	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
+	bt_send "$TMP/$key.fifo" quit
 	if wait_exit "$tpid" 30; then
 		[ "$WRC" = 0 ] || BD+="target exit status $WRC"$'\n'
 	else
