@@ -6,7 +6,8 @@
  * mode ends with "... errors 0" and exit 0, else exit 3.  No stdio (it would
  * allocate): lines go out with write().
  *
- *   t_batch fresh FIFO   A worker thread mallocs one block of FRESH_A bytes
+ *   t_batch fresh FIFO   Says "waiting" and waits for a line on FIFO.  Then
+ *       a worker thread mallocs one block of FRESH_A bytes
  *       (fresh_leaf, called by fresh_worker), prints "ready1 NS" (NS: the
  *       wall clock, CLOCK_REALTIME, in ns, right after the malloc returned)
  *       and blocks.  The main thread blocks on FIFO too.  "next" on FIFO: the
@@ -18,7 +19,8 @@
  *       5 of those freed, 5 kept; exit_handoff 5 x malloc(4321) kept; then it
  *       exits (its last call is a malloc).  After the last wave: "ready", and
  *       it waits on FIFO; then the main thread frees the handoff blocks (of
- *       exited threads), says "freed", waits again, and exits 0.
+ *       exited threads), says "freed", waits again, and exits 0.  With
+ *       "wait" it first says "waiting" and waits on FIFO (for heaptrace -p).
  *   t_batch fork         fork_wloop: a worker thread mallocs and frees 96 bytes
  *       20000 times, then fork_wkeep 10 x malloc(555) kept; the main thread,
  *       once the worker is 1000 pairs in: fork_burst 1000 x malloc(64) kept,
@@ -168,6 +170,9 @@ static int do_fresh(const char *fifo)
 	pthread_t th;
 	char line[64];
 
+	/* The harness first learns where heaptrace serves; then the event. */
+	say("waiting\n");
+	wait_line(fifo);
 	if (pipe(fresh_pipe) || pthread_create(&th, NULL, fresh_worker, NULL))
 		return 2;
 	for (;;) {
@@ -233,10 +238,14 @@ static void *exit_thread(void *arg)
 	return NULL;
 }
 
-static int do_exit(const char *fifo)
+static int do_exit(const char *fifo, int wait_first)
 {
 	pthread_t th[EXIT_THREADS];
 
+	if (wait_first) {
+		say("waiting\n");
+		wait_line(fifo);
+	}
 	for (int w = 0; w < EXIT_WAVES; w++) {
 		for (int i = 0; i < EXIT_THREADS; i++)
 			if (pthread_create(&th[i], NULL, exit_thread, (void *)(uintptr_t)(w * EXIT_THREADS + i)))
@@ -501,14 +510,14 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "fresh"))
 		return do_fresh(argv[2]);
-	if (argc == 3 && !strcmp(argv[1], "exit"))
-		return do_exit(argv[2]);
+	if ((argc == 3 || (argc == 4 && !strcmp(argv[3], "wait"))) && !strcmp(argv[1], "exit"))
+		return do_exit(argv[2], argc == 4);
 	if (argc == 2 && !strcmp(argv[1], "fork"))
 		return do_fork();
 	if (argc == 3 && !strcmp(argv[1], "signals"))
 		return do_signals(atol(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "burst"))
 		return do_burst();
-	say("usage: t_batch fresh FIFO | exit FIFO | fork | signals N | burst\n");
+	say("usage: t_batch fresh FIFO | exit FIFO [wait] | fork | signals N | burst\n");
 	return 2;
 }
