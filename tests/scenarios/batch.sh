@@ -424,6 +424,8 @@ scenario_batchkill() {
 		done
 		[ $((i % 2)) = 0 ] && wait_for "$TMP/$k.err" "^heaptrace: tracing PID $tpid" 30 "$hp"
 		sleep "$delay"
+		# The last one's BPF programs and links must go with it.
+		[ "$i" = 20 ] && [ -n "$hk" ] && rl_bpf_ids "$hk" >"$TMP/$key.ids"
 		if [ -n "$hk" ] && kill -KILL "$hk" 2>/dev/null; then
 			kills=$((kills + 1))
 		else
@@ -456,6 +458,15 @@ scenario_batchkill() {
 			BD+="after kill $i: phase_keep inuse_space=$(leafval "$k" phase_keep), want $((100 * (1100 + i)))"$'\n'
 		fi
 	done
+	# What the sessions left in the target (figures: a stub used again, rings).
+	local maps rss
+	maps=$(grep -c 'memfd:heaptrace' "/proc/$tpid/maps" 2>/dev/null)
+	rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status" 2>/dev/null)
+	if [ -s "$TMP/$key.ids" ]; then
+		bt_diag "$(rl_bpf_left "$TMP/$key.ids")"
+	else
+		BD+="no BPF program or link of the last killed heaptrace recorded"$'\n'
+	fi
 	bt_send "$TMP/$key.fifo" quit
 	if wait_exit "$tpid" 30; then
 		[ "$WRC" = 0 ] || BD+="target exit status $WRC"$'\n'
@@ -466,5 +477,5 @@ scenario_batchkill() {
 	grep -q '^bye errors=0$' "$TMP/$key.tout" || BD+="target: $(tail -2 "$TMP/$key.tout")"$'\n'
 	[ "$kills" = 20 ] || BD+="$kills SIGKILLs, want 20"$'\n'
 	[ "$exact" = 4 ] || BD+="$exact exact sessions after the kills, want 4"$'\n'
-	report "batchkill: $kills SIGKILLs of exact heaptrace at random moments (seed $seed) under a 4-thread self-checking target: it runs on, $exact new sessions count exactly, every block intact (in $((SECONDS - t0)) s)" "$BD"
+	report "batchkill: $kills SIGKILLs of exact heaptrace at random moments (seed $seed) under a 4-thread self-checking target: it runs on, $exact new sessions count exactly, every block intact, no BPF program or link left; then ${maps:-?} heaptrace mappings in the target, RSS ${rss:-?} KiB (in $((SECONDS - t0)) s)" "$BD"
 }
