@@ -380,7 +380,7 @@ scenario_batchsig() {
 # released together make 48000 mallocs and then 44000 frees as fast as they
 # can (t_batch burst); the counts are exact and nothing is lost.
 scenario_batchfull() {
-	local key=bfull BD="" w
+	local key=bfull BD="" w io ao
 	ht $key -v -f pprof -o "$TMP/$key.prof" -- "$TB/t_batch" burst
 	bt_diag "$(rc_diag $key 0)"
 	grep -q '^errors 0$' "$TMP/$key.out" || BD+="target: $(tr '\n' ' ' <"$TMP/$key.out")"$'\n'
@@ -388,6 +388,31 @@ scenario_batchfull() {
 	bt_events $key unmatched_frees=0 missed_frees=0 live_map_full=0 ring_lost=0
 	w=$(rl_events_num $key ring_full_waits)
 	report "batchfull: 4 threads, 48000 mallocs and 44000 frees at full speed: exact, none lost (ring_full_waits=${w:-?})" "$BD"
+
+	# The same under -i 0.01: snapshots taken while the burst runs (each one
+	# must see every event before it, whoever drains) never count an
+	# allocation twice nor take one back, and the last is exact.
+	key=bfull_i
+	BD=""
+	mkdir -p "$TMP/$key"
+	ht $key -v -i 0.01 -f pprof -o "$TMP/$key/s" -- "$TB/t_batch" burst
+	bt_diag "$(rc_diag $key 0)"
+	grep -q '^errors 0$' "$TMP/$key.out" || BD+="target: $(tr '\n' ' ' <"$TMP/$key.out")"$'\n'
+	local f prev=0 n=0 mid=0 last=""
+	for f in "$TMP/$key"/s.[0-9]*.heap; do
+		[ -e "$f" ] || continue
+		n=$((n + 1))
+		last=$f
+		read -r io _ ao _ <<<"$(bt_fn "$f" "$TB/t_batch" burst_alloc)"
+		[ "$ao" -ge "$prev" ] && [ "$ao" -le 48000 ] && [ "$io" -le "$ao" ] ||
+			BD+="$(basename "$f"): burst_alloc in use $io, allocated $ao (the snapshot before: $prev allocated)"$'\n'
+		[ "$ao" -gt 0 ] && [ "$ao" -lt 48000 ] && mid=$((mid + 1))
+		prev=$ao
+	done
+	[ -n "$last" ] && bt_expect "the last snapshot" "$last" "$TB/t_batch" burst_alloc "4000 224000 48000 2688000"
+	[ "$n" -ge 2 ] || BD+="$n snapshots, want 2 or more"$'\n'
+	bt_events $key unmatched_frees=0 missed_frees=0 live_map_full=0 ring_lost=0
+	report "batchfull: -i 0.01: $n snapshots ($mid taken amid the burst) count no allocation twice nor take one back, the last exact" "$BD"
 }
 
 # ---------------------------------------------------------------------------
