@@ -58,7 +58,16 @@ bt_fn() {
 bt_expect() {
 	local got
 	got=$(bt_fn "$2" "$3" "$4")
-	[ "$got" = "$5" ] || BD+="$1${1:+: }$4 $got, want $5 (inuse objects, bytes, alloc objects, bytes)"$'\n'
+	[ "$got" = "$5" ] || BD+="$1${1:+: }$4 $got, want $5 (inuse objects, bytes, alloc objects, bytes)$(bt_why "$2" "$3")"$'\n'
+}
+
+# bt_why FILE BIN: what FILE holds, for a diagnostic: its records, how many name a function of BIN, BIN's mappings.
+bt_why() {
+	local n named mapped
+	n=$(grep -cE '^ *[0-9]+: +[0-9]+ \[ *[0-9]+: +[0-9]+\] @' "$1" 2>/dev/null)
+	named=$(bt_records "$1" "$2" | awk '$1 != "?"' | wc -l)
+	mapped=$(grep -c " $(readlink -f "$2")\$" "$1" 2>/dev/null)
+	echo "; $(basename "$1"): ${n:-0} records, $named in $(basename "$2") functions, $mapped mappings of it; $(head -1 "$1" 2>/dev/null)"
 }
 
 # bt_diag TEXT: TEXT (lines) into the diagnostic BD.
