@@ -301,7 +301,7 @@ test: deps
 
 # The areas whose checks are exact counts, again with the fast path off
 # (--no-inject: uprobes only): both paths must give the same numbers.
-NOINJECT_AREAS := core custom sampling unwinding formats fork faults temporary
+NOINJECT_AREAS := core custom sampling unwinding formats fork faults temporary batch
 test-noinject: deps
 	$(MAKE) all test-targets
 	bash tests/run.sh --no-inject $(or $(T),$(NOINJECT_AREAS))
