@@ -101,7 +101,8 @@ main() {
 			printf '#!/bin/sh\ncase "${1:-}" in diff|trace) exec "%s" "$@" ;; esac\nexec "%s" --no-inject "$@"\n' \
 				"$HT" "$HT" >"$TMP/heaptrace-no-inject"
 			chmod +x "$TMP/heaptrace-no-inject"
-			HT=$TMP/heaptrace-no-inject ;;
+			HT=$TMP/heaptrace-no-inject
+			export HT_TEST_NO_INJECT=1 ;;
 		-*) harness_error "unknown option $1 (usage: tests/run.sh [--list] [--no-inject] [--skip NAME]... [NAME...])" ;;
 		*) names+=("$1") ;;
 		esac
