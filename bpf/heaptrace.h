@@ -326,7 +326,7 @@ struct ht_site_key {
 
 /*
  * A thread's last recorded allocation (task storage), for heaptrack's
- * "temporary": see free_block() in account.bpf.h.  set is cleared by the
+ * "temporary": see follows_last_alloc() in account.bpf.h.  set is cleared by the
  * thread's next recorded free; a flag, because every stack hash (even
  * HT_STACK_LOST) and every size (malloc(0)) is a value.
  */
@@ -512,6 +512,7 @@ struct ht_unwind_proc {
 enum ht_stub_flags {
 	HT_STUB_SAMPLED = 1,    /* record the block the call returned (else: only free the old one) */
 	HT_STUB_UNWALKED = 2,   /* the stub could not walk this stack (stub/unwind.c says when): BPF walks */
+	HT_STUB_FROM_ALLOCATOR = 4,     /* HT_EV_FREE: called from the spec's own text (from_allocator(), calls.bpf.h) */
 };
 
 struct ht_stub_record {
@@ -691,6 +692,22 @@ struct ht_drain_ctx {
 	__u32 tgid;             /* the process the ring belongs to */
 	__u32 done;             /* out: slots consumed */
 	__u32 exec_gen;         /* the process's image when the ring was made: events of an older one are not live */
+};
+
+/*
+ * A drained event's thread, by tid (bpf/drain.bpf.c's ring_threads: the
+ * drain runs in heaptrace, not in the thread): its last allocation (see
+ * follows_last_alloc()) and the unmatched frees the allocator's own code
+ * made (HT_STUB_FROM_ALLOCATOR), held until the thread makes another call
+ * (then unmatched_frees) or user/tracer/drain.c finds it gone
+ * (thread_exit_frees; the main thread's: unmatched_frees).
+ */
+struct ht_ring_thread {
+	struct ht_last_alloc last;
+	__u32 held_frees;
+	__u32 tgid;             /* its process, and the process's slot */
+	__u32 proc;
+	__u32 pad;
 };
 
 /*
