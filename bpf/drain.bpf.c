@@ -65,17 +65,29 @@ struct {
 	__type(value, struct ring_stack);
 } ring_stacks SEC(".maps");
 
-/* The event being drained, per CPU: off the BPF stack, which the accounting's calls below the loop fill. */
+/*
+ * Slots read ahead, per CPU: one read of up to DRAIN_AHEAD slots costs
+ * little more than one of a slot (drain.c has seen them all published,
+ * and its scan faulted their pages in).  Off the BPF stack, which the
+ * accounting's calls below the loop fill.
+ */
+#define DRAIN_AHEAD 64
+
+struct drain_buf {
+	struct ht_ev ev[DRAIN_AHEAD];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct ht_ev);
-} drain_ev SEC(".maps");
+	__type(value, struct drain_buf);
+} drain_buf SEC(".maps");
 
 struct drain {
 	__u64 ring;             /* the slots, in heaptrace */
 	__u64 pos, end;         /* the next position; the first not to consume */
+	__u64 ahead, n_ahead;   /* drain_buf holds the slots from position ahead, n_ahead of them */
 	__u64 events;           /* allocations, frees and resets accounted */
 	__u32 tgid, proc;
 	bool old_image;         /* the ring's process executed a new program since the ring was made */
@@ -306,10 +318,24 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 static long drain_step(__u32 i, struct drain *d)
 {
 	__u32 zero = 0;
-	struct ht_ev *ev = bpf_map_lookup_elem(&drain_ev, &zero);
+	struct drain_buf *b = bpf_map_lookup_elem(&drain_buf, &zero);
 
-	if (!ev || d->pos >= d->end || bpf_probe_read_user(ev, sizeof(*ev), slot_at(d, d->pos)) ||
-	    ev->seq != d->pos + 1)
+	if (!b || d->pos >= d->end)
+		return 1;
+	if (d->pos - d->ahead >= d->n_ahead) {
+		/* The next slots, as many as this pass consumes at most, up to the ring's end. */
+		__u64 n = d->end - d->pos, to_wrap = HT_RING_SLOTS - (d->pos & (HT_RING_SLOTS - 1));
+		if (n > to_wrap)
+			n = to_wrap;
+		if (n > DRAIN_AHEAD)
+			n = DRAIN_AHEAD;
+		if (!n || bpf_probe_read_user(b->ev, n * sizeof(struct ht_ev), slot_at(d, d->pos)))
+			return 1;
+		d->ahead = d->pos;
+		d->n_ahead = n;
+	}
+	struct ht_ev *ev = &b->ev[(d->pos - d->ahead) & (DRAIN_AHEAD - 1)];
+	if (ev->seq != d->pos + 1)
 		return 1;
 	switch (ev->kind) {
 	case HT_EV_STACK: {
