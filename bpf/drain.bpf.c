@@ -2,7 +2,7 @@
 /*
  * The consumer of a process's event ring (exact mode's batching,
  * docs/fast-path.md; the layout in heaptrace.h, "The event ring"): one
- * syscall program that heaptrace runs by BPF_PROG_TEST_RUN
+ * program that heaptrace runs by BPF_PROG_TEST_RUN
  * (user/tracer/drain.c) with a struct ht_drain_ctx.  It reads the slots
  * from heaptrace's own mapping of the ring and accounts each event with
  * the record sites' functions (account.bpf.h, calls.bpf.h, stack.bpf.h),
@@ -10,17 +10,17 @@
  * path recorded an event.
  *
  * An object of its own, with heaptrace.bpf.c's maps and globals (shared
- * by fd, as alloc_session.bpf.c's): its kfuncs make libbpf read the
- * kernel's whole BTF, and its load is off heaptrace's start-up (drain.c
- * loads it in the drain thread; the ring holds events until then).
+ * by fd, as alloc_session.bpf.c's) and maps of its own: its load is off
+ * heaptrace's start-up (drain.c loads it in the drain thread; the ring
+ * holds events until then), and only a run with a ring pays for it.
  *
  * A raw tracepoint's program, never attached: of the program types
  * BPF_PROG_TEST_RUN runs with a context, the one with a private stack
  * (account_alloc() and the live map's functions below it take most of the
  * 512 bytes a syscall program has for all its frames).  So not sleepable:
  * the slots are read with bpf_probe_read_user, which does not fault pages
- * in (drain.c keeps its mapping of the ring locked in memory), and no
- * kfunc finds a thread's task: a drained thread's state is kept by tid.
+ * in (drain.c's scan of the published slots has just faulted them in), and
+ * no kfunc finds a thread's task: a drained thread's state is kept by tid.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -52,7 +52,11 @@ void drain_unregister(struct tracer *tr, struct ring *r);
  */
 int drain_now(const struct tracer *tr);
 
-/* The rings' ring_full_waits and ring_lost of slots [from, to), added to out. */
+/*
+ * Of slots [from, to), added to out: the rings' ring_full_waits and
+ * ring_lost, and the held frees of threads found gone (thread_exit_frees,
+ * unmatched_frees).
+ */
 void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_t out[HT_COUNTER_MAX]);
 
 /* Stop the thread (tracer_close); -v says what the drain did. */
