@@ -249,6 +249,9 @@ __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 	bool record = ev->flags & HT_STUB_SAMPLED;
 	__u32 proc = d->proc;
 
+	/* A signal handler's event over its own thread's producer, its walk failed: stack 0, lost (stack_errors). */
+	if (ev->flags & HT_STUB_UNWALKED)
+		count(proc, HT_STUB_WALKS_HANDED);
 	if (d->old_image) {
 		/* Allocated by the program the exec replaced: its blocks went with it (process_exec()). */
 		if (ev->ptr && record) {
@@ -293,7 +296,7 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 	struct ht_ring_thread *th = thread_of(d, ev->tid, false);
 
 	if (!free_live(ev->ptr, proc, th ? &th->last : NULL) && free_unknown(ev->ptr, proc, d->tgid)) {
-		if (thread_exits_seen && (ev->flags & HT_STUB_FROM_ALLOCATOR)) {
+		if (thread_exits_seen && (ev->flags & HT_EV_FREE_IN_ALLOCATOR)) {
 			if (!th)
 				th = thread_of(d, ev->tid, true);
 			if (th) {

@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -59,12 +62,31 @@ static __u64 take(struct ring *r, __u32 n)
 	return __atomic_fetch_add(&r->hdr->head, n, __ATOMIC_RELAXED);
 }
 
+static long futex(void *addr, int op, uint32_t val, const struct timespec *t)
+{
+	return syscall(SYS_futex, addr, op, val, t, NULL, 0);
+}
+
+/* The stub's way with a full ring: ring the bell if heaptrace sleeps, wait on tail (10 ms at a time). */
 static void publish(struct ring *r, __u64 pos, struct ht_ev *ev)
 {
 	struct ht_ev *s = &r->slots[pos & (HT_RING_SLOTS - 1)];
+	struct ht_ring *h = r->hdr;
+	struct timespec ten = { 0, 10000000 };
 
-	while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos)
-		;       /* full: the test drains before it fills */
+	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos)
+		__atomic_add_fetch(&h->full_waits, 1, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos) {
+		__atomic_add_fetch(&h->waiting, 1, __ATOMIC_SEQ_CST);
+		uint32_t tail = (uint32_t)__atomic_load_n(&h->tail, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&h->sleeping, __ATOMIC_SEQ_CST)) {
+			__atomic_add_fetch(&h->bell, 1, __ATOMIC_SEQ_CST);
+			futex(&h->bell, FUTEX_WAKE, 1, NULL);
+		}
+		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos)
+			futex(&h->tail, FUTEX_WAIT, tail, &ten);
+		__atomic_sub_fetch(&h->waiting, 1, __ATOMIC_SEQ_CST);
+	}
 	ev->seq = s->seq;
 	memcpy((char *)s + 8, (char *)ev + 8, sizeof(*ev) - 8);
 	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
@@ -271,7 +293,7 @@ int main(int argc, char **argv)
 	pthread_create(&g, NULL, brief, &gone);
 	pthread_join(g, NULL);
 	struct ht_ev f = free_ev(gone, 0xa000);
-	f.flags = HT_STUB_FROM_ALLOCATOR;
+	f.flags = HT_EV_FREE_IN_ALLOCATOR;
 	put(&r, f);
 	f.ptr = 0xa100;
 	put(&r, f);
@@ -299,10 +321,35 @@ int main(int argc, char **argv)
 	x.execs = 0;
 	bpf_map_update_elem(bpf_map__fd(tr.skel->maps.totals), &(__u32){ 0 }, &x, BPF_ANY);
 
+	/*
+	 * The drain thread alone, no drain_now(): an event is accounted within
+	 * 100 ms; then three rings' worth of pairs, the producer waiting on the
+	 * full ring (the bell, then tail) as the stub does.
+	 */
+	uint64_t t0 = monotonic_ns();
+	__u64 head = r.hdr->head;
+	put(&r, alloc_ev(me, 0x8000, 8, 0, ha));
+	while (__atomic_load_n(&r.hdr->tail, __ATOMIC_ACQUIRE) <= head && monotonic_ns() - t0 < 1000000000ull)
+		usleep(1000);
+	uint64_t fresh_ms = (monotonic_ns() - t0) / 1000000;
+	printf("# drained by the thread after %lu ms\n", (unsigned long)fresh_ms);
+	check("the drain thread accounts an event within 100 ms", fresh_ms < 100, 1);
+	for (long i = 0; i < 3 * HT_RING_SLOTS / 2; i++) {
+		put(&r, alloc_ev(me, 0x10000000 + i * 16, 16, 0, ha));
+		put(&r, free_ev(me, 0x10000000 + i * 16));
+	}
+	t0 = monotonic_ns();
+	while (__atomic_load_n(&r.hdr->tail, __ATOMIC_ACQUIRE) != r.hdr->head && monotonic_ns() - t0 < 5000000000ull)
+		usleep(1000);
+	check("full ring: every slot drained by the thread", r.hdr->tail, r.hdr->head);
+	check("full ring: allocs", counter(&tr, HT_ALLOCS), 7 + 3 * HT_RING_SLOTS / 2);
+	check("full ring: frees", counter(&tr, HT_FREES), 4 + 3 * HT_RING_SLOTS / 2);
+	check("full ring: the producer waited", r.hdr->full_waits > 2, 1);
+
 	if (argc > 1)
 		cost(&tr, &r, ha, atol(argv[1]));
 	drain_unregister(&tr, &r);
-	check("unregistered: ring_full_waits kept", counter(&tr, HT_RING_FULL_WAITS), 2);
+	check("unregistered: ring_full_waits kept", counter(&tr, HT_RING_FULL_WAITS), (long long)r.hdr->full_waits);
 	pthread_mutex_unlock(&hold);
 	pthread_join(th, NULL);
 	tracer_close(&tr);

@@ -250,15 +250,11 @@ int drain_register(struct tracer *tr, struct ring *r)
 	struct drain_state *d = tr->drain;
 	uint32_t slot;
 
-	if (slot_of(tr, r->tgid, &slot)) {
-		ht_err("the event ring of process %u: the process is not traced", r->tgid);
-		return -1;
-	}
+	if (slot_of(tr, r->tgid, &slot))
+		return -ESRCH;
 	if (!d) {
-		if (!(d = calloc(1, sizeof(*d)))) {
-			ht_err("out of memory");
-			return -1;
-		}
+		if (!(d = calloc(1, sizeof(*d))))
+			return -ENOMEM;
 		pthread_mutex_init(&d->lock, NULL);
 		d->prog_fd = -1;
 		tr->drain = d;
@@ -271,15 +267,13 @@ int drain_register(struct tracer *tr, struct ring *r)
 	if (!rc)
 		d->rings[d->n++] = (struct drained){ .r = r, .slot = slot };
 	pthread_mutex_unlock(&d->lock);
-	if (rc) {
-		ht_err("out of memory");
-		return -1;
-	}
+	if (rc)
+		return -ENOMEM;
 	if (!d->running) {
 		int err = pthread_create(&d->thread, NULL, drain_thread, tr);
 		if (err) {
-			ht_err("cannot start the ring's drain thread: %s", strerror(err));
-			return -1;
+			drain_unregister(tr, r);
+			return -err;
 		}
 		d->running = true;
 	}

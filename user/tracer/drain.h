@@ -35,7 +35,8 @@ struct ring {
  * image (its execs, struct ht_totals): events drained after a later exec
  * are the old program's.  The first call starts the drain thread, which
  * loads the drain's object (off heaptrace's start-up: the ring holds the
- * events until then).  0 or -1 (said).
+ * events until then).  0 or -errno, unsaid (the caller says why: -ESRCH,
+ * the process is not traced).
  */
 int drain_register(struct tracer *tr, struct ring *r);
 
