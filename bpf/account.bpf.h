@@ -348,12 +348,15 @@ static __always_inline void set_last_alloc(struct ht_last_alloc *l, __u64 stack,
 	l->set = 1;
 }
 
-/* A block freed by the program (not a reset): its lifetime, and whether it was temporary, go to its stack. */
-static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary)
+/*
+ * A block freed by the program (not a reset) at now (0: the current time):
+ * its lifetime, and whether it was temporary, go to its stack.
+ */
+static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary, __u64 now)
 {
 	struct ht_site_key key = { .stack = b->stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
-	__u64 life = bpf_ktime_get_ns() - b->time_ns;
+	__u64 life = (now ? now : bpf_ktime_get_ns()) - b->time_ns;
 
 	if (!s)
 		return;
@@ -388,11 +391,11 @@ static __always_inline bool free_unknown(__u64 ptr, __u32 proc, __u32 tgid)
 }
 
 /*
- * A free of ptr by the thread whose last allocation is l (may be NULL), if
- * it is a live block (its size in *size); false if it is not (the caller
- * tells why).
+ * A free of ptr at now (0: the current time) by the thread whose last
+ * allocation is l (may be NULL), if it is a live block (its size in
+ * *size); false if it is not (the caller tells why).
  */
-static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u64 *size)
+static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u64 now, __u64 *size)
 {
 	__u64 key = ht_live_key(ptr, proc);
 	struct ht_block b;
@@ -406,7 +409,7 @@ static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, struct ht_las
 	*size = b.size;
 	bool temporary = follows_last_alloc(l, &b);
 	if (release(&b, key, proc)) {
-		record_free(&b, proc, temporary);
+		record_free(&b, proc, temporary, now);
 		count(proc, HT_FREES);
 	}
 	if (b.flags & HT_BLOCK_ARENA)
@@ -414,11 +417,11 @@ static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, struct ht_las
 	return true;
 }
 
-static __always_inline bool free_live(__u64 ptr, __u32 proc, struct ht_last_alloc *l)
+static __always_inline bool free_live(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u64 now)
 {
 	__u64 size;
 
-	return free_live_sized(ptr, proc, l, &size);
+	return free_live_sized(ptr, proc, l, now, &size);
 }
 
 /*
@@ -427,15 +430,16 @@ static __always_inline bool free_live(__u64 ptr, __u32 proc, struct ht_last_allo
  * block's, else kept.
  */
 static __always_inline bool free_block_sized(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u32 tgid,
-					     __u64 *size)
+					     __u64 now, __u64 *size)
 {
-	return !free_live_sized(ptr, proc, l, size) && free_unknown(ptr, proc, tgid);
+	return !free_live_sized(ptr, proc, l, now, size) && free_unknown(ptr, proc, tgid);
 }
 
 /* An allocation, its stack captured: what account_alloc() records. */
 struct alloc_rec {
 	__u64 stack, ptr, size, objects, arena;
 	__u64 reallocs, realloc_bytes;  /* a realloc of a block: 1, and the bytes it copied */
+	__u64 now;                      /* when it was made; 0: the current time */
 	__u32 proc;
 	__u32 flags;                    /* HT_BLOCK_MAP for a mapping (bpf/maps.bpf.h), else 0 */
 };
@@ -453,7 +457,7 @@ __noinline int account_alloc(struct alloc_rec *r)
 
 	__u32 proc = r->proc;
 	__u64 ptr = r->ptr, size = r->size, objects = r->objects, arena = r->arena;
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = r->stack,
+	struct ht_block b = { .size = size, .time_ns = r->now ? r->now : bpf_ktime_get_ns(), .stack = r->stack,
 			      .objects = objects, .flags = (arena ? HT_BLOCK_ARENA : 0) | (r->flags & HT_BLOCK_MAP) };
 	struct ht_arena_block ab = { .arena = arena, .gen = arena_gen(arena, proc) };
 	__u64 key = ht_live_key(ptr, proc), weight = ht_weight_q16(size, sample_rate);

@@ -251,16 +251,17 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
  * giving up old_ptr (a realloc's; 0: none): the old block's free, a
  * failure counted.  True if ptr is to be recorded (record: the call was
  * sampled), with the bytes a move copied in *copied.  l and tgid: the last
- * allocation of the thread that made the call, and its process.
+ * allocation of the thread that made the call, and its process; now: the
+ * time of the call (0: the current time).
  */
-static __always_inline bool alloc_outcome(__u32 proc, struct ht_last_alloc *l, __u32 tgid, __u64 ptr, __u64 size,
-					  __u64 old_ptr, bool record, __u64 *copied)
+static __always_inline bool alloc_outcome(__u32 proc, struct ht_last_alloc *l, __u32 tgid, __u64 now, __u64 ptr,
+					  __u64 size, __u64 old_ptr, bool record, __u64 *copied)
 {
 	__u64 old_size = ~0ull;
 
 	if (old_ptr) {
 		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
-		if ((ptr || size == 0) && free_block_sized(old_ptr, proc, l, tgid, &old_size))
+		if ((ptr || size == 0) && free_block_sized(old_ptr, proc, l, tgid, now, &old_size))
 			count(proc, HT_UNMATCHED_FREES);
 		if (!ptr) {
 			if (size && record)
@@ -300,8 +301,8 @@ static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *re
 	__u64 old_ptr = spec->old_ptr_arg ? args[spec->old_ptr_arg & 7] : 0;
 	__u64 copied = 0;
 	/* Only a realloc's free of its old block reads the thread's last allocation. */
-	if (alloc_outcome(proc, old_ptr ? current_last_alloc(false) : NULL, bpf_get_current_pid_tgid() >> 32, ptr,
-			  size, old_ptr, record, &copied))
+	if (alloc_outcome(proc, old_ptr ? current_last_alloc(false) : NULL, bpf_get_current_pid_tgid() >> 32, 0,
+			  ptr, size, old_ptr, record, &copied))
 		record_alloc(ctx, regs, func_ip, proc, spec_i, ptr, size, eval(&spec->objects, args, ret),
 			     eval(&spec->arena, args, ret), old_ptr ? 1 : 0, copied);
 }
@@ -373,7 +374,7 @@ static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, 
 	if (c && c->depth && sp <= c->sp)
 		return;
 
-	bool live = free_live(ptr, proc, current_last_alloc(false));
+	bool live = free_live(ptr, proc, current_last_alloc(false), 0);
 	bool nested = !live && nested_in_free(c, sp, spec_i);
 
 	if (spec_of(spec_i)->free_wraps) {

@@ -89,6 +89,7 @@ struct drain {
 	__u64 pos, end;         /* the next position; the first not to consume */
 	__u64 ahead, n_ahead;   /* drain_buf holds the slots from position ahead, n_ahead of them */
 	__u64 events;           /* allocations, frees and resets accounted */
+	__u64 now;              /* the pass's time, every event's: a slot has no room for a time of its own */
 	__u32 tgid, proc;
 	bool old_image;         /* the ring's process executed a new program since the ring was made */
 	bool discard;           /* the process is not traced (any more): consume, account nothing */
@@ -267,10 +268,10 @@ __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 	__u64 copied = 0, stack = ring_stack_of(d, ev->stack, record && ev->ptr);
 
 	settle_thread(th, proc);
-	if (alloc_outcome(proc, th ? &th->last : NULL, d->tgid, ev->ptr, ev->size, ev->old, record, &copied)) {
+	if (alloc_outcome(proc, th ? &th->last : NULL, d->tgid, d->now, ev->ptr, ev->size, ev->old, record, &copied)) {
 		struct alloc_rec r = { .stack = stack, .ptr = ev->ptr, .size = ev->size, .objects = ev->objects,
 				       .arena = ev->arena, .reallocs = ev->old ? 1 : 0, .realloc_bytes = copied,
-				       .proc = proc };
+				       .now = d->now, .proc = proc };
 		set_last_alloc(th ? &th->last : NULL, r.stack, r.size);
 		account_alloc(&r);
 	}
@@ -295,7 +296,7 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 		return 0;
 	struct ht_ring_thread *th = thread_of(d, ev->tid, false);
 
-	if (!free_live(ev->ptr, proc, th ? &th->last : NULL) && free_unknown(ev->ptr, proc, d->tgid)) {
+	if (!free_live(ev->ptr, proc, th ? &th->last : NULL, d->now) && free_unknown(ev->ptr, proc, d->tgid)) {
 		if (thread_exits_seen && (ev->flags & HT_EV_FREE_IN_ALLOCATOR)) {
 			if (!th)
 				th = thread_of(d, ev->tid, true);
@@ -381,7 +382,8 @@ int drain(__u64 *ctx)
 {
 	__u64 words[4] = { ctx[0], ctx[1], ctx[2], ctx[3] };
 	struct ht_drain_ctx *c = (struct ht_drain_ctx *)words;
-	struct drain d = { .ring = c->ring, .pos = c->tail, .end = c->tail + c->max, .tgid = c->tgid };
+	struct drain d = { .ring = c->ring, .pos = c->tail, .end = c->tail + c->max, .tgid = c->tgid,
+			   .now = bpf_ktime_get_ns() };
 	int proc = proc_of(c->tgid);
 
 	/* Not traced (any more): what it sent is consumed, so that its threads never wait on a full ring. */

@@ -122,7 +122,7 @@ __noinline int cut_block(__u64 key, __u64 end, __u64 lo, __u64 hi, __u32 proc)
 	if (!release(&b, key, proc))
 		return 1;
 	if (lo <= start && hi >= end) {
-		record_free(&b, proc, temporary);
+		record_free(&b, proc, temporary, 0);
 		count(proc, HT_FREES);
 		return 1;
 	}

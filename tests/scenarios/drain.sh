@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Area "ring" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# Area "drain" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
 # exact mode's event ring, its consumer (user/tracer/drain.c,
 # bpf/drain.bpf.c) against a producer of the test's own.
 
