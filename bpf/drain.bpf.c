@@ -90,6 +90,8 @@ struct drain {
 	__u64 ahead, n_ahead;   /* drain_buf holds the slots from position ahead, n_ahead of them */
 	__u64 events;           /* allocations, frees and resets accounted */
 	__u64 now;              /* the pass's time, every event's: a slot has no room for a time of its own */
+	__u64 seen_hash;        /* the last stack looked up in ring_stacks (0: none), and what it held: */
+	struct ring_stack seen; /* a program's allocations come in runs of one stack */
 	__u32 tgid, proc;
 	bool old_image;         /* the ring's process executed a new program since the ring was made */
 	bool discard;           /* the process is not traced (any more): consume, account nothing */
@@ -198,6 +200,8 @@ __noinline int take_stack(struct drain *d, const struct ht_ev *ev, __u32 n)
 		intern_stack(sc, ev->hash, 0, &rs.loss);
 	if (bpf_map_update_elem(&ring_stacks, &key, &rs, BPF_ANY))
 		count(d->proc, HT_STACK_ERRORS);
+	if (d->seen_hash == ev->hash)
+		d->seen_hash = 0;       /* sent again: what ring_stacks holds now */
 	return 1;
 }
 
@@ -207,19 +211,23 @@ __noinline int take_stack(struct drain *d, const struct ht_ev *ev, __u32 n)
  * frames for every call, the flags and the losses for a recorded one.
  * Its hash, or HT_STACK_LOST.
  */
-static __always_inline __u64 ring_stack_of(const struct drain *d, __u64 hash, bool record)
+static __always_inline __u64 ring_stack_of(struct drain *d, __u64 hash, bool record)
 {
 	struct ring_stack_key key = { .hash = hash, .proc = d->proc };
-	struct ring_stack *found = hash ? bpf_map_lookup_elem(&ring_stacks, &key) : NULL;
 	struct ring_stack rs;
 
-	if (!found) {
-		/* Never sent, or not kept (ring_stacks full: counted then). */
-		if (record)
-			count(d->proc, HT_STACK_ERRORS);
-		return HT_STACK_LOST;
+	if (!hash || hash != d->seen_hash) {
+		struct ring_stack *found = hash ? bpf_map_lookup_elem(&ring_stacks, &key) : NULL;
+		if (!found) {
+			/* Never sent, or not kept (ring_stacks full: counted then). */
+			if (record)
+				count(d->proc, HT_STACK_ERRORS);
+			return HT_STACK_LOST;
+		}
+		d->seen_hash = hash;
+		d->seen = *found;
 	}
-	rs = *found;
+	rs = d->seen;
 	count(d->proc, HT_STUB_WALKS);
 	if (rs.fp_frames)
 		count_n(d->proc, HT_UNWIND_FP_FRAMES, rs.fp_frames);
