@@ -125,6 +125,14 @@ static int drain_ring(struct drain_state *d, struct ring *r)
 	return 0;
 }
 
+static bool any_published(const struct drain_state *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (published(d->rings[i].r, d->rings[i].r->hdr->tail))
+			return true;
+	return false;
+}
+
 /*
  * Frees the allocator's own code made that matched no block, held by
  * their threads (struct ht_ring_thread): a thread that has exited made
@@ -172,6 +180,16 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync)
 {
 	int rc = 0;
 
+	/*
+	 * The object is loaded at the first event, not before: a run that
+	 * records none (heaptrace /bin/true) does not wait for its load at
+	 * the end, and start-up never does.  The ring holds events meanwhile.
+	 */
+	if (d->prog_fd < 0 && !d->failed && !any_published(d)) {
+		for (size_t i = 0; i < d->n; i++)
+			__atomic_add_fetch(&d->rings[i].r->hdr->alive, 1, __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (load(tr, d))
 		return -1;
 	d->passes++;
@@ -190,13 +208,6 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync)
 	return rc;
 }
 
-static bool any_published(const struct drain_state *d)
-{
-	for (size_t i = 0; i < d->n; i++)
-		if (published(d->rings[i].r, d->rings[i].r->hdr->tail))
-			return true;
-	return false;
-}
 
 /*
  * Every HT_RING_PERIOD_MS, or when a producer rings the first ring's bell
@@ -290,7 +301,7 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 	for (size_t i = 0; i < d->n; i++) {
 		if (d->rings[i].r != r)
 			continue;
-		if (!load(tr, d))
+		if (published(r, r->hdr->tail) && !load(tr, d))
 			drain_ring(d, r);
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);

@@ -34,8 +34,9 @@ struct ring {
  * child tracer_add_proc added).  Records in r->exec_gen the process's
  * image (its execs, struct ht_totals): events drained after a later exec
  * are the old program's.  The first call starts the drain thread, which
- * loads the drain's object (off heaptrace's start-up: the ring holds the
- * events until then).  0 or -errno, unsaid (the caller says why: -ESRCH,
+ * loads the drain's object when the first event is published (off
+ * heaptrace's start-up, and never for a run without events: the ring
+ * holds the events until then).  0 or -errno, unsaid (the caller says why: -ESRCH,
  * the process is not traced).
  */
 int drain_register(struct tracer *tr, struct ring *r);
