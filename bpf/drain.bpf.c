@@ -352,8 +352,15 @@ static long drain_step(__u32 i, struct drain *d)
 	switch (ev->kind) {
 	case HT_EV_STACK: {
 		__u32 n = HT_RING_STACK_SLOTS(ev->depth);
-		if (ev->depth > HT_MAX_STACK_DEPTH || d->pos + 1 + n > d->end || !take_stack(d, ev, n))
+		if (d->pos + 1 + n > d->end)
 			return 1;
+		if (ev->depth > HT_MAX_STACK_DEPTH) {
+			/* Deeper than any walk: passed over, not waited on (its allocations find no stack: stack_errors). */
+			if (!d->discard)
+				count(d->proc, HT_STACK_ERRORS);
+		} else if (!take_stack(d, ev, n)) {
+			return 1;
+		}
 		d->pos += n;
 		break;
 	}

@@ -346,6 +346,16 @@ int main(int argc, char **argv)
 	check("full ring: frees", counter(&tr, HT_FREES), 4 + 3 * HT_RING_SLOTS / 2);
 	check("full ring: the producer waited", r.hdr->full_waits > 2, 1);
 
+	/* A stack deeper than any walk (a producer's bug): passed over, never waited on. */
+	static __u64 deep[200];
+	for (int i = 0; i < 200; i++)
+		deep[i] = 0x403000 + i;
+	send_stack(&r, deep, 200, me, false);
+	put(&r, alloc_ev(me, 0x20000000, 8, 0, hash_of(deep, 200)));
+	drain_now(&tr);
+	check("a stack of 200 frames: passed over", r.hdr->tail, r.hdr->head);
+	check("a stack of 200 frames: stack_errors (it, its allocation)", counter(&tr, HT_STACK_ERRORS), 2);
+
 	if (argc > 1)
 		cost(&tr, &r, ha, atol(argv[1]));
 	drain_unregister(&tr, &r);
