@@ -96,6 +96,11 @@ $(BUILD)/heaptrace: $(USER_OBJS)
 $(BUILD):
 	mkdir -p $(BUILD)
 
+# The ring's consumer against a producer of its own (tests/ring/, scenario ring): heaptrace's objects but main.
+$(BUILD)/tests/ring_drain: tests/ring/ring_drain.c $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(HT_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 $(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@
@@ -250,7 +255,7 @@ fuzz: deps
 
 # bench/churn too: scenario inject_symkill runs its --pool loop (a --sym allocator that runs for as long as asked).
 test-targets: $(TEST_BINS) $(BUILD)/tests/t_service_static $(NOFP_BINS) $(BUILD)/tests/t_shop $(BUILD)/tests/t_inline $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) \
-		$(BUILD)/bench/churn
+		$(BUILD)/bench/churn $(BUILD)/tests/ring_drain
 
 # check: what needs no root, no BPF, no network and no package beyond the
 # build's (tests/check/run.sh): unit tests, fuzz replays, golden files,

@@ -66,7 +66,7 @@ struct {
 
 /*
  * Each thread's last recorded allocation, for heaptrack's "temporary" (see
- * free_block()).  Task storage: found from the task, freed with it.
+ * follows_last_alloc()).  Task storage: found from the task, freed with it.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -231,11 +231,17 @@ static __always_inline bool arena_link(struct ht_arena_site *s, __u64 arena, __u
 
 /*
  * A block enters (sign 1) or leaves (-1) its arena's counters for its
- * stack.  False if the block cannot be in them (a map full, counted): it
- * is then accounted as a block without an arena, which a reset cannot free.
+ * stack.  0 if the block cannot be in them (a map full, counted): it is
+ * then accounted as a block without an arena, which a reset cannot free.
+ * A global function: its frame is not part of account_alloc()'s, which the
+ * drain's program (drain.bpf.c) calls under its loop, within the 512
+ * bytes of stack a program without a private stack has in all.
  */
-static __always_inline bool arena_add(const struct ht_block *b, __u64 arena, __u32 proc, __s64 sign)
+__noinline int arena_add(const struct ht_block *b, __u64 arena, __u32 proc, __s64 sign)
 {
+	if (!b)
+		return 0;
+
 	struct ht_arena_site_key key = { .arena = arena, .stack = b->stack, .proc = proc };
 	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
 
@@ -310,34 +316,47 @@ static __always_inline bool release(struct ht_block *b, __u64 live_key, __u32 pr
  * free of an unknown pointer is none in heaptrack's analysis.  Always
  * ends the thread's turn: the next free follows a free.
  */
-static __always_inline bool follows_last_alloc(const struct ht_block *b)
+static __always_inline bool follows_last_alloc(struct ht_last_alloc *l, const struct ht_block *b)
 {
-	struct ht_last_alloc *l = bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0, 0);
-
 	if (!l || !l->set)
 		return false;
 	l->set = 0;
 	return l->stack == b->stack && l->size == b->size;
 }
 
-static __always_inline void set_last_alloc(const struct ht_block *b)
+/*
+ * The current thread's last allocation: its task storage (a drained event's
+ * thread has its own, drain.bpf.c).  create: made if it has none.
+ */
+static __always_inline struct ht_last_alloc *current_last_alloc(bool create)
 {
-	struct ht_last_alloc *l = bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0,
-						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
 
+/*
+ * The thread's allocation (even one the maps cannot hold was an allocation
+ * in between, for the next free), before account_alloc(): l is the
+ * thread's (current_last_alloc(true), or a drained event's thread's).
+ */
+static __always_inline void set_last_alloc(struct ht_last_alloc *l, __u64 stack, __u64 size)
+{
 	if (!l)
 		return;
-	l->stack = b->stack;
-	l->size = b->size;
+	l->stack = stack;
+	l->size = size;
 	l->set = 1;
 }
 
-/* A block freed by the program (not a reset): its lifetime, and whether it was temporary, go to its stack. */
-static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary)
+/*
+ * A block freed by the program (not a reset) at now (0: the current time):
+ * its lifetime, and whether it was temporary, go to its stack.
+ */
+static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary, __u64 now)
 {
 	struct ht_site_key key = { .stack = b->stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
-	__u64 life = bpf_ktime_get_ns() - b->time_ns;
+	__u64 life = (now ? now : bpf_ktime_get_ns()) - b->time_ns;
 
 	if (!s)
 		return;
@@ -347,9 +366,8 @@ static __always_inline void record_free(const struct ht_block *b, __u32 proc, bo
 }
 
 /* A followed child frees what it inherited: the block is live in its parent's slot. */
-static __always_inline bool inherited(__u64 ptr, __u32 proc)
+static __always_inline bool inherited(__u64 ptr, __u32 proc, __u32 tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct ht_proc *p = proc ? bpf_map_lookup_elem(&procs, &tgid) : 0;
 
 	if (!p)
@@ -362,9 +380,9 @@ static __always_inline bool inherited(__u64 ptr, __u32 proc)
  * allocated.  True for an unmatched free, which the caller counts: who
  * called free decides under which counter (calls.bpf.h, free_entry()).
  */
-static __always_inline bool free_unknown(__u64 ptr, __u32 proc)
+static __always_inline bool free_unknown(__u64 ptr, __u32 proc, __u32 tgid)
 {
-	if (inherited(ptr, proc)) {
+	if (inherited(ptr, proc, tgid)) {
 		count(proc, HT_INHERITED_FREES);
 		return false;
 	}
@@ -372,8 +390,12 @@ static __always_inline bool free_unknown(__u64 ptr, __u32 proc)
 	return !sample_rate;
 }
 
-/* A free of ptr if it is a live block (its size in *size); false if it is not (the caller tells why). */
-static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, __u64 *size)
+/*
+ * A free of ptr at now (0: the current time) by the thread whose last
+ * allocation is l (may be NULL), if it is a live block (its size in
+ * *size); false if it is not (the caller tells why).
+ */
+static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u64 now, __u64 *size)
 {
 	__u64 key = ht_live_key(ptr, proc);
 	struct ht_block b;
@@ -385,9 +407,9 @@ static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, __u64 *size)
 	if (r)
 		return true;
 	*size = b.size;
-	bool temporary = follows_last_alloc(&b);
+	bool temporary = follows_last_alloc(l, &b);
 	if (release(&b, key, proc)) {
-		record_free(&b, proc, temporary);
+		record_free(&b, proc, temporary, now);
 		count(proc, HT_FREES);
 	}
 	if (b.flags & HT_BLOCK_ARENA)
@@ -395,36 +417,36 @@ static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, __u64 *size)
 	return true;
 }
 
-static __always_inline bool free_live(__u64 ptr, __u32 proc)
+static __always_inline bool free_live(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u64 now)
 {
 	__u64 size;
 
-	return free_live_sized(ptr, proc, &size);
+	return free_live_sized(ptr, proc, l, now, &size);
 }
 
-/* A free of ptr; true for an unmatched one, which the caller counts.  *size: a live block's, else kept. */
-static __always_inline bool free_block_sized(__u64 ptr, __u32 proc, __u64 *size)
+/*
+ * A free of ptr by a thread of process tgid (its last allocation: l);
+ * true for an unmatched one, which the caller counts.  *size: a live
+ * block's, else kept.
+ */
+static __always_inline bool free_block_sized(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u32 tgid,
+					     __u64 now, __u64 *size)
 {
-	return !free_live_sized(ptr, proc, size) && free_unknown(ptr, proc);
-}
-
-static __always_inline bool free_block(__u64 ptr, __u32 proc)
-{
-	__u64 size;
-
-	return free_block_sized(ptr, proc, &size);
+	return !free_live_sized(ptr, proc, l, now, size) && free_unknown(ptr, proc, tgid);
 }
 
 /* An allocation, its stack captured: what account_alloc() records. */
 struct alloc_rec {
 	__u64 stack, ptr, size, objects, arena;
 	__u64 reallocs, realloc_bytes;  /* a realloc of a block: 1, and the bytes it copied */
+	__u64 now;                      /* when it was made; 0: the current time */
 	__u32 proc;
 	__u32 flags;                    /* HT_BLOCK_MAP for a mapping (bpf/maps.bpf.h), else 0 */
 };
 
 /*
- * The block into the live map and the counters; 1 if it is live there.  A global function: the
+ * The block into the live map and the counters; 1 if it is live there
+ * (the caller called set_last_alloc() first).  A global function: the
  * verifier checks it once, not once for every path of the allocation
  * programs that reaches it (realloc's, posix_memalign's, sampled or not).
  */
@@ -435,13 +457,11 @@ __noinline int account_alloc(struct alloc_rec *r)
 
 	__u32 proc = r->proc;
 	__u64 ptr = r->ptr, size = r->size, objects = r->objects, arena = r->arena;
-	struct ht_block b = { .size = size, .time_ns = bpf_ktime_get_ns(), .stack = r->stack,
+	struct ht_block b = { .size = size, .time_ns = r->now ? r->now : bpf_ktime_get_ns(), .stack = r->stack,
 			      .objects = objects, .flags = (arena ? HT_BLOCK_ARENA : 0) | (r->flags & HT_BLOCK_MAP) };
 	struct ht_arena_block ab = { .arena = arena, .gen = arena_gen(arena, proc) };
 	__u64 key = ht_live_key(ptr, proc), weight = ht_weight_q16(size, sample_rate);
 
-	/* Even a block the maps cannot hold was an allocation in between, for the next free. */
-	set_last_alloc(&b);
 	struct ht_site *s = site_of(b.stack, proc);
 	if (!s)
 		return 0;
@@ -494,7 +514,80 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 			       .objects = objects, .arena = arena, .reallocs = reallocs,
 			       .realloc_bytes = realloc_bytes, .proc = proc };
 
+	set_last_alloc(current_last_alloc(true), r.stack, size);
 	account_alloc(&r);
+}
+
+struct reset_ctx {
+	__u64 arena;
+	__u64 next;         /* the stack of the next pair to release */
+	__u64 blocks, objects;
+	__u32 proc;
+	__u32 lost;         /* the walk ended at a pair that is not there */
+};
+
+/* Release one (arena, stack) pair's in-use counts from its stack's counters, and the pair. */
+static long reset_step(__u32 i, struct reset_ctx *rc)
+{
+	struct ht_arena_site_key key = { .arena = rc->arena, .stack = rc->next, .proc = rc->proc };
+	struct ht_arena_site *a = bpf_map_lookup_elem(&arena_sites, &key);
+
+	if (!a) {
+		/* Only a reset racing an allocation from the same arena (a race in the target) breaks the list. */
+		rc->lost = 1;
+		return 1;
+	}
+	struct ht_site_key sk = { .stack = key.stack, .proc = rc->proc };
+	struct ht_site *s = bpf_map_lookup_elem(&sites, &sk);
+	struct inuse_delta d = { -a->inuse_objects, -a->inuse_bytes, -a->est_inuse_objects, -a->est_inuse_bytes };
+	if (s) {
+		site_inuse(s, rc->proc, &d);
+		__sync_fetch_and_add(&s->reset_frees, a->inuse_blocks);
+	}
+	rc->blocks += a->inuse_blocks;
+	rc->objects += a->inuse_objects;
+	rc->next = a->next;
+	bpf_map_delete_elem(&arena_sites, &key);
+	return 0;
+}
+
+/*
+ * An arena reset frees every block allocated from the arena.  Rather than
+ * visit every live block, it releases the arena's per-stack totals (its
+ * list of pairs: an empty arena costs one lookup) and starts a new
+ * generation: blocks of older generations are dead, and are dropped
+ * silently when their address comes back or they are freed.
+ */
+static __always_inline void reset_arena(__u32 proc, __u64 arena)
+{
+	struct reset_ctx rc = { .arena = arena, .proc = proc };
+
+	if (!rc.arena)
+		return;
+
+	count(proc, HT_ARENA_RESETS);
+	struct ht_arena *a = arena_of(rc.arena, proc);
+	if (!a) {
+		/* Its blocks, if any, were counted as arena_map_full when they were allocated. */
+		count(proc, HT_ARENA_MAP_FULL);
+		return;
+	}
+	__sync_fetch_and_add(&a->gen, 1);
+	/* Take the list: pairs made from here on belong to the new generation's list. */
+	__u32 n = __sync_lock_test_and_set(&a->sites, 0);
+	rc.next = __sync_lock_test_and_set(&a->head, 0);
+	if (!n)
+		return;
+	__u32 walk = n < HT_RESET_WALK_MAX ? n : HT_RESET_WALK_MAX;
+	long done = bpf_loop(walk, reset_step, &rc, 0);
+	if (done < 0)
+		done = 0;
+	if (rc.lost && done > 0)
+		done--;         /* the step that found nothing */
+	if ((__u64)done < n)
+		count_n(proc, HT_ARENA_INDEX_LOST, n - done);
+	count_n(proc, HT_RESET_FREES, rc.blocks);
+	count_n(proc, HT_RESET_OBJECTS, rc.objects);
 }
 
 static __always_inline bool is_live(__u64 ptr, __u32 proc)

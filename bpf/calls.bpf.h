@@ -247,6 +247,40 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 }
 
 /*
+ * An allocator call has returned block ptr for a request of size bytes,
+ * giving up old_ptr (a realloc's; 0: none): the old block's free, a
+ * failure counted.  True if ptr is to be recorded (record: the call was
+ * sampled), with the bytes a move copied in *copied.  l and tgid: the last
+ * allocation of the thread that made the call, and its process; now: the
+ * time of the call (0: the current time).
+ */
+static __always_inline bool alloc_outcome(__u32 proc, struct ht_last_alloc *l, __u32 tgid, __u64 now, __u64 ptr,
+					  __u64 size, __u64 old_ptr, bool record, __u64 *copied)
+{
+	__u64 old_size = ~0ull;
+
+	if (old_ptr) {
+		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
+		if ((ptr || size == 0) && free_block_sized(old_ptr, proc, l, tgid, now, &old_size))
+			count(proc, HT_UNMATCHED_FREES);
+		if (!ptr) {
+			if (size && record)
+				count(proc, HT_FAILED_ALLOCS);
+			return false;
+		}
+	}
+	/* With --sample-rate, failed calls are counted among the sampled ones only. */
+	if (!ptr) {
+		if (record)
+			count(proc, HT_FAILED_ALLOCS);
+		return false;
+	}
+	/* A moved block's bytes were copied: as many as both blocks hold, when the old one's size is known. */
+	*copied = old_ptr && ptr != old_ptr && old_size != ~0ull ? (old_size < size ? old_size : size) : 0;
+	return record;
+}
+
+/*
  * An outermost allocator call has returned ret: the block it made (if
  * record) and the block a realloc gave up.  From a return probe, or from
  * the stub's record site with the registers of the call's entry (regs).
@@ -265,26 +299,10 @@ static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *re
 	}
 
 	__u64 old_ptr = spec->old_ptr_arg ? args[spec->old_ptr_arg & 7] : 0;
-	__u64 old_size = ~0ull;
-	if (old_ptr) {
-		/* realloc: the old block is gone when a new one came back, or when size 0 freed it. */
-		if ((ptr || size == 0) && free_block_sized(old_ptr, proc, &old_size))
-			count(proc, HT_UNMATCHED_FREES);
-		if (!ptr) {
-			if (size && record)
-				count(proc, HT_FAILED_ALLOCS);
-			return;
-		}
-	}
-	/* With --sample-rate, failed calls are counted among the sampled ones only. */
-	if (!ptr) {
-		if (record)
-			count(proc, HT_FAILED_ALLOCS);
-		return;
-	}
-	/* A moved block's bytes were copied: as many as both blocks hold, when the old one's size is known. */
-	__u64 copied = old_ptr && ptr != old_ptr && old_size != ~0ull ? (old_size < size ? old_size : size) : 0;
-	if (record)
+	__u64 copied = 0;
+	/* Only a realloc's free of its old block reads the thread's last allocation. */
+	if (alloc_outcome(proc, old_ptr ? current_last_alloc(false) : NULL, bpf_get_current_pid_tgid() >> 32, 0,
+			  ptr, size, old_ptr, record, &copied))
 		record_alloc(ctx, regs, func_ip, proc, spec_i, ptr, size, eval(&spec->objects, args, ret),
 			     eval(&spec->arena, args, ret), old_ptr ? 1 : 0, copied);
 }
@@ -356,7 +374,7 @@ static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, 
 	if (c && c->depth && sp <= c->sp)
 		return;
 
-	bool live = free_live(ptr, proc);
+	bool live = free_live(ptr, proc, current_last_alloc(false), 0);
 	bool nested = !live && nested_in_free(c, sp, spec_i);
 
 	if (spec_of(spec_i)->free_wraps) {
@@ -370,7 +388,7 @@ static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, 
 			count(proc, HT_CALL_MAP_FULL);
 		}
 	}
-	if (!live && !nested && free_unknown(ptr, proc)) {
+	if (!live && !nested && free_unknown(ptr, proc, bpf_get_current_pid_tgid() >> 32)) {
 		unmatched_free(proc, sp, fp, func_ip, spec_i, c);
 		return;
 	}

@@ -50,11 +50,9 @@ struct {
 	__type(value, struct ht_proc);
 } procs SEC(".maps");
 
-/* The current process's slot: 0 for the target, a child's with --follow-fork; -1: not traced. */
-static __always_inline int proc_slot(void)
+/* Process tgid's slot: 0 for the target, a child's with --follow-fork; -1: not traced. */
+static __always_inline int proc_of(__u32 tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
 	if (tracing_stopped)
 		return -1;
 	if (tgid == target_tgid)
@@ -63,6 +61,12 @@ static __always_inline int proc_slot(void)
 		return -1;
 	struct ht_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	return p ? (int)(p->slot & (HT_MAX_PROCS - 1)) : -1;
+}
+
+/* The current process's slot (proc_of()). */
+static __always_inline int proc_slot(void)
+{
+	return proc_of(bpf_get_current_pid_tgid() >> 32);
 }
 
 /* The attach cookie picks the spec; the mask keeps any cookie in bounds for the verifier. */

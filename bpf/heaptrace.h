@@ -326,7 +326,7 @@ struct ht_site_key {
 
 /*
  * A thread's last recorded allocation (task storage), for heaptrack's
- * "temporary": see free_block() in account.bpf.h.  set is cleared by the
+ * "temporary": see follows_last_alloc() in account.bpf.h.  set is cleared by the
  * thread's next recorded free; a flag, because every stack hash (even
  * HT_STACK_LOST) and every size (malloc(0)) is a value.
  */
@@ -608,6 +608,17 @@ struct ht_share {
  * the process had not sent before is a HT_EV_STACK slot followed by
  * HT_RING_STACK_SLOTS(depth) slots of its frames, taken in one add, and
  * consumed only once all of them are published.
+ *
+ * What the stub (stub/ring.c) puts in an event: HT_EV_ALLOC's old is kept
+ * only when finish_alloc's rule frees it (ptr, or size 0), so the drain
+ * frees old whenever it is set; ptr 0 (a failed call) has stack 0.  An
+ * HT_EV_ALLOC with HT_STUB_UNWALKED has stack 0: a signal handler's event
+ * over a producer of its own thread, whose walk failed and which could not
+ * wait for the record site's turn; its stack is lost, its block counted.
+ * fp_frames is only in the HT_EV_STACK record (the same for every event of
+ * the stack).  HT_EV_FREE has no stack.  A producer that gives up leaves
+ * the position it waited for unpublished: once gave_up is set, the ring
+ * ends at the first position not published.
  */
 #define HT_RING_SLOTS 16384             /* 1 MiB of events: a power of two */
 #define HT_RING_OFF 4096                /* the slots follow the header's page */
@@ -624,10 +635,13 @@ enum ht_ev_kind {
 	HT_EV_SKIP,             /* a position taken but not used (the producer gave up): consumed, nothing done */
 };
 
+/* HT_EV_FREE's flags: called from the allocator's own code (from_allocator(): unmatched, a thread-exit free) */
+#define HT_EV_FREE_IN_ALLOCATOR 1
+
 struct ht_ev {
 	__u64 seq;
 	__u8 kind;              /* enum ht_ev_kind */
-	__u8 flags;             /* HT_EV_ALLOC: enum ht_stub_flags; HT_EV_STACK: HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
+	__u8 flags;             /* HT_EV_ALLOC: enum ht_stub_flags; HT_EV_FREE: HT_EV_FREE_IN_ALLOCATOR; HT_EV_STACK: HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
 	__u16 spec;             /* the function's descriptor (index into the specs) */
 	__u32 tid;              /* the thread that made the call (its per-thread state: temporary allocations) */
 	union {
@@ -691,6 +705,22 @@ struct ht_drain_ctx {
 	__u32 tgid;             /* the process the ring belongs to */
 	__u32 done;             /* out: slots consumed */
 	__u32 exec_gen;         /* the process's image when the ring was made: events of an older one are not live */
+};
+
+/*
+ * A drained event's thread, by tid (bpf/drain.bpf.c's ring_threads: the
+ * drain runs in heaptrace, not in the thread): its last allocation (see
+ * follows_last_alloc()) and the unmatched frees the allocator's own code
+ * made (HT_EV_FREE_IN_ALLOCATOR), held until the thread makes another call
+ * (then unmatched_frees) or user/tracer/drain.c finds it gone
+ * (thread_exit_frees; the main thread's: unmatched_frees).
+ */
+struct ht_ring_thread {
+	struct ht_last_alloc last;
+	__u32 held_frees;
+	__u32 tgid;             /* its process, and the process's slot */
+	__u32 proc;
+	__u32 pad;
 };
 
 /*

@@ -118,11 +118,11 @@ __noinline int cut_block(__u64 key, __u64 end, __u64 lo, __u64 hi, __u32 proc)
 	if (!live || !(live->flags & HT_BLOCK_MAP) || live_take(key, &b))
 		return 0;
 	__u64 start = key ^ ((__u64)proc << 56);
-	bool temporary = follows_last_alloc(&b);
+	bool temporary = follows_last_alloc(current_last_alloc(false), &b);
 	if (!release(&b, key, proc))
 		return 1;
 	if (lo <= start && hi >= end) {
-		record_free(&b, proc, temporary);
+		record_free(&b, proc, temporary, 0);
 		count(proc, HT_FREES);
 		return 1;
 	}
@@ -309,6 +309,7 @@ static __always_inline void map_block(__u32 proc, struct pt_regs *regs, __u64 st
 	struct alloc_rec r = { .stack = m.stack, .ptr = start, .size = size, .objects = 1, .reallocs = reallocs,
 			       .proc = proc, .flags = HT_BLOCK_MAP };
 	count(proc, HT_MAPS);
+	set_last_alloc(current_last_alloc(true), r.stack, size);
 	if (!account_alloc(&r))
 		return;
 	__u64 key = ht_live_key(start, proc), end = start + size;

@@ -153,6 +153,36 @@ static __always_inline __u64 hash_stack(const struct ht_stack *st)
 }
 
 /*
+ * sc->st into the stacks map under hash h, once: h, or HT_STACK_LOST with
+ * the loss's counter in *loss (a collision, or the map full).  addr: where
+ * the frames after the first are in user memory (a stack the stub
+ * walked, read only when it is new); 0: all in sc->st.
+ */
+static __always_inline __u64 intern_stack(struct scratch *sc, __u64 h, __u64 addr, __u32 *loss)
+{
+	struct ht_stack *known = bpf_map_lookup_elem(&stacks, &h);
+	if (known) {
+		/* A cheap check that catches all but astronomically unlucky collisions. */
+		if (known->depth != sc->st.depth || known->pcs[0] != sc->st.pcs[0]) {
+			*loss = HT_STACK_COLLISIONS;
+			return HT_STACK_LOST;
+		}
+		return h;
+	}
+	__u32 n = sc->st.depth & 127;
+	if (addr && (n != sc->st.depth || bpf_probe_read_user(sc->st.pcs, n * sizeof(__u64), (void *)addr))) {
+		*loss = HT_STACK_ERRORS;
+		return HT_STACK_LOST;
+	}
+	if (bpf_map_update_elem(&stacks, &h, &sc->st, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&stacks, &h)) {
+		*loss = HT_STACK_ERRORS;
+		return HT_STACK_LOST;
+	}
+	return h;
+}
+
+/*
  * Store (once) the stack in sc->st, of proc; its hash, or HT_STACK_LOST.
  * A stack the stub walked comes with its hash and only its first frame
  * (sc->preset_addr: where the rest is), read only when the stack is new.
@@ -170,26 +200,11 @@ static __always_inline __u64 store_stack(struct scratch *sc, __u32 proc)
 
 	__u64 h = sc->preset_addr ? sc->preset_hash : hash_stack(&sc->st);
 	__u64 addr = sc->preset_addr;
+	__u32 loss = 0;
 	sc->preset_addr = 0;
-	struct ht_stack *known = bpf_map_lookup_elem(&stacks, &h);
-	if (known) {
-		/* A cheap check that catches all but astronomically unlucky collisions. */
-		if (known->depth != sc->st.depth || known->pcs[0] != sc->st.pcs[0]) {
-			count(proc, HT_STACK_COLLISIONS);
-			return HT_STACK_LOST;
-		}
-		return h;
-	}
-	__u32 n = sc->st.depth & 127;
-	if (addr && (n != sc->st.depth || bpf_probe_read_user(sc->st.pcs, n * sizeof(__u64), (void *)addr))) {
-		count(proc, HT_STACK_ERRORS);
-		return HT_STACK_LOST;
-	}
-	if (bpf_map_update_elem(&stacks, &h, &sc->st, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&stacks, &h)) {
-		count(proc, HT_STACK_ERRORS);
-		return HT_STACK_LOST;
-	}
+	h = intern_stack(sc, h, addr, &loss);
+	if (loss)
+		count(proc, loss);
 	return h;
 }
 

@@ -21,4 +21,12 @@ uint64_t tracer_memlock_of(int fd);
 int tracer_attach_maps(struct tracer *tr);
 void tracer_detach_maps(struct tracer *tr);
 
+/*
+ * obj gets the main object's maps (by fd) and must have its globals where
+ * the main object has them; a map the main object lacks stays obj's own.
+ * Before obj's load.  0 or -errno (said when the globals differ).
+ */
+struct bpf_object;
+int tracer_share_maps(struct tracer *tr, struct bpf_object *obj);
+
 #endif

@@ -21,6 +21,7 @@
 #include "tracer/uprobe_multi.h"
 #include "tracer/ktypes.h"
 #include "tracer/internal.h"
+#include "tracer/drain.h"
 
 
 /*
@@ -237,6 +238,24 @@ static bool same_globals(struct bpf_object *main, struct bpf_object *obj)
 	return bm && bo;
 }
 
+int tracer_share_maps(struct tracer *tr, struct bpf_object *obj)
+{
+	struct bpf_map *m;
+
+	if (!same_globals(tr->skel->obj, obj)) {
+		ht_err("BPF objects built apart: their globals differ; cannot load %s", bpf_object__name(obj));
+		return -EINVAL;
+	}
+	/* A map the main object does not have is the object's own (drain.bpf.c's ring_stacks). */
+	bpf_object__for_each_map(m, obj) {
+		struct bpf_map *mine = map_like(tr->skel->obj, m);
+		int err = mine ? bpf_map__reuse_fd(m, bpf_map__fd(mine)) : 0;
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /*
  * Load the program named want (and the uprobe programs of the list the
  * first load left out) into an object that has the main object's maps, by
@@ -246,18 +265,10 @@ static int load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_objec
 		     const char *const *also)
 {
 	struct bpf_program *p;
-	struct bpf_map *m;
+	int err = tracer_share_maps(tr, obj);
 
-	if (!same_globals(tr->skel->obj, obj)) {
-		ht_err("BPF objects built apart: their globals differ; cannot load %s", want);
-		return -EINVAL;
-	}
-	bpf_object__for_each_map(m, obj) {
-		struct bpf_map *mine = map_like(tr->skel->obj, m);
-		int err = mine ? bpf_map__reuse_fd(m, bpf_map__fd(mine)) : -ENOENT;
-		if (err)
-			return err;
-	}
+	if (err)
+		return err;
 	set_attach_types(obj, tr->multi);
 	bpf_object__for_each_program(p, obj) {
 		bool load = !strcmp(bpf_program__name(p), want);
@@ -459,6 +470,8 @@ void tracer_forget_pid(struct tracer *tr, pid_t pid)
 {
 	__u32 tgid = pid;
 
+	drain_now(tr);
+
 	for (int i = 0; i < tr->n_multi; i++)
 		if (tr->multi_links[i].pid == pid && tr->multi_links[i].fd >= 0) {
 			close(tr->multi_links[i].fd);
@@ -524,6 +537,8 @@ void tracer_detach(struct tracer *tr)
 	 * side by side wait together.  Where a thread cannot start, this one
 	 * closes its share.
 	 */
+	/* Events the rings hold happened before the stop. */
+	drain_now(tr);
 	if (tr->skel && tr->skel->bss)
 		tr->skel->bss->tracing_stopped = 1;
 	int step = n < CLOSERS ? n : CLOSERS;
@@ -554,6 +569,7 @@ void tracer_detach(struct tracer *tr)
 void tracer_close(struct tracer *tr)
 {
 	tracer_detach(tr);
+	drain_close(tr);
 	tracer_stop_levels(tr);
 	free(tr->base_memlock);
 	tr->base_memlock = NULL;
@@ -596,16 +612,19 @@ static void add_counters(const struct tracer *tr, uint32_t from, uint32_t to, ui
 					out[c] += vals[i];
 		}
 	free(vals);
+	drain_counters(tr, from, to, out);
 }
 
 void tracer_counters(const struct tracer *tr, uint32_t slot, uint64_t out[HT_COUNTER_MAX])
 {
+	drain_now(tr);
 	memset(out, 0, HT_COUNTER_MAX * sizeof(*out));
 	add_counters(tr, slot, slot + 1, out);
 }
 
 void tracer_session_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX])
 {
+	drain_now(tr);
 	memset(out, 0, HT_COUNTER_MAX * sizeof(*out));
 	/* --http's thread reads it while the ptrace loop adds children. */
 	add_counters(tr, 0, __atomic_load_n(&tr->n_slots, __ATOMIC_RELAXED), out);
@@ -690,6 +709,7 @@ int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent
 
 void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t)
 {
+	drain_now(tr);
 	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &proc, t))
 		memset(t, 0, sizeof(*t));
 }
@@ -746,6 +766,7 @@ size_t tracer_forget_proc(struct tracer *tr, uint32_t slot)
 	struct ht_totals t, fresh = { 0 };
 	size_t gone = 0;
 
+	drain_now(tr);  /* the old program's events, before its slot is emptied */
 	_Static_assert(sizeof(struct ht_site_key) <= 32 && sizeof(struct ht_arena_site_key) <= 32 &&
 		       sizeof(struct ht_arena_key) <= 32, "keys fit forget_keys' buffers");
 	if (bpf_map_lookup_elem(fd, &slot, &t))

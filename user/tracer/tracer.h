@@ -88,6 +88,7 @@ struct tracer {
 		double verify_ms;       /* the programs: the verifier */
 	} times;
 	uint64_t *base_memlock;         /* per map of the object, in its order: fdinfo memlock right after load */
+	struct drain_state *drain;      /* the event rings' consumer (drain.c), NULL: no ring yet */
 	char ktypes[64];                /* the cut-down kernel BTF for CO-RE (tracer/ktypes.h); "": the whole one */
 	int ktypes_fd;                  /* the file ktypes names (/proc/self/fd/N) */
 };
@@ -145,7 +146,12 @@ void tracer_detach(struct tracer *tr);
 void tracer_release_at_exit(void);
 void tracer_close(struct tracer *tr);
 
-/* The event and loss counters of the process in a slot (0: the target), summed over CPUs. */
+/*
+ * The event and loss counters of the process in a slot (0: the target),
+ * summed over CPUs.  These three readers, which every profile, snapshot,
+ * /metrics and the end-of-run write go through, drain the event rings
+ * first (drain_now()).
+ */
 void tracer_counters(const struct tracer *tr, uint32_t slot, uint64_t out[HT_COUNTER_MAX]);
 /* The same summed over every process slot: the whole session's. */
 void tracer_session_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX]);

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The consumer of a process's event ring (exact mode's batching,
+ * docs/fast-path.md; the layout in heaptrace.h, "The event ring"): one
+ * program that heaptrace runs by BPF_PROG_TEST_RUN
+ * (user/tracer/drain.c) with a struct ht_drain_ctx.  It reads the slots
+ * from heaptrace's own mapping of the ring and accounts each event with
+ * the record sites' functions (account.bpf.h, calls.bpf.h, stack.bpf.h),
+ * into the same maps: so every output sees the same numbers whichever
+ * path recorded an event.
+ *
+ * An object of its own, with heaptrace.bpf.c's maps and globals (shared
+ * by fd, as alloc_session.bpf.c's) and maps of its own: its load is off
+ * heaptrace's start-up (drain.c loads it in the drain thread; the ring
+ * holds events until then), and only a run with a ring pays for it.
+ *
+ * A raw tracepoint's program, never attached: of the program types
+ * BPF_PROG_TEST_RUN runs with a context, the one with a private stack
+ * (account_alloc() and the live map's functions below it take most of the
+ * 512 bytes a syscall program has for all its frames).  So not sleepable:
+ * the slots are read with bpf_probe_read_user, which does not fault pages
+ * in (drain.c's scan of the published slots has just faulted them in), and
+ * no kfunc finds a thread's task: a drained thread's state is kept by tid.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "heaptrace.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* The same headers as alloc_session.bpf.c, in its order: the globals sit where the main object has them. */
+#include "config.bpf.h"
+#include "counters.bpf.h"
+#include "request.bpf.h"
+#include "account.bpf.h"
+#include "calls.bpf.h"
+
+/*
+ * What each stack a process sent (HT_EV_STACK) came with, for its
+ * allocations: the record sites count a stack's flags and losses at every
+ * allocation (store_stack()), and a ring's allocation carries only the
+ * hash.  This object's own map (the main object has none like it); sized
+ * by drain.c (--max-stacks).
+ */
+struct ring_stack_key {
+	__u64 hash;
+	__u32 proc;
+	__u32 pad;
+};
+
+struct ring_stack {
+	__u32 flags;            /* HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
+	__u32 fp_frames;        /* frames unwound by frame pointer (unwind_fp_frames) */
+	__u32 loss;             /* the counter of the loss that made it HT_STACK_LOST (a collision, the map full), 0: none */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, HT_DEFAULT_MAX_STACKS);
+	__type(key, struct ring_stack_key);
+	__type(value, struct ring_stack);
+} ring_stacks SEC(".maps");
+
+/*
+ * Slots read ahead, per CPU: one read of up to DRAIN_AHEAD slots costs
+ * little more than one of a slot (drain.c has seen them all published,
+ * and its scan faulted their pages in).  Off the BPF stack, which the
+ * accounting's calls below the loop fill.
+ */
+#define DRAIN_AHEAD 64
+
+struct drain_buf {
+	struct ht_ev ev[DRAIN_AHEAD];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct drain_buf);
+} drain_buf SEC(".maps");
+
+struct drain {
+	__u64 ring;             /* the slots, in heaptrace */
+	__u64 pos, end;         /* the next position; the first not to consume */
+	__u64 ahead, n_ahead;   /* drain_buf holds the slots from position ahead, n_ahead of them */
+	__u64 events;           /* allocations, frees and resets accounted */
+	__u64 now;              /* the pass's time, every event's: a slot has no room for a time of its own */
+	__u64 seen_hash;        /* the last stack looked up in ring_stacks (0: none), and what it held: */
+	struct ring_stack seen; /* a program's allocations come in runs of one stack */
+	__u32 tgid, proc;
+	bool old_image;         /* the ring's process executed a new program since the ring was made */
+	bool discard;           /* the process is not traced (any more): consume, account nothing */
+};
+
+static __always_inline void *slot_at(const struct drain *d, __u64 pos)
+{
+	return (void *)(d->ring + (pos & (HT_RING_SLOTS - 1)) * sizeof(struct ht_ev));
+}
+
+/*
+ * Drained events' threads (struct ht_ring_thread), as a record site's
+ * thread has its task storage.  LRU: threads that are gone make room.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);             /* tid */
+	__type(value, struct ht_ring_thread);
+} ring_threads SEC(".maps");
+
+/* Frees held in ring_threads, in all (drain.c looks at their threads when it is not 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} ring_held SEC(".maps");
+
+static __always_inline void add_held(__s64 n)
+{
+	__u32 zero = 0;
+	__s64 *h = bpf_map_lookup_elem(&ring_held, &zero);
+
+	if (h)
+		__sync_fetch_and_add(h, n);
+}
+
+static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, __u32 tid, bool create)
+{
+	struct ht_ring_thread *t = bpf_map_lookup_elem(&ring_threads, &tid);
+
+	if (t && t->tgid != d->tgid) {
+		/* The tid of a thread of another process, gone: what it held was its exit's. */
+		if (t->held_frees) {
+			count_n(t->proc & (HT_MAX_PROCS - 1), HT_THREAD_EXIT_FREES, t->held_frees);
+			add_held(-(__s64)t->held_frees);
+		}
+		bpf_map_delete_elem(&ring_threads, &tid);
+		t = NULL;
+	}
+	if (t || !create)
+		return t;
+	struct ht_ring_thread zero = { .tgid = d->tgid, .proc = d->proc };
+	bpf_map_update_elem(&ring_threads, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&ring_threads, &tid);
+}
+
+/* What the thread held is no thread-exit free after all (settle_held()'s rule). */
+static __always_inline void settle_thread(struct ht_ring_thread *t, __u32 proc)
+{
+	if (t && t->held_frees) {
+		count_n(proc, HT_UNMATCHED_FREES, t->held_frees);
+		add_held(-(__s64)t->held_frees);
+		t->held_frees = 0;
+	}
+}
+
+/*
+ * A stack and its HT_RING_STACK_SLOTS(depth) slots of frames, all
+ * published (drain.c counts only whole runs of published slots, and
+ * drain_step checks it again): into the stacks map as the BPF walk's
+ * would go (intern_stack(): the same hash, collisions found the same
+ * way), and what came with it into ring_stacks.
+ */
+__noinline int take_stack(struct drain *d, const struct ht_ev *ev, __u32 n)
+{
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct ht_ev_pcs c;
+
+	if (!sc || !d || !ev)
+		return 0;
+	struct ring_stack_key key = { .hash = ev->hash, .proc = d->proc };
+	struct ring_stack rs = { .flags = ev->flags, .fp_frames = ev->fp_frames };
+	for (__u32 k = 0; k < HT_RING_STACK_SLOTS(HT_MAX_STACK_DEPTH); k++) {
+		if (k >= n)
+			break;
+		__u64 pos = d->pos + 1 + k;
+		if (bpf_probe_read_user(&c, sizeof(c), slot_at(d, pos)) || c.seq != pos + 1)
+			return 0;
+		for (__u32 j = 0; j < HT_RING_PCS; j++) {
+			__u32 i = k * HT_RING_PCS + j;
+			if (i < HT_MAX_STACK_DEPTH)
+				sc->st.pcs[i] = c.pcs[j];
+		}
+	}
+	if (d->discard)
+		return 1;
+	sc->st.depth = ev->depth;
+	sc->st.flags = ev->flags;
+	/* Frames that are not the ones hashed would be another stack's under this hash: a loss, not a guess. */
+	if (!ev->depth || ev->depth > HT_MAX_STACK_DEPTH || !ev->hash || hash_stack(&sc->st) != ev->hash)
+		rs.loss = HT_STACK_ERRORS;
+	else
+		intern_stack(sc, ev->hash, 0, &rs.loss);
+	if (bpf_map_update_elem(&ring_stacks, &key, &rs, BPF_ANY))
+		count(d->proc, HT_STACK_ERRORS);
+	if (d->seen_hash == ev->hash)
+		d->seen_hash = 0;       /* sent again: what ring_stacks holds now */
+	return 1;
+}
+
+/*
+ * An allocation's stack, counted as stub_stack() and store_stack() count
+ * an allocation's at the record sites: the walk and its frame-pointer
+ * frames for every call, the flags and the losses for a recorded one.
+ * Its hash, or HT_STACK_LOST.
+ */
+static __always_inline __u64 ring_stack_of(struct drain *d, __u64 hash, bool record)
+{
+	struct ring_stack_key key = { .hash = hash, .proc = d->proc };
+	struct ring_stack rs;
+
+	if (!hash || hash != d->seen_hash) {
+		struct ring_stack *found = hash ? bpf_map_lookup_elem(&ring_stacks, &key) : NULL;
+		if (!found) {
+			/* Never sent, or not kept (ring_stacks full: counted then). */
+			if (record)
+				count(d->proc, HT_STACK_ERRORS);
+			return HT_STACK_LOST;
+		}
+		d->seen_hash = hash;
+		d->seen = *found;
+	}
+	rs = d->seen;
+	count(d->proc, HT_STUB_WALKS);
+	if (rs.fp_frames)
+		count_n(d->proc, HT_UNWIND_FP_FRAMES, rs.fp_frames);
+	if (!record)
+		return HT_STACK_LOST;
+	if (rs.flags & HT_STACK_TRUNCATED)
+		count(d->proc, HT_STACKS_TRUNCATED);
+	if (rs.flags & HT_STACK_MAX_DEPTH)
+		count(d->proc, HT_STACKS_AT_MAX_DEPTH);
+	if (rs.loss) {
+		count(d->proc, rs.loss);
+		return HT_STACK_LOST;
+	}
+	return hash;
+}
+
+/*
+ * An allocator call returned (stub_alloc()'s and finish_alloc()'s work, on
+ * the values the stub evaluated).  A global function, as the other
+ * kinds': the verifier checks each once, not once for every path of the
+ * loop's step.
+ */
+__noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
+{
+	if (!d || !ev)
+		return 0;
+
+	bool record = ev->flags & HT_STUB_SAMPLED;
+	__u32 proc = d->proc;
+
+	/* A signal handler's event over its own thread's producer, its walk failed: stack 0, lost (stack_errors). */
+	if (ev->flags & HT_STUB_UNWALKED)
+		count(proc, HT_STUB_WALKS_HANDED);
+	if (d->old_image) {
+		/* Allocated by the program the exec replaced: its blocks went with it (process_exec()). */
+		if (ev->ptr && record) {
+			count(proc, HT_ALLOCS);
+			count(proc, HT_EXEC_DROPPED);
+			struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
+			if (t)
+				__sync_fetch_and_add(&t->exec_dropped, 1);
+		}
+		return 0;
+	}
+	struct ht_ring_thread *th = thread_of(d, ev->tid, true);
+	__u64 copied = 0, stack = ring_stack_of(d, ev->stack, record && ev->ptr);
+
+	settle_thread(th, proc);
+	if (alloc_outcome(proc, th ? &th->last : NULL, d->tgid, d->now, ev->ptr, ev->size, ev->old, record, &copied)) {
+		struct alloc_rec r = { .stack = stack, .ptr = ev->ptr, .size = ev->size, .objects = ev->objects,
+				       .arena = ev->arena, .reallocs = ev->old ? 1 : 0, .realloc_bytes = copied,
+				       .now = d->now, .proc = proc };
+		set_last_alloc(th ? &th->last : NULL, r.stack, r.size);
+		account_alloc(&r);
+	}
+	return 0;
+}
+
+/*
+ * A free (free_entry()'s work where the stub has decided nesting): an
+ * unmatched one by the allocator's own code is held as a possible
+ * thread-exit free, as unmatched_free() holds it.  Its stack is not known
+ * here (-f top's site of unmatched frees): the stub walks allocations only.
+ */
+__noinline int ring_free(struct drain *d, const struct ht_ev *ev)
+{
+	if (!d || !ev)
+		return 0;
+
+	__u32 proc = d->proc;
+
+	/* A block of the replaced program: gone at the exec already. */
+	if (d->old_image || !ev->ptr)
+		return 0;
+	struct ht_ring_thread *th = thread_of(d, ev->tid, false);
+
+	if (!free_live(ev->ptr, proc, th ? &th->last : NULL, d->now) && free_unknown(ev->ptr, proc, d->tgid)) {
+		if (thread_exits_seen && (ev->flags & HT_EV_FREE_IN_ALLOCATOR)) {
+			if (!th)
+				th = thread_of(d, ev->tid, true);
+			if (th) {
+				th->held_frees++;
+				add_held(1);
+				return 0;
+			}
+		}
+		settle_thread(th, proc);
+		count(proc, HT_UNMATCHED_FREES);
+		return 0;
+	}
+	/* Any other free shows the thread was not exiting: what it held was unmatched. */
+	settle_thread(th, proc);
+	return 0;
+}
+
+/*
+ * One event at d->pos; 1 to stop: the slot is not published (or not
+ * readable), or a stack's frames are not all within this pass.
+ */
+static long drain_step(__u32 i, struct drain *d)
+{
+	__u32 zero = 0;
+	struct drain_buf *b = bpf_map_lookup_elem(&drain_buf, &zero);
+
+	if (!b || d->pos >= d->end)
+		return 1;
+	if (d->pos - d->ahead >= d->n_ahead) {
+		/* The next slots, as many as this pass consumes at most, up to the ring's end. */
+		__u64 n = d->end - d->pos, to_wrap = HT_RING_SLOTS - (d->pos & (HT_RING_SLOTS - 1));
+		if (n > to_wrap)
+			n = to_wrap;
+		if (n > DRAIN_AHEAD)
+			n = DRAIN_AHEAD;
+		if (!n || bpf_probe_read_user(b->ev, n * sizeof(struct ht_ev), slot_at(d, d->pos)))
+			return 1;
+		d->ahead = d->pos;
+		d->n_ahead = n;
+	}
+	struct ht_ev *ev = &b->ev[(d->pos - d->ahead) & (DRAIN_AHEAD - 1)];
+	if (ev->seq != d->pos + 1)
+		return 1;
+	switch (ev->kind) {
+	case HT_EV_STACK: {
+		__u32 n = HT_RING_STACK_SLOTS(ev->depth);
+		if (d->pos + 1 + n > d->end)
+			return 1;
+		if (ev->depth > HT_MAX_STACK_DEPTH) {
+			/* Deeper than any walk: passed over, not waited on (its allocations find no stack: stack_errors). */
+			if (!d->discard)
+				count(d->proc, HT_STACK_ERRORS);
+		} else if (!take_stack(d, ev, n)) {
+			return 1;
+		}
+		d->pos += n;
+		break;
+	}
+	case HT_EV_ALLOC:
+		if (!d->discard)
+			ring_alloc(d, ev);
+		d->events++;
+		break;
+	case HT_EV_FREE:
+		if (!d->discard)
+			ring_free(d, ev);
+		d->events++;
+		break;
+	case HT_EV_RESET:
+		if (!d->discard && !d->old_image)
+			reset_arena(d->proc, ev->arena);
+		d->events++;
+		break;
+	default:
+		/* HT_EV_SKIP: a position a producer gave up (counted in the header's lost). */
+		break;
+	}
+	d->pos++;
+	return 0;
+}
+
+/*
+ * ctx: struct ht_drain_ctx as a raw tracepoint's arguments (u64 words);
+ * returns the slots consumed (done), which BPF_PROG_TEST_RUN hands back as
+ * the run's retval (a raw tracepoint's context is not copied back).
+ */
+SEC("raw_tp")
+int drain(__u64 *ctx)
+{
+	__u64 words[4] = { ctx[0], ctx[1], ctx[2], ctx[3] };
+	struct ht_drain_ctx *c = (struct ht_drain_ctx *)words;
+	struct drain d = { .ring = c->ring, .pos = c->tail, .end = c->tail + c->max, .tgid = c->tgid,
+			   .now = bpf_ktime_get_ns() };
+	int proc = proc_of(c->tgid);
+
+	/* Not traced (any more): what it sent is consumed, so that its threads never wait on a full ring. */
+	d.discard = proc < 0;
+	d.proc = proc < 0 ? 0 : proc;
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &d.proc);
+	d.old_image = t && t->execs != c->exec_gen;
+	bpf_loop(HT_RING_SLOTS, drain_step, &d, 0);
+	if (d.events && !d.discard)
+		count_n(d.proc, HT_RING_EVENTS, d.events);
+	return d.pos - c->tail;
+}

@@ -1,0 +1,369 @@
+/*
+ * The ring's consumer (user/tracer/drain.c, bpf/drain.bpf.c) against a
+ * producer written here: this process loads the tracer for itself, makes a
+ * ring with heaptrace.h's layout (as user/inject/ring.c does, without a
+ * target), registers it, publishes known events and checks the exact
+ * figures in the maps.  Then (with an argument) the drain's cost per
+ * event.  Root: it loads BPF.  One "ok - ..." or "not ok - ..." line a
+ * check; exits 1 if any failed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "tracer/tracer.h"
+#include "heaptrace.skel.h"
+#include "tracer/drain.h"
+#include "util/log.h"
+#include "util/time.h"
+
+static int failed;
+
+static void check(const char *what, long long got, long long want)
+{
+	if (got == want) {
+		printf("ok - %s = %lld\n", what, got);
+	} else {
+		printf("not ok - %s = %lld, want %lld\n", what, got, want);
+		failed = 1;
+	}
+}
+
+/* A test-only ring creator: ring_create()'s layout (every seq its index), no target. */
+static int test_ring(struct ring *r, __u32 tgid)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = memfd_create("heaptrace-ring", MFD_CLOEXEC);
+	if (r->fd < 0 || ftruncate(r->fd, HT_RING_SIZE))
+		return -1;
+	void *m = mmap(NULL, HT_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	r->hdr = m;
+	r->slots = (struct ht_ev *)((char *)m + HT_RING_OFF);
+	r->tgid = tgid;
+	for (__u64 i = 0; i < HT_RING_SLOTS; i++)
+		r->slots[i].seq = i;
+	return 0;
+}
+
+/* The producer: a position (one add), the slot filled, then published. */
+static __u64 take(struct ring *r, __u32 n)
+{
+	return __atomic_fetch_add(&r->hdr->head, n, __ATOMIC_RELAXED);
+}
+
+static long futex(void *addr, int op, uint32_t val, const struct timespec *t)
+{
+	return syscall(SYS_futex, addr, op, val, t, NULL, 0);
+}
+
+/* The stub's way with a full ring: ring the bell if heaptrace sleeps, wait on tail (10 ms at a time). */
+static void publish(struct ring *r, __u64 pos, struct ht_ev *ev)
+{
+	struct ht_ev *s = &r->slots[pos & (HT_RING_SLOTS - 1)];
+	struct ht_ring *h = r->hdr;
+	struct timespec ten = { 0, 10000000 };
+
+	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos)
+		__atomic_add_fetch(&h->full_waits, 1, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos) {
+		__atomic_add_fetch(&h->waiting, 1, __ATOMIC_SEQ_CST);
+		uint32_t tail = (uint32_t)__atomic_load_n(&h->tail, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&h->sleeping, __ATOMIC_SEQ_CST)) {
+			__atomic_add_fetch(&h->bell, 1, __ATOMIC_SEQ_CST);
+			futex(&h->bell, FUTEX_WAKE, 1, NULL);
+		}
+		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos)
+			futex(&h->tail, FUTEX_WAIT, tail, &ten);
+		__atomic_sub_fetch(&h->waiting, 1, __ATOMIC_SEQ_CST);
+	}
+	ev->seq = s->seq;
+	memcpy((char *)s + 8, (char *)ev + 8, sizeof(*ev) - 8);
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+}
+
+static void put(struct ring *r, struct ht_ev ev)
+{
+	publish(r, take(r, 1), &ev);
+}
+
+static __u64 hash_of(const __u64 *pcs, __u32 depth)
+{
+	__u64 h = HT_STACK_HASH_SEED;
+
+	for (__u32 i = 0; i < depth; i++)
+		h = ht_stack_hash_step(h, pcs[i]);
+	return ht_stack_hash_end(h);
+}
+
+/* A stack and its frames, one add for all; hold: leave the frames unpublished (published by send_rest). */
+static __u64 send_stack(struct ring *r, const __u64 *pcs, __u32 depth, __u32 tid, bool hold)
+{
+	__u32 n = HT_RING_STACK_SLOTS(depth);
+	__u64 pos = take(r, 1 + n);
+	struct ht_ev ev = { .kind = HT_EV_STACK, .tid = tid, .hash = hash_of(pcs, depth), .depth = depth };
+
+	publish(r, pos, &ev);
+	for (__u32 k = 0; !hold && k < n; k++) {
+		struct ht_ev_pcs c = { 0 };
+		for (__u32 j = 0; j < HT_RING_PCS && k * HT_RING_PCS + j < depth; j++)
+			c.pcs[j] = pcs[k * HT_RING_PCS + j];
+		publish(r, pos + 1 + k, (struct ht_ev *)&c);
+	}
+	return pos;
+}
+
+static void send_rest(struct ring *r, __u64 pos, const __u64 *pcs, __u32 depth)
+{
+	for (__u32 k = 0; k < HT_RING_STACK_SLOTS(depth); k++) {
+		struct ht_ev_pcs c = { 0 };
+		for (__u32 j = 0; j < HT_RING_PCS && k * HT_RING_PCS + j < depth; j++)
+			c.pcs[j] = pcs[k * HT_RING_PCS + j];
+		publish(r, pos + 1 + k, (struct ht_ev *)&c);
+	}
+}
+
+static struct ht_ev alloc_ev(__u32 tid, __u64 ptr, __u64 size, __u64 old, __u64 stack)
+{
+	return (struct ht_ev){ .kind = HT_EV_ALLOC, .flags = HT_STUB_SAMPLED, .tid = tid, .ptr = ptr, .size = size,
+			       .old = old, .objects = 1, .stack = stack };
+}
+
+static struct ht_ev free_ev(__u32 tid, __u64 ptr)
+{
+	return (struct ht_ev){ .kind = HT_EV_FREE, .tid = tid, .ptr = ptr };
+}
+
+static struct ht_site site(struct tracer *tr, __u64 stack)
+{
+	struct ht_site_key k = { .stack = stack, .proc = 0 };
+	struct ht_site s = { 0 };
+
+	bpf_map_lookup_elem(tracer_sites_fd(tr), &k, &s);
+	return s;
+}
+
+static long long counter(struct tracer *tr, enum ht_counter c)
+{
+	uint64_t v[HT_COUNTER_MAX];
+
+	tracer_counters(tr, 0, v);
+	return v[c];
+}
+
+/* A second thread of the process: frees made "by" it carry its tid. */
+static int other_tid;
+static pthread_mutex_t hold = PTHREAD_MUTEX_INITIALIZER;
+
+static void *brief(void *arg)
+{
+	*(int *)arg = gettid();
+	return NULL;
+}
+
+static void *other(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&other_tid, gettid(), __ATOMIC_RELEASE);
+	pthread_mutex_lock(&hold);
+	pthread_mutex_unlock(&hold);
+	return NULL;
+}
+
+/* alloc+free pairs of depth 8, drained as the ring fills: ns a drained event. */
+static void cost(struct tracer *tr, struct ring *r, __u64 stack, long pairs)
+{
+	__u32 tid = gettid();
+	uint64_t ns = 0, events = 0;
+	long done = 0;
+
+	while (done < pairs) {
+		long batch = pairs - done < HT_RING_SLOTS / 2 ? pairs - done : HT_RING_SLOTS / 2;
+		for (long i = 0; i < batch; i++) {
+			put(r, alloc_ev(tid, 0x7000000 + i * 64, 64, 0, stack));
+			put(r, free_ev(tid, 0x7000000 + i * 64));
+		}
+		uint64_t t0 = monotonic_ns();
+		drain_now(tr);
+		ns += monotonic_ns() - t0;
+		events += 2 * batch;
+		done += batch;
+	}
+	printf("# drain cost: %lu events (alloc+free pairs, depth 8) in %.1f ms: %.0f ns an event, %.0f ns a pair\n",
+	       (unsigned long)events, ns / 1e6, (double)ns / events, 2.0 * ns / events);
+}
+
+int main(int argc, char **argv)
+{
+	struct tracer tr;
+	struct tracer_config cfg = { .tgid = getpid(), .max_live = 1 << 20, .max_stacks = 65536, .max_depth = 64,
+				     .stack_mode = HT_STACK_WALK };
+	struct ring r;
+	pthread_t th;
+
+	ht_verbose = getenv("RING_DRAIN_VERBOSE") != NULL;
+	if (tracer_load(&tr, &cfg) || test_ring(&r, getpid()) || drain_register(&tr, &r)) {
+		fprintf(stderr, "ring_drain: cannot set up: %s\n", strerror(errno));
+		return 2;
+	}
+	pthread_mutex_lock(&hold);
+	pthread_create(&th, NULL, other, NULL);
+	while (!__atomic_load_n(&other_tid, __ATOMIC_ACQUIRE))
+		usleep(1000);
+
+	__u32 me = gettid();
+	__u64 a[8] = { 0x401100, 0x401200, 0x401300, 0x401400, 0x401500, 0x401600, 0x401700, 0x401800 };
+	__u64 b[3] = { 0x402100, 0x402200, 0x402300 };
+	__u64 ha = hash_of(a, 8), hb = hash_of(b, 3);
+
+	/* Stack A whole; stack B's frames held back: nothing from B's slot on is consumed until they come. */
+	send_stack(&r, a, 8, me, false);
+	put(&r, alloc_ev(me, 0x1000, 100, 0, ha));
+	__u64 bpos = send_stack(&r, b, 3, me, true);
+	put(&r, alloc_ev(me, 0x2000, 200, 0, ha));
+	drain_now(&tr);
+	check("tail stops at a stack whose frames are not published", r.hdr->tail, bpos);
+	check("allocs before it", counter(&tr, HT_ALLOCS), 1);
+	send_rest(&r, bpos, b, 3);
+	put(&r, alloc_ev(me, 0x3000, 50, 0, hb));
+	put(&r, free_ev(me, 0x1000));                   /* after B's 50: not temporary */
+	put(&r, alloc_ev(me, 0x4000, 300, 0x2000, hb)); /* realloc: 0x2000 (200 B) moved, 200 copied */
+	put(&r, free_ev(other_tid, 0x3000));            /* another thread's free of the main thread's block */
+	put(&r, (struct ht_ev){ .kind = HT_EV_SKIP });
+	send_stack(&r, a, 8, me, false);                /* sent again (the stub's cache forgot it): no collision */
+	put(&r, alloc_ev(me, 0x5000, 64, 0, ha));
+	put(&r, free_ev(me, 0x5000));                   /* right after its allocation: temporary */
+	put(&r, free_ev(me, 0x9000));                   /* never allocated: unmatched */
+	r.hdr->full_waits = 2;
+	r.hdr->lost = 1;
+	drain_now(&tr);
+
+	check("tail: every slot consumed", r.hdr->tail, r.hdr->head);
+	check("allocs", counter(&tr, HT_ALLOCS), 5);
+	check("frees", counter(&tr, HT_FREES), 4);
+	check("unmatched_frees", counter(&tr, HT_UNMATCHED_FREES), 1);
+	check("ring_events", counter(&tr, HT_RING_EVENTS), 9);
+	check("stub_walks", counter(&tr, HT_STUB_WALKS), 5);
+	check("stack_collisions", counter(&tr, HT_STACK_COLLISIONS), 0);
+	check("stack_errors", counter(&tr, HT_STACK_ERRORS), 0);
+	check("ring_full_waits", counter(&tr, HT_RING_FULL_WAITS), 2);
+	check("ring_lost", counter(&tr, HT_RING_LOST), 1);
+	struct ht_site sa = site(&tr, ha), sb = site(&tr, hb);
+	check("stack A: alloc_objects", sa.alloc_objects, 3);
+	check("stack A: alloc_bytes", sa.alloc_bytes, 364);
+	check("stack A: inuse_bytes", sa.inuse_bytes, 0);
+	check("stack A: temporary", sa.temporary, 1);
+	check("stack B: alloc_objects", sb.alloc_objects, 2);
+	check("stack B: inuse_objects", sb.inuse_objects, 1);
+	check("stack B: inuse_bytes", sb.inuse_bytes, 300);
+	check("stack B: realloc_objects", sb.realloc_objects, 1);
+	check("stack B: realloc_bytes", sb.realloc_bytes, 200);
+	struct ht_totals t;
+	tracer_totals(&tr, 0, &t);
+	check("totals: inuse_bytes", t.inuse_bytes, 300);
+	check("totals: peak_bytes", t.peak_bytes, 364);
+	struct ht_stack st = { 0 };
+	int found = !bpf_map_lookup_elem(tracer_stacks_fd(&tr), &ha, &st);
+	check("stack A stored under its hash", found, 1);
+	check("stack A: depth", st.depth, 8);
+	int same = 1;
+	for (int i = 0; i < 8; i++)
+		same &= st.pcs[i] == a[i];
+	check("stack A: its frames", same, 1);
+	found = !bpf_map_lookup_elem(tracer_stacks_fd(&tr), &hb, &st);
+	check("stack B: depth", found ? st.depth : 0, 3);
+
+	/*
+	 * Frees by the allocator's own code that match no block: held by their
+	 * thread; a thread that has exited made them at its exit, a living one
+	 * that makes another call did not.
+	 */
+	int gone = 0;
+	pthread_t g;
+	pthread_create(&g, NULL, brief, &gone);
+	pthread_join(g, NULL);
+	struct ht_ev f = free_ev(gone, 0xa000);
+	f.flags = HT_EV_FREE_IN_ALLOCATOR;
+	put(&r, f);
+	f.ptr = 0xa100;
+	put(&r, f);
+	f.tid = other_tid;
+	f.ptr = 0xb000;
+	put(&r, f);
+	put(&r, free_ev(other_tid, 0xc000));
+	drain_now(&tr);
+	check("thread_exit_frees (a thread gone)", counter(&tr, HT_THREAD_EXIT_FREES), 2);
+	check("unmatched_frees (+ a living thread's held one, + its plain one)", counter(&tr, HT_UNMATCHED_FREES), 3);
+
+	/* The process executed a new program: what its old image sent is not live, and its frees are no news. */
+	struct ht_totals x = t;
+	x.execs = 1;
+	bpf_map_update_elem(bpf_map__fd(tr.skel->maps.totals), &(__u32){ 0 }, &x, BPF_ANY);
+	put(&r, alloc_ev(me, 0x6000, 1000, 0, ha));
+	put(&r, free_ev(me, 0x4000));
+	drain_now(&tr);
+	check("after an exec: allocs", counter(&tr, HT_ALLOCS), 6);
+	check("ring_events", counter(&tr, HT_RING_EVENTS), 15);
+	check("after an exec: exec_dropped", counter(&tr, HT_EXEC_DROPPED), 1);
+	check("after an exec: frees", counter(&tr, HT_FREES), 4);
+	check("after an exec: stack A inuse_bytes", site(&tr, ha).inuse_bytes, 0);
+	check("after an exec: stack B inuse_bytes (its free ignored)", site(&tr, hb).inuse_bytes, 300);
+	x.execs = 0;
+	bpf_map_update_elem(bpf_map__fd(tr.skel->maps.totals), &(__u32){ 0 }, &x, BPF_ANY);
+
+	/*
+	 * The drain thread alone, no drain_now(): an event is accounted within
+	 * 100 ms; then three rings' worth of pairs, the producer waiting on the
+	 * full ring (the bell, then tail) as the stub does.
+	 */
+	uint64_t t0 = monotonic_ns();
+	__u64 head = r.hdr->head;
+	put(&r, alloc_ev(me, 0x8000, 8, 0, ha));
+	while (__atomic_load_n(&r.hdr->tail, __ATOMIC_ACQUIRE) <= head && monotonic_ns() - t0 < 1000000000ull)
+		usleep(1000);
+	uint64_t fresh_ms = (monotonic_ns() - t0) / 1000000;
+	printf("# drained by the thread after %lu ms\n", (unsigned long)fresh_ms);
+	check("the drain thread accounts an event within 100 ms", fresh_ms < 100, 1);
+	for (long i = 0; i < 3 * HT_RING_SLOTS / 2; i++) {
+		put(&r, alloc_ev(me, 0x10000000 + i * 16, 16, 0, ha));
+		put(&r, free_ev(me, 0x10000000 + i * 16));
+	}
+	t0 = monotonic_ns();
+	while (__atomic_load_n(&r.hdr->tail, __ATOMIC_ACQUIRE) != r.hdr->head && monotonic_ns() - t0 < 5000000000ull)
+		usleep(1000);
+	check("full ring: every slot drained by the thread", r.hdr->tail, r.hdr->head);
+	check("full ring: allocs", counter(&tr, HT_ALLOCS), 7 + 3 * HT_RING_SLOTS / 2);
+	check("full ring: frees", counter(&tr, HT_FREES), 4 + 3 * HT_RING_SLOTS / 2);
+	check("full ring: the producer waited", r.hdr->full_waits > 2, 1);
+
+	/* A stack deeper than any walk (a producer's bug): passed over, never waited on. */
+	static __u64 deep[200];
+	for (int i = 0; i < 200; i++)
+		deep[i] = 0x403000 + i;
+	send_stack(&r, deep, 200, me, false);
+	put(&r, alloc_ev(me, 0x20000000, 8, 0, hash_of(deep, 200)));
+	drain_now(&tr);
+	check("a stack of 200 frames: passed over", r.hdr->tail, r.hdr->head);
+	check("a stack of 200 frames: stack_errors (it, its allocation)", counter(&tr, HT_STACK_ERRORS), 2);
+
+	if (argc > 1)
+		cost(&tr, &r, ha, atol(argv[1]));
+	drain_unregister(&tr, &r);
+	check("unregistered: ring_full_waits kept", counter(&tr, HT_RING_FULL_WAITS), (long long)r.hdr->full_waits);
+	pthread_mutex_unlock(&hold);
+	pthread_join(th, NULL);
+	tracer_close(&tr);
+	munmap(r.hdr, HT_RING_SIZE);
+	close(r.fd);
+	return failed;
+}

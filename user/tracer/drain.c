@@ -1,0 +1,365 @@
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "tracer/tracer.h"  /* before the skeletons: they name our shared structs */
+#include "heaptrace.skel.h"
+#include "drain.skel.h"
+#include "util/array.h"
+#include "util/log.h"
+#include "util/time.h"
+#include "tracer/drain.h"
+#include "tracer/internal.h"
+
+struct drained {
+	struct ring *r;
+	uint32_t slot;
+};
+
+struct drain_state {
+	/* One pass at a time, and the list: the thread, drain_now() and the counters' readers. */
+	pthread_mutex_t lock;
+	struct drained *rings;
+	size_t n, cap;
+	struct drain *obj;              /* bpf/drain.bpf.c, with the main object's maps */
+	int prog_fd;                    /* -1: not loaded (yet) */
+	bool failed;                    /* could not load: said once */
+	pthread_t thread;
+	bool running;
+	int stop;                       /* the thread ends (atomic) */
+	/* Of rings no longer registered, by slot (ring_full_waits, ring_lost). */
+	uint64_t full_waits[HT_MAX_PROCS], lost[HT_MAX_PROCS];
+	/* Held frees of threads found gone (settle_gone()), by slot. */
+	uint64_t exit_frees[HT_MAX_PROCS], unmatched[HT_MAX_PROCS];
+	/* For -v. */
+	uint64_t passes, runs, events, run_ns;
+	double load_ms;
+};
+
+static int futex(void *addr, int op, uint32_t val, const struct timespec *timeout)
+{
+	return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
+}
+
+/* The drain's object, its maps the main object's.  Under the lock.  0 or -1 (said once). */
+static int load(struct tracer *tr, struct drain_state *d)
+{
+	if (d->prog_fd >= 0)
+		return 0;
+	if (d->failed)
+		return -1;
+	double t0 = now_ms();
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
+	struct drain *o = drain__open_opts(&opts);
+	int err = o ? tracer_share_maps(tr, o->obj) : -errno;
+	/* Its own map: as many stacks as the stacks map holds. */
+	if (!err)
+		err = bpf_map__set_max_entries(o->maps.ring_stacks, bpf_map__max_entries(tr->skel->maps.stacks));
+	if (!err)
+		err = drain__load(o);
+	if (err) {
+		ht_err("cannot load the ring's drain program (%s): exact mode's batched events are lost "
+		       "(HEAPTRACE_BATCH=0 records each call)", strerror(-err));
+		drain__destroy(o);
+		d->failed = true;
+		return -1;
+	}
+	d->obj = o;
+	d->prog_fd = bpf_program__fd(o->progs.drain);
+	d->load_ms = now_ms() - t0;
+	return 0;
+}
+
+/* Published slots from tail on: the program consumes no further (a stack's frames past them wait). */
+static uint32_t published(const struct ring *r, uint64_t tail)
+{
+	uint32_t n = 0;
+
+	while (n < HT_RING_SLOTS &&
+	       __atomic_load_n(&r->slots[(tail + n) & (HT_RING_SLOTS - 1)].seq, __ATOMIC_ACQUIRE) == tail + n + 1)
+		n++;
+	return n;
+}
+
+/* Drain one ring until nothing published is left (or the program stops making progress).  Under the lock. */
+static int drain_ring(struct drain_state *d, struct ring *r)
+{
+	struct ht_ring *h = r->hdr;
+
+	for (int round = 0; round < 64; round++) {
+		uint64_t tail = h->tail;
+		uint32_t n = published(r, tail);
+		if (!n)
+			break;
+		struct ht_drain_ctx ctx = { .ring = (uintptr_t)r->slots, .tail = tail, .max = n, .tgid = r->tgid,
+					    .exec_gen = r->exec_gen };
+		LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
+		uint64_t t0 = monotonic_ns();
+		int err = bpf_prog_test_run_opts(d->prog_fd, &run);
+		d->run_ns += monotonic_ns() - t0;
+		d->runs++;
+		if (err)
+			return -errno;
+		ctx.done = run.retval;
+		if (ctx.done > n)
+			ctx.done = n;
+		/* Free each slot for its next lap, then move tail: a producer reads seq, not tail. */
+		for (uint32_t k = 0; k < ctx.done; k++)
+			__atomic_store_n(&r->slots[(tail + k) & (HT_RING_SLOTS - 1)].seq, tail + k + HT_RING_SLOTS,
+					 __ATOMIC_RELEASE);
+		__atomic_store_n(&h->tail, tail + ctx.done, __ATOMIC_RELEASE);
+		d->events += ctx.done;
+		if (__atomic_load_n(&h->waiting, __ATOMIC_ACQUIRE))
+			futex(&h->tail, FUTEX_WAKE, INT32_MAX, NULL);
+		if (ctx.done < n)
+			break;          /* a stack whose frames are not all published yet */
+	}
+	return 0;
+}
+
+static bool any_published(const struct drain_state *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (published(d->rings[i].r, d->rings[i].r->hdr->tail))
+			return true;
+	return false;
+}
+
+/*
+ * Frees the allocator's own code made that matched no block, held by
+ * their threads (struct ht_ring_thread): a thread that has exited made
+ * them at its exit (thread_exit_frees; the main thread's are
+ * unmatched_frees), as the record sites' thread_exit() tells.  Looked at
+ * only while some are held.  Under the lock.
+ */
+static void settle_gone(struct drain_state *d)
+{
+	int held_fd = bpf_map__fd(d->obj->maps.ring_held), fd = bpf_map__fd(d->obj->maps.ring_threads);
+	__u32 zero = 0, keys[256], batch;
+	__s64 held = 0, settled = 0;
+	struct ht_ring_thread vals[256];
+	void *in = NULL;
+
+	if (bpf_map_lookup_elem(held_fd, &zero, &held) || held <= 0)
+		return;
+	for (int round = 0; round < 64; round++) {
+		__u32 n = 256;
+		LIBBPF_OPTS(bpf_map_batch_opts, o);
+		int err = bpf_map_lookup_batch(fd, in, &batch, keys, vals, &n, &o);
+		for (__u32 i = 0; i < n; i++) {
+			if (!vals[i].held_frees || !syscall(SYS_tgkill, vals[i].tgid, keys[i], 0) || errno != ESRCH)
+				continue;
+			__u32 slot = vals[i].proc & (HT_MAX_PROCS - 1);
+			if (keys[i] == vals[i].tgid)
+				d->unmatched[slot] += vals[i].held_frees;
+			else
+				d->exit_frees[slot] += vals[i].held_frees;
+			settled += vals[i].held_frees;
+			bpf_map_delete_elem(fd, &keys[i]);
+		}
+		if (err)
+			break;          /* ENOENT: the last batch */
+		in = &batch;
+	}
+	if (settled) {
+		held -= settled;
+		bpf_map_update_elem(held_fd, &zero, &held, BPF_ANY);
+	}
+}
+
+/* Every ring, once.  Under the lock. */
+static int pass(struct tracer *tr, struct drain_state *d, bool sync)
+{
+	int rc = 0;
+
+	/*
+	 * The object is loaded at the first event, not before: a run that
+	 * records none (heaptrace /bin/true) does not wait for its load at
+	 * the end, and start-up never does.  The ring holds events meanwhile.
+	 */
+	if (d->prog_fd < 0 && !d->failed && !any_published(d)) {
+		for (size_t i = 0; i < d->n; i++)
+			__atomic_add_fetch(&d->rings[i].r->hdr->alive, 1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (load(tr, d))
+		return -1;
+	d->passes++;
+	for (size_t i = 0; i < d->n; i++) {
+		int err = drain_ring(d, d->rings[i].r);
+		if (err && !rc) {
+			ht_err("cannot drain the event ring of process %u: %s", d->rings[i].r->tgid, strerror(-err));
+			rc = -1;
+		}
+		/* heaptrace is alive: a producer waiting on a full ring goes on waiting rather than giving up. */
+		__atomic_add_fetch(&d->rings[i].r->hdr->alive, 1, __ATOMIC_RELEASE);
+	}
+	/* Threads exit rarely: their held frees are looked at every tenth pass, and by every drain_now(). */
+	if (sync || d->passes % 10 == 0)
+		settle_gone(d);
+	return rc;
+}
+
+
+/*
+ * Every HT_RING_PERIOD_MS, or when a producer rings the first ring's bell
+ * (it does when heaptrace sleeps and the ring is filling; with several
+ * rings the others wait for the period).
+ */
+static void *drain_thread(void *arg)
+{
+	struct tracer *tr = arg;
+	struct drain_state *d = tr->drain;
+	struct timespec period = { 0, HT_RING_PERIOD_MS * 1000000L };
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&d->lock);
+		pass(tr, d, false);
+		struct ht_ring *bell = d->n ? d->rings[0].r->hdr : NULL;
+		uint32_t seen = bell ? __atomic_load_n(&bell->bell, __ATOMIC_ACQUIRE) : 0;
+		for (size_t i = 0; i < d->n; i++)
+			__atomic_store_n(&d->rings[i].r->hdr->sleeping, 1, __ATOMIC_SEQ_CST);
+		/* A producer that published before it saw sleeping rang no bell: look once more. */
+		bool more = any_published(d);
+		pthread_mutex_unlock(&d->lock);
+		if (!more && bell)
+			futex(&bell->bell, FUTEX_WAIT, seen, &period);
+		else if (!more)
+			nanosleep(&period, NULL);
+		pthread_mutex_lock(&d->lock);
+		for (size_t i = 0; i < d->n; i++)
+			__atomic_store_n(&d->rings[i].r->hdr->sleeping, 0, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&d->lock);
+	}
+	return NULL;
+}
+
+static int slot_of(const struct tracer *tr, uint32_t tgid, uint32_t *slot)
+{
+	struct ht_proc p;
+
+	if (tgid == tr->skel->rodata->target_tgid) {
+		*slot = 0;
+		return 0;
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.procs), &tgid, &p))
+		return -1;
+	*slot = p.slot & (HT_MAX_PROCS - 1);
+	return 0;
+}
+
+int drain_register(struct tracer *tr, struct ring *r)
+{
+	struct drain_state *d = tr->drain;
+	uint32_t slot;
+
+	if (slot_of(tr, r->tgid, &slot))
+		return -ESRCH;
+	if (!d) {
+		if (!(d = calloc(1, sizeof(*d))))
+			return -ENOMEM;
+		pthread_mutex_init(&d->lock, NULL);
+		d->prog_fd = -1;
+		tr->drain = d;
+	}
+	struct ht_totals t = { 0 };
+	bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &slot, &t);
+	r->exec_gen = t.execs;
+	pthread_mutex_lock(&d->lock);
+	int rc = ARRAY_RESERVE(d->rings, d->cap, d->n + 1, 4);
+	if (!rc)
+		d->rings[d->n++] = (struct drained){ .r = r, .slot = slot };
+	pthread_mutex_unlock(&d->lock);
+	if (rc)
+		return -ENOMEM;
+	if (!d->running) {
+		int err = pthread_create(&d->thread, NULL, drain_thread, tr);
+		if (err) {
+			drain_unregister(tr, r);
+			return -err;
+		}
+		d->running = true;
+	}
+	return 0;
+}
+
+void drain_unregister(struct tracer *tr, struct ring *r)
+{
+	struct drain_state *d = tr->drain;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->n; i++) {
+		if (d->rings[i].r != r)
+			continue;
+		if (published(r, r->hdr->tail) && !load(tr, d))
+			drain_ring(d, r);
+		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
+		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
+		d->rings[i] = d->rings[--d->n];
+		break;
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+int drain_now(const struct tracer *tr)
+{
+	struct drain_state *d = tr->drain;
+
+	if (!d)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	int rc = pass((struct tracer *)tr, d, true);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_t out[HT_COUNTER_MAX])
+{
+	struct drain_state *d = tr->drain;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	for (uint32_t s = from; s < to && s < HT_MAX_PROCS; s++) {
+		out[HT_RING_FULL_WAITS] += d->full_waits[s];
+		out[HT_RING_LOST] += d->lost[s];
+		out[HT_THREAD_EXIT_FREES] += d->exit_frees[s];
+		out[HT_UNMATCHED_FREES] += d->unmatched[s];
+	}
+	for (size_t i = 0; i < d->n; i++)
+		if (d->rings[i].slot >= from && d->rings[i].slot < to) {
+			out[HT_RING_FULL_WAITS] += __atomic_load_n(&d->rings[i].r->hdr->full_waits, __ATOMIC_RELAXED);
+			out[HT_RING_LOST] += __atomic_load_n(&d->rings[i].r->hdr->lost, __ATOMIC_RELAXED);
+		}
+	pthread_mutex_unlock(&d->lock);
+}
+
+void drain_close(struct tracer *tr)
+{
+	struct drain_state *d = tr->drain;
+
+	if (!d)
+		return;
+	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	if (d->running)
+		pthread_join(d->thread, NULL);
+	if (d->prog_fd >= 0)
+		ht_info("ring drain: %" PRIu64 " passes, %" PRIu64 " program runs, %" PRIu64 " slots, %.1f ms in the "
+			"program (%.0f ns a slot), loaded in %.1f ms", d->passes, d->runs, d->events, d->run_ns / 1e6,
+			d->events ? (double)d->run_ns / d->events : 0.0, d->load_ms);
+	drain__destroy(d->obj);
+	pthread_mutex_destroy(&d->lock);
+	free(d->rings);
+	free(d);
+	tr->drain = NULL;
+}

@@ -1,0 +1,67 @@
+/*
+ * The consumer of the event rings (exact mode's batching,
+ * docs/fast-path.md): a thread that runs bpf/drain.bpf.c's program over
+ * each registered ring every HT_RING_PERIOD_MS, or sooner when a producer
+ * rings the bell, and drain_now() for whoever is about to read the maps.
+ */
+#ifndef HT_TRACER_DRAIN_H
+#define HT_TRACER_DRAIN_H
+
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "heaptrace.h"
+
+struct tracer;
+
+/*
+ * A process's ring as heaptrace holds it (user/inject/ring.c makes it:
+ * ring_create, ring_destroy).  Defined here, not in inject/ring.h, because
+ * the drain reads it and tracer/ includes no header of inject/ (the
+ * include graph goes one way: inject/ includes tracer/).
+ */
+struct ring {
+	struct ht_ring *hdr;
+	struct ht_ev *slots;
+	__u64 target_addr;
+	int fd;
+	__u32 tgid;
+	__u32 exec_gen;
+};
+
+/*
+ * From now on r is drained (its process must be traced: the target, or a
+ * child tracer_add_proc added).  Records in r->exec_gen the process's
+ * image (its execs, struct ht_totals): events drained after a later exec
+ * are the old program's.  The first call starts the drain thread, which
+ * loads the drain's object when the first event is published (off
+ * heaptrace's start-up, and never for a run without events: the ring
+ * holds the events until then).  0 or -errno, unsaid (the caller says why: -ESRCH,
+ * the process is not traced).
+ */
+int drain_register(struct tracer *tr, struct ring *r);
+
+/* After a last full drain, r is no longer read (the caller then destroys it); its counters are kept. */
+void drain_unregister(struct tracer *tr, struct ring *r);
+
+/*
+ * Synchronous: every event published in a registered ring before the call
+ * is accounted in the maps when it returns.  Called before anything reads
+ * the maps: by tracer_totals, tracer_counters and tracer_session_counters
+ * (every profile, snapshot, /metrics and the end-of-run write read them
+ * first), tracer_detach, tracer_forget_proc and tracer_forget_pid.  0, or -1 when
+ * the drain's object could not be loaded (said once).
+ */
+int drain_now(const struct tracer *tr);
+
+/*
+ * Of slots [from, to), added to out: the rings' ring_full_waits and
+ * ring_lost, and the held frees of threads found gone (thread_exit_frees,
+ * unmatched_frees).
+ */
+void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_t out[HT_COUNTER_MAX]);
+
+/* Stop the thread (tracer_close); -v says what the drain did. */
+void drain_close(struct tracer *tr);
+
+#endif
