@@ -624,10 +624,13 @@ enum ht_ev_kind {
 	HT_EV_SKIP,             /* a position taken but not used (the producer gave up): consumed, nothing done */
 };
 
+/* HT_EV_FREE's flags: called from the allocator's own code (from_allocator(): unmatched, a thread-exit free) */
+#define HT_EV_FREE_IN_ALLOCATOR 1
+
 struct ht_ev {
 	__u64 seq;
 	__u8 kind;              /* enum ht_ev_kind */
-	__u8 flags;             /* HT_EV_ALLOC: enum ht_stub_flags; HT_EV_STACK: HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
+	__u8 flags;             /* HT_EV_ALLOC: enum ht_stub_flags; HT_EV_FREE: HT_EV_FREE_IN_ALLOCATOR; HT_EV_STACK: HT_STACK_TRUNCATED, HT_STACK_MAX_DEPTH */
 	__u16 spec;             /* the function's descriptor (index into the specs) */
 	__u32 tid;              /* the thread that made the call (its per-thread state: temporary allocations) */
 	union {

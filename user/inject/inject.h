@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "inject/remote.h"
+#include "inject/ring.h"
 #include "heaptrace.h"
 #include "stub/stub.h"
 
@@ -72,6 +73,10 @@ struct inject {
 	struct ht_share *share_map;     /* heaptrace's side; the target's is at share_addr */
 	uint64_t share_size, share_addr;
 	uint64_t restorer;              /* libc's signal restorer in the process, 0: not known */
+	/* Exact mode's batching (inject/ring.c): the process's ring, when on. */
+	struct ring ring;
+	bool batching;
+	struct tracer *ring_tr;         /* the drain that has the ring; NULL: none */
 };
 
 /*
