@@ -3,7 +3,8 @@
  * of a size of its own so that a reader of the ring (t_ringdrain) can
  * count them exactly, and every block checked.
  *
- *   t_ring FIFO   says "ready PID", waits for a line on FIFO, then:
+ *   t_ring FIFO [twice]   says "ready PID", waits for a line on FIFO
+ *                 (twice: runs the first phase, says "half", waits again), then:
  *   1001 x 1000   malloc, one call site (one stack, sent once)
  *   1011 x 300    calloc(3, 337)
  *   1021 -> 100021 -> 0   realloc moving a block, then realloc(p, 0)
@@ -227,6 +228,12 @@ int main(int argc, char **argv)
 	snprintf(line, sizeof(line), "ready %d\n", getpid());
 	say(line);
 	wait_line(argv[1]);
+	/* "twice": the 1000 mallocs of one site once more, after a line: a new session's ring must get their stack again. */
+	if (argc > 2 && !strcmp(argv[2], "twice")) {
+		phase_one_site();
+		say("half\n");
+		wait_line(argv[1]);
+	}
 	phase_one_site();
 	phase_calloc();
 	phase_realloc();
