@@ -608,6 +608,17 @@ struct ht_share {
  * the process had not sent before is a HT_EV_STACK slot followed by
  * HT_RING_STACK_SLOTS(depth) slots of its frames, taken in one add, and
  * consumed only once all of them are published.
+ *
+ * What the stub (stub/ring.c) puts in an event: HT_EV_ALLOC's old is kept
+ * only when finish_alloc's rule frees it (ptr, or size 0), so the drain
+ * frees old whenever it is set; ptr 0 (a failed call) has stack 0.  An
+ * HT_EV_ALLOC with HT_STUB_UNWALKED has stack 0: a signal handler's event
+ * over a producer of its own thread, whose walk failed and which could not
+ * wait for the record site's turn; its stack is lost, its block counted.
+ * fp_frames is only in the HT_EV_STACK record (the same for every event of
+ * the stack).  HT_EV_FREE has no stack.  A producer that gives up leaves
+ * the position it waited for unpublished: once gave_up is set, the ring
+ * ends at the first position not published.
  */
 #define HT_RING_SLOTS 16384             /* 1 MiB of events: a power of two */
 #define HT_RING_OFF 4096                /* the slots follow the header's page */
