@@ -28,6 +28,7 @@
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
 #include "inject/spec_stub.h"
+#include "inject/ring.h"
 #include "inject/share.h"
 #include "stub_blob.h"
 #include "util/elfobj.h"
@@ -56,7 +57,6 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 	in->pid = pid;
 	in->file_fd = -1;
 	in->share_fd = -1;
-	in->ring.fd = -1;
 	in->sample_rate = sample_rate;
 	in->max_live = max_live;
 	for (int k = 0; k < plan->n && in->n < STUB_MAX_FNS; k++) {
@@ -609,7 +609,7 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	kid->on_share = NULL;
 	kid->seen = (struct stub_counters){ 0 };
 	/* Its data came wiped: no ring; its events go through the record sites. */
-	kid->ring = (struct ring){ .fd = -1 };
+	kid->ring = NULL;
 	kid->batching = false;
 	kid->ring_tr = NULL;
 	kid->shared = inject_shares_memory(parent->pid, pid);

@@ -16,11 +16,11 @@
 #include <sys/types.h>
 
 #include "inject/remote.h"
-#include "inject/ring.h"
 #include "heaptrace.h"
 #include "stub/stub.h"
 
 struct probe_plan;
+struct ring;
 struct tracer;
 
 struct inject_fn {
@@ -73,8 +73,8 @@ struct inject {
 	struct ht_share *share_map;     /* heaptrace's side; the target's is at share_addr */
 	uint64_t share_size, share_addr;
 	uint64_t restorer;              /* libc's signal restorer in the process, 0: not known */
-	/* Exact mode's batching (inject/ring.c): the process's ring, when on. */
-	struct ring ring;
+	/* Exact mode's batching (inject/ring.c): the process's ring, when on (NULL: none). */
+	struct ring *ring;
 	bool batching;
 	struct tracer *ring_tr;         /* the drain that has the ring; NULL: none */
 };

@@ -188,7 +188,7 @@ static bool reuse(struct inject *in, const char *maps, uint64_t at)
 	}
 	if (fd < 0)
 		return false;
-	struct ring *g = &in->ring;
+	struct ring *g = in->ring;
 	struct ht_ring *h = mmap(NULL, HT_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (h == MAP_FAILED) {
 		close(fd);
@@ -242,20 +242,20 @@ static int fresh(struct inject *in, struct remote *r, char *why, size_t len)
 	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", in->pid, fd);
 	int lfd = open(path, O_RDWR | O_CLOEXEC);
 	long at = 0;
-	if (lfd < 0 || (err = ring_init(&in->ring, lfd, (__u32)in->pid))) {
+	if (lfd < 0 || (err = ring_init(in->ring, lfd, (__u32)in->pid))) {
 		snprintf(why, len, "cannot make the ring's file %s: %s", path, strerror(lfd < 0 ? errno : -err));
 	} else {
 		at = remote_call(r, SYS_mmap, 0, HT_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, &err);
 		if (err || at <= 0) {
 			snprintf(why, len, "mmap of the ring in the target: %s", strerror(err ? -err : EINVAL));
 			at = 0;
-			ring_destroy(&in->ring);
+			ring_destroy(in->ring);
 		}
 	}
 	inject_phase("ring-mapped");
 	remote_call(r, SYS_close, fd, 0, 0, 0, 0, 0, &err);
 	inject_phase("ring-closed");
-	in->ring.target_addr = (__u64)at;
+	in->ring->target_addr = (__u64)at;
 	return at ? 0 : -1;
 }
 
@@ -280,7 +280,12 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 		snprintf(why, sizeof(why), "no drain in this build");
 		on = false;
 	}
+	if (on && !(in->ring = calloc(1, sizeof(*in->ring)))) {
+		snprintf(why, sizeof(why), "out of memory");
+		on = false;
+	}
 	if (on) {
+		in->ring->fd = -1;
 		char *maps = proc_maps(in->pid);
 		if (!(cur.ring && maps && reuse(in, maps, cur.ring))) {
 			retire(r, cur.ring);
@@ -290,14 +295,14 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 	} else {
 		retire(r, cur.ring);
 	}
-	if (on && drain && (err = drain_register(tr, &in->ring))) {
+	if (on && drain && (err = drain_register(tr, in->ring))) {
 		snprintf(why, sizeof(why), "the drain refused the ring: %s", strerror(-err));
-		retire(r, in->ring.target_addr);
-		ring_destroy(&in->ring);
+		retire(r, in->ring->target_addr);
+		ring_destroy(in->ring);
 		on = false;
 	}
 	in->ring_tr = on && drain ? tr : NULL;
-	cur.ring = on ? in->ring.target_addr : 0;
+	cur.ring = on ? in->ring->target_addr : 0;
 	cur.epoch++;
 	cur.tid_off = on ? tid_offset(r) : 0;
 	/* The cache of stacks sent, empty: this session's drain knows none of them. */
@@ -317,9 +322,13 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 void ring_release(struct inject *in)
 {
 	if (in->ring_tr && drain_unregister)
-		drain_unregister(in->ring_tr, &in->ring);
+		drain_unregister(in->ring_tr, in->ring);
 	in->ring_tr = NULL;
-	if (in->ring.hdr)
-		ring_destroy(&in->ring);
+	if (in->ring) {
+		if (in->ring->hdr)
+			ring_destroy(in->ring);
+		free(in->ring);
+	}
+	in->ring = NULL;
 	in->batching = false;
 }
