@@ -302,6 +302,12 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 		on = false;
 	}
 	in->ring_tr = on && drain ? tr : NULL;
+	if (!on && !cur.ring) {
+		/* No ring before, none now: the stub's data stays as it is (sampled sessions write nothing more). */
+		if (!in->sample_rate)
+			ht_info("fast path: no batching (%s): one record site per call", why);
+		return 0;
+	}
 	cur.ring = on ? in->ring->target_addr : 0;
 	cur.epoch++;
 	cur.tid_off = on ? tid_offset(r) : 0;
