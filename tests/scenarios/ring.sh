@@ -97,6 +97,13 @@ scenario_ringstub() {
 	grep -qE '^heaptrace: fast path: events batched in a ring at 0x[0-9a-f]+ \(thread ids read from the thread pointer\)$' \
 		"$TMP/$key.err" || d+="no 'events batched in a ring' line: $(grep 'fast path' "$TMP/$key.err")"
 	report "ringstub: -v says the events are batched, thread ids read from the thread pointer" "$d"
+	# HEAPTRACE_BATCH=0: the record sites, as before; no ring mapped.
+	HEAPTRACE_BATCH=0 HEAPTRACE_RING_NODRAIN=1 ht ring_off -v -o /dev/null -- "$TB/t_entrypoints"
+	d=$(rc_diag ring_off 0)
+	grep -q '^heaptrace: fast path: no batching (HEAPTRACE_BATCH=0): one record site per call$' "$TMP/ring_off.err" ||
+		d+="no 'no batching (HEAPTRACE_BATCH=0)' line: $(grep 'fast path' "$TMP/ring_off.err")"$'\n'
+	grep -q 'events batched' "$TMP/ring_off.err" && d+="a ring with HEAPTRACE_BATCH=0"$'\n'
+	report "ringstub: HEAPTRACE_BATCH=0 turns batching off (-v says why), exit 0" "$d"
 	report "ringstub: 1000 mallocs from one call site: 1000 events, one stack, sent once, the main thread's" \
 		"$(ring_expect $key 1001 allocs=1000 frees=1000 stacks=1 sent=1 main_tid=1000 other_tid=0)"
 	report "ringstub: 300 callocs: 300 events of 1011 bytes" "$(ring_expect $key 1011 allocs=300 frees=300 stacks=1 sent=1)"
