@@ -283,6 +283,16 @@ static int reserve(struct ht_ring *h, __u32 n, struct stub_busy *me, __u64 outer
 	return 0;
 }
 
+/* ht_stack_hash of the frames a failed walk left (stub_walk hashes only a whole walk). */
+static void truncated_hash(struct ht_stub_stack *st)
+{
+	__u64 h = HT_STACK_HASH_SEED;
+
+	for (__u32 i = 0; i < st->depth && i < HT_MAX_STACK_DEPTH; i++)
+		h = ht_stack_hash_step(h, st->pcs[i]);
+	st->hash = ht_stack_hash_end(h);
+}
+
 static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct stub_busy *me, __u64 outer)
 {
 	struct ht_stub_stack st;
@@ -305,12 +315,20 @@ static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct 
 				ev->stack = st.hash;
 			} else if (!outer) {
 				return ordered(h);
-			} else {
+			} else if (st.depth) {
 				/*
 				 * A handler over a producer of its thread cannot wait for
-				 * the ring to drain: the event goes in without its stack
-				 * (the drain counts it lost), its block counted exactly.
+				 * the ring to drain: it keeps the frames the walk proved
+				 * (its own, up to the frame it interrupted, in the stub),
+				 * truncated there, as the BPF walk truncates where it
+				 * cannot read on; its block is counted exactly.
 				 */
+				st.flags |= HT_STACK_TRUNCATED;
+				truncated_hash(&st);
+				walked = 1;
+				ev->stack = st.hash;
+			} else {
+				/* Not a frame proved: no stack at all (the drain counts it lost). */
 				ev->flags |= HT_STUB_UNWALKED;
 				ev->stack = 0;
 				regs = 0;

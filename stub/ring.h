@@ -20,8 +20,9 @@ struct ht_ring *ring_of(void);
  * 1: the walk failed: every event appended before is drained now, and the
  * caller takes this one to its record site (the BPF side walks), in order;
  * or there is no ring (any more).  A signal handler's event over a
- * producer of its own thread never waits for the ring to drain: its walk
- * failed, it goes in with stack 0 and HT_STUB_UNWALKED (its stack lost).
+ * producer of its own thread never waits for the ring to drain: when its
+ * walk fails it goes in with the frames the walk proved, truncated there
+ * (none: stack 0 and HT_STUB_UNWALKED, its stack lost).
  */
 int ring_put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp);
 
