@@ -600,6 +600,8 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 
 	if (!parent->base || !parent->enabled)
 		return 1;       /* nothing inherited: the functions are the file's */
+	/* The parent's events before the fork come first: the child's go to its record sites, at once. */
+	ring_sync(parent);
 	*kid = *parent;
 	kid->pid = pid;
 	kid->file_fd = -1;

@@ -34,6 +34,7 @@
  */
 int drain_register(struct tracer *tr, struct ring *r) __attribute__((weak));
 void drain_unregister(struct tracer *tr, struct ring *r) __attribute__((weak));
+int drain_now(const struct tracer *tr) __attribute__((weak));
 #define HAVE_DRAIN (drain_register != NULL)
 #else
 #define HAVE_DRAIN 1
@@ -342,4 +343,10 @@ void ring_release(struct inject *in)
 	}
 	in->ring = NULL;
 	in->batching = false;
+}
+
+void ring_sync(const struct inject *in)
+{
+	if (in->ring_tr && HAVE_DRAIN)
+		drain_now(in->ring_tr);
 }

@@ -57,6 +57,14 @@ struct tracer;
  */
 int ring_install(struct inject *in, struct remote *r, const struct probe_plan *plan, struct tracer *tr);
 
+/*
+ * Every event in's process published so far accounted now (drain_now), when
+ * it batches: before a forked child's first call, whose record sites
+ * account at once (its free of a block the parent allocated must find
+ * that block).
+ */
+void ring_sync(const struct inject *in);
+
 /* The session ends (or the process exec'd): the drain lets the ring go, heaptrace's side is unmapped. */
 void ring_release(struct inject *in);
 
