@@ -52,7 +52,7 @@ STUB_CFLAGS := -O2 -g -ffreestanding -fno-builtin -nostdlib -fPIC -fvisibility=h
 	-fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -fcf-protection=none \
 	-Wall -Wextra -Werror -Ibpf -Istub
 
-$(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h bpf/heaptrace.h bpf/sample.h
+$(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h stub/ring.h bpf/heaptrace.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -60,8 +60,8 @@ $(BUILD)/stub/%.o: stub/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -c $< -o $@
 
-$(BUILD)/stub/stub.bin: $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o stub/stub.lds
-	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o
+$(BUILD)/stub/stub.bin: $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o stub/stub.lds
+	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o
 	@if readelf -r $(BUILD)/stub/stub.elf | grep -q 'R_X86'; then echo "stub: relocations left"; exit 1; fi
 	objcopy -O binary -j .text $(BUILD)/stub/stub.elf $@
 
@@ -88,7 +88,7 @@ $(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h)
 # What each object included, as the compiler saw it: a header listed by
 # hand above can be missed, and a stale object after a merge is a wrong
 # binary (a stub whose layout the injector no longer shares).
--include $(USER_OBJS:.o=.d) $(BUILD)/stub/stub.d $(BUILD)/stub/unwind.d
+-include $(USER_OBJS:.o=.d) $(BUILD)/stub/stub.d $(BUILD)/stub/unwind.d $(BUILD)/stub/ring.d
 
 $(BUILD)/heaptrace: $(USER_OBJS)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -17,6 +17,7 @@
  * are plain nops: the stub keeps running the original code.
  */
 #include "stub.h"
+#include "ring.h"
 #include "unwind.h"
 
 struct stub_frame {
@@ -415,6 +416,21 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 		if (mode == MODE_RECORD && ptr && !set_add(ptr))
 			mode = MODE_FREE_OLD;
 	}
+	/* Exact mode's batching: to the ring (ring.c), but for a stack the stub cannot walk: the site, in order. */
+	if (mode == MODE_RECORD && ring_of()) {
+		__u64 old = fn->old_arg ? arg_of(f, fn->old_arg) : 0;
+		struct ht_ev ev = { .kind = HT_EV_ALLOC, .flags = HT_STUB_SAMPLED, .spec = (__u16)fn->spec };
+		struct stub_regs regs = { f->ret_addr, (__u64)&f->ret_addr + 8, f->fp };
+		ev.ptr = ptr;
+		ev.size = size;
+		/* finish_alloc's rule: the old block is gone when a new one came, or size 0 freed it. */
+		ev.old = old && (ptr || !size) ? old : 0;
+		ev.objects = eval(&fn->s.objects, r.args, ret);
+		ev.arena = eval(&fn->s.arena, r.args, ret);
+		/* A failed call makes no block: no stack. */
+		if (!ring_put(&ev, ptr ? &regs : 0, thread_pointer()))
+			return ret;
+	}
 	r.ret = ret;
 	r.sp = (__u64)&f->ret_addr;
 	r.fp = f->fp;
@@ -464,6 +480,19 @@ int stub_free_enter(struct stub_frame *f)
 			return 0;
 	}
 	load_args(r.args, f);
+	if (ring_of()) {
+		struct ht_ev ev = { .kind = fn->flags & STUB_FN_RESET ? HT_EV_RESET : HT_EV_FREE, .spec = (__u16)fn->spec };
+		if (fn->flags & STUB_FN_RESET) {
+			ev.arena = eval(&fn->s.arena, r.args, 0);
+		} else {
+			/* from_allocator's test (bpf/calls.bpf.h): the caller is the allocator's own code. */
+			__u64 ra = f->ret_addr - (fn->func_ip - fn->s.probe_vaddr);
+			ev.ptr = ptr;
+			ev.flags = fn->s.text_hi && ra >= fn->s.text_lo && ra < fn->s.text_hi ? HT_EV_FREE_IN_ALLOCATOR : 0;
+		}
+		if (!ring_put(&ev, 0, thread_pointer()))
+			return 0;
+	}
 	r.ret = 0;
 	r.sp = (__u64)&f->ret_addr;
 	r.fp = f->fp;

@@ -144,6 +144,38 @@ struct stub_walk_info {
 	__u64 restorers[2];             /* libc's signal restorer: a frame the stub leaves to BPF in fp mode */
 };
 
+/*
+ * Exact mode's batching (stub/ring.c): the process's event ring, and the
+ * stacks already sent in it.  In the data, so a forked child (its data
+ * wiped: MADV_WIPEONFORK) has no ring and records through the sites.
+ * heaptrace writes it with every thread stopped: a new session bumps
+ * epoch and clears sent, so that no event of its ring names a stack
+ * only an earlier session was sent.
+ */
+#define STUB_SENT_BITS 12               /* 4096 stacks: 32 KiB, direct-mapped by hash */
+#define STUB_BUSY_SLOTS 512
+#define STUB_BUSY_PROBES 8
+
+/*
+ * A thread inside ring.c holds a slot of busy[] (its thread pointer, and
+ * the position it took, + 1; 0: none yet), claimed as the depth slots
+ * are, so that a signal handler of the same thread that comes to the ring
+ * knows a position before its own will not be published until it returns:
+ * it must not wait for the ring to drain past it.
+ */
+struct stub_busy {
+	__u64 tp;
+	__u64 pos;
+};
+
+struct stub_ring {
+	__u64 ring;                     /* struct ht_ring in the process (slots at HT_RING_OFF); 0: no batching */
+	__u32 epoch;                    /* the session that wrote ring and cleared sent */
+	__u32 tid_off;                  /* the kernel tid's offset from the thread pointer; 0: ask gettid */
+	struct stub_busy busy[STUB_BUSY_SLOTS] __attribute__((aligned(64)));
+	__u64 sent[1u << STUB_SENT_BITS] __attribute__((aligned(64)));
+};
+
 struct stub_data {
 	__u32 enabled;                  /* 0: every call goes straight to the original */
 	__u32 active;                   /* threads inside a called function (depth slots in use) */
@@ -153,6 +185,7 @@ struct stub_data {
 	struct stub_walk_info w;
 	struct stub_depth depth[STUB_DEPTH_SLOTS];
 	struct stub_stack stacks[STUB_STACK_SLOTS];
+	struct stub_ring r;
 	__u8 filter[STUB_FILTER];       /* sampled blocks per address hash; 255: at least (never lowered) */
 	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
 	__u64 set[] __attribute__((aligned(64)));	/* a bucket: one cache line */

@@ -21,7 +21,9 @@ struct stub_regs {
  * Walk from r into *out (tp: the thread pointer).  0: walked, *out holds
  * what the BPF walk would have found; -1: left to the BPF walk (a frame
  * off the thread's proved stack, code of no published object, a signal
- * restorer in fp mode, tables changing meanwhile), *out unused.
+ * restorer in fp mode, tables changing meanwhile): out->depth frames, those
+ * walked before it gave up (unhashed), which only a caller that cannot
+ * hand the walk to BPF uses (stub/ring.c).
  */
 int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out);
 

@@ -8,9 +8,11 @@
 # walk's stacks and counters (HEAPTRACE_WALK=bpf leaves every walk to BPF,
 # as before the stub walked), and --no-inject's.
 
-# sw_events KEY: the events line without the counters of who walked.
+# sw_events KEY: the events line without the counters of who walked, and of
+# the ring that carried the events (HEAPTRACE_WALK=bpf: the stub does not
+# walk, so it does not batch either).
 sw_events() {
-	grep -m1 '^heaptrace: events:' "$TMP/$1.err" | tr ' ' '\n' | grep -v '^stub_walks' | tr '\n' ' '
+	grep -m1 '^heaptrace: events:' "$TMP/$1.err" | tr ' ' '\n' | grep -vE '^(stub_walks|ring_)' | tr '\n' ' '
 }
 
 # sw_same KEY_A KEY_B WHAT: the same collapsed profiles (sorted) and the same events.

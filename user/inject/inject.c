@@ -28,6 +28,7 @@
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
 #include "inject/spec_stub.h"
+#include "inject/ring.h"
 #include "inject/share.h"
 #include "stub_blob.h"
 #include "util/elfobj.h"
@@ -530,8 +531,12 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		inject_phase("patched");
 	}
 	give_back(in, plan);
-	if (!good || (in->whole && good < in->n) || set_enabled(in, r, 1)) {
-		if (!good || !in->whole || good == in->n)
+	/* Batching or not, told to the stub before it is on. */
+	int ring_err = good && (!in->whole || good == in->n) ? ring_install(in, r, plan, tr) : 0;
+	if (!good || (in->whole && good < in->n) || ring_err || set_enabled(in, r, 1)) {
+		if (ring_err)
+			snprintf(why, sizeof(why), "cannot write the stub's data: %s", strerror(-ring_err));
+		else if (!good || !in->whole || good == in->n)
 			snprintf(why, sizeof(why), "no function redirected");
 		inject_remove(in, r);
 		give_back(in, plan);
@@ -542,7 +547,8 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	if (in->share_map && in->on_share)
 		in->on_share(in->on_share_arg, in->share_map, in->share_rows, maps);
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
-		in->sample_rate ? "unsampled calls stay in the process" : "one record site per call");
+		in->sample_rate ? "unsampled calls stay in the process" :
+		in->batching ? "events batched" : "one record site per call");
 	free(img);
 	free(maps);
 	return 0;
@@ -594,6 +600,8 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 
 	if (!parent->base || !parent->enabled)
 		return 1;       /* nothing inherited: the functions are the file's */
+	/* The parent's events before the fork come first: the child's go to its record sites, at once. */
+	ring_sync(parent);
 	*kid = *parent;
 	kid->pid = pid;
 	kid->file_fd = -1;
@@ -602,6 +610,10 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	kid->share_map = NULL;
 	kid->on_share = NULL;
 	kid->seen = (struct stub_counters){ 0 };
+	/* Its data came wiped: no ring; its events go through the record sites. */
+	kid->ring = NULL;
+	kid->batching = false;
+	kid->ring_tr = NULL;
 	kid->shared = inject_shares_memory(parent->pid, pid);
 	if ((kid->file_fd = fcntl(parent->file_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 		err = -errno;
@@ -808,6 +820,7 @@ void inject_reset(struct inject *in)
 
 void inject_free(struct inject *in)
 {
+	ring_release(in);
 	if (in->file_fd >= 0)
 		close(in->file_fd);
 	in->file_fd = -1;

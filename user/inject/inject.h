@@ -20,6 +20,7 @@
 #include "stub/stub.h"
 
 struct probe_plan;
+struct ring;
 struct tracer;
 
 struct inject_fn {
@@ -72,6 +73,10 @@ struct inject {
 	struct ht_share *share_map;     /* heaptrace's side; the target's is at share_addr */
 	uint64_t share_size, share_addr;
 	uint64_t restorer;              /* libc's signal restorer in the process, 0: not known */
+	/* Exact mode's batching (inject/ring.c): the process's ring, when on (NULL: none). */
+	struct ring *ring;
+	bool batching;
+	struct tracer *ring_tr;         /* the drain that has the ring; NULL: none */
 };
 
 /*

@@ -1,0 +1,71 @@
+/*
+ * Exact mode's batching (docs/fast-path.md, bpf/heaptrace.h "The event
+ * ring"): one ring of events per process, a memfd that the target maps
+ * read-write and shared (data, never executable) and heaptrace maps too.
+ * The stub (stub/ring.c) produces; heaptrace's drain (tracer/drain.h)
+ * consumes.
+ */
+#ifndef HT_INJECT_RING_H
+#define HT_INJECT_RING_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+#include "heaptrace.h"
+
+/*
+ * struct ring, drain_register and drain_unregister are the drain's
+ * (tracer/drain.h, branch ring-drain: tracer/ includes nothing of
+ * inject/).  TODO(merge): once it is in, only the #include stays.
+ */
+#if __has_include("tracer/drain.h")
+#include "tracer/drain.h"
+#else
+struct ring {
+	struct ht_ring *hdr;            /* heaptrace's mapping of the file */
+	struct ht_ev *slots;            /* hdr + HT_RING_OFF */
+	__u64 target_addr;              /* the mapping in the target; 0: not mapped there */
+	int fd;                         /* heaptrace's descriptor of the file; -1: none */
+	__u32 tgid;
+	__u32 exec_gen;                 /* the process's image the ring was made for */
+};
+#define HT_RING_NO_DRAIN 1
+#endif
+
+/* A new ring for tgid: a memfd, mapped in heaptrace, every seq its index.  0 or -errno. */
+int ring_create(struct ring *r, __u32 tgid);
+
+/* heaptrace's side goes (the target's mapping stays: a thread may be inside the stub). */
+void ring_destroy(struct ring *r);
+
+struct inject;
+struct remote;
+struct probe_plan;
+struct tracer;
+
+/*
+ * With every thread of the target stopped and its stub mapped (in->base),
+ * before it is enabled: batching on or off for this session.  On when
+ * exact, the stub walks, every function of the plan goes through it, none
+ * needs per-thread call state the stub cannot give (free_wraps) or reads
+ * memory only BPF can read, HEAPTRACE_BATCH is not 0, and the drain takes
+ * the ring: the ring (an earlier session's again when no producer is
+ * inside it, else a new one) mapped in the target, the stub told, its cache
+ * of sent stacks emptied.  Off: the stub told there is no ring.  0, or
+ * -errno when the stub's data could not be written (the stub must not be
+ * enabled).
+ */
+int ring_install(struct inject *in, struct remote *r, const struct probe_plan *plan, struct tracer *tr);
+
+/*
+ * Every event in's process published so far accounted now (drain_now), when
+ * it batches: before a forked child's first call, whose record sites
+ * account at once (its free of a block the parent allocated must find
+ * that block).
+ */
+void ring_sync(const struct inject *in);
+
+/* The session ends (or the process exec'd): the drain lets the ring go, heaptrace's side is unmapped. */
+void ring_release(struct inject *in);
+
+#endif
