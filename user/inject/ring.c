@@ -26,19 +26,6 @@
 #define NAME "heaptrace-ring"
 #define MASK (HT_RING_SLOTS - 1ull)
 
-#ifdef HT_RING_NO_DRAIN
-/*
- * TODO(merge): no tracer/drain.h in this tree (ring-drain brings it, with
- * drain.c defining these).  Weak until then: with no drain in the build,
- * batching stays off (the record sites, as before).
- */
-int drain_register(struct tracer *tr, struct ring *r) __attribute__((weak));
-void drain_unregister(struct tracer *tr, struct ring *r) __attribute__((weak));
-int drain_now(const struct tracer *tr) __attribute__((weak));
-#define HAVE_DRAIN (drain_register != NULL)
-#else
-#define HAVE_DRAIN 1
-#endif
 
 /* fd's file as a ring, mapped here: the header zeroed, every slot free for its first lap. */
 static int ring_init(struct ring *r, int fd, __u32 tgid)
@@ -282,10 +269,6 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 	/* A test hook: the ring is mapped but not drained by heaptrace (tests/targets/t_ringdrain reads it). */
 	const char *nodrain = getenv("HEAPTRACE_RING_NODRAIN");
 	bool drain = !nodrain || strcmp(nodrain, "1");
-	if (on && drain && !HAVE_DRAIN) {
-		snprintf(why, sizeof(why), "no drain in this build");
-		on = false;
-	}
 	if (on && !(in->ring = calloc(1, sizeof(*in->ring)))) {
 		snprintf(why, sizeof(why), "out of memory");
 		on = false;
@@ -333,7 +316,7 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 
 void ring_release(struct inject *in)
 {
-	if (in->ring_tr && HAVE_DRAIN)
+	if (in->ring_tr)
 		drain_unregister(in->ring_tr, in->ring);
 	in->ring_tr = NULL;
 	if (in->ring) {
@@ -347,6 +330,6 @@ void ring_release(struct inject *in)
 
 void ring_sync(const struct inject *in)
 {
-	if (in->ring_tr && HAVE_DRAIN)
+	if (in->ring_tr)
 		drain_now(in->ring_tr);
 }

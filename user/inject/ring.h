@@ -13,24 +13,8 @@
 
 #include "heaptrace.h"
 
-/*
- * struct ring, drain_register and drain_unregister are the drain's
- * (tracer/drain.h, branch ring-drain: tracer/ includes nothing of
- * inject/).  TODO(merge): once it is in, only the #include stays.
- */
-#if __has_include("tracer/drain.h")
+/* struct ring and drain_register() are the drain's: tracer/ includes nothing of inject/. */
 #include "tracer/drain.h"
-#else
-struct ring {
-	struct ht_ring *hdr;            /* heaptrace's mapping of the file */
-	struct ht_ev *slots;            /* hdr + HT_RING_OFF */
-	__u64 target_addr;              /* the mapping in the target; 0: not mapped there */
-	int fd;                         /* heaptrace's descriptor of the file; -1: none */
-	__u32 tgid;
-	__u32 exec_gen;                 /* the process's image the ring was made for */
-};
-#define HT_RING_NO_DRAIN 1
-#endif
 
 /* A new ring for tgid: a memfd, mapped in heaptrace, every seq its index.  0 or -errno. */
 int ring_create(struct ring *r, __u32 tgid);
