@@ -258,14 +258,20 @@ static int set_has(__u64 ptr)
 
 /*
  * A call below a call of its own thread is inside it when it returns into
- * an allocator's code (realloc calling malloc, libc's strdup) or, for a
+ * an allocator's code (realloc calling malloc, libc's strdup) or the
+ * stub's (its call of the original, which jumped to another) or, for a
  * function whose code heaptrace did not bound (a --sym allocator, which
  * calls malloc from the program's own code), always.  Else it was made by
  * a signal handler that interrupted the call: a request of its own, which
  * would otherwise be lost (an allocation), or leave a block live (a free).
  */
+extern const char stub_entries[] __attribute__((visibility("hidden")));
+
 static int returns_into_allocator(__u64 ra)
 {
+	/* The stub's own call of an original that tail-jumps to another traced function (valloc to memalign). */
+	if (ra - (__u64)stub_entries < STUB_FILE_SIZE)
+		return 1;
 	for (__u32 i = 0; i < stub_cfg.n_fns && i < STUB_MAX_FNS; i++) {
 		const struct stub_fn *fn = &stub_cfg.fns[i];
 		__u64 bias = fn->func_ip - fn->s.probe_vaddr;
