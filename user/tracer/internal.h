@@ -21,4 +21,9 @@ uint64_t tracer_memlock_of(int fd);
 int tracer_attach_maps(struct tracer *tr);
 void tracer_detach_maps(struct tracer *tr);
 
+/* -v: each program's verification time and instructions (the kernel's stats log), armed before a load, said after. */
+struct bpf_object;
+void tracer_vlog_arm(struct bpf_object *obj);
+void tracer_vlog_report(struct bpf_object *obj);
+
 #endif

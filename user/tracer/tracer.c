@@ -110,8 +110,10 @@ static int timed_load(struct tracer *tr, struct bpf_object_skeleton *s)
 	double t0 = now_ms();
 
 	memset(&marks, 0, sizeof(marks));
+	tracer_vlog_arm(*s->obj);
 	int err = bpf_object__load_skeleton(s);
 	double t1 = now_ms();
+	tracer_vlog_report(*s->obj);
 	/* Each mark falls back on the one before it when libbpf did not say it. */
 	double btf = marks.btf ? marks.btf : t0, maps = marks.last_map ? marks.last_map : btf;
 	double core = marks.last_core > maps ? marks.last_core : maps;
