@@ -150,7 +150,7 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	skel->rodata->min_frame_addr = mmap_min_addr();
 	skel->rodata->stack_mode = cfg->stack_mode;
 	skel->rodata->sample_rate = cfg->sample_rate;
-	/* The live map's levels are made after the load (tracer_load); the arena maps need room only for arenas. */
+	/* The live map and its levels are made apart (levels.c); the arena maps need room only for arenas. */
 	if (!cfg->arenas) {
 		bpf_map__set_max_entries(skel->maps.arenas, 1);
 		bpf_map__set_max_entries(skel->maps.arena_sites, 1);
@@ -166,6 +166,10 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	bpf_map__set_value_size(skel->maps.stacks, tracer_stack_size(cfg->max_depth));
 	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
 	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
+	/* The live map tracer_prepare_levels made, its first level going in meanwhile; without it libbpf makes one. */
+	int live = tracer_prepared_live(tr);
+	if (live >= 0 && bpf_map__reuse_fd(skel->maps.live, live))
+		tracer_stop_levels(tr);
 	set_attach_types(skel->obj, cfg->multi);
 	for (int p = 0; p <= PROG_STUB_FREE; p++)
 		if (main_prog(skel, p))
@@ -288,6 +292,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built, &tr->ktypes_fd))
 		tr->ktypes[0] = '\0';
 	tr->times.ktypes_ms = now_ms() - t1;
+	tracer_prepare_levels(tr, cfg->max_live);
 	skel = load(tr, cfg, progs, &err);
 	if (!skel && tr->ktypes[0]) {
 		/* A kernel read the cut-down types do not cover (ktypes.c): the whole BTF, as libbpf reads it. */
@@ -299,6 +304,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		skel = load(tr, cfg, progs, &err);
 	}
 	if (!skel) {
+		tracer_stop_levels(tr);
 		explain_load_error(err);
 		return -1;
 	}

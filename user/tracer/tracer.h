@@ -50,6 +50,11 @@ struct live_levels {
 	int stop_fd;                    /* eventfd: the thread ends */
 	pthread_t thread;
 	bool running;
+	int outer_fd;                   /* the live map (made before the load: tracer_prepare_levels), 0: none */
+	int first_fd;                   /* level 0 until it is in, 0: none */
+	pthread_t putter;               /* puts level 0 in while the programs load */
+	int put_err;                    /* its result: 0 or an errno */
+	bool putting;
 };
 
 struct tracer {
