@@ -58,6 +58,7 @@ struct unwind {
 	__u32 flags;
 	__u32 last;             /* the module of the previous frame: stacks stay in few objects */
 	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
+	__u64 hash;             /* of the frames so far (ht_stack_hash_step) */
 };
 
 static __always_inline int read_stack(const struct scratch *sc, const struct unwind *u, __u64 addr, __u64 *out)
@@ -321,6 +322,7 @@ __noinline int unwind_frame(struct unwind *u, __u32 i)
 		return 1;
 	}
 	sc->st.pcs[n] = u->pc;
+	u->hash = ht_stack_hash_step(u->hash, u->pc);
 	u->n = n + 1;
 
 	/*
@@ -384,15 +386,16 @@ static long unwind_step(__u32 i, struct unwind *u)
 }
 
 static __always_inline __u32 dwarf_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc, __u32 proc, __u32 spec,
-					 __u64 func_ip)
+					 __u64 func_ip, __u64 *hash)
 {
 	struct unwind u = { .pc = ip, .sp = sp, .fp = fp, .proc = proc, .func_ip = func_ip, .spec = spec,
-			    .restorer = current_restorer() };
+			    .restorer = current_restorer(), .hash = HT_STACK_HASH_SEED };
 
 	u.sp0 = u.sp;
 	u.copied = copy_stack(sc, u.sp);
 	bpf_loop(HT_MAX_STACK_DEPTH + 1, unwind_step, &u, 0);
 	sc->st.flags = u.flags;
+	*hash = ht_stack_hash_end(u.hash);
 	return u.n;
 }
 
