@@ -285,11 +285,15 @@ kmem_mib() {
 	sed -nE 's/^heaptrace: kernel memory: ([0-9.]+) MiB in BPF maps.*/\1/p' "$TMP/$1.err" | head -1
 }
 
-# fdinfo_memlock PID: the sum of the fdinfo memlock of the BPF maps PID holds, in bytes.
+# fdinfo_memlock PID: the sum of the fdinfo memlock of the BPF maps PID holds (each map once), in bytes.
 fdinfo_memlock() {
-	local f t=0 m
+	local f t=0 m id seen=" "
 	for f in /proc/"$1"/fdinfo/*; do
 		grep -q '^map_type:' "$f" 2>/dev/null || continue
+		# A map once, however many fds (instances of the object loaded apart share the maps).
+		id=$(sed -n 's/^map_id:[[:space:]]*//p' "$f")
+		[ -n "$id" ] && [[ "$seen" == *" $id "* ]] && continue
+		seen+="$id "
 		m=$(sed -n 's/^memlock:[[:space:]]*//p' "$f")
 		t=$((t + ${m:-0}))
 	done

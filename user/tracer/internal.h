@@ -25,8 +25,20 @@ uint64_t tracer_memlock_of(int fd);
 int tracer_attach_maps(struct tracer *tr);
 void tracer_detach_maps(struct tracer *tr);
 
-/* -v: each program's verification time and instructions (the kernel's stats log), armed before a load, said after. */
 struct bpf_object;
+/* tracer.c: a program of the main object's by its tracer_prog; want (and also) into obj, with the main object's maps. */
+struct heaptrace;
+struct bpf_object_skeleton;
+struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_prog prog);
+int tracer_load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
+		     const char *const *also, struct tracer_times *times);
+
+/* apart.c: may progs' stub programs be verified side by side (both asked for, two CPUs)? */
+bool tracer_apart_worth(unsigned progs);
+/* Load them so, into tr->more, after the main object (tr->skel).  0, or -errno with neither loaded (not said). */
+int tracer_load_apart(struct tracer *tr, unsigned progs);
+
+/* -v: each program's verification time and instructions (the kernel's stats log), armed before a load, said after. */
 void tracer_vlog_arm(struct bpf_object *obj);
 void tracer_vlog_report(struct bpf_object *obj);
 

@@ -59,7 +59,7 @@ struct live_levels {
 
 struct tracer {
 	struct heaptrace *skel;
-	struct heaptrace *more[2];      /* programs loaded later, with skel's maps (tracer.c: program()) */
+	struct heaptrace *more[4];      /* programs loaded apart or later, with skel's maps (tracer.c: program()) */
 	int n_more;
 	struct alloc_session *sess;     /* the uprobe session program (bpf/alloc_session.bpf.c), with skel's maps */
 	struct bpf_link **links;
@@ -84,7 +84,7 @@ struct tracer {
 	uint32_t n_slots;               /* process slots in use: 0 .. n_slots-1 (tracer_add_proc adds) */
 	struct live_levels lv;
 	/* The last load, for -v: in all, then libbpf's phases (see libbpf_log in tracer.c). */
-	struct {
+	struct tracer_times {
 		double load_ms;         /* tracer_load, the first live level and the exec watch included */
 		double ktypes_ms;       /* the kernel types for CO-RE (ktypes.c): from the cache, or built */
 		double btf_ms;          /* feature probes, the kernel's BTF */
