@@ -470,6 +470,14 @@ scenario_startup() {
 	done
 	report "startup: -v's phases; the kernel types from the cache, no kernel BTF read by libbpf (kernel BTF 0.0)" "$d"
 
+	# -v says what the verifier spent on each program it loaded (the kernel's stats).
+	d=""
+	for want in stub_alloc stub_free process_exec; do
+		grep '^heaptrace: verifier: ' "$TMP/su.true.err" | grep -Eq "(: |, )$want [0-9]+\.[0-9] ms \([0-9]+ insns\)" ||
+			d+="no '$want N ms (N insns)' in: $(grep '^heaptrace: verifier: ' "$TMP/su.true.err" | tr '\n' ' ')"$'\n'
+	done
+	report "startup: -v: the verifier's time and instructions for each program loaded" "$d"
+
 	# Only what the run attaches is loaded: signal_deliver (the restorers of
 	# signal handlers) for heaptrace's own walks, not for the kernel's.
 	for mode in "" "--no-inject" "--no-inject --sample-rate 64K" "--stack-capture kernel"; do
