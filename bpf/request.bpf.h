@@ -83,23 +83,6 @@ struct ht_argv {
  * loops over terms and factors were half of all it walked, and most of
  * the start-up's load time).  So its pointers may be NULL to it.
  */
-/*
- * One factor's value.  A global function too: ht_eval's unrolled loops
- * then only call and multiply, and the verifier walks the kinds of a
- * factor once, not in each of the 16 places (2,100 instructions of each
- * program -> about 300).
- */
-__noinline __u64 ht_factor(const struct ht_factor *f, const struct ht_argv *a, __u64 ret)
-{
-	if (!f || !a)
-		return 0;
-	return f->kind == HT_FACTOR_CONST   ? f->value :
-	       f->kind == HT_FACTOR_RET     ? ret :
-	       f->kind == HT_FACTOR_MEM     ? a->v[8 + (f->value & 3)] :
-	       f->kind == HT_FACTOR_MEM_RET ? read_at_return(ret + f->value) :
-					      a->v[f->value & 7];
-}
-
 __noinline __u64 ht_eval(const struct ht_expr *e, const struct ht_argv *a, __u64 ret)
 {
 	__u64 sum = 0;
@@ -111,9 +94,15 @@ __noinline __u64 ht_eval(const struct ht_expr *e, const struct ht_argv *a, __u64
 			break;
 		__u64 prod = 1;
 		for (int j = 0; j < HT_EXPR_FACTORS; j++) {
+			const struct ht_factor *f = &e->t[i].f[j];
+
 			if (j >= e->t[i].n)
 				break;
-			prod *= ht_factor(&e->t[i].f[j], a, ret);
+			prod *= f->kind == HT_FACTOR_CONST   ? f->value :
+				f->kind == HT_FACTOR_RET     ? ret :
+				f->kind == HT_FACTOR_MEM     ? a->v[8 + (f->value & 3)] :
+				f->kind == HT_FACTOR_MEM_RET ? read_at_return(ret + f->value) :
+							       a->v[f->value & 7];
 		}
 		sum += prod;
 	}
