@@ -25,7 +25,8 @@
 # BENCH_STARTUP_RUNS (11) for start-up, BENCH_PEERS=0 to skip bpftrace and
 # heaptrack, BENCH_HEAPTRACE (build/heaptrace) to measure another build
 # with the same script, BENCH_RESET_CALLS (5000) and BENCH_RESET_OTHERS
-# (60000) for the context resets, BENCH_ONLY=resets to measure those alone,
+# (60000) for the context resets, BENCH_ONLY=resets to measure those alone
+# (BENCH_ONLY=startup: start-up alone, BENCH_BASE's alternating with it),
 # BENCH_CONFIGS="bare heaptrace_ff ..." to run only those rows of the table,
 # BENCH_BASE=PATH/heaptrace to add rows under another build (e.g. main's:
 # -f html, to see what the timeline's RSS sampling costs; exact CFI and
@@ -367,6 +368,39 @@ reset_bench() {
 
 # ---------------------------------------------------------------- machine
 
+# Start-up: heaptrace -o /dev/null /bin/true from exec to exit (bash's
+# time: wall, and heaptrace's CPU), then where one -v run spent it.  With
+# BENCH_BASE, that build's runs alternate with this one's.
+startup_bench() {
+	local r
+	note "start-up: heaptrace /bin/true, $STARTUP_N runs${BASE_HT:+, alternating with BENCH_BASE}"
+	: > "$TMP/startup.times"
+	: > "$TMP/startup_base.times"
+	for ((r = 1; r <= STARTUP_N; r++)); do
+		{ TIMEFORMAT='%R %U %S'; time "$HT" -o /dev/null /bin/true > /dev/null 2>&1; } 2>> "$TMP/startup.times"
+		[ -z "$BASE_HT" ] ||
+			{ TIMEFORMAT='%R %U %S'; time "$BASE_HT" -o /dev/null /bin/true > /dev/null 2>&1; } 2>> "$TMP/startup_base.times"
+	done
+	STARTUP_WALL=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup.times" | median)
+	STARTUP_CPU=$(awk '{ printf "%.1f\n", ($2 + $3) * 1000 }' "$TMP/startup.times" | median)
+	STARTUP_BASE=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup_base.times" | median)
+	"$HT" -v -o /dev/null /bin/true > /dev/null 2> "$TMP/startup.err"
+	PHASES=$(sed -n 's/^heaptrace: phases: //p' "$TMP/startup.err")
+	VERIFIER=$(sed -n 's/^heaptrace: verifier: //p' "$TMP/startup.err" | paste -sd ';' -)
+	SMALL_KMEM=$(sed -n 's/^heaptrace: kernel memory: //p' "$TMP/startup.err")
+}
+
+startup_print() {
+	echo "start-up (heaptrace -o /dev/null /bin/true, median of $STARTUP_N runs):"
+	target "wall, ms" "${STARTUP_WALL:--}" "<=" 150
+	[ -z "$BASE_HT" ] || printf '  %-44s %8s   (this build / it: %s)\n' "wall, BENCH_BASE's build (alternating), ms" \
+		"${STARTUP_BASE:-n/a}" "$(ratio "${STARTUP_WALL:-}" "${STARTUP_BASE:-}")"
+	printf '  %-44s %8s\n' "heaptrace's CPU (user + system), ms" "${STARTUP_CPU:-n/a}"
+	printf '  %-44s %s\n' "phases of one -v run" "${PHASES:-n/a}"
+	printf '  %-44s %s\n' "the verifier, per program (same run)" "${VERIFIER:-n/a}"
+	target "kernel memory of /bin/true's maps, MiB" "$(echo "$SMALL_KMEM" | sed -n 's/^\([0-9.]*\) MiB.*/\1/p')" "<=" 16
+	printf '  %-44s %s\n' "the -v line" "${SMALL_KMEM:-n/a}"
+}
 glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null || ldd --version 2>/dev/null | head -1)
 echo "heaptrace bench, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), kernel $(uname -r), $glibc"
@@ -377,7 +411,8 @@ echo "probes (entry): $(awk '{ printf "%s%s ", $1, $4 }' "$TMP/probes.entry")"
 echo "--sample-rate: $(sed -n 's/^heaptrace: sampling one allocation per [0-9]* bytes on average; //p' "$TMP/sampling.err")"
 echo
 [ "$ONLY" = resets ] && { reset_bench; exit 0; }
-[ -n "$ONLY" ] && die "BENCH_ONLY=$ONLY: only 'resets' is known"
+[ "$ONLY" = startup ] && { startup_bench; startup_print; exit 0; }
+[ -n "$ONLY" ] && die "BENCH_ONLY=$ONLY: only 'resets' and 'startup' are known"
 
 # ---------------------------------------------------------------- the table
 
@@ -605,18 +640,7 @@ else
 	note "build/tests/nofp/t_shop missing (make test-targets): unwind table timings skipped"
 fi
 
-# Start-up: heaptrace -o /dev/null /bin/true from exec to exit (bash's
-# time: wall, and heaptrace's CPU), then where one -v run spent it.
-note "start-up: heaptrace /bin/true, $STARTUP_N runs"
-: > "$TMP/startup.times"
-for ((r = 1; r <= STARTUP_N; r++)); do
-	{ TIMEFORMAT='%R %U %S'; time "$HT" -o /dev/null /bin/true > /dev/null 2>&1; } 2>> "$TMP/startup.times"
-done
-STARTUP_WALL=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup.times" | median)
-STARTUP_CPU=$(awk '{ printf "%.1f\n", ($2 + $3) * 1000 }' "$TMP/startup.times" | median)
-"$HT" -v -o /dev/null /bin/true > /dev/null 2> "$TMP/startup.err"
-PHASES=$(sed -n 's/^heaptrace: phases: //p' "$TMP/startup.err")
-SMALL_KMEM=$(sed -n 's/^heaptrace: kernel memory: //p' "$TMP/startup.err")
+startup_bench
 
 # Attach time: heaptrace -p against a churn that is busy allocating.
 note "attach time, $RUNS runs"
@@ -657,12 +681,7 @@ RSS=$(sed -n 's/^heaptrace: heaptrace peak RSS: //p' "$TMP/live.err")
 EVENTS=$(sed -n 's/^heaptrace: events: //p' "$TMP/live.err")
 PROF_STACKS=$(grep -c ' @ 0x' "$TMP/live.prof" 2>/dev/null)
 
-echo "start-up (heaptrace -o /dev/null /bin/true, median of $STARTUP_N runs):"
-printf '  %-44s %8s\n' "wall, ms" "${STARTUP_WALL:-n/a}"
-printf '  %-44s %8s\n' "heaptrace's CPU (user + system), ms" "${STARTUP_CPU:-n/a}"
-printf '  %-44s %s\n' "phases of one -v run" "${PHASES:-n/a}"
-target "kernel memory of /bin/true's maps, MiB" "$(echo "$SMALL_KMEM" | sed -n 's/^\([0-9.]*\) MiB.*/\1/p')" "<=" 16
-printf '  %-44s %s\n' "the -v line" "${SMALL_KMEM:-n/a}"
+startup_print
 echo
 echo "other measurements:"
 echo "  (heaptrace -v, with $LIVE_N live blocks from $LIVE_STACKS stacks, --max-stacks 131072)"

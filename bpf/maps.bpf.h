@@ -254,9 +254,11 @@ __noinline int map_stack(struct map_rec *r)
 
 	if (!r || !sc)
 		return 0;
+	__u64 walked;   /* frame 0 is replaced below: store_stack hashes them again */
+
 	sc->st.flags = 0;
-	sc->st.depth = stack_mode == HT_STACK_DWARF ? dwarf_stack(r->ip, r->sp, r->fp, sc, r->proc, 0, 0) :
-						       walk_stack(r->ip, r->sp, r->fp, sc);
+	sc->st.depth = stack_mode == HT_STACK_DWARF ? dwarf_stack(r->ip, r->sp, r->fp, sc, r->proc, 0, 0, &walked) :
+						       walk_stack(r->ip, r->sp, r->fp, sc, &walked);
 	if (stack_mode == HT_STACK_DWARF && sc->st.depth > 1) {
 		struct alloc_object a = allocator_object();
 		/* brk's wrapper is called by sbrk's (glibc's malloc grows the heap through sbrk too). */

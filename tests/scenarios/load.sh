@@ -285,11 +285,15 @@ kmem_mib() {
 	sed -nE 's/^heaptrace: kernel memory: ([0-9.]+) MiB in BPF maps.*/\1/p' "$TMP/$1.err" | head -1
 }
 
-# fdinfo_memlock PID: the sum of the fdinfo memlock of the BPF maps PID holds, in bytes.
+# fdinfo_memlock PID: the sum of the fdinfo memlock of the BPF maps PID holds (each map once), in bytes.
 fdinfo_memlock() {
-	local f t=0 m
+	local f t=0 m id seen=" "
 	for f in /proc/"$1"/fdinfo/*; do
 		grep -q '^map_type:' "$f" 2>/dev/null || continue
+		# A map once, however many fds (instances of the object loaded apart share the maps).
+		id=$(sed -n 's/^map_id:[[:space:]]*//p' "$f")
+		[ -n "$id" ] && [[ "$seen" == *" $id "* ]] && continue
+		seen+="$id "
 		m=$(sed -n 's/^memlock:[[:space:]]*//p' "$f")
 		t=$((t + ${m:-0}))
 	done
@@ -465,6 +469,14 @@ scenario_startup() {
 		[[ "$x" == *"$want"* ]] || d+="no '$want' in: ${x:-<no phases line>}"$'\n'
 	done
 	report "startup: -v's phases; the kernel types from the cache, no kernel BTF read by libbpf (kernel BTF 0.0)" "$d"
+
+	# -v says what the verifier spent on each program it loaded (the kernel's stats).
+	d=""
+	for want in stub_alloc stub_free process_exec; do
+		grep '^heaptrace: verifier: ' "$TMP/su.true.err" | grep -Eq "(: |, )$want [0-9]+\.[0-9] ms \([0-9]+ insns\)" ||
+			d+="no '$want N ms (N insns)' in: $(grep '^heaptrace: verifier: ' "$TMP/su.true.err" | tr '\n' ' ')"$'\n'
+	done
+	report "startup: -v: the verifier's time and instructions for each program loaded" "$d"
 
 	# Only what the run attaches is loaded: signal_deliver (the restorers of
 	# signal handlers) for heaptrace's own walks, not for the kernel's.

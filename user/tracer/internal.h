@@ -9,7 +9,11 @@
 
 #include "tracer/tracer.h"
 
-/* The first live level and the thread that makes the next ones.  0 or -1 (printed). */
+/* Before the load: the live map and its first level, put in by a thread meanwhile (see levels.c). */
+void tracer_prepare_levels(struct tracer *tr, uint32_t max_live);
+/* The live map it made, for the load to reuse; -1: none (the load makes it). */
+int tracer_prepared_live(const struct tracer *tr);
+/* After the load: the first live level and the thread that makes the next ones.  0 or -1 (printed). */
 int tracer_start_levels(struct tracer *tr, uint32_t max_live);
 void tracer_stop_levels(struct tracer *tr);
 /* Blocks level k can hold. */
@@ -28,5 +32,20 @@ void tracer_detach_maps(struct tracer *tr);
  */
 struct bpf_object;
 int tracer_share_maps(struct tracer *tr, struct bpf_object *obj);
+/* tracer.c: a program of the main object's by its tracer_prog; want (and also) into obj, with the main object's maps. */
+struct heaptrace;
+struct bpf_object_skeleton;
+struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_prog prog);
+int tracer_load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
+		     const char *const *also, struct tracer_times *times);
+
+/* apart.c: may progs' stub programs be verified side by side (both asked for, two CPUs)? */
+bool tracer_apart_worth(unsigned progs);
+/* Load them so, into tr->more, after the main object (tr->skel).  0, or -errno with neither loaded (not said). */
+int tracer_load_apart(struct tracer *tr, unsigned progs);
+
+/* -v: each program's verification time and instructions (the kernel's stats log), armed before a load, said after. */
+void tracer_vlog_arm(struct bpf_object *obj);
+void tracer_vlog_report(struct bpf_object *obj);
 
 #endif

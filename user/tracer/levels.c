@@ -32,39 +32,45 @@ uint32_t tracer_level_cap(const struct live_levels *lv, int k)
 	return cap < left ? cap : left;
 }
 
-/*
- * The next level into the live map, then live_top to it, then the count at
- * which the BPF side asks for the one after: when the newest level is a
- * quarter full, were the older ones full.  The other three quarters are
- * the time this thread has to wake up and make it: blocks that find no
- * room are lost.  -1 when no level can be made.
- */
-static int add_level(struct tracer *tr)
+/* A level of cap blocks (a hash map that takes memory as it fills); -1 with errno. */
+static int make_level(int k, uint32_t cap)
 {
-	struct live_levels *lv = &tr->lv;
-	int k = lv->n;
-	uint32_t cap = k < HT_LIVE_LEVELS ? tracer_level_cap(lv, k) : 0;
 	char name[16];
 
-	if (!cap)
-		return -1;
 	snprintf(name, sizeof(name), "live_%u", (unsigned)k & 7u);   /* k < HT_LIVE_LEVELS = 8 */
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
-	uint32_t key = k;
-	if (fd < 0 || bpf_map_update_elem(bpf_map__fd(tr->skel->maps.live), &key, &fd, BPF_ANY)) {
-		uint64_t room = 0;
-		for (int i = 0; i < k; i++)
-			room += lv->cap[i];
-		if (!lv->failed)
-			ht_err("cannot make room for %u more live blocks: %s; blocks beyond %" PRIu64
-			       " are not tracked (live_map_full)", cap, strerror(errno), room);
-		lv->failed = true;
-		if (fd >= 0)
-			close(fd);
-		tr->skel->data_live->live_grow_at = 0;
-		return -1;
-	}
+	return bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
+}
+
+/* Level k could not be made or put in (errno): said once, and no level is asked for again. */
+static int level_failed(struct tracer *tr, int k, uint32_t cap, int fd)
+{
+	struct live_levels *lv = &tr->lv;
+	uint64_t room = 0;
+
+	for (int i = 0; i < k; i++)
+		room += lv->cap[i];
+	if (!lv->failed)
+		ht_err("cannot make room for %u more live blocks: %s; blocks beyond %" PRIu64
+		       " are not tracked (live_map_full)", cap, strerror(errno), room);
+	lv->failed = true;
+	if (fd >= 0)
+		close(fd);
+	tr->skel->data_live->live_grow_at = 0;
+	return -1;
+}
+
+/*
+ * Level k, in the live map: live_top to it, then the count at which the
+ * BPF side asks for the one after: when the newest level is a quarter
+ * full, were the older ones full.  The other three quarters are the time
+ * the growing thread has to wake up and make it: blocks that find no room
+ * are lost.
+ */
+static void level_in(struct tracer *tr, int k, uint32_t cap, int fd)
+{
+	struct live_levels *lv = &tr->lv;
+
 	lv->fds[k] = fd;
 	lv->cap[k] = cap;
 	lv->base[k] = tracer_memlock_of(fd);
@@ -74,6 +80,22 @@ static int add_level(struct tracer *tr)
 	for (int i = 0; i <= k; i++)
 		room += lv->cap[i];
 	tr->skel->data_live->live_grow_at = room < lv->max && k + 1 < HT_LIVE_LEVELS ? room - cap + cap / 4 + 1 : 0;
+}
+
+/* The next level, made and put in the live map.  -1 when no level can be made. */
+static int add_level(struct tracer *tr)
+{
+	struct live_levels *lv = &tr->lv;
+	int k = lv->n;
+	uint32_t cap = k < HT_LIVE_LEVELS ? tracer_level_cap(lv, k) : 0;
+
+	if (!cap)
+		return -1;
+	int fd = make_level(k, cap);
+	uint32_t key = k;
+	if (fd < 0 || bpf_map_update_elem(bpf_map__fd(tr->skel->maps.live), &key, &fd, BPF_ANY))
+		return level_failed(tr, k, cap, fd);
+	level_in(tr, k, cap, fd);
 	return 0;
 }
 
@@ -120,14 +142,83 @@ static void *grow_main(void *arg)
 	return NULL;
 }
 
+static void *put_first(void *arg)
+{
+	struct live_levels *lv = arg;
+	uint32_t key = 0;
+
+	lv->put_err = bpf_map_update_elem(lv->outer_fd, &key, &lv->first_fd, BPF_ANY) ? errno : 0;
+	return NULL;
+}
+
+/*
+ * An update of a map of maps returns after an RCU grace period (the
+ * kernel's maybe_wait_bpf_programs: 10-20 ms here), which start-up need
+ * not wait for: the live map and its first level are made before the
+ * load, and a thread puts the level in while the verifier checks the
+ * programs.  The load takes the live map (bpf_map__reuse_fd).  Nothing
+ * runs a program before tracer_start_levels has waited for the thread.
+ */
+void tracer_prepare_levels(struct tracer *tr, uint32_t max_live)
+{
+	struct live_levels *lv = &tr->lv;
+
+	lv->max = max_live;
+	uint32_t cap = tracer_level_cap(lv, 0);
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+	int inner = bpf_map_create(BPF_MAP_TYPE_HASH, "live.inner", sizeof(__u64), sizeof(struct ht_block), 1, &opts);
+	LIBBPF_OPTS(bpf_map_create_opts, outer_opts, .inner_map_fd = inner);
+	int outer = inner < 0 ? -1 : bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "live", sizeof(__u32), sizeof(__u32),
+						     HT_LIVE_LEVELS, &outer_opts);
+	int first = outer < 0 || !cap ? -1 : make_level(0, cap);
+
+	if (inner >= 0)
+		close(inner);
+	/* Anything missing: tracer_start_levels makes the level after the load, as it did before. */
+	if (first < 0) {
+		if (outer >= 0)
+			close(outer);
+		return;
+	}
+	lv->outer_fd = outer;
+	lv->first_fd = first;
+	if (pthread_create(&lv->putter, NULL, put_first, lv))
+		put_first(lv);
+	else
+		lv->putting = true;
+}
+
+/* The live map made by tracer_prepare_levels, for the load to take; -1: none. */
+int tracer_prepared_live(const struct tracer *tr)
+{
+	return tr->lv.outer_fd > 0 ? tr->lv.outer_fd : -1;
+}
+
+/* Level 0 put in by tracer_prepare_levels' thread: waited for. */
+static void join_putter(struct live_levels *lv)
+{
+	if (lv->putting)
+		pthread_join(lv->putter, NULL);
+	lv->putting = false;
+}
+
 int tracer_start_levels(struct tracer *tr, uint32_t max_live)
 {
 	struct live_levels *lv = &tr->lv;
 
 	lv->max = max_live;
 	lv->stop_fd = -1;
-	if (add_level(tr))
+	join_putter(lv);
+	if (lv->first_fd > 0) {
+		int fd = lv->first_fd;
+		lv->first_fd = 0;
+		errno = lv->put_err;
+		if (lv->put_err)
+			return level_failed(tr, 0, tracer_level_cap(lv, 0), fd);
+		level_in(tr, 0, tracer_level_cap(lv, 0), fd);
+	} else if (add_level(tr)) {
 		return -1;
+	}
 	lv->rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.live_grow), on_grow, NULL, NULL);
 	lv->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (!lv->rb || lv->stop_fd < 0 || (errno = pthread_create(&lv->thread, NULL, grow_main, tr))) {
@@ -143,6 +234,11 @@ void tracer_stop_levels(struct tracer *tr)
 	struct live_levels *lv = &tr->lv;
 	uint64_t one = 1;
 
+	join_putter(lv);
+	if (lv->first_fd > 0)
+		close(lv->first_fd);
+	if (lv->outer_fd > 0)
+		close(lv->outer_fd);
 	if (lv->running && write(lv->stop_fd, &one, sizeof(one)) == sizeof(one))
 		pthread_join(lv->thread, NULL);
 	if (lv->stop_fd > 0)

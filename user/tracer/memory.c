@@ -144,14 +144,19 @@ void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 			m->live_max += 16 * buckets + (uint64_t)cap * m->block_bytes;
 	}
 	m->levels = n;
-	/* The programs loaded (their memlock: the JITed image and its pages), and the links holding uprobes. */
+	/*
+	 * The programs loaded (their memlock: the JITed image and its pages),
+	 * the main object's and those of its other instances (loaded apart or
+	 * later, tracer.c), and the links holding uprobes.
+	 */
 	struct bpf_program *prog;
-	bpf_object__for_each_program(prog, tr->skel->obj) {
-		if (bpf_program__fd(prog) >= 0) {
-			m->progs_memlock += tracer_memlock_of(bpf_program__fd(prog));
-			m->progs++;
+	for (int k = -1; k < tr->n_more; k++)
+		bpf_object__for_each_program(prog, (k < 0 ? tr->skel : tr->more[k])->obj) {
+			if (bpf_program__fd(prog) >= 0) {
+				m->progs_memlock += tracer_memlock_of(bpf_program__fd(prog));
+				m->progs++;
+			}
 		}
-	}
 	m->links = tracer_links(tr);
 	m->live_blocks = tr->skel->data_live->live_count;
 	m->now += m->live_now;

@@ -29,9 +29,9 @@
  * their debug messages come in a known order (kernel BTF, maps, CO-RE
  * relocations, then the programs).
  */
-static struct {
+static __thread struct {
 	double btf, first_map, last_map, last_core;
-} marks;
+} marks;            /* per thread: the stub's programs load side by side (apart.c) */
 
 __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 							    va_list ap)
@@ -81,7 +81,7 @@ static uint64_t mmap_min_addr(void)
 }
 
 /* A program of the main object (alloc_session is session.bpf.c's). */
-static struct bpf_program *main_prog(const struct heaptrace *skel, enum tracer_prog prog)
+struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_prog prog)
 {
 	return prog == PROG_ALLOC_ENTER ? skel->progs.alloc_enter :
 	       prog == PROG_ALLOC_RETURN ? skel->progs.alloc_return :
@@ -105,21 +105,23 @@ static void set_attach_types(struct bpf_object *obj, bool multi)
 								 HT_BPF_TRACE_UPROBE_SESSION);
 }
 
-/* Load obj, with libbpf's phases into tr->times. */
-static int timed_load(struct tracer *tr, struct bpf_object_skeleton *s)
+/* Load obj, with libbpf's phases added to *times. */
+static int timed_load(struct tracer_times *times, struct bpf_object_skeleton *s)
 {
 	double t0 = now_ms();
 
 	memset(&marks, 0, sizeof(marks));
+	tracer_vlog_arm(*s->obj);
 	int err = bpf_object__load_skeleton(s);
 	double t1 = now_ms();
+	tracer_vlog_report(*s->obj);
 	/* Each mark falls back on the one before it when libbpf did not say it. */
 	double btf = marks.btf ? marks.btf : t0, maps = marks.last_map ? marks.last_map : btf;
 	double core = marks.last_core > maps ? marks.last_core : maps;
-	tr->times.btf_ms += btf - t0;
-	tr->times.maps_ms += maps - btf;
-	tr->times.core_ms += core - maps;
-	tr->times.verify_ms += t1 - core;
+	times->btf_ms += btf - t0;
+	times->maps_ms += maps - btf;
+	times->core_ms += core - maps;
+	times->verify_ms += t1 - core;
 	return err;
 }
 
@@ -149,7 +151,7 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	skel->rodata->min_frame_addr = mmap_min_addr();
 	skel->rodata->stack_mode = cfg->stack_mode;
 	skel->rodata->sample_rate = cfg->sample_rate;
-	/* The live map's levels are made after the load (tracer_load); the arena maps need room only for arenas. */
+	/* The live map and its levels are made apart (levels.c); the arena maps need room only for arenas. */
 	if (!cfg->arenas) {
 		bpf_map__set_max_entries(skel->maps.arenas, 1);
 		bpf_map__set_max_entries(skel->maps.arena_sites, 1);
@@ -165,10 +167,14 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	bpf_map__set_value_size(skel->maps.stacks, tracer_stack_size(cfg->max_depth));
 	/* One more site than stacks: the pseudo stack of allocations whose stack was lost. */
 	bpf_map__set_max_entries(skel->maps.sites, cfg->max_stacks + 1);
+	/* The live map tracer_prepare_levels made, its first level going in meanwhile; without it libbpf makes one. */
+	int live = tracer_prepared_live(tr);
+	if (live >= 0 && bpf_map__reuse_fd(skel->maps.live, live))
+		tracer_stop_levels(tr);
 	set_attach_types(skel->obj, cfg->multi);
 	for (int p = 0; p <= PROG_STUB_FREE; p++)
-		if (main_prog(skel, p))
-			bpf_program__set_autoload(main_prog(skel, p), progs & (1u << p));
+		if (tracer_main_prog(skel, p))
+			bpf_program__set_autoload(tracer_main_prog(skel, p), progs & (1u << p));
 	/* The restorers are for heaptrace's own walks: the kernel's (--unwind kernel) stops at a signal frame. */
 	bpf_program__set_autoload(skel->progs.signal_deliver, cfg->stack_mode != HT_STACK_KERNEL);
 	/* --mmap: its programs, and its ranges' index room (one entry otherwise). */
@@ -178,7 +184,7 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	/* Forks are counted only when they are not followed (untraced_children). */
 	bpf_program__set_autoload(skel->progs.process_fork, !cfg->follow_fork);
 
-	*err = timed_load(tr, skel->skeleton);
+	*err = timed_load(&tr->times, skel->skeleton);
 	if (*err) {
 		heaptrace__destroy(skel);
 		return NULL;
@@ -261,8 +267,8 @@ int tracer_share_maps(struct tracer *tr, struct bpf_object *obj)
  * first load left out) into an object that has the main object's maps, by
  * fd: the programs it loads count and record into the same maps.
  */
-static int load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
-		     const char *const *also)
+int tracer_load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
+		     const char *const *also, struct tracer_times *times)
 {
 	struct bpf_program *p;
 	int err = tracer_share_maps(tr, obj);
@@ -276,7 +282,7 @@ static int load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_objec
 			load |= !strcmp(bpf_program__name(p), also[i]);
 		bpf_program__set_autoload(p, load);
 	}
-	return timed_load(tr, s);
+	return timed_load(times, s);
 }
 
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
@@ -297,7 +303,19 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built, &tr->ktypes_fd))
 		tr->ktypes[0] = '\0';
 	tr->times.ktypes_ms = now_ms() - t1;
-	skel = load(tr, cfg, progs, &err);
+	tracer_prepare_levels(tr, cfg->max_live);
+	/* The stub's programs side by side, apart (apart.c); in the main object if that fails. */
+	unsigned apart = tracer_apart_worth(progs) ? 1u << PROG_STUB_ALLOC | 1u << PROG_STUB_FREE : 0;
+	skel = load(tr, cfg, progs & ~apart, &err);
+	if (skel && apart) {
+		tr->skel = skel;
+		tr->multi = cfg->multi;
+		if ((err = tracer_load_apart(tr, progs & apart))) {
+			ht_info("cannot load the stub's programs apart (%s): in the main object", strerror(-err));
+			heaptrace__destroy(skel);
+			skel = tr->skel = load(tr, cfg, progs, &err);
+		}
+	}
 	if (!skel && tr->ktypes[0]) {
 		/* A kernel read the cut-down types do not cover (ktypes.c): the whole BTF, as libbpf reads it. */
 		ht_info("cannot load the BPF object with the kernel types of %s (%s): with the kernel's whole BTF",
@@ -308,6 +326,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		skel = load(tr, cfg, progs, &err);
 	}
 	if (!skel) {
+		tracer_stop_levels(tr);
 		explain_load_error(err);
 		return -1;
 	}
@@ -378,7 +397,7 @@ bool tracer_sessions(struct tracer *tr)
 	double t0 = now_ms();
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
 	struct alloc_session *s = alloc_session__open_opts(&opts);
-	int err = s ? load_into(tr, s->obj, s->skeleton, "alloc_session", NULL) : -errno;
+	int err = s ? tracer_load_into(tr, s->obj, s->skeleton, "alloc_session", NULL, &tr->times) : -errno;
 	if (err) {
 		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
 		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
@@ -403,12 +422,12 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 
 	if (prog == PROG_ALLOC_SESSION)
 		return tracer_sessions(tr) ? tr->sess->progs.alloc_session : NULL;
-	struct bpf_program *p = main_prog(tr->skel, prog);
+	struct bpf_program *p = tracer_main_prog(tr->skel, prog);
 	if (bpf_program__fd(p) >= 0)
 		return p;
 	for (int i = 0; i < tr->n_more; i++)
-		if (bpf_program__fd(main_prog(tr->more[i], prog)) >= 0)
-			return main_prog(tr->more[i], prog);
+		if (bpf_program__fd(tracer_main_prog(tr->more[i], prog)) >= 0)
+			return tracer_main_prog(tr->more[i], prog);
 	if (tr->n_more == (int)(sizeof(tr->more) / sizeof(*tr->more)))
 		return NULL;
 	double t0 = now_ms();
@@ -426,7 +445,7 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 		if (!have && bpf_program__fd(bpf_object__find_program_by_name(tr->skel->obj, also[k])) < 0)
 			left[n++] = also[k];
 	}
-	int err = more ? load_into(tr, more->obj, more->skeleton, bpf_program__name(p), left) : -errno;
+	int err = more ? tracer_load_into(tr, more->obj, more->skeleton, bpf_program__name(p), left, &tr->times) : -errno;
 	if (err) {
 		ht_err("cannot load the BPF program %s: %s", bpf_program__name(p), strerror(-err));
 		heaptrace__destroy(more);
@@ -435,7 +454,7 @@ static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 	tr->more[tr->n_more++] = more;
 	ht_info("loaded %s (and the uprobe programs not loaded yet) in %.1f ms", bpf_program__name(p),
 		now_ms() - t0);
-	return main_prog(more, prog);
+	return tracer_main_prog(more, prog);
 }
 
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,

@@ -50,11 +50,16 @@ struct live_levels {
 	int stop_fd;                    /* eventfd: the thread ends */
 	pthread_t thread;
 	bool running;
+	int outer_fd;                   /* the live map (made before the load: tracer_prepare_levels), 0: none */
+	int first_fd;                   /* level 0 until it is in, 0: none */
+	pthread_t putter;               /* puts level 0 in while the programs load */
+	int put_err;                    /* its result: 0 or an errno */
+	bool putting;
 };
 
 struct tracer {
 	struct heaptrace *skel;
-	struct heaptrace *more[2];      /* programs loaded later, with skel's maps (tracer.c: program()) */
+	struct heaptrace *more[4];      /* programs loaded apart or later, with skel's maps (tracer.c: program()) */
 	int n_more;
 	struct alloc_session *sess;     /* the uprobe session program (bpf/alloc_session.bpf.c), with skel's maps */
 	struct bpf_link **links;
@@ -79,7 +84,7 @@ struct tracer {
 	uint32_t n_slots;               /* process slots in use: 0 .. n_slots-1 (tracer_add_proc adds) */
 	struct live_levels lv;
 	/* The last load, for -v: in all, then libbpf's phases (see libbpf_log in tracer.c). */
-	struct {
+	struct tracer_times {
 		double load_ms;         /* tracer_load, the first live level and the exec watch included */
 		double ktypes_ms;       /* the kernel types for CO-RE (ktypes.c): from the cache, or built */
 		double btf_ms;          /* feature probes, the kernel's BTF */
