@@ -224,6 +224,12 @@ run_config() {
 		timeout $RUN_TIMEOUT "$HT" --no-inject --probe-at=entry -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_fp)
 		timeout $RUN_TIMEOUT "$HT" --unwind fp -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_sites | heaptrace_fp_sites)
+		# Exact without the ring: one record site (a trap) per call, as before batching (HEAPTRACE_BATCH=0).
+		local smode=auto
+		[ $name = heaptrace_fp_sites ] && smode=fp
+		HEAPTRACE_BATCH=0 timeout $RUN_TIMEOUT "$HT" --unwind $smode -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
 	heaptrace_kwalk | heaptrace_fp_kwalk | dwarf32_kwalk | fp32_kwalk)
 		# The stack walked by the BPF side, as before the stub walked it (HEAPTRACE_WALK=bpf).
 		local kargs=("${CHURN_ARGS[@]}") kmode=auto
@@ -416,7 +422,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_kwalk heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_fp_kwalk heaptrace_entry fp16 dwarf16 dwarf32 dwarf32_kwalk fp32 fp32_kwalk heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_sites heaptrace_kwalk heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_fp_sites heaptrace_fp_kwalk heaptrace_entry fp16 dwarf16 dwarf32 dwarf32_kwalk fp32 fp32_kwalk heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 [ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && [ -z "${BENCH_CONFIGS:-}" ] &&
@@ -438,6 +444,8 @@ declare -A LABEL=(
 	[heaptrace_noinject]="heaptrace --no-inject (uprobes)"
 	[heaptrace_s512k_noinject]="  same, --no-inject (uprobe sessions)"
 	[heaptrace_fp]="heaptrace --unwind fp"
+	[heaptrace_sites]="  same, a record site a call (no ring)"
+	[heaptrace_fp_sites]="  same, a record site a call (no ring)"
 	[heaptrace_kwalk]="  same, the BPF side walks"
 	[heaptrace_fp_kwalk]="  same, the BPF side walks"
 	[dwarf32]="heaptrace (CFI), depth 32"
@@ -519,6 +527,13 @@ per_call() {
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a - b) / 2 }'
 }
 
+echo "exact mode against heaptrack (in process, LD_PRELOAD), depth $DEPTH:"
+target "exact (CFI, the ring) / heaptrack" "$(ratio "${MED[heaptrace]:-}" "${MED[heaptrack]:-}")" "<=" 1.0
+target "exact --unwind fp / heaptrack" "$(ratio "${MED[heaptrace_fp]:-}" "${MED[heaptrack]:-}")" "<=" 1.0
+printf '  %-44s %8s\n' "exact: the ring / a record site a call" "$(ratio "${MED[heaptrace]:-}" "${MED[heaptrace_sites]:-}")"
+printf '  %-44s %8s\n' "--unwind fp: the ring / a record site a call" \
+	"$(ratio "${MED[heaptrace_fp]:-}" "${MED[heaptrace_fp_sites]:-}")"
+echo
 echo "the in-process fast path (the default; --no-inject: uprobes only), depth $DEPTH:"
 target "exact: heaptrace / trap floor" "$(ratio "${MED[heaptrace]:-}" "${MED[trap]:-}")" "<=" 1.0
 target "512K: unsampled path, ns per call above bare" \

@@ -198,8 +198,8 @@ __noinline int take_stack(struct drain *d, const struct ht_ev *ev, __u32 n)
 		rs.loss = HT_STACK_ERRORS;
 	else
 		intern_stack(sc, ev->hash, 0, &rs.loss);
-	if (bpf_map_update_elem(&ring_stacks, &key, &rs, BPF_ANY))
-		count(d->proc, HT_STACK_ERRORS);
+	/* Not kept (ring_stacks full): each allocation of the stack counts it, as the record sites count a lost stack. */
+	bpf_map_update_elem(&ring_stacks, &key, &rs, BPF_ANY);
 	if (d->seen_hash == ev->hash)
 		d->seen_hash = 0;       /* sent again: what ring_stacks holds now */
 	return 1;
@@ -219,7 +219,7 @@ static __always_inline __u64 ring_stack_of(struct drain *d, __u64 hash, bool rec
 	if (!hash || hash != d->seen_hash) {
 		struct ring_stack *found = hash ? bpf_map_lookup_elem(&ring_stacks, &key) : NULL;
 		if (!found) {
-			/* Never sent, or not kept (ring_stacks full: counted then). */
+			/* Never sent, or not kept (ring_stacks full): a lost stack, counted per allocation. */
 			if (record)
 				count(d->proc, HT_STACK_ERRORS);
 			return HT_STACK_LOST;

@@ -50,10 +50,13 @@ svc_paths() {
 # map_keys HEAPTRACE_PID NAME: the keys (u32, one a line) of heaptrace's BPF
 # map NAME, found by the map ids of its file descriptors (bpftool).
 map_keys() {
-	local f id
+	local f id seen=" "
 	for f in /proc/"$1"/fdinfo/*; do
 		id=$(awk '/^map_id:/ { print $2 }' "$f" 2>/dev/null)
 		[ -n "$id" ] || continue
+		# A map has several descriptors (programs loaded apart hold their own: tracer/apart.c): once.
+		[[ $seen == *" $id "* ]] && continue
+		seen+="$id "
 		bpftool map show id "$id" 2>/dev/null | head -1 | grep -q " name $2 " || continue
 		bpftool -j map dump id "$id" 2>/dev/null | grep -oE '"formatted":\{"key":[0-9]+' | grep -oE '[0-9]+$'
 	done

@@ -377,9 +377,14 @@ scenario_dlopen() {
 	expect_leaf dl plugin_early 999
 	fp=$(grep -m1 '^heaptrace: events:' "$TMP/dl.err" | tr ' ' '\n' | sed -n 's/^unwind_fp_frames=//p')
 	d=""
-	[[ $fp =~ ^[0-9]+$ ]] && [ "$fp" -gt 0 ] ||
+	# With the event ring, the stub hands a walk through a module it has no
+	# table for to the record site, which runs once the ring before it is
+	# drained: by then heaptrace may have the plugin's table, and the walk
+	# is whole (main;plugin_early) instead of by frame pointer.  One of the two.
+	[[ $fp =~ ^[0-9]+$ ]] && { [ "$fp" -gt 0 ] ||
+		{ grep -q 'events batched' "$TMP/dl.err" && grep -qE '(^|;)main;plugin_early 999$' "$TMP/dl.out"; }; } ||
 		d="unwind_fp_frames=${fp:-<missing>}: $(grep -m1 '^heaptrace: events:' "$TMP/dl.err")"
-	report "dlopen: events line: unwind_fp_frames=${fp:-none} > 0 (plugin_early's frames, before the table)" "$d"
+	report "dlopen: events line: unwind_fp_frames=${fp:-none} > 0 (plugin_early's frames, before the table), or batched: its whole stack" "$d"
 
 	# --unwind fp: EXPECTED DIFFERENCE (documents what the tables change):
 	# the innermost frame is still right, the frames above it are not (rbp

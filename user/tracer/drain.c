@@ -90,7 +90,7 @@ static uint32_t published(const struct ring *r, uint64_t tail)
 }
 
 /* Drain one ring until nothing published is left (or the program stops making progress).  Under the lock. */
-static int drain_ring(struct drain_state *d, struct ring *r)
+static int drain_ring(struct tracer *tr, struct drain_state *d, struct ring *r)
 {
 	struct ht_ring *h = r->hdr;
 
@@ -99,6 +99,7 @@ static int drain_ring(struct drain_state *d, struct ring *r)
 		uint32_t n = published(r, tail);
 		if (!n)
 			break;
+		tracer_live_room(tr, n);
 		struct ht_drain_ctx ctx = { .ring = (uintptr_t)r->slots, .tail = tail, .max = n, .tgid = r->tgid,
 					    .exec_gen = r->exec_gen };
 		LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
@@ -194,7 +195,7 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync)
 		return -1;
 	d->passes++;
 	for (size_t i = 0; i < d->n; i++) {
-		int err = drain_ring(d, d->rings[i].r);
+		int err = drain_ring(tr, d, d->rings[i].r);
 		if (err && !rc) {
 			ht_err("cannot drain the event ring of process %u: %s", d->rings[i].r->tgid, strerror(-err));
 			rc = -1;
@@ -302,7 +303,7 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 		if (d->rings[i].r != r)
 			continue;
 		if (published(r, r->hdr->tail) && !load(tr, d))
-			drain_ring(d, r);
+			drain_ring(tr, d, r);
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
 		d->rings[i] = d->rings[--d->n];

@@ -22,6 +22,8 @@ uint32_t tracer_level_cap(const struct live_levels *lv, int k);
 uint64_t tracer_memlock_of(int fd);
 
 /* --mmap: the mapping syscalls' tracepoints, attached to map_enter and map_exit.  0 or -1 (printed). */
+/* levels.c: levels enough that more blocks than live now fit (the ring's drain, before a run). */
+void tracer_live_room(struct tracer *tr, uint64_t more);
 int tracer_attach_maps(struct tracer *tr);
 void tracer_detach_maps(struct tracer *tr);
 
