@@ -75,6 +75,21 @@ struct {
 	__type(value, struct ht_last_alloc);
 } last_allocs SEC(".maps");
 
+/*
+ * Drained events' threads (struct ht_ring_thread, bpf/drain.bpf.c), as a
+ * record site's thread has its task storage.  LRU: threads that are gone
+ * make room.  Here, not in drain.bpf.c: a record site of a thread whose
+ * events also go through the ring (its walk failed: the ordered fallback)
+ * must see and move the same last allocation, or a free after it is taken
+ * for a temporary one (check-asan's temporary: pair_a 1 for 0).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);             /* tid */
+	__type(value, struct ht_ring_thread);
+} ring_threads SEC(".maps");
+
 /* A change of in-use counters: raw counts and estimates (see struct ht_site). */
 struct inuse_delta {
 	__s64 objects, bytes;
@@ -336,6 +351,12 @@ static __always_inline bool follows_last_alloc(struct ht_last_alloc *l, const st
  */
 static __always_inline struct ht_last_alloc *current_last_alloc(bool create)
 {
+	__u32 tid = bpf_get_current_pid_tgid();
+	struct ht_ring_thread *t = bpf_map_lookup_elem(&ring_threads, &tid);
+
+	/* A thread the ring's drain knows: one last allocation for both paths. */
+	if (t)
+		return &t->last;
 	return bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0,
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }

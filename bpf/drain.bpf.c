@@ -102,17 +102,6 @@ static __always_inline void *slot_at(const struct drain *d, __u64 pos)
 	return (void *)(d->ring + (pos & (HT_RING_SLOTS - 1)) * sizeof(struct ht_ev));
 }
 
-/*
- * Drained events' threads (struct ht_ring_thread), as a record site's
- * thread has its task storage.  LRU: threads that are gone make room.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);             /* tid */
-	__type(value, struct ht_ring_thread);
-} ring_threads SEC(".maps");
-
 /* Frees held in ring_threads, in all (drain.c looks at their threads when it is not 0). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
