@@ -283,16 +283,6 @@ static int reserve(struct ht_ring *h, __u32 n, struct stub_busy *me, __u64 outer
 	return 0;
 }
 
-/* ht_stack_hash of the frames a failed walk left (stub_walk hashes only a whole walk). */
-static void truncated_hash(struct ht_stub_stack *st)
-{
-	__u64 h = HT_STACK_HASH_SEED;
-
-	for (__u32 i = 0; i < st->depth && i < HT_MAX_STACK_DEPTH; i++)
-		h = ht_stack_hash_step(h, st->pcs[i]);
-	st->hash = ht_stack_hash_end(h);
-}
-
 static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct stub_busy *me, __u64 outer)
 {
 	struct ht_stub_stack st;
@@ -324,7 +314,7 @@ static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct 
 				 * cannot read on; its block is counted exactly.
 				 */
 				st.flags |= HT_STACK_TRUNCATED;
-				truncated_hash(&st);
+				stub_hash_frames(&st);  /* stub_walk hashes only a whole walk */
 				walked = 1;
 				ev->stack = st.hash;
 			} else {

@@ -391,8 +391,8 @@ static int fp_walk(struct walk *w)
 	return 0;
 }
 
-/* The stack map's key of the frames, as the BPF side would hash them: it then reads them only for a new stack. */
-static void hash_frames(struct ht_stub_stack *out)
+/* The BPF side then reads the frames only for a new stack. */
+void stub_hash_frames(struct ht_stub_stack *out)
 {
 	__u64 h = HT_STACK_HASH_SEED;
 
@@ -417,6 +417,6 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 	w.lo = r->sp - 8;
 	rc = stub_cfg.walk == STUB_WALK_FP ? fp_walk(&w) : cfi_walk(&w);
 	if (!rc)
-		hash_frames(out);
+		stub_hash_frames(out);
 	return rc;
 }

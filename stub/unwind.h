@@ -27,4 +27,7 @@ struct stub_regs {
  */
 int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out);
 
+/* out->hash: the stack map's key of out's frames, as the BPF side hashes them (a failed walk's too). */
+void stub_hash_frames(struct ht_stub_stack *out);
+
 #endif
