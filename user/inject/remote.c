@@ -423,6 +423,11 @@ static struct remote_thread *syscall_thread(struct remote *r)
 	return NULL;
 }
 
+bool remote_can_call(struct remote *r)
+{
+	return syscall_thread(r) != NULL;
+}
+
 void remote_fill_gadget(struct remote *r, uint8_t *g)
 {
 	struct remote_thread *t = syscall_thread(r);

@@ -67,6 +67,13 @@ void remote_resume(struct remote *r);
 void remote_fill_gadget(struct remote *r, uint8_t *g);
 
 /*
+ * Whether a stopped thread can make a call for us: false when each is in
+ * an event stop left to heaptrace's ptrace loop (loops), a process caught
+ * while it forks.
+ */
+bool remote_can_call(struct remote *r);
+
+/*
  * A system call made by the first thread in an interrupt stop; its result
  * (or -errno) in *ret.  0 or -errno (-ESRCH: every thread is in an event
  * stop of the ptrace loop's).

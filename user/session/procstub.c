@@ -58,6 +58,9 @@ static struct inject *install(struct session *s, pid_t pid, char *why, size_t le
 						  .skip = s->in.fns[i].skip };
 	if ((err = remote_stop(&r, pid, session_traced_by_us, s)))
 		snprintf(why, len, "cannot stop its threads: %s", strerror(-err));
+	else if (!remote_can_call(&r))
+		/* Its fork event is the ptrace loop's to take, after this adoption: the child is followed there. */
+		snprintf(why, len, "caught while it forks (its threads stopped at the fork, for heaptrace to follow)");
 	else if (inject_install(kid, &r, &s->plan, &s->tr))
 		snprintf(why, len, "%s", kid->why);
 	remote_resume(&r);
