@@ -418,6 +418,23 @@ static __always_inline bool free_unknown(__u64 ptr, __u32 proc, __u32 tgid)
 }
 
 /*
+ * A free of block b (live key key), out of the live map (or never in it:
+ * an allocation the drain paired with its free, bpf/drain.bpf.c) by the
+ * thread whose last allocation is l, at now (0: the current time).
+ */
+static __always_inline void free_taken(struct ht_block *b, __u64 key, __u32 proc, struct ht_last_alloc *l, __u64 now)
+{
+	bool temporary = follows_last_alloc(l, b);
+
+	if (release(b, key, proc)) {
+		record_free(b, proc, temporary, now);
+		count(proc, HT_FREES);
+	}
+	if (b->flags & HT_BLOCK_ARENA)
+		bpf_map_delete_elem(&arena_blocks, &key);
+}
+
+/*
  * A free of ptr at now (0: the current time) by the thread whose last
  * allocation is l (may be NULL), if it is a live block (its size in
  * *size); false if it is not (the caller tells why).
@@ -434,13 +451,7 @@ static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, struct ht_las
 	if (r)
 		return true;
 	*size = b.size;
-	bool temporary = follows_last_alloc(l, &b);
-	if (release(&b, key, proc)) {
-		record_free(&b, proc, temporary, now);
-		count(proc, HT_FREES);
-	}
-	if (b.flags & HT_BLOCK_ARENA)
-		bpf_map_delete_elem(&arena_blocks, &key);
+	free_taken(&b, key, proc, l, now);
 	return true;
 }
 
@@ -468,8 +479,41 @@ struct alloc_rec {
 	__u64 reallocs, realloc_bytes;  /* a realloc of a block: 1, and the bytes it copied */
 	__u64 now;                      /* when it was made; 0: the current time */
 	__u32 proc;
-	__u32 flags;                    /* HT_BLOCK_MAP for a mapping (bpf/maps.bpf.h), else 0 */
+	__u32 flags;                    /* HT_BLOCK_MAP for a mapping (bpf/maps.bpf.h), ALLOC_PAIRED, else 0 */
 };
+
+/*
+ * alloc_rec.flags: the block is freed later in the same drain run
+ * (bpf/drain.bpf.c, which keeps it for that free): it does not go into the
+ * live map, but a live block at its address still comes out (its free went
+ * unseen), as live_put() would replace it.  Never with an arena.
+ */
+#define ALLOC_PAIRED (1u << 31)
+
+/* The block an allocation makes (account_alloc()'s, and the one the drain keeps for a paired free). */
+static __always_inline struct ht_block alloc_block(const struct alloc_rec *r)
+{
+	struct ht_block b = { .size = r->size, .time_ns = r->now ? r->now : bpf_ktime_get_ns(), .stack = r->stack,
+			      .objects = r->objects,
+			      .flags = (r->arena ? HT_BLOCK_ARENA : 0) | (r->flags & HT_BLOCK_MAP) };
+	return b;
+}
+
+/*
+ * A block that was live at key when its address was handed out again (out
+ * of the live map now): its free went unseen, or its arena was reset.
+ */
+static __always_inline void drop_stale(struct ht_block *stale, __u64 key, __u32 proc)
+{
+	if (!release(stale, key, proc))
+		return;
+	/* Charged to the stack that allocated it too: -f top shows where the unseen frees are. */
+	struct ht_site_key sk = { .stack = stale->stack, .proc = proc };
+	struct ht_site *ss = bpf_map_lookup_elem(&sites, &sk);
+	if (ss)
+		__sync_fetch_and_add(&ss->missed_frees, 1);
+	count(proc, HT_MISSED_FREES);
+}
 
 /*
  * The block into the live map and the counters; 1 if it is live there
@@ -484,8 +528,7 @@ __noinline int account_alloc(struct alloc_rec *r)
 
 	__u32 proc = r->proc;
 	__u64 ptr = r->ptr, size = r->size, objects = r->objects, arena = r->arena;
-	struct ht_block b = { .size = size, .time_ns = r->now ? r->now : bpf_ktime_get_ns(), .stack = r->stack,
-			      .objects = objects, .flags = (arena ? HT_BLOCK_ARENA : 0) | (r->flags & HT_BLOCK_MAP) };
+	struct ht_block b = alloc_block(r);
 	struct ht_arena_block ab = { .arena = arena, .gen = arena_gen(arena, proc) };
 	__u64 key = ht_live_key(ptr, proc), weight = ht_weight_q16(size, sample_rate);
 
@@ -504,21 +547,19 @@ __noinline int account_alloc(struct alloc_rec *r)
 	count_size(proc, size, weight);
 
 	struct ht_block stale = {};
-	int put = live_put(key, &b, &stale);
+	int put;
+	if (r->flags & ALLOC_PAIRED)
+		put = live_take(key, &stale) ? LIVE_ADDED : LIVE_REPLACED;
+	else
+		put = live_put(key, &b, &stale);
 	if (put == LIVE_FULL) {
 		count(proc, HT_LIVE_MAP_FULL);
 		return 0;
 	}
 	/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
 	bool stale_arena = put == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
-	if (put == LIVE_REPLACED && release(&stale, key, proc)) {
-		/* Charged to the stack that allocated it too: -f top shows where the unseen frees are. */
-		struct ht_site_key sk = { .stack = stale.stack, .proc = proc };
-		struct ht_site *ss = bpf_map_lookup_elem(&sites, &sk);
-		if (ss)
-			__sync_fetch_and_add(&ss->missed_frees, 1);
-		count(proc, HT_MISSED_FREES);
-	}
+	if (put == LIVE_REPLACED)
+		drop_stale(&stale, key, proc);
 	struct inuse_delta d = block_delta(&b, 1);
 	site_inuse(s, proc, &d);
 	/* A block its arena's maps cannot hold is counted in its stack alone: a reset cannot release it. */
