@@ -297,22 +297,27 @@ static __always_inline struct ht_arena_block *block_arena(const struct ht_block 
 	return b->flags & HT_BLOCK_ARENA ? bpf_map_lookup_elem(&arena_blocks, &key) : NULL;
 }
 
+/* The counters of a block's stack (NULL: the sites map was full at its allocation). */
+static __always_inline struct ht_site *block_site(const struct ht_block *b, __u32 proc)
+{
+	struct ht_site_key key = { .stack = b->stack, .proc = proc };
+
+	return bpf_map_lookup_elem(&sites, &key);
+}
+
 /*
- * A live block (at key) leaves the in-use counters.  A block of an arena
- * that was reset since it was allocated left them at the reset already.
- * Its arena_blocks entry stays: the caller deletes or replaces it.
+ * A live block (at key) leaves the in-use counters of its stack (s:
+ * block_site()).  A block of an arena that was reset since it was
+ * allocated left them at the reset already.  Its arena_blocks entry stays:
+ * the caller deletes or replaces it.
  */
-static __always_inline bool release(struct ht_block *b, __u64 live_key, __u32 proc)
+static __always_inline bool release_at(struct ht_site *s, struct ht_block *b, __u64 live_key, __u32 proc)
 {
 	struct ht_arena_block *ab = block_arena(b, live_key);
 	__u64 arena = ab ? ab->arena : 0;
 
 	if (ab && ab->gen != arena_gen(arena, proc))
 		return false;
-
-	struct ht_site_key key = { .stack = b->stack, .proc = proc };
-	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
-
 	if (s) {
 		struct inuse_delta d = block_delta(b, -1);
 		site_inuse(s, proc, &d);
@@ -320,6 +325,11 @@ static __always_inline bool release(struct ht_block *b, __u64 live_key, __u32 pr
 	if (ab)
 		arena_add(b, arena, proc, -1);
 	return true;
+}
+
+static __always_inline bool release(struct ht_block *b, __u64 live_key, __u32 proc)
+{
+	return release_at(block_site(b, proc), b, live_key, proc);
 }
 
 /*
@@ -377,12 +387,11 @@ static __always_inline void set_last_alloc(struct ht_last_alloc *l, __u64 stack,
 
 /*
  * A block freed by the program (not a reset) at now (0: the current time):
- * its lifetime, and whether it was temporary, go to its stack.
+ * its lifetime, and whether it was temporary, go to its stack (s:
+ * block_site()).
  */
-static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary, __u64 now)
+static __always_inline void record_free_at(struct ht_site *s, const struct ht_block *b, bool temporary, __u64 now)
 {
-	struct ht_site_key key = { .stack = b->stack, .proc = proc };
-	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 	__u64 life = (now ? now : bpf_ktime_get_ns()) - b->time_ns;
 
 	if (!s)
@@ -390,6 +399,11 @@ static __always_inline void record_free(const struct ht_block *b, __u32 proc, bo
 	__sync_fetch_and_add(&s->lifetimes[life_bucket(life)], 1);
 	if (temporary)
 		__sync_fetch_and_add(&s->temporary, 1);
+}
+
+static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary, __u64 now)
+{
+	record_free_at(block_site(b, proc), b, temporary, now);
 }
 
 /* A followed child frees what it inherited: the block is live in its parent's slot. */
@@ -425,9 +439,11 @@ static __always_inline bool free_unknown(__u64 ptr, __u32 proc, __u32 tgid)
 static __always_inline void free_taken(struct ht_block *b, __u64 key, __u32 proc, struct ht_last_alloc *l, __u64 now)
 {
 	bool temporary = follows_last_alloc(l, b);
+	struct ht_site *s = block_site(b, proc);
 
-	if (release(b, key, proc)) {
-		record_free(b, proc, temporary, now);
+	/* One lookup of the stack's counters for both. */
+	if (release_at(s, b, key, proc)) {
+		record_free_at(s, b, temporary, now);
 		count(proc, HT_FREES);
 	}
 	if (b->flags & HT_BLOCK_ARENA)
