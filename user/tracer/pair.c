@@ -86,6 +86,17 @@ __u32 pair_mark(struct pairing *p, struct ht_ev *slots, __u64 tail, __u32 n)
 			}
 			break;
 		case HT_EV_FREE:
+			/*
+			 * Paired by an earlier scan with an allocation consumed
+			 * since (a run held this free back): its block waits in
+			 * the drain's pair_blocks.  Else the marks are this
+			 * scan's to make: the stub never sets HT_EV_PAIRED.
+			 */
+			if ((ev->flags & HT_EV_PAIRED) && ev->old < tail) {
+				p->carried++;
+				break;
+			}
+			bool was = ev->flags & HT_EV_PAIRED;
 			ev->flags &= ~HT_EV_PAIRED;
 			if (!table || !ev->ptr)
 				break;
@@ -93,9 +104,10 @@ __u32 pair_mark(struct pairing *p, struct ht_ev *slots, __u64 tail, __u32 n)
 			if (e && e->off != PAIR_NONE) {
 				slots[(tail + e->off) & (HT_RING_SLOTS - 1)].flags |= HT_EV_PAIRED;
 				ev->flags |= HT_EV_PAIRED;
+				/* Counted once: an earlier scan may have made the same pair (held back, both). */
+				p->pairs += !was || ev->old != tail + e->off;
 				ev->old = tail + e->off;
 				e->off = PAIR_NONE;   /* a second free is unmatched, as it is today */
-				p->pairs++;
 			}
 			break;
 		default:
@@ -104,6 +116,17 @@ __u32 pair_mark(struct pairing *p, struct ht_ev *slots, __u64 tail, __u32 n)
 		k++;
 	}
 	return k;
+}
+
+__u32 pair_boundary(const struct ht_ev *slots, __u64 tail, __u32 m, __u32 want)
+{
+	__u32 k = 0;
+
+	while (k < want && k < m) {
+		const struct ht_ev *ev = &slots[(tail + k) & (HT_RING_SLOTS - 1)];
+		k += ev->kind == HT_EV_STACK ? 1 + HT_RING_STACK_SLOTS(ev->depth) : 1;
+	}
+	return k < m ? k : m;
 }
 
 void pair_free(struct pairing *p)

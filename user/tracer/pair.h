@@ -24,6 +24,7 @@ struct pairing {
 	struct pair_entry *e;   /* HT_RING_SLOTS * 2 entries, allocated at the first run */
 	__u32 gen;
 	uint64_t pairs;         /* pairs marked, for -v */
+	uint64_t carried;       /* of them, frees held back by a run whose allocation it consumed */
 	bool off;               /* HEAPTRACE_PAIR=0: none marked */
 };
 
@@ -39,6 +40,17 @@ struct pairing {
  * live map's way).
  */
 __u32 pair_mark(struct pairing *p, struct ht_ev *slots, __u64 tail, __u32 n);
+
+/*
+ * The first event's offset at or past want among the m slots pair_mark()
+ * took (m at most): a run that consumes only so far ends between events.
+ * A run may hold back the last slots it scanned so that more allocations
+ * find their frees: a free held back whose allocation is consumed keeps
+ * its mark through the next scans (its allocation's block waits for it),
+ * so the next run must consume what this one held back before any other
+ * ring's run (drain.c holds back only with one ring).
+ */
+__u32 pair_boundary(const struct ht_ev *slots, __u64 tail, __u32 m, __u32 want);
 
 void pair_free(struct pairing *p);
 
