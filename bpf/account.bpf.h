@@ -112,15 +112,18 @@ static __always_inline struct inuse_delta block_delta(const struct ht_block *b, 
 /*
  * Every change of a site's in-use counters goes through here: it keeps the
  * process totals and the peak, and copies the site's at-peak values before
- * the first change after a new peak epoch.
+ * the first change after a new peak epoch.  A global function: the
+ * verifier checks its peak's branches once, not in each of its callers
+ * (with free_taken() global too: the drain's program 52,725 instructions
+ * verified -> 34,059, stub_alloc 16,471 -> 13,064, stub_free 9,718 -> 8,366).
  */
-static __always_inline void site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
+__noinline int site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
 {
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
-	__s64 bytes = d->est_bytes;
 
-	if (!t)
-		return;
+	if (!t || !s || !d)
+		return 0;
+	__s64 bytes = d->est_bytes;
 	if (s->epoch != t->epoch) {
 		s->peak_objects = s->est_inuse_objects;
 		s->peak_bytes = s->est_inuse_bytes;
@@ -133,7 +136,7 @@ static __always_inline void site_inuse(struct ht_site *s, __u32 proc, const stru
 	__sync_fetch_and_add(&t->inuse_objects, d->est_objects);
 	__s64 now = __sync_fetch_and_add(&t->inuse_bytes, bytes) + bytes;
 	if (bytes <= 0 || now <= (__s64)t->peak_bytes)
-		return;
+		return 0;
 	/* Racing CPUs may each see a new peak; the last writer wins, off by one allocation at most. */
 	__u64 ns = bpf_ktime_get_ns();
 	t->peak_bytes = now;
@@ -149,6 +152,7 @@ static __always_inline void site_inuse(struct ht_site *s, __u32 proc, const stru
 		t->epoch_ns = ns;
 		__sync_fetch_and_add(&t->epoch, 1);
 	}
+	return 0;
 }
 
 /*
@@ -434,10 +438,15 @@ static __always_inline bool free_unknown(__u64 ptr, __u32 proc, __u32 tgid)
 /*
  * A free of block b (live key key), out of the live map (or never in it:
  * an allocation the drain paired with its free, bpf/drain.bpf.c) by the
- * thread whose last allocation is l, at now (0: the current time).
+ * thread whose last allocation is l (may be NULL), at now (0: the current
+ * time).  A global function, checked once for its callers (free_entry's
+ * paths, realloc's, the drain's two).
  */
-static __always_inline void free_taken(struct ht_block *b, __u64 key, __u32 proc, struct ht_last_alloc *l, __u64 now)
+__noinline int free_taken(struct ht_block *b, __u64 key, __u32 proc, struct ht_last_alloc *l, __u64 now)
 {
+	if (!b)
+		return 0;
+
 	bool temporary = follows_last_alloc(l, b);
 	struct ht_site *s = block_site(b, proc);
 
@@ -448,6 +457,7 @@ static __always_inline void free_taken(struct ht_block *b, __u64 key, __u32 proc
 	}
 	if (b->flags & HT_BLOCK_ARENA)
 		bpf_map_delete_elem(&arena_blocks, &key);
+	return 0;
 }
 
 /*

@@ -53,6 +53,7 @@ struct drain_state {
 	/* For -v. */
 	uint64_t passes, runs, events, run_ns, pair_ns;
 	double load_ms;
+	uint32_t verified;              /* instructions the verifier walked for the program */
 };
 
 static int futex(void *addr, int op, uint32_t val, const struct timespec *timeout)
@@ -86,6 +87,11 @@ static int load(struct tracer *tr, struct drain_state *d)
 	d->obj = o;
 	d->prog_fd = bpf_program__fd(o->progs.drain);
 	d->load_ms = now_ms() - t0;
+	/* For -v: what the verifier walked, most of the load (the ring waits meanwhile). */
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	if (!bpf_obj_get_info_by_fd(d->prog_fd, &info, &len))
+		d->verified = info.verified_insns;
 	return 0;
 }
 
@@ -102,17 +108,21 @@ static uint32_t published(const struct ring *r, uint64_t tail)
 
 /*
  * The slots a run consumes of the m scanned from tail: all of them, or
- * with hold all but the last HOLD or so.  Never held while a producer
- * waits for tail to pass what it saw (stub/ring.c's ordered fallback: a
- * walk that failed) rather than for room (the ring full: what is consumed
- * makes it room).
+ * with hold all but the last HOLD or so.  While a producer waits, never
+ * nothing: all when the ring is not full (stub/ring.c's ordered fallback,
+ * a walk that failed, waits for tail to pass what it saw) or when holding
+ * back would leave nothing to consume (the ring full of positions taken
+ * but not yet published); a producer waiting for room on a full ring gets
+ * it from the rest.
  */
 static uint32_t to_consume(const struct drained *dr, uint64_t tail, uint32_t m, bool hold)
 {
 	struct ht_ring *h = dr->r->hdr;
 
-	if (!hold || (__atomic_load_n(&h->waiting, __ATOMIC_ACQUIRE) &&
-		      __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) - tail < HT_RING_SLOTS))
+	if (!hold)
+		return m;
+	if (__atomic_load_n(&h->waiting, __ATOMIC_ACQUIRE) &&
+	    (m <= HOLD || __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) - tail < HT_RING_SLOTS))
 		return m;
 	return m > HOLD ? pair_boundary(dr->r->slots, tail, m, m - HOLD) : 0;
 }
@@ -453,9 +463,9 @@ void drain_close(struct tracer *tr)
 	if (d->prog_fd >= 0)
 		ht_info("ring drain: %" PRIu64 " passes, %" PRIu64 " program runs, %" PRIu64 " slots, %.1f ms in the "
 			"program (%.0f ns a slot), %" PRIu64 " pairs (%" PRIu64 " across runs) found in %.1f ms (%.0f ns a "
-			"slot), loaded in %.1f ms", d->passes, d->runs, d->events, d->run_ns / 1e6,
+			"slot), loaded in %.1f ms (%u instructions verified)", d->passes, d->runs, d->events, d->run_ns / 1e6,
 			d->events ? (double)d->run_ns / d->events : 0.0, d->pairs.pairs, d->pairs.carried, d->pair_ns / 1e6,
-			d->events ? (double)d->pair_ns / d->events : 0.0, d->load_ms);
+			d->events ? (double)d->pair_ns / d->events : 0.0, d->load_ms, d->verified);
 	drain__destroy(d->obj);
 	pair_free(&d->pairs);
 	pthread_mutex_destroy(&d->lock);
