@@ -423,15 +423,16 @@ static long drain_step(__u32 i, struct drain *d)
 
 struct unpair {
 	__u64 from;
-	__u32 tgid, proc;
+	__u32 proc;
 };
 
 /*
  * A paired allocation at position from + i whose free this run did not
- * reach: its block goes into the live map now, where the free, a plain
- * one in the next run (user/tracer/pair.c pairs within a run only), finds
- * it.  Its counters were added at the allocation: a block no level has
- * room for takes them off again.
+ * reach: its block goes into the live map now, where the free (marked
+ * still, or not, by the next scan) finds it: the free looks in the live
+ * map when its pair_blocks entry is not its allocation's.  Its counters
+ * were added at the allocation: a block no level has room for takes them
+ * off again.
  */
 static long unpair_step(__u32 i, struct unpair *u)
 {
@@ -477,7 +478,7 @@ int drain(__u64 *ctx)
 		count_n(d.proc, HT_RING_EVENTS, d.events);
 	/* Stopped short of what drain.c paired (a slot it could not read): the blocks whose frees wait go live. */
 	if (d.pos < d.end && !d.discard && !d.old_image) {
-		struct unpair u = { .from = c->tail, .tgid = d.tgid, .proc = d.proc };
+		struct unpair u = { .from = c->tail, .proc = d.proc };
 		bpf_loop(d.pos - c->tail, unpair_step, &u, 0);
 	}
 	return d.pos - c->tail;

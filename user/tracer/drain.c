@@ -23,7 +23,7 @@
 struct drained {
 	struct ring *r;
 	uint32_t slot;
-	uint64_t held;          /* the last scan's end: slots before it not consumed were held back, owed to the next run */
+	uint64_t held;          /* the last scan's end: slots before it not consumed were held back (any_new() looks past it) */
 };
 
 /*
