@@ -102,6 +102,33 @@ static __always_inline void *slot_at(const struct drain *d, __u64 pos)
 	return (void *)(d->ring + (pos & (HT_RING_SLOTS - 1)) * sizeof(struct ht_ev));
 }
 
+/*
+ * The blocks of paired allocations (HT_EV_PAIRED: user/tracer/pair.c
+ * found the free that ends each later in the same run), by the
+ * allocation's slot, kept for that free: such a block never enters the
+ * live map.  One run at a time (drain.c's lock), so one array for all
+ * rings; pos says whose an entry is (~0: none).
+ */
+struct pair_block {
+	struct ht_block b;
+	__u64 ptr;
+	__u64 pos;              /* the allocation's position */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HT_RING_SLOTS);
+	__type(key, __u32);
+	__type(value, struct pair_block);
+} pair_blocks SEC(".maps");
+
+static __always_inline struct pair_block *pair_at(__u64 pos)
+{
+	__u32 i = pos & (HT_RING_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&pair_blocks, &i);
+}
+
 /* Frees held in ring_threads, in all (drain.c looks at their threads when it is not 0). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -263,14 +290,22 @@ __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 	}
 	struct ht_ring_thread *th = thread_of(d, ev->tid, true);
 	__u64 copied = 0, stack = ring_stack_of(d, ev->stack, record && ev->ptr);
+	/* Freed later in this run: the block waits for its free in pair_blocks, not in the live map. */
+	struct pair_block *pb = (ev->flags & HT_EV_PAIRED) && !ev->arena ? pair_at(d->pos) : NULL;
 
+	if (pb)
+		pb->pos = ~0ull;
 	settle_thread(th, proc);
 	if (alloc_outcome(proc, th ? &th->last : NULL, d->tgid, d->now, ev->ptr, ev->size, ev->old, record, &copied)) {
 		struct alloc_rec r = { .stack = stack, .ptr = ev->ptr, .size = ev->size, .objects = ev->objects,
 				       .arena = ev->arena, .reallocs = ev->old ? 1 : 0, .realloc_bytes = copied,
-				       .now = d->now, .proc = proc };
+				       .now = d->now, .proc = proc, .flags = pb ? ALLOC_PAIRED : 0 };
 		set_last_alloc(th ? &th->last : NULL, r.stack, r.size);
-		account_alloc(&r);
+		if (account_alloc(&r) && pb) {
+			pb->b = alloc_block(&r);
+			pb->ptr = ev->ptr;
+			pb->pos = d->pos;
+		}
 	}
 	return 0;
 }
@@ -292,7 +327,17 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 	if (d->old_image || !ev->ptr)
 		return 0;
 	struct ht_ring_thread *th = thread_of(d, ev->tid, false);
+	/* The free of a paired allocation (its position in old): its block, kept by the allocation. */
+	struct pair_block *pb = ev->flags & HT_EV_PAIRED ? pair_at(ev->old) : NULL;
 
+	if (pb && pb->pos == ev->old && pb->ptr == ev->ptr) {
+		struct ht_block b = pb->b;
+		pb->pos = ~0ull;
+		free_taken(&b, ht_live_key(ev->ptr, proc), proc, th ? &th->last : NULL, d->now);
+		settle_thread(th, proc);
+		return 0;
+	}
+	/* Else its allocation was not accounted (a map full): not live, as it would not be in the live map. */
 	if (!free_live(ev->ptr, proc, th ? &th->last : NULL, d->now) && free_unknown(ev->ptr, proc, d->tgid)) {
 		if (thread_exits_seen && (ev->flags & HT_EV_FREE_IN_ALLOCATOR)) {
 			if (!th)
@@ -376,6 +421,39 @@ static long drain_step(__u32 i, struct drain *d)
 	return 0;
 }
 
+struct unpair {
+	__u64 from;
+	__u32 proc;
+};
+
+/*
+ * A paired allocation at position from + i whose free this run did not
+ * reach: its block goes into the live map now, where the free (marked
+ * still, or not, by the next scan) finds it: the free looks in the live
+ * map when its pair_blocks entry is not its allocation's.  Its counters
+ * were added at the allocation: a block no level has room for takes them
+ * off again.
+ */
+static long unpair_step(__u32 i, struct unpair *u)
+{
+	__u64 pos = u->from + i;
+	struct pair_block *pb = pair_at(pos);
+
+	if (!pb || pb->pos != pos)
+		return 0;
+	struct ht_block b = pb->b, stale = {};
+	__u64 key = ht_live_key(pb->ptr, u->proc);
+	pb->pos = ~0ull;
+	int put = live_put(key, &b, &stale);
+	if (put == LIVE_REPLACED)
+		drop_stale(&stale, key, u->proc);
+	if (put == LIVE_FULL) {
+		count(u->proc, HT_LIVE_MAP_FULL);
+		release(&b, key, u->proc);
+	}
+	return 0;
+}
+
 /*
  * ctx: struct ht_drain_ctx as a raw tracepoint's arguments (u64 words);
  * returns the slots consumed (done), which BPF_PROG_TEST_RUN hands back as
@@ -398,5 +476,10 @@ int drain(__u64 *ctx)
 	bpf_loop(HT_RING_SLOTS, drain_step, &d, 0);
 	if (d.events && !d.discard)
 		count_n(d.proc, HT_RING_EVENTS, d.events);
+	/* Stopped short of what drain.c paired (a slot it could not read): the blocks whose frees wait go live. */
+	if (d.pos < d.end && !d.discard && !d.old_image) {
+		struct unpair u = { .from = c->tail, .proc = d.proc };
+		bpf_loop(d.pos - c->tail, unpair_step, &u, 0);
+	}
 	return d.pos - c->tail;
 }

@@ -638,6 +638,15 @@ enum ht_ev_kind {
 /* HT_EV_FREE's flags: called from the allocator's own code (from_allocator(): unmatched, a thread-exit free) */
 #define HT_EV_FREE_IN_ALLOCATOR 1
 
+/*
+ * Written by heaptrace alone, into published slots it owns until tail
+ * moves (user/tracer/pair.c; the stub never sets it): an HT_EV_ALLOC whose
+ * block an HT_EV_FREE later in the same drain run frees, and that free,
+ * whose old then holds the allocation's position.  The drain accounts such
+ * a pair without the live map (bpf/drain.bpf.c).
+ */
+#define HT_EV_PAIRED 0x80
+
 struct ht_ev {
 	__u64 seq;
 	__u8 kind;              /* enum ht_ev_kind */

@@ -180,6 +180,200 @@ static void *other(void *arg)
 	return NULL;
 }
 
+/* Is ptr a block of the live map (any level)? */
+static int is_live(struct tracer *tr, __u64 ptr)
+{
+	int fds[HT_LIVE_LEVELS], n = tracer_live_fds(tr, fds);
+	__u64 key = ht_live_key(ptr, 0);
+	struct ht_block b;
+
+	for (int i = 0; i < n; i++)
+		if (!bpf_map_lookup_elem(fds[i], &key, &b))
+			return 1;
+	return 0;
+}
+
+/* The next event's position, and whether the drain marked the event at pos paired. */
+static __u64 next_pos(struct ring *r)
+{
+	return r->hdr->head;
+}
+
+static int paired(struct ring *r, __u64 pos)
+{
+	return !!(r->slots[pos & (HT_RING_SLOTS - 1)].flags & HT_EV_PAIRED);
+}
+
+static __u32 lifetimes(const struct ht_site *s)
+{
+	__u32 n = 0;
+
+	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
+		n += s->lifetimes[i];
+	return n;
+}
+
+/*
+ * Blocks allocated and freed within one drain run are paired
+ * (user/tracer/pair.c) and accounted without the live map: every figure
+ * as through it.  With HEAPTRACE_PAIR=0 nothing is paired and the same
+ * figures must come out (drain.sh runs both).
+ */
+static void pairs(struct tracer *tr, struct ring *r, __u32 me)
+{
+	int on = !(getenv("HEAPTRACE_PAIR") && !strcmp(getenv("HEAPTRACE_PAIR"), "0"));
+	__u64 c[5] = { 0x404100, 0x404200, 0x404300, 0x404400, 0x404500 }, hc = hash_of(c, 5);
+	long long allocs = counter(tr, HT_ALLOCS), frees = counter(tr, HT_FREES);
+	long long unmatched = counter(tr, HT_UNMATCHED_FREES), missed = counter(tr, HT_MISSED_FREES);
+	__u64 p[16];
+	struct ht_totals t0, t;
+
+	/* P0: a block that stays live, its free unseen (the address comes back in P1). */
+	send_stack(r, c, 5, me, false);
+	put(r, alloc_ev(me, 0x30000070, 90, 0, hc));
+	drain_now(tr);
+	check("pairs: a block of an earlier run is live", is_live(tr, 0x30000070), 1);
+	tracer_totals(tr, 0, &t0);
+
+	/* P1: each case in one run. */
+	p[0] = next_pos(r);
+	put(r, alloc_ev(me, 0x30000100, 1000000, 0, hc));       /* peak: both big blocks live at once */
+	put(r, alloc_ev(me, 0x30000200, 2000000, 0, hc));
+	put(r, free_ev(me, 0x30000100));                        /* not temporary: 2000000 came after */
+	put(r, free_ev(me, 0x30000200));                        /* not temporary: the last was a free */
+	p[1] = next_pos(r);
+	put(r, alloc_ev(me, 0x30000010, 10, 0, hc));            /* an address used twice in the run */
+	put(r, free_ev(me, 0x30000010));                        /* temporary */
+	put(r, alloc_ev(me, 0x30000010, 20, 0, hc));
+	put(r, free_ev(me, 0x30000010));                        /* temporary */
+	p[2] = next_pos(r);
+	put(r, alloc_ev(me, 0x30000030, 50, 0, hc));            /* a double free */
+	put(r, free_ev(other_tid, 0x30000030));                 /* another thread's: not temporary */
+	put(r, free_ev(me, 0x30000030));                        /* unmatched */
+	p[3] = next_pos(r);
+	put(r, alloc_ev(me, 0x30000040, 60, 0, hc));            /* realloc'd: freed by the realloc, temporary */
+	put(r, alloc_ev(me, 0x30000050, 70, 0x30000040, hc));   /* 60 copied; its new block paired */
+	put(r, free_ev(me, 0x30000050));                        /* temporary */
+	p[4] = next_pos(r);
+	struct ht_ev ae = alloc_ev(me, 0x30000060, 80, 0, hc);
+	ae.arena = 0xa1;                                        /* an arena's block: through the live map */
+	put(r, ae);
+	put(r, free_ev(me, 0x30000060));                        /* temporary */
+	p[5] = next_pos(r);
+	put(r, alloc_ev(me, 0x30000070, 95, 0, hc));            /* P0's block live still: it comes out (missed) */
+	put(r, free_ev(me, 0x30000070));                        /* temporary */
+	p[6] = next_pos(r);
+	put(r, alloc_ev(me, 0x30000080, 110, 0, hc));           /* freed in the next run */
+	drain_now(tr);
+
+	check("pairs: big blocks paired", paired(r, p[0]) + paired(r, p[0] + 1) + paired(r, p[0] + 2) +
+	      paired(r, p[0] + 3), on ? 4 : 0);
+	check("pairs: an address used twice, two pairs", paired(r, p[1]) + paired(r, p[1] + 1) +
+	      paired(r, p[1] + 2) + paired(r, p[1] + 3), on ? 4 : 0);
+	check("pairs: double free: the first free paired, not the second",
+	      paired(r, p[2]) * 4 + paired(r, p[2] + 1) * 2 + paired(r, p[2] + 2), on ? 6 : 0);
+	check("pairs: realloc: the old block's allocation unpaired, the new one paired",
+	      paired(r, p[3]) * 4 + paired(r, p[3] + 1) * 2 + paired(r, p[3] + 2), on ? 3 : 0);
+	check("pairs: an arena's block unpaired", paired(r, p[4]) + paired(r, p[4] + 1), 0);
+	check("pairs: a stale address's new block paired", paired(r, p[5]) + paired(r, p[5] + 1), on ? 2 : 0);
+	check("pairs: a block freed in the next run unpaired", paired(r, p[6]), 0);
+	check("pairs: allocs", counter(tr, HT_ALLOCS) - allocs, 11);
+	check("pairs: frees", counter(tr, HT_FREES) - frees, 9);
+	check("pairs: unmatched_frees (the double free)", counter(tr, HT_UNMATCHED_FREES) - unmatched, 1);
+	check("pairs: missed_frees (P0's block)", counter(tr, HT_MISSED_FREES) - missed, 1);
+	check("pairs: the stale block out of the live map", is_live(tr, 0x30000070), 0);
+	check("pairs: the block freed in the next run is live", is_live(tr, 0x30000080), 1);
+	struct ht_site sc = site(tr, hc);
+	check("pairs: stack C alloc_objects", sc.alloc_objects, 11);
+	check("pairs: stack C alloc_bytes", sc.alloc_bytes, 90 + 1000000 + 2000000 + 10 + 20 + 50 + 60 + 70 + 80 + 95 + 110);
+	check("pairs: stack C inuse_objects", sc.inuse_objects, 1);
+	check("pairs: stack C inuse_bytes", sc.inuse_bytes, 110);
+	check("pairs: stack C temporary (the realloc's free of 60 too)", sc.temporary, 6);
+	check("pairs: stack C lifetimes (each free, the realloc's too)", lifetimes(&sc), 9);
+	check("pairs: stack C missed_frees", sc.missed_frees, 1);
+	check("pairs: stack C realloc_objects", sc.realloc_objects, 1);
+	check("pairs: stack C realloc_bytes", sc.realloc_bytes, 60);
+	tracer_totals(tr, 0, &t);
+	check("pairs: totals inuse_bytes", t.inuse_bytes - t0.inuse_bytes, 110 - 90);
+	check("pairs: peak_bytes (both big blocks at once)", t.peak_bytes, t0.inuse_bytes + 3000000);
+
+	/* P2: the free of P1's last block. */
+	put(r, free_ev(me, 0x30000080));
+	drain_now(tr);
+	check("pairs: split across two runs: freed", counter(tr, HT_FREES) - frees, 10);
+	check("pairs: split across two runs: not live", is_live(tr, 0x30000080), 0);
+	check("pairs: stack C inuse_bytes at the end", site(tr, hc).inuse_bytes, 0);
+	check("pairs: stack C lifetimes at the end", (sc = site(tr, hc), lifetimes(&sc)), 10);
+
+	/* P3: the old image's pair: counted, dropped, its free ignored. */
+	struct ht_totals x = t;
+	x.execs = 1;
+	bpf_map_update_elem(bpf_map__fd(tr->skel->maps.totals), &(__u32){ 0 }, &x, BPF_ANY);
+	long long dropped = counter(tr, HT_EXEC_DROPPED);
+	p[7] = next_pos(r);
+	put(r, alloc_ev(me, 0x30000090, 120, 0, hc));
+	put(r, free_ev(me, 0x30000090));
+	drain_now(tr);
+	check("pairs: old image: marked as any pair", paired(r, p[7]) + paired(r, p[7] + 1), on ? 2 : 0);
+	check("pairs: old image: exec_dropped", counter(tr, HT_EXEC_DROPPED) - dropped, 1);
+	check("pairs: old image: frees", counter(tr, HT_FREES) - frees, 10);
+	check("pairs: old image: stack C alloc_objects", site(tr, hc).alloc_objects, 11);
+	tracer_totals(tr, 0, &x);
+	x.execs = 0;
+	bpf_map_update_elem(bpf_map__fd(tr->skel->maps.totals), &(__u32){ 0 }, &x, BPF_ANY);
+}
+
+/*
+ * The drain thread alone, blocks freed 1500 allocations after they were
+ * made, three rings' worth: a run holds back the last slots it scanned,
+ * so blocks alive across its end pair with frees the next run consumes.
+ * Every figure exact, and the same with HEAPTRACE_PAIR=0.
+ */
+static void carried(struct tracer *tr, struct ring *r, __u32 me)
+{
+	int on = !(getenv("HEAPTRACE_PAIR") && !strcmp(getenv("HEAPTRACE_PAIR"), "0"));
+	__u64 d[4] = { 0x405100, 0x405200, 0x405300, 0x405400 }, hd = hash_of(d, 4);
+	const long n = 3 * HT_RING_SLOTS / 2, live = 1500;
+	uint64_t pairs0, carried0, pairs1, carried1;
+	struct ht_totals t0, t;
+
+	send_stack(r, d, 4, me, false);
+	drain_now(tr);
+	long long allocs = counter(tr, HT_ALLOCS), frees = counter(tr, HT_FREES);
+	long long unmatched = counter(tr, HT_UNMATCHED_FREES), missed = counter(tr, HT_MISSED_FREES);
+	tracer_totals(tr, 0, &t0);
+	drain_pairs(tr, &pairs0, &carried0);
+	for (long i = 0; i < n + live; i++) {
+		if (i < n)
+			put(r, alloc_ev(me, 0x40000000 + i * 32, 32, 0, hd));
+		if (i >= live)
+			put(r, free_ev(me, 0x40000000 + (i - live) * 32));
+	}
+	uint64_t t1 = monotonic_ns();
+	while (__atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE) != r->hdr->head && monotonic_ns() - t1 < 5000000000ull)
+		usleep(1000);
+	check("carried: every slot drained by the thread", r->hdr->tail, r->hdr->head);
+	drain_pairs(tr, &pairs1, &carried1);
+	printf("# carried: %lu pairs, %lu across runs\n", (unsigned long)(pairs1 - pairs0),
+	       (unsigned long)(carried1 - carried0));
+	check("carried: pairs across runs found", carried1 - carried0 > 0, on);
+	check("carried: at most a pair a block", pairs1 - pairs0 <= (uint64_t)n, 1);
+	check("carried: allocs", counter(tr, HT_ALLOCS) - allocs, n);
+	check("carried: frees", counter(tr, HT_FREES) - frees, n);
+	check("carried: unmatched_frees", counter(tr, HT_UNMATCHED_FREES) - unmatched, 0);
+	check("carried: missed_frees", counter(tr, HT_MISSED_FREES) - missed, 0);
+	struct ht_site sd = site(tr, hd);
+	check("carried: stack D alloc_objects", sd.alloc_objects, n);
+	check("carried: stack D inuse_objects", sd.inuse_objects, 0);
+	check("carried: stack D inuse_bytes", sd.inuse_bytes, 0);
+	check("carried: stack D lifetimes", lifetimes(&sd), n);
+	check("carried: stack D temporary (each free right after an allocation of 32 B of D)", sd.temporary, n - live);
+	tracer_totals(tr, 0, &t);
+	check("carried: totals inuse_bytes", t.inuse_bytes, t0.inuse_bytes);
+	check("carried: no block left live", is_live(tr, 0x40000000) + is_live(tr, 0x40000000 + (n / 2) * 32) +
+	      is_live(tr, 0x40000000 + (n - 1) * 32), 0);
+}
+
 /* alloc+free pairs of depth 8, drained as the ring fills: ns a drained event. */
 static void cost(struct tracer *tr, struct ring *r, __u64 stack, long pairs)
 {
@@ -355,6 +549,9 @@ int main(int argc, char **argv)
 	drain_now(&tr);
 	check("a stack of 200 frames: passed over", r.hdr->tail, r.hdr->head);
 	check("a stack of 200 frames: stack_errors (it, its allocation)", counter(&tr, HT_STACK_ERRORS), 2);
+
+	pairs(&tr, &r, me);
+	carried(&tr, &r, me);
 
 	if (argc > 1)
 		cost(&tr, &r, ha, atol(argv[1]));

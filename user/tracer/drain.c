@@ -17,12 +17,22 @@
 #include "util/log.h"
 #include "util/time.h"
 #include "tracer/drain.h"
+#include "tracer/pair.h"
 #include "tracer/internal.h"
 
 struct drained {
 	struct ring *r;
 	uint32_t slot;
+	uint64_t held;          /* the last scan's end: slots before it not consumed were held back (any_new() looks past it) */
 };
+
+/*
+ * Slots a run holds back at most (a quarter of the ring), so that the frees
+ * among them pair with the allocations consumed before them
+ * (tracer/pair.h): else every block alive across a run's end goes through
+ * the live map.
+ */
+#define HOLD (HT_RING_SLOTS / 4)
 
 struct drain_state {
 	/* One pass at a time, and the list: the thread, drain_now() and the counters' readers. */
@@ -39,9 +49,11 @@ struct drain_state {
 	uint64_t full_waits[HT_MAX_PROCS], lost[HT_MAX_PROCS];
 	/* Held frees of threads found gone (settle_gone()), by slot. */
 	uint64_t exit_frees[HT_MAX_PROCS], unmatched[HT_MAX_PROCS];
+	struct pairing pairs;           /* a run's allocations freed in the same run (tracer/pair.h) */
 	/* For -v. */
-	uint64_t passes, runs, events, run_ns;
+	uint64_t passes, runs, events, run_ns, pair_ns;
 	double load_ms;
+	uint32_t verified;              /* instructions the verifier walked for the program */
 };
 
 static int futex(void *addr, int op, uint32_t val, const struct timespec *timeout)
@@ -75,6 +87,11 @@ static int load(struct tracer *tr, struct drain_state *d)
 	d->obj = o;
 	d->prog_fd = bpf_program__fd(o->progs.drain);
 	d->load_ms = now_ms() - t0;
+	/* For -v: what the verifier walked, most of the load (the ring waits meanwhile). */
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	if (!bpf_obj_get_info_by_fd(d->prog_fd, &info, &len))
+		d->verified = info.verified_insns;
 	return 0;
 }
 
@@ -89,9 +106,35 @@ static uint32_t published(const struct ring *r, uint64_t tail)
 	return n;
 }
 
-/* Drain one ring until nothing published is left (or the program stops making progress).  Under the lock. */
-static int drain_ring(struct tracer *tr, struct drain_state *d, struct ring *r)
+/*
+ * The slots a run consumes of the m scanned from tail: all of them, or
+ * with hold all but the last HOLD or so.  While a producer waits, never
+ * nothing: all when the ring is not full (stub/ring.c's ordered fallback,
+ * a walk that failed, waits for tail to pass what it saw) or when holding
+ * back would leave nothing to consume (the ring full of positions taken
+ * but not yet published); a producer waiting for room on a full ring gets
+ * it from the rest.
+ */
+static uint32_t to_consume(const struct drained *dr, uint64_t tail, uint32_t m, bool hold)
 {
+	struct ht_ring *h = dr->r->hdr;
+
+	if (!hold)
+		return m;
+	if (__atomic_load_n(&h->waiting, __ATOMIC_ACQUIRE) &&
+	    (m <= HOLD || __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) - tail < HT_RING_SLOTS))
+		return m;
+	return m > HOLD ? pair_boundary(dr->r->slots, tail, m, m - HOLD) : 0;
+}
+
+/*
+ * Drain one ring until nothing published is left (or the program stops
+ * making progress); with hold, a single run that may hold back the last
+ * slots (to_consume()).  Under the lock.
+ */
+static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *dr, bool hold)
+{
+	struct ring *r = dr->r;
 	struct ht_ring *h = r->hdr;
 
 	for (int round = 0; round < 64; round++) {
@@ -99,19 +142,25 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct ring *r)
 		uint32_t n = published(r, tail);
 		if (!n)
 			break;
-		tracer_live_room(tr, n);
-		struct ht_drain_ctx ctx = { .ring = (uintptr_t)r->slots, .tail = tail, .max = n, .tgid = r->tgid,
+		uint64_t t0 = monotonic_ns();
+		uint32_t m = pair_mark(&d->pairs, r->slots, tail, n), c = to_consume(dr, tail, m, hold);
+		uint64_t t1 = monotonic_ns();
+		d->pair_ns += t1 - t0;
+		dr->held = tail + m;
+		if (!c)
+			break;          /* a stack whose frames are not all published yet, or all held back */
+		tracer_live_room(tr, c);
+		struct ht_drain_ctx ctx = { .ring = (uintptr_t)r->slots, .tail = tail, .max = c, .tgid = r->tgid,
 					    .exec_gen = r->exec_gen };
 		LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
-		uint64_t t0 = monotonic_ns();
 		int err = bpf_prog_test_run_opts(d->prog_fd, &run);
-		d->run_ns += monotonic_ns() - t0;
+		d->run_ns += monotonic_ns() - t1;
 		d->runs++;
 		if (err)
 			return -errno;
 		ctx.done = run.retval;
-		if (ctx.done > n)
-			ctx.done = n;
+		if (ctx.done > c)
+			ctx.done = c;
 		/* Free each slot for its next lap, then move tail: a producer reads seq, not tail. */
 		for (uint32_t k = 0; k < ctx.done; k++)
 			__atomic_store_n(&r->slots[(tail + k) & (HT_RING_SLOTS - 1)].seq, tail + k + HT_RING_SLOTS,
@@ -121,7 +170,7 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct ring *r)
 		if (__atomic_load_n(&h->waiting, __ATOMIC_ACQUIRE))
 			futex(&h->tail, FUTEX_WAKE, INT32_MAX, NULL);
 		if (ctx.done < n)
-			break;          /* a stack whose frames are not all published yet */
+			break;          /* held back, a stack whose frames are not all published yet, or a slot not read */
 	}
 	return 0;
 }
@@ -131,6 +180,26 @@ static bool any_published(const struct drain_state *d)
 	for (size_t i = 0; i < d->n; i++)
 		if (published(d->rings[i].r, d->rings[i].r->hdr->tail))
 			return true;
+	return false;
+}
+
+/*
+ * Anything for a pass now: slots published past those held back, a
+ * quarter of the ring of them when a pass may hold back (one ring): each
+ * pass scans again what the last held back, so passes for a few slots
+ * would cost more than the pairs save.  The producers ring the bell at
+ * each quarter (and when they wait); the period takes what is left.
+ */
+static bool any_new(const struct drain_state *d)
+{
+	uint32_t enough = d->n == 1 && !d->pairs.off ? HOLD : 1;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct drained *dr = &d->rings[i];
+		uint64_t tail = dr->r->hdr->tail;
+		if (published(dr->r, dr->held > tail ? dr->held : tail) >= enough)
+			return true;
+	}
 	return false;
 }
 
@@ -176,8 +245,11 @@ static void settle_gone(struct drain_state *d)
 	}
 }
 
-/* Every ring, once.  Under the lock. */
-static int pass(struct tracer *tr, struct drain_state *d, bool sync)
+/*
+ * Every ring, once; hold: a run may hold back the last slots (pairs across
+ * runs), else every published slot is consumed.  Under the lock.
+ */
+static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold)
 {
 	int rc = 0;
 
@@ -194,8 +266,13 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync)
 	if (load(tr, d))
 		return -1;
 	d->passes++;
+	/*
+	 * Holding back only with one ring: a held-back free's allocation keeps
+	 * its block in an array all rings share, indexed by position.
+	 */
+	hold = hold && !sync && d->n == 1 && !d->pairs.off;
 	for (size_t i = 0; i < d->n; i++) {
-		int err = drain_ring(tr, d, d->rings[i].r);
+		int err = drain_ring(tr, d, &d->rings[i], hold);
 		if (err && !rc) {
 			ht_err("cannot drain the event ring of process %u: %s", d->rings[i].r->tgid, strerror(-err));
 			rc = -1;
@@ -221,20 +298,30 @@ static void *drain_thread(void *arg)
 	struct drain_state *d = tr->drain;
 	struct timespec period = { 0, HT_RING_PERIOD_MS * 1000000L };
 
+	/*
+	 * A pass the period woke consumes every slot: what a producer
+	 * published before it went idle waits one period at most.  A pass a
+	 * producer woke (the bell: the ring fills) may hold back.
+	 */
+	bool hold = true;
+
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&d->lock);
-		pass(tr, d, false);
+		/* The bell as it was before the pass: a producer's ring during the pass makes another. */
 		struct ht_ring *bell = d->n ? d->rings[0].r->hdr : NULL;
 		uint32_t seen = bell ? __atomic_load_n(&bell->bell, __ATOMIC_ACQUIRE) : 0;
+		pass(tr, d, false, hold);
+		bell = d->n ? d->rings[0].r->hdr : NULL;
 		for (size_t i = 0; i < d->n; i++)
 			__atomic_store_n(&d->rings[i].r->hdr->sleeping, 1, __ATOMIC_SEQ_CST);
 		/* A producer that published before it saw sleeping rang no bell: look once more. */
-		bool more = any_published(d);
+		bool more = any_new(d);
 		pthread_mutex_unlock(&d->lock);
+		hold = true;
 		if (!more && bell)
-			futex(&bell->bell, FUTEX_WAIT, seen, &period);
+			hold = futex(&bell->bell, FUTEX_WAIT, seen, &period) == 0 || errno != ETIMEDOUT;
 		else if (!more)
-			nanosleep(&period, NULL);
+			hold = nanosleep(&period, NULL) != 0;
 		pthread_mutex_lock(&d->lock);
 		for (size_t i = 0; i < d->n; i++)
 			__atomic_store_n(&d->rings[i].r->hdr->sleeping, 0, __ATOMIC_RELAXED);
@@ -269,12 +356,18 @@ int drain_register(struct tracer *tr, struct ring *r)
 			return -ENOMEM;
 		pthread_mutex_init(&d->lock, NULL);
 		d->prog_fd = -1;
+		/* A test and measuring hook: every event through the live map, as before pairs. */
+		const char *pair = getenv("HEAPTRACE_PAIR");
+		d->pairs.off = pair && !strcmp(pair, "0");
 		tr->drain = d;
 	}
 	struct ht_totals t = { 0 };
 	bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &slot, &t);
 	r->exec_gen = t.execs;
 	pthread_mutex_lock(&d->lock);
+	/* What the one ring held back is consumed before a second ring's runs use the pairs' array. */
+	if (d->n == 1 && d->prog_fd >= 0)
+		drain_ring(tr, d, &d->rings[0], false);
 	int rc = ARRAY_RESERVE(d->rings, d->cap, d->n + 1, 4);
 	if (!rc)
 		d->rings[d->n++] = (struct drained){ .r = r, .slot = slot };
@@ -303,7 +396,7 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 		if (d->rings[i].r != r)
 			continue;
 		if (published(r, r->hdr->tail) && !load(tr, d))
-			drain_ring(tr, d, r);
+			drain_ring(tr, d, &d->rings[i], false);
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
 		d->rings[i] = d->rings[--d->n];
@@ -319,7 +412,7 @@ int drain_now(const struct tracer *tr)
 	if (!d)
 		return 0;
 	pthread_mutex_lock(&d->lock);
-	int rc = pass((struct tracer *)tr, d, true);
+	int rc = pass((struct tracer *)tr, d, true, false);
 	pthread_mutex_unlock(&d->lock);
 	return rc;
 }
@@ -345,6 +438,19 @@ void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_
 	pthread_mutex_unlock(&d->lock);
 }
 
+void drain_pairs(const struct tracer *tr, uint64_t *pairs, uint64_t *carried)
+{
+	struct drain_state *d = tr->drain;
+
+	*pairs = *carried = 0;
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	*pairs = d->pairs.pairs;
+	*carried = d->pairs.carried;
+	pthread_mutex_unlock(&d->lock);
+}
+
 void drain_close(struct tracer *tr)
 {
 	struct drain_state *d = tr->drain;
@@ -356,9 +462,12 @@ void drain_close(struct tracer *tr)
 		pthread_join(d->thread, NULL);
 	if (d->prog_fd >= 0)
 		ht_info("ring drain: %" PRIu64 " passes, %" PRIu64 " program runs, %" PRIu64 " slots, %.1f ms in the "
-			"program (%.0f ns a slot), loaded in %.1f ms", d->passes, d->runs, d->events, d->run_ns / 1e6,
-			d->events ? (double)d->run_ns / d->events : 0.0, d->load_ms);
+			"program (%.0f ns a slot), %" PRIu64 " pairs (%" PRIu64 " across runs) found in %.1f ms (%.0f ns a "
+			"slot), loaded in %.1f ms (%u instructions verified)", d->passes, d->runs, d->events, d->run_ns / 1e6,
+			d->events ? (double)d->run_ns / d->events : 0.0, d->pairs.pairs, d->pairs.carried, d->pair_ns / 1e6,
+			d->events ? (double)d->pair_ns / d->events : 0.0, d->load_ms, d->verified);
 	drain__destroy(d->obj);
+	pair_free(&d->pairs);
 	pthread_mutex_destroy(&d->lock);
 	free(d->rings);
 	free(d);

@@ -61,6 +61,9 @@ int drain_now(const struct tracer *tr);
  */
 void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_t out[HT_COUNTER_MAX]);
 
+/* Pairs found (user/tracer/pair.h) and, of them, pairs across two runs: for -v and the tests. */
+void drain_pairs(const struct tracer *tr, uint64_t *pairs, uint64_t *carried);
+
 /* Stop the thread (tracer_close); -v says what the drain did. */
 void drain_close(struct tracer *tr);
 
