@@ -471,6 +471,9 @@ static int attach(struct session *s, double t0)
 					 .peak_step = peak_step(o), .follow_fork = o->several, .stub = s->in.n > 0 };
 	for (int i = 0; i < o->n_syms; i++)
 		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
+	/* The injection decides (inject/ring.c); a preload it then finds unused costs start-up's CPU only. */
+	const char *batch = getenv("HEAPTRACE_BATCH");
+	s->cfg.batch = s->in.n > 0 && !o->sample_rate && !(batch && !strcmp(batch, "0"));
 	s->cfg.maps = o->mmap;
 	if (o->mmap && o->sample_rate && mode != HT_STACK_DWARF) {
 		ht_err("--mmap with --sample-rate: the target's objects have no CFI to tell the allocator's own mappings by");

@@ -34,6 +34,14 @@ struct drained {
  */
 #define HOLD (HT_RING_SLOTS / 4)
 
+/* What a load of the drain's object gave. */
+struct loaded {
+	struct drain *obj;
+	int err;
+	double ms;
+	uint32_t verified;      /* instructions the verifier walked for the program */
+};
+
 struct drain_state {
 	/* One pass at a time, and the list: the thread, drain_now() and the counters' readers. */
 	pthread_mutex_t lock;
@@ -42,6 +50,10 @@ struct drain_state {
 	struct drain *obj;              /* bpf/drain.bpf.c, with the main object's maps */
 	int prog_fd;                    /* -1: not loaded (yet) */
 	bool failed;                    /* could not load: said once */
+	/* The object loaded by a thread of its own from start-up on (drain_preload), taken at its join. */
+	pthread_t preload;
+	bool preloading;
+	struct loaded pre;
 	pthread_t thread;
 	bool running;
 	int stop;                       /* the thread ends (atomic) */
@@ -61,13 +73,9 @@ static int futex(void *addr, int op, uint32_t val, const struct timespec *timeou
 	return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
 }
 
-/* The drain's object, its maps the main object's.  Under the lock.  0 or -1 (said once). */
-static int load(struct tracer *tr, struct drain_state *d)
+/* The drain's object, its maps the main object's, into l.  No lock: the preload's thread runs it while passes find nothing to do. */
+static void load_object(struct tracer *tr, struct loaded *l)
 {
-	if (d->prog_fd >= 0)
-		return 0;
-	if (d->failed)
-		return -1;
 	double t0 = now_ms();
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
 	struct drain *o = drain__open_opts(&opts);
@@ -77,21 +85,58 @@ static int load(struct tracer *tr, struct drain_state *d)
 		err = bpf_map__set_max_entries(o->maps.ring_stacks, bpf_map__max_entries(tr->skel->maps.stacks));
 	if (!err)
 		err = drain__load(o);
+	*l = (struct loaded){ .err = err, .ms = now_ms() - t0 };
 	if (err) {
-		ht_err("cannot load the ring's drain program (%s): exact mode's batched events are lost "
-		       "(HEAPTRACE_BATCH=0 records each call)", strerror(-err));
 		drain__destroy(o);
+		return;
+	}
+	l->obj = o;
+	/* For -v: what the verifier walked, most of the load. */
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(o->progs.drain), &info, &len))
+		l->verified = info.verified_insns;
+}
+
+static void *preload_main(void *arg)
+{
+	struct tracer *tr = arg;
+
+	load_object(tr, &tr->drain->pre);
+	return NULL;
+}
+
+/* The preload's object, once its thread is done (joined here). */
+static void take_preload(struct drain_state *d, struct loaded *l)
+{
+	pthread_join(d->preload, NULL);
+	d->preloading = false;
+	*l = d->pre;
+}
+
+/* The drain's object, loaded or the preload's.  Under the lock.  0 or -1 (said once). */
+static int load(struct tracer *tr, struct drain_state *d)
+{
+	struct loaded l;
+
+	if (d->prog_fd >= 0)
+		return 0;
+	if (d->failed)
+		return -1;
+	if (d->preloading)
+		take_preload(d, &l);
+	else
+		load_object(tr, &l);
+	if (l.err) {
+		ht_err("cannot load the ring's drain program (%s): exact mode's batched events are lost "
+		       "(HEAPTRACE_BATCH=0 records each call)", strerror(-l.err));
 		d->failed = true;
 		return -1;
 	}
-	d->obj = o;
-	d->prog_fd = bpf_program__fd(o->progs.drain);
-	d->load_ms = now_ms() - t0;
-	/* For -v: what the verifier walked, most of the load (the ring waits meanwhile). */
-	struct bpf_prog_info info = { 0 };
-	__u32 len = sizeof(info);
-	if (!bpf_obj_get_info_by_fd(d->prog_fd, &info, &len))
-		d->verified = info.verified_insns;
+	d->obj = l.obj;
+	d->prog_fd = bpf_program__fd(l.obj->progs.drain);
+	d->load_ms = l.ms;
+	d->verified = l.verified;
 	return 0;
 }
 
@@ -254,9 +299,9 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold)
 	int rc = 0;
 
 	/*
-	 * The object is loaded at the first event, not before: a run that
-	 * records none (heaptrace /bin/true) does not wait for its load at
-	 * the end, and start-up never does.  The ring holds events meanwhile.
+	 * The object is waited for at the first event, not before: a pass
+	 * while the preload's thread verifies it, or before any load, has
+	 * nothing to do.  The ring holds events meanwhile.
 	 */
 	if (d->prog_fd < 0 && !d->failed && !any_published(d)) {
 		for (size_t i = 0; i < d->n; i++)
@@ -344,6 +389,30 @@ static int slot_of(const struct tracer *tr, uint32_t tgid, uint32_t *slot)
 	return 0;
 }
 
+/* The drain's state, made at the first ring or at the preload. */
+static struct drain_state *state(struct tracer *tr)
+{
+	struct drain_state *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	d->prog_fd = -1;
+	/* A test and measuring hook: every event through the live map, as before pairs. */
+	const char *pair = getenv("HEAPTRACE_PAIR");
+	d->pairs.off = pair && !strcmp(pair, "0");
+	tr->drain = d;
+	return d;
+}
+
+void drain_preload(struct tracer *tr)
+{
+	struct drain_state *d = tr->drain ? tr->drain : state(tr);
+
+	if (d && !d->preloading && d->prog_fd < 0 && !d->failed)
+		d->preloading = !pthread_create(&d->preload, NULL, preload_main, tr);
+}
+
 int drain_register(struct tracer *tr, struct ring *r)
 {
 	struct drain_state *d = tr->drain;
@@ -351,16 +420,8 @@ int drain_register(struct tracer *tr, struct ring *r)
 
 	if (slot_of(tr, r->tgid, &slot))
 		return -ESRCH;
-	if (!d) {
-		if (!(d = calloc(1, sizeof(*d))))
-			return -ENOMEM;
-		pthread_mutex_init(&d->lock, NULL);
-		d->prog_fd = -1;
-		/* A test and measuring hook: every event through the live map, as before pairs. */
-		const char *pair = getenv("HEAPTRACE_PAIR");
-		d->pairs.off = pair && !strcmp(pair, "0");
-		tr->drain = d;
-	}
+	if (!d && !(d = state(tr)))
+		return -ENOMEM;
 	struct ht_totals t = { 0 };
 	bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &slot, &t);
 	r->exec_gen = t.execs;
@@ -460,6 +521,12 @@ void drain_close(struct tracer *tr)
 	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
 	if (d->running)
 		pthread_join(d->thread, NULL);
+	if (d->preloading) {
+		/* A run that published nothing: the object goes unused. */
+		struct loaded l;
+		take_preload(d, &l);
+		drain__destroy(l.obj);
+	}
 	if (d->prog_fd >= 0)
 		ht_info("ring drain: %" PRIu64 " passes, %" PRIu64 " program runs, %" PRIu64 " slots, %.1f ms in the "
 			"program (%.0f ns a slot), %" PRIu64 " pairs (%" PRIu64 " across runs) found in %.1f ms (%.0f ns a "

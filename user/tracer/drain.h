@@ -34,10 +34,9 @@ struct ring {
  * child tracer_add_proc added).  Records in r->exec_gen the process's
  * image (its execs, struct ht_totals): events drained after a later exec
  * are the old program's.  The first call starts the drain thread, which
- * loads the drain's object when the first event is published (off
- * heaptrace's start-up, and never for a run without events: the ring
- * holds the events until then).  0 or -errno, unsaid (the caller says why: -ESRCH,
- * the process is not traced).
+ * loads the drain's object when the first event is published, if
+ * drain_preload() has not (the ring holds the events until then).  0 or
+ * -errno, unsaid (the caller says why: -ESRCH, the process is not traced).
  */
 int drain_register(struct tracer *tr, struct ring *r);
 
@@ -63,6 +62,15 @@ void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_
 
 /* Pairs found (user/tracer/pair.h) and, of them, pairs across two runs: for -v and the tests. */
 void drain_pairs(const struct tracer *tr, uint64_t *pairs, uint64_t *carried);
+
+/*
+ * Exact mode's events may come through rings: the drain's object is loaded
+ * from now on, by a thread of its own, beside the stub's programs (its
+ * verification took 40-200 ms, during which a launched program's first
+ * events filled its ring and it waited).  The main object's maps must
+ * exist.  A failure is said at the first use, as a load's.
+ */
+void drain_preload(struct tracer *tr);
 
 /* Stop the thread (tracer_close); -v says what the drain did. */
 void drain_close(struct tracer *tr);

@@ -310,8 +310,13 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (skel && apart) {
 		tr->skel = skel;
 		tr->multi = cfg->multi;
+		/* Its verification beside theirs: the maps are there now. */
+		if (cfg->batch)
+			drain_preload(tr);
 		if ((err = tracer_load_apart(tr, progs & apart))) {
 			ht_info("cannot load the stub's programs apart (%s): in the main object", strerror(-err));
+			/* The drain's maps were that object's. */
+			drain_close(tr);
 			heaptrace__destroy(skel);
 			skel = tr->skel = load(tr, cfg, progs, &err);
 		}
@@ -333,6 +338,8 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	tr->skel = skel;
 	tr->multi = cfg->multi;
 	tr->session = session;
+	if (cfg->batch && !tr->drain)
+		drain_preload(tr);
 	tr->sample_rate = cfg->sample_rate;
 	tr->n_slots = 1;
 	/* Every map is empty now: what each costs with nothing in it. */

@@ -28,6 +28,7 @@ struct tracer_config {
 	bool follow_fork;       /* children added with tracer_add_proc are traced too */
 	uint32_t unwind_rows;   /* HT_STACK_DWARF: CFI rows the array holds */
 	bool stub;              /* the in-process stub reports recorded calls (user/inject/) */
+	bool batch;             /* exact mode's events may come through rings: the drain's object is loaded beside (drain.c) */
 	bool arenas;            /* a spec has an arena (--sym arena=, --reset-sym): the arena maps get room */
 	unsigned progs;         /* 1 << PROG_*: the programs attached now; others are loaded when first attached */
 	bool maps;              /* --mmap: the mapping syscalls' tracepoints (maps.c) */
