@@ -175,10 +175,11 @@ struct walk {
 	const struct ht_share_index *ix;
 	const struct ht_unwind_row *rows;
 	__u32 nrows;
+	__u32 gen;                      /* the tables' gen the walk reads under */
+	__u32 session;                  /* the installation's: the pc cache's key with gen */
 	__u32 last;                     /* the previous frame's module */
 	/* The previous frame's lookup: a recursion's frames repeat one return address. */
 	__u64 seen_pc;
-	const struct ht_unwind_module *seen_m;
 	int seen_found;
 	struct ht_unwind_row seen_row;
 	struct ht_stub_stack *out;
@@ -244,6 +245,83 @@ static int find_row(const struct walk *w, const struct ht_unwind_module *m, __u6
 	return 1;
 }
 
+/* --- the pc cache (struct stub_pc_entry) --- */
+
+_Static_assert(sizeof(struct stub_pc_entry) == 32, "two entries a cache line");
+
+static struct stub_pc_entry *pc_entry(__u64 pc)
+{
+	return &stub_data.pc_cache[(pc * 0x9E3779B97F4A7C15ull) >> (64 - STUB_PC_CACHE_BITS)];
+}
+
+/* 1: pc's row, as find_row gave it under the walk's gen and session, in *row; 0: a miss. */
+static int cache_get(const struct walk *w, __u64 pc, struct ht_unwind_row *row)
+{
+	struct stub_pc_entry *e = pc_entry(pc);
+	__u32 q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+	if (q & 1 || __atomic_load_n(&e->pc, __ATOMIC_RELAXED) != pc ||
+	    __atomic_load_n(&e->gen, __ATOMIC_RELAXED) != w->gen ||
+	    __atomic_load_n(&e->session, __ATOMIC_RELAXED) != w->session)
+		return 0;
+	/* Field by field: the compiler makes no memcpy call of it (the stub has no libc). */
+	row->pc = __atomic_load_n(&e->row.pc, __ATOMIC_RELAXED);
+	row->cfa_off = __atomic_load_n(&e->row.cfa_off, __ATOMIC_RELAXED);
+	row->rbp_off = __atomic_load_n(&e->row.rbp_off, __ATOMIC_RELAXED);
+	row->cfa = __atomic_load_n(&e->row.cfa, __ATOMIC_RELAXED);
+	row->rbp = __atomic_load_n(&e->row.rbp, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == q;
+}
+
+/*
+ * Keep what the tables said of pc, if they still say it: the index read
+ * is the one in force only while gen stands (the next change rewrites the
+ * other one, the one after it this one).  An entry another writer holds
+ * (another thread, or the level of this thread a signal handler
+ * interrupted) is left to it.
+ */
+static void cache_put(const struct walk *w, __u64 pc, const struct ht_unwind_row *row)
+{
+	struct stub_pc_entry *e = pc_entry(pc);
+	__u32 q = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&w->sh->gen, __ATOMIC_RELAXED) != w->gen || q & 1 ||
+	    !__atomic_compare_exchange_n(&e->seq, &q, q + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&e->pc, pc, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->gen, w->gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->session, w->session, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.pc, row->pc, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.cfa_off, row->cfa_off, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.rbp_off, row->rbp_off, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.cfa, row->cfa, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.rbp, row->rbp, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/*
+ * The row of the frame at w->pc (looked up at pc - 1), from the cache or
+ * the tables.  1: *row; 0: none (the frame unwinds by frame pointer);
+ * -1: give up (no module of the index holds pc, rows outside the file).
+ */
+static int lookup(struct walk *w, struct ht_unwind_row *row)
+{
+	if (cache_get(w, w->pc, row))
+		return row->cfa != HT_CFA_UNKNOWN;
+	const struct ht_unwind_module *m = module_of(w, w->pc - 1);
+	if (!m)
+		return -1;
+	int found = m->row_count ? find_row(w, m, w->pc - 1, row) : 0;
+	if (found < 0)
+		return -1;
+	if (!found)
+		*row = (struct ht_unwind_row){ .cfa = HT_CFA_UNKNOWN };
+	cache_put(w, w->pc, row);
+	return found;
+}
+
 /*
  * signal_frame of unwind.bpf.h: the registers the signal interrupted,
  * from the ucontext at sp.  1: go on; 0: stop (truncated); -1: give up.
@@ -277,21 +355,15 @@ static int cfi_step(struct walk *w, __u32 i)
 		return 0;
 	}
 	o->pcs[o->depth++] = w->pc;
-	const struct ht_unwind_module *m;
 	int found;
 	if (w->pc == w->seen_pc) {
-		m = w->seen_m;
 		found = w->seen_found;
 		row = w->seen_row;
 	} else {
-		m = module_of(w, w->pc - 1);
-		if (!m)
-			return -1;
-		found = m->row_count ? find_row(w, m, w->pc - 1, &row) : 0;
+		found = lookup(w, &row);
 		if (found < 0)
 			return -1;
 		w->seen_pc = w->pc;
-		w->seen_m = m;
 		w->seen_found = found;
 		if (found)
 			w->seen_row = row;
@@ -335,12 +407,15 @@ static int cfi_step(struct walk *w, __u32 i)
 
 static int cfi_walk(struct walk *w)
 {
-	const struct ht_share *sh = (const struct ht_share *)__atomic_load_n(&stub_data.w.share, __ATOMIC_RELAXED);
+	/* Before the tables: entries kept under an installation's session are of its tables or a later one's. */
+	w->session = (__u32)__atomic_load_n(&stub_data.w.session, __ATOMIC_ACQUIRE);
+	const struct ht_share *sh = (const struct ht_share *)__atomic_load_n(&stub_data.w.share, __ATOMIC_ACQUIRE);
 
 	if (!sh)
 		return -1;
 	__u32 gen = __atomic_load_n(&sh->gen, __ATOMIC_ACQUIRE);
 	w->sh = sh;
+	w->gen = gen;
 	w->ix = &sh->index[gen & 1];
 	w->rows = (const struct ht_unwind_row *)((const char *)sh + HT_SHARE_ROWS_OFF);
 	w->nrows = sh->rows;
