@@ -128,7 +128,8 @@ $(BUILD)/tests/nofp/%: tests/targets/%.c tests/targets/sync.h
 # its variant), all built like the targets above; the plugin's functions
 # call on without tail calls, so each is a frame of its own (in gdb's
 # backtrace too).
-DLOPEN_BINS := $(BUILD)/tests/nofp/t_dlopen $(BUILD)/tests/nofp/libt_plugin.so $(BUILD)/tests/nofp/libt_plugin_b.so
+DLOPEN_BINS := $(BUILD)/tests/nofp/t_dlopen $(BUILD)/tests/nofp/libt_plugin.so $(BUILD)/tests/nofp/libt_plugin_b.so \
+	$(BUILD)/tests/nofp/libt_cfi_a.so $(BUILD)/tests/nofp/libt_cfi_b.so
 NOFP_BINS += $(DLOPEN_BINS)
 
 $(BUILD)/tests/nofp/t_dlopen: tests/targets/t_dlopen.c tests/targets/sync.h
@@ -142,6 +143,11 @@ $(BUILD)/tests/nofp/libt_plugin.so: tests/targets/libt_plugin.c
 $(BUILD)/tests/nofp/libt_plugin_b.so: tests/targets/libt_plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) $(NOFP_CFLAGS) -fno-optimize-sibling-calls -fPIC -shared -DPLUGIN_B $< -o $@
+
+# The same code at the same offsets with other CFI (assembly): the stub's pc cache across a dlopen.
+$(BUILD)/tests/nofp/libt_cfi_%.so: tests/targets/libt_cfi.S
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared $(if $(filter b,$*),-DVARIANT_B) $< -o $@
 
 # C++ through Debian's libstdc++ (no frame pointers in operator new), built
 # without frame pointers (nofp/) and with them: a frame-pointer walk loses
