@@ -183,6 +183,8 @@ struct walk {
 	int seen_found;
 	struct ht_unwind_row seen_row;
 	struct ht_stub_stack *out;
+	/* out's frames hashed as they come: off the walk's chain of loads, where a loop after it is not. */
+	__u64 hash;
 };
 
 /* A read of the stack: -1 when [addr, addr + len) is not all in the proved range (the walk gives up). */
@@ -355,6 +357,7 @@ static int cfi_step(struct walk *w, __u32 i)
 		return 0;
 	}
 	o->pcs[o->depth++] = w->pc;
+	w->hash = ht_stack_hash_step(w->hash, w->pc);
 	int found;
 	if (w->pc == w->seen_pc) {
 		found = w->seen_found;
@@ -443,6 +446,7 @@ static int fp_walk(struct walk *w)
 
 	o->pcs[0] = w->pc;
 	o->depth = 1;
+	w->hash = ht_stack_hash_step(w->hash, w->pc);
 	for (__u32 i = 0; i < HT_MAX_STACK_DEPTH; i++) {
 		__u32 n = i + 1;
 		__u64 f0, f1;
@@ -461,6 +465,7 @@ static int fp_walk(struct walk *w)
 			return -1;
 		o->pcs[n] = f1;
 		o->depth = n + 1;
+		w->hash = ht_stack_hash_step(w->hash, f1);
 		fp = f0;
 	}
 	return 0;
@@ -478,7 +483,7 @@ void stub_hash_frames(struct ht_stub_stack *out)
 
 int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 {
-	struct walk w = { .pc = r->pc, .sp = r->sp, .fp = r->fp, .out = out };
+	struct walk w = { .pc = r->pc, .sp = r->sp, .fp = r->fp, .out = out, .hash = HT_STACK_HASH_SEED };
 	int rc;
 
 	out->depth = out->flags = out->fp_frames = out->pad = 0;
@@ -492,6 +497,6 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 	w.lo = r->sp - 8;
 	rc = stub_cfg.walk == STUB_WALK_FP ? fp_walk(&w) : cfi_walk(&w);
 	if (!rc)
-		stub_hash_frames(out);
+		out->hash = ht_stack_hash_end(w.hash);
 	return rc;
 }
