@@ -197,6 +197,35 @@ struct stub_ring {
 	__u64 sent[1u << STUB_SENT_BITS] __attribute__((aligned(64)));
 };
 
+/*
+ * Each thread's last walk (stub/unwind.c), by thread pointer: a loop's
+ * allocations come from one stack, again and again.  The walk is a
+ * function of its registers at the entry, the tables (gen, session) and
+ * the words it read; when those registers are the same and every word it
+ * read still holds what it held, the walk would find the same frames.
+ * So a walk keeps where it read and what (at most STUB_MEMO_READS words,
+ * STUB_MEMO_FRAMES frames: a deeper walk keeps nothing), and the next one
+ * from the same registers checks those words, one load each, independent
+ * of each other (the walk's are a chain: each address comes from the
+ * word before), instead of walking.  seq as the pc cache's.
+ */
+#define STUB_MEMO_SLOTS 64
+#define STUB_MEMO_FRAMES 32
+#define STUB_MEMO_READS 48
+
+struct stub_memo {
+	__u32 seq;
+	__u32 gen;                      /* the tables' (CFI) */
+	__u32 session;                  /* stub_walk_info's, low half */
+	__u32 nreads;                   /* words in addr/val */
+	__u64 tp, pc, sp, fp;           /* the thread and the entry's registers (struct stub_regs) */
+	__u32 depth, flags, fp_frames, pad;
+	__u64 hash;
+	__u64 pcs[STUB_MEMO_FRAMES];
+	__u64 addr[STUB_MEMO_READS];
+	__u64 val[STUB_MEMO_READS];
+};
+
 struct stub_data {
 	__u32 enabled;                  /* 0: every call goes straight to the original */
 	__u32 active;                   /* threads inside a called function (depth slots in use) */
@@ -208,6 +237,7 @@ struct stub_data {
 	struct stub_stack stacks[STUB_STACK_SLOTS];
 	struct stub_ring r;
 	struct stub_pc_entry pc_cache[1u << STUB_PC_CACHE_BITS] __attribute__((aligned(64)));
+	struct stub_memo memo[STUB_MEMO_SLOTS] __attribute__((aligned(64)));
 	__u8 filter[STUB_FILTER];       /* sampled blocks per address hash; 255: at least (never lowered) */
 	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
 	__u64 set[] __attribute__((aligned(64)));	/* a bucket: one cache line */

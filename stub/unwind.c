@@ -185,14 +185,23 @@ struct walk {
 	struct ht_stub_stack *out;
 	/* out's frames hashed as they come: off the walk's chain of loads, where a loop after it is not. */
 	__u64 hash;
+	/* The words read, for the thread's memo (struct stub_memo); nreads past STUB_MEMO_READS: too many. */
+	__u32 nreads;
+	__u64 raddr[STUB_MEMO_READS], rval[STUB_MEMO_READS];
 };
 
 /* A read of the stack: -1 when [addr, addr + len) is not all in the proved range (the walk gives up). */
-static int rd(const struct walk *w, __u64 addr, __u64 *v)
+static int rd(struct walk *w, __u64 addr, __u64 *v)
 {
 	if (addr < w->lo || addr > w->hi - 8)
 		return -1;
-	*v = *(const volatile __u64 *)addr;
+	__u64 x = *(const volatile __u64 *)addr;
+	*v = x;
+	if (w->nreads < STUB_MEMO_READS) {
+		w->raddr[w->nreads] = addr;
+		w->rval[w->nreads] = x;
+	}
+	w->nreads++;
 	return 0;
 }
 
@@ -408,10 +417,9 @@ static int cfi_step(struct walk *w, __u32 i)
 	return 1;
 }
 
-static int cfi_walk(struct walk *w)
+/* The CFI tables in force, for a walk or a memo's check.  -1: none. */
+static int tables(struct walk *w)
 {
-	/* Before the tables: entries kept under an installation's session are of its tables or a later one's. */
-	w->session = (__u32)__atomic_load_n(&stub_data.w.session, __ATOMIC_ACQUIRE);
 	const struct ht_share *sh = (const struct ht_share *)__atomic_load_n(&stub_data.w.share, __ATOMIC_ACQUIRE);
 
 	if (!sh)
@@ -422,6 +430,14 @@ static int cfi_walk(struct walk *w)
 	w->ix = &sh->index[gen & 1];
 	w->rows = (const struct ht_unwind_row *)((const char *)sh + HT_SHARE_ROWS_OFF);
 	w->nrows = sh->rows;
+	return 0;
+}
+
+static int cfi_walk(struct walk *w)
+{
+	__u32 gen = w->gen;
+	const struct ht_share *sh = w->sh;
+
 	for (__u32 i = 0; i <= HT_MAX_STACK_DEPTH; i++) {
 		int rc = cfi_step(w, i);
 		if (rc < 0)
@@ -481,11 +497,93 @@ void stub_hash_frames(struct ht_stub_stack *out)
 	out->hash = ht_stack_hash_end(h);
 }
 
+/* --- the threads' last walks (struct stub_memo) --- */
+
+static struct stub_memo *memo_of(__u64 tp)
+{
+	return &stub_data.memo[ht_stub_depth_hash(tp) % STUB_MEMO_SLOTS];
+}
+
+/*
+ * The thread's last walk into *out, if it was from the same registers
+ * under the same tables and every word it read holds what it held: then
+ * this walk would read the same words at the same places and find the
+ * same frames.  1: *out is that walk's; 0: walk.  Every address is
+ * checked against the proved range before it is read (a memo being
+ * written may hold anything until seq says it is whole).
+ */
+static int memo_get(const struct walk *w, struct stub_memo *m, const struct stub_regs *r, __u64 tp)
+{
+	__u32 q = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+	struct ht_stub_stack *o = w->out;
+
+	if (q & 1 || __atomic_load_n(&m->tp, __ATOMIC_RELAXED) != tp ||
+	    __atomic_load_n(&m->pc, __ATOMIC_RELAXED) != r->pc || __atomic_load_n(&m->sp, __ATOMIC_RELAXED) != r->sp ||
+	    __atomic_load_n(&m->fp, __ATOMIC_RELAXED) != r->fp || __atomic_load_n(&m->gen, __ATOMIC_RELAXED) != w->gen ||
+	    __atomic_load_n(&m->session, __ATOMIC_RELAXED) != w->session)
+		return 0;
+	__u32 n = __atomic_load_n(&m->nreads, __ATOMIC_RELAXED);
+	__u32 depth = __atomic_load_n(&m->depth, __ATOMIC_RELAXED);
+	if (n > STUB_MEMO_READS || !depth || depth > STUB_MEMO_FRAMES)
+		return 0;
+	__u64 differ = 0;
+	for (__u32 i = 0; i < n; i++) {
+		__u64 a = __atomic_load_n(&m->addr[i], __ATOMIC_RELAXED);
+		if (a < w->lo || a > w->hi - 8)
+			return 0;
+		differ |= *(const volatile __u64 *)a ^ __atomic_load_n(&m->val[i], __ATOMIC_RELAXED);
+	}
+	if (differ)
+		return 0;
+	o->depth = depth;
+	o->flags = __atomic_load_n(&m->flags, __ATOMIC_RELAXED);
+	o->fp_frames = __atomic_load_n(&m->fp_frames, __ATOMIC_RELAXED);
+	o->hash = __atomic_load_n(&m->hash, __ATOMIC_RELAXED);
+	for (__u32 i = 0; i < depth; i++)
+		o->pcs[i] = __atomic_load_n(&m->pcs[i], __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&m->seq, __ATOMIC_RELAXED) == q;
+}
+
+/* Keep a whole walk as the thread's last (a memo another writer holds is left to it). */
+static void memo_put(const struct walk *w, struct stub_memo *m, const struct stub_regs *r, __u64 tp)
+{
+	const struct ht_stub_stack *o = w->out;
+	__u32 q = __atomic_load_n(&m->seq, __ATOMIC_RELAXED);
+
+	if (w->nreads > STUB_MEMO_READS || !o->depth || o->depth > STUB_MEMO_FRAMES || q & 1 ||
+	    !__atomic_compare_exchange_n(&m->seq, &q, q + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&m->tp, tp, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->pc, r->pc, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->sp, r->sp, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->fp, r->fp, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->gen, w->gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->session, w->session, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->nreads, w->nreads, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->depth, o->depth, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->flags, o->flags, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->fp_frames, o->fp_frames, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->hash, o->hash, __ATOMIC_RELAXED);
+	for (__u32 i = 0; i < o->depth; i++)
+		__atomic_store_n(&m->pcs[i], o->pcs[i], __ATOMIC_RELAXED);
+	for (__u32 i = 0; i < w->nreads; i++) {
+		__atomic_store_n(&m->addr[i], w->raddr[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&m->val[i], w->rval[i], __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&m->seq, q + 2, __ATOMIC_RELEASE);
+}
+
 int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 {
-	struct walk w = { .pc = r->pc, .sp = r->sp, .fp = r->fp, .out = out, .hash = HT_STACK_HASH_SEED };
+	struct walk w;
 	int rc;
 
+	/* Field by field: a whole-struct initializer would zero the words' arrays at every call. */
+	w.pc = r->pc, w.sp = r->sp, w.fp = r->fp;
+	w.sh = 0, w.ix = 0, w.rows = 0, w.nrows = 0, w.gen = 0;
+	w.last = 0, w.seen_pc = 0, w.seen_found = 0;
+	w.out = out, w.hash = HT_STACK_HASH_SEED, w.nreads = 0;
 	out->depth = out->flags = out->fp_frames = out->pad = 0;
 	if (stub_cfg.walk == STUB_WALK_NONE || stack_range(tp, r->sp - 8, &w.lo, &w.hi))
 		return -1;
@@ -495,8 +593,18 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 	 * BPF walk would find later.  Those reads are the BPF side's.
 	 */
 	w.lo = r->sp - 8;
+	/* Before the tables: what was kept under an installation's session is of its tables or a later one's. */
+	w.session = (__u32)__atomic_load_n(&stub_data.w.session, __ATOMIC_ACQUIRE);
+	if (stub_cfg.walk == STUB_WALK_CFI && tables(&w))
+		return -1;
+	struct stub_memo *m = memo_of(tp);
+	if (memo_get(&w, m, r, tp))
+		return 0;
+	out->depth = out->flags = out->fp_frames = 0;
 	rc = stub_cfg.walk == STUB_WALK_FP ? fp_walk(&w) : cfi_walk(&w);
-	if (!rc)
+	if (!rc) {
 		out->hash = ht_stack_hash_end(w.hash);
+		memo_put(&w, m, r, tp);
+	}
 	return rc;
 }
