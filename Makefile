@@ -113,7 +113,7 @@ $(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 # store their block to a volatile), except that t_entrypoints' realloc(NULL,
 # 333) becomes malloc(333): the same numbers, at the same function.
 NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra
-NOFP_NAMES := t_entrypoints t_deep t_threads t_sighandler t_stubwalk
+NOFP_NAMES := t_entrypoints t_deep t_threads t_sighandler t_stubwalk t_samesp
 # t_threads' thr_* are "return malloc(n);", which -O2 turns into a sibling
 # call (jmp malloc): the function would leave the stack before malloc runs,
 # in gdb's backtrace too, and its numbers go to worker.
