@@ -204,14 +204,17 @@ struct stub_ring {
  * the words it read; when those registers are the same and every word it
  * read still holds what it held, the walk would find the same frames.
  * So a walk keeps where it read and what (at most STUB_MEMO_READS words,
- * STUB_MEMO_FRAMES frames: a deeper walk keeps nothing), and the next one
- * from the same registers checks those words, one load each, independent
- * of each other (the walk's are a chain: each address comes from the
- * word before), instead of walking.  seq as the pc cache's.
+ * STUB_MEMO_FRAMES frames: a deeper walk keeps nothing), written in the
+ * slot as it reads (the slot held, seq odd, meanwhile: not on the stack,
+ * the thread's), and the next one from the same registers checks those
+ * words, one load each, independent of each other (the walk's are a
+ * chain: each address comes from the word before), instead of walking.
+ * seq as the pc cache's; a slot whose walk failed gets tp 0 (no match).
+ * 32 slots of 2,120 bytes: 66 KiB.
  */
-#define STUB_MEMO_SLOTS 64
-#define STUB_MEMO_FRAMES 32
-#define STUB_MEMO_READS 48
+#define STUB_MEMO_SLOTS 32
+#define STUB_MEMO_FRAMES 64             /* churn at depth 32 is 38 */
+#define STUB_MEMO_READS 96              /* a word a frame by CFI, two with rbp saved or by frame pointer */
 
 struct stub_memo {
 	__u32 seq;

@@ -185,9 +185,13 @@ struct walk {
 	struct ht_stub_stack *out;
 	/* out's frames hashed as they come: off the walk's chain of loads, where a loop after it is not. */
 	__u64 hash;
-	/* The words read, for the thread's memo (struct stub_memo); nreads past STUB_MEMO_READS: too many. */
+	/*
+	 * The words read, kept in the thread's memo slot as they are read
+	 * (mw: the slot, held for writing; 0: none kept), not on the stack:
+	 * the stub runs on the thread's.  nreads past STUB_MEMO_READS: too many.
+	 */
+	struct stub_memo *mw;
 	__u32 nreads;
-	__u64 raddr[STUB_MEMO_READS], rval[STUB_MEMO_READS];
 };
 
 /* A read of the stack: -1 when [addr, addr + len) is not all in the proved range (the walk gives up). */
@@ -197,9 +201,9 @@ static int rd(struct walk *w, __u64 addr, __u64 *v)
 		return -1;
 	__u64 x = *(const volatile __u64 *)addr;
 	*v = x;
-	if (w->nreads < STUB_MEMO_READS) {
-		w->raddr[w->nreads] = addr;
-		w->rval[w->nreads] = x;
+	if (w->mw && w->nreads < STUB_MEMO_READS) {
+		__atomic_store_n(&w->mw->addr[w->nreads], addr, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->mw->val[w->nreads], x, __ATOMIC_RELAXED);
 	}
 	w->nreads++;
 	return 0;
@@ -499,6 +503,8 @@ void stub_hash_frames(struct ht_stub_stack *out)
 
 /* --- the threads' last walks (struct stub_memo) --- */
 
+_Static_assert(sizeof(struct stub_memo) == 2120, "docs/fast-path.md gives its size");
+
 static struct stub_memo *memo_of(__u64 tp)
 {
 	return &stub_data.memo[ht_stub_depth_hash(tp) % STUB_MEMO_SLOTS];
@@ -545,31 +551,37 @@ static int memo_get(const struct walk *w, struct stub_memo *m, const struct stub
 	return __atomic_load_n(&m->seq, __ATOMIC_RELAXED) == q;
 }
 
-/* Keep a whole walk as the thread's last (a memo another writer holds is left to it). */
-static void memo_put(const struct walk *w, struct stub_memo *m, const struct stub_regs *r, __u64 tp)
+/* Hold the slot for writing, the walk's words to go in it (one another writer holds is left to it). */
+static struct stub_memo *memo_hold(struct stub_memo *m, __u32 *q)
+{
+	*q = __atomic_load_n(&m->seq, __ATOMIC_RELAXED);
+	if (*q & 1 || !__atomic_compare_exchange_n(&m->seq, q, *q + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	return m;
+}
+
+/* A held slot made whole: the walk's, if it was whole and fits (ok), else one that matches no walk (tp 0). */
+static void memo_release(const struct walk *w, struct stub_memo *m, __u32 q, int ok, const struct stub_regs *r,
+			 __u64 tp)
 {
 	const struct ht_stub_stack *o = w->out;
-	__u32 q = __atomic_load_n(&m->seq, __ATOMIC_RELAXED);
 
-	if (w->nreads > STUB_MEMO_READS || !o->depth || o->depth > STUB_MEMO_FRAMES || q & 1 ||
-	    !__atomic_compare_exchange_n(&m->seq, &q, q + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
-	__atomic_store_n(&m->tp, tp, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->pc, r->pc, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->sp, r->sp, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->fp, r->fp, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->gen, w->gen, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->session, w->session, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->nreads, w->nreads, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->depth, o->depth, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->flags, o->flags, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->fp_frames, o->fp_frames, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->hash, o->hash, __ATOMIC_RELAXED);
-	for (__u32 i = 0; i < o->depth; i++)
-		__atomic_store_n(&m->pcs[i], o->pcs[i], __ATOMIC_RELAXED);
-	for (__u32 i = 0; i < w->nreads; i++) {
-		__atomic_store_n(&m->addr[i], w->raddr[i], __ATOMIC_RELAXED);
-		__atomic_store_n(&m->val[i], w->rval[i], __ATOMIC_RELAXED);
+	if (ok && w->nreads <= STUB_MEMO_READS && o->depth && o->depth <= STUB_MEMO_FRAMES) {
+		__atomic_store_n(&m->tp, tp, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->pc, r->pc, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->sp, r->sp, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->fp, r->fp, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->gen, w->gen, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->session, w->session, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->nreads, w->nreads, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->depth, o->depth, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->flags, o->flags, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->fp_frames, o->fp_frames, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->hash, o->hash, __ATOMIC_RELAXED);
+		for (__u32 i = 0; i < o->depth; i++)
+			__atomic_store_n(&m->pcs[i], o->pcs[i], __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(&m->tp, 0, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&m->seq, q + 2, __ATOMIC_RELEASE);
 }
@@ -583,7 +595,7 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 	w.pc = r->pc, w.sp = r->sp, w.fp = r->fp;
 	w.sh = 0, w.ix = 0, w.rows = 0, w.nrows = 0, w.gen = 0;
 	w.last = 0, w.seen_pc = 0, w.seen_found = 0;
-	w.out = out, w.hash = HT_STACK_HASH_SEED, w.nreads = 0;
+	w.out = out, w.hash = HT_STACK_HASH_SEED, w.mw = 0, w.nreads = 0;
 	out->depth = out->flags = out->fp_frames = out->pad = 0;
 	if (stub_cfg.walk == STUB_WALK_NONE || stack_range(tp, r->sp - 8, &w.lo, &w.hi))
 		return -1;
@@ -601,10 +613,12 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 	if (memo_get(&w, m, r, tp))
 		return 0;
 	out->depth = out->flags = out->fp_frames = 0;
+	__u32 q;
+	w.mw = memo_hold(m, &q);
 	rc = stub_cfg.walk == STUB_WALK_FP ? fp_walk(&w) : cfi_walk(&w);
-	if (!rc) {
+	if (!rc)
 		out->hash = ht_stack_hash_end(w.hash);
-		memo_put(&w, m, r, tp);
-	}
+	if (w.mw)
+		memo_release(&w, w.mw, q, !rc, r, tp);
 	return rc;
 }
