@@ -47,9 +47,10 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 # The in-process fast path's stub (stub/): freestanding, position independent,
 # no red zone (it calls its record sites from inline assembly) and no SSE,
 # linked into a flat blob whose entry points sit at the offsets of stub.h,
-# then embedded in heaptrace as a C array.
+# then embedded in heaptrace as a C array.  Structs zeroed by stores, not
+# rep stos, whose start-up costs more than zeroing a 64-byte event.
 STUB_CFLAGS := -O2 -g -ffreestanding -fno-builtin -nostdlib -fPIC -fvisibility=hidden -fno-stack-protector \
-	-fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -fcf-protection=none \
+	-fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -fcf-protection=none -mstringop-strategy=unrolled_loop \
 	-Wall -Wextra -Werror -Ibpf -Istub
 
 $(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h stub/ring.h bpf/heaptrace.h bpf/sample.h
@@ -113,7 +114,7 @@ $(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 # store their block to a volatile), except that t_entrypoints' realloc(NULL,
 # 333) becomes malloc(333): the same numbers, at the same function.
 NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra
-NOFP_NAMES := t_entrypoints t_deep t_threads t_sighandler t_stubwalk
+NOFP_NAMES := t_entrypoints t_deep t_threads t_sighandler t_stubwalk t_samesp
 # t_threads' thr_* are "return malloc(n);", which -O2 turns into a sibling
 # call (jmp malloc): the function would leave the stack before malloc runs,
 # in gdb's backtrace too, and its numbers go to worker.
@@ -128,7 +129,8 @@ $(BUILD)/tests/nofp/%: tests/targets/%.c tests/targets/sync.h
 # its variant), all built like the targets above; the plugin's functions
 # call on without tail calls, so each is a frame of its own (in gdb's
 # backtrace too).
-DLOPEN_BINS := $(BUILD)/tests/nofp/t_dlopen $(BUILD)/tests/nofp/libt_plugin.so $(BUILD)/tests/nofp/libt_plugin_b.so
+DLOPEN_BINS := $(BUILD)/tests/nofp/t_dlopen $(BUILD)/tests/nofp/libt_plugin.so $(BUILD)/tests/nofp/libt_plugin_b.so \
+	$(BUILD)/tests/nofp/libt_cfi_a.so $(BUILD)/tests/nofp/libt_cfi_b.so
 NOFP_BINS += $(DLOPEN_BINS)
 
 $(BUILD)/tests/nofp/t_dlopen: tests/targets/t_dlopen.c tests/targets/sync.h
@@ -142,6 +144,11 @@ $(BUILD)/tests/nofp/libt_plugin.so: tests/targets/libt_plugin.c
 $(BUILD)/tests/nofp/libt_plugin_b.so: tests/targets/libt_plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) $(NOFP_CFLAGS) -fno-optimize-sibling-calls -fPIC -shared -DPLUGIN_B $< -o $@
+
+# The same code at the same offsets with other CFI (assembly): the stub's pc cache across a dlopen.
+$(BUILD)/tests/nofp/libt_cfi_%.so: tests/targets/libt_cfi.S
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared $(if $(filter b,$*),-DVARIANT_B) $< -o $@
 
 # C++ through Debian's libstdc++ (no frame pointers in operator new), built
 # without frame pointers (nofp/) and with them: a frame-pointer walk loses

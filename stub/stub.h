@@ -142,6 +142,27 @@ struct stub_walk_info {
 	__u64 pid;                      /* the process's id: its own memory, read by process_vm_readv */
 	__u64 main_lo, main_hi;         /* the main thread's stack ([stack]): lo moves down as it is proved */
 	__u64 restorers[2];             /* libc's signal restorer: a frame the stub leaves to BPF in fp mode */
+	__u64 session;                  /* one more at each installation: the pc cache's entries of another are stale */
+};
+
+/*
+ * The walk's cache of CFI rows by pc (stub/unwind.c): the row binary
+ * search of a frame's module is a cache miss or more at every frame of
+ * every call; a program's allocations come from few return addresses.
+ * Direct-mapped by pc, and keyed also by the tables' gen (a dlopen moves
+ * it: an entry of another index is stale) and the installation's session
+ * (a new session may map new tables whose gen starts again).  seq is odd
+ * while an entry is written; a reader that sees it odd, or changed, takes
+ * it for a miss.  The data is MADV_WIPEONFORK: a forked child's is empty.
+ */
+#define STUB_PC_CACHE_BITS 11           /* 2048 entries, 64 KiB, touched a page at a time */
+
+struct stub_pc_entry {
+	__u32 seq;
+	__u32 gen;                      /* ht_share's gen it was looked up under */
+	__u64 pc;                       /* the frame's pc (its row is looked up at pc - 1); 0: empty */
+	__u32 session;                  /* stub_walk_info's session, low half */
+	struct ht_unwind_row row;       /* no row: HT_CFA_UNKNOWN (the walk treats both alike) */
 };
 
 /*
@@ -176,6 +197,38 @@ struct stub_ring {
 	__u64 sent[1u << STUB_SENT_BITS] __attribute__((aligned(64)));
 };
 
+/*
+ * Each thread's last walk (stub/unwind.c), by thread pointer: a loop's
+ * allocations come from one stack, again and again.  The walk is a
+ * function of its registers at the entry, the tables (gen, session) and
+ * the words it read; when those registers are the same and every word it
+ * read still holds what it held, the walk would find the same frames.
+ * So a walk keeps where it read and what (at most STUB_MEMO_READS words,
+ * STUB_MEMO_FRAMES frames: a deeper walk keeps nothing), written in the
+ * slot as it reads (the slot held, seq odd, meanwhile: not on the stack,
+ * the thread's), and the next one from the same registers checks those
+ * words, one load each, independent of each other (the walk's are a
+ * chain: each address comes from the word before), instead of walking.
+ * seq as the pc cache's; a slot whose walk failed gets tp 0 (no match).
+ * 32 slots of 2,120 bytes: 66 KiB.
+ */
+#define STUB_MEMO_SLOTS 32
+#define STUB_MEMO_FRAMES 64             /* churn at depth 32 is 38 */
+#define STUB_MEMO_READS 96              /* a word a frame by CFI, two with rbp saved or by frame pointer */
+
+struct stub_memo {
+	__u32 seq;
+	__u32 gen;                      /* the tables' (CFI) */
+	__u32 session;                  /* stub_walk_info's, low half */
+	__u32 nreads;                   /* words in addr/val */
+	__u64 tp, pc, sp, fp;           /* the thread and the entry's registers (struct stub_regs) */
+	__u32 depth, flags, fp_frames, pad;
+	__u64 hash;
+	__u64 pcs[STUB_MEMO_FRAMES];
+	__u64 addr[STUB_MEMO_READS];
+	__u64 val[STUB_MEMO_READS];
+};
+
 struct stub_data {
 	__u32 enabled;                  /* 0: every call goes straight to the original */
 	__u32 active;                   /* threads inside a called function (depth slots in use) */
@@ -186,6 +239,8 @@ struct stub_data {
 	struct stub_depth depth[STUB_DEPTH_SLOTS];
 	struct stub_stack stacks[STUB_STACK_SLOTS];
 	struct stub_ring r;
+	struct stub_pc_entry pc_cache[1u << STUB_PC_CACHE_BITS] __attribute__((aligned(64)));
+	struct stub_memo memo[STUB_MEMO_SLOTS] __attribute__((aligned(64)));
 	__u8 filter[STUB_FILTER];       /* sampled blocks per address hash; 255: at least (never lowered) */
 	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
 	__u64 set[] __attribute__((aligned(64)));	/* a bucket: one cache line */

@@ -175,21 +175,37 @@ struct walk {
 	const struct ht_share_index *ix;
 	const struct ht_unwind_row *rows;
 	__u32 nrows;
+	__u32 gen;                      /* the tables' gen the walk reads under */
+	__u32 session;                  /* the installation's: the pc cache's key with gen */
 	__u32 last;                     /* the previous frame's module */
 	/* The previous frame's lookup: a recursion's frames repeat one return address. */
 	__u64 seen_pc;
-	const struct ht_unwind_module *seen_m;
 	int seen_found;
 	struct ht_unwind_row seen_row;
 	struct ht_stub_stack *out;
+	/* out's frames hashed as they come: off the walk's chain of loads, where a loop after it is not. */
+	__u64 hash;
+	/*
+	 * The words read, kept in the thread's memo slot as they are read
+	 * (mw: the slot, held for writing; 0: none kept), not on the stack:
+	 * the stub runs on the thread's.  nreads past STUB_MEMO_READS: too many.
+	 */
+	struct stub_memo *mw;
+	__u32 nreads;
 };
 
 /* A read of the stack: -1 when [addr, addr + len) is not all in the proved range (the walk gives up). */
-static int rd(const struct walk *w, __u64 addr, __u64 *v)
+static int rd(struct walk *w, __u64 addr, __u64 *v)
 {
 	if (addr < w->lo || addr > w->hi - 8)
 		return -1;
-	*v = *(const volatile __u64 *)addr;
+	__u64 x = *(const volatile __u64 *)addr;
+	*v = x;
+	if (w->mw && w->nreads < STUB_MEMO_READS) {
+		__atomic_store_n(&w->mw->addr[w->nreads], addr, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->mw->val[w->nreads], x, __ATOMIC_RELAXED);
+	}
+	w->nreads++;
 	return 0;
 }
 
@@ -244,6 +260,83 @@ static int find_row(const struct walk *w, const struct ht_unwind_module *m, __u6
 	return 1;
 }
 
+/* --- the pc cache (struct stub_pc_entry) --- */
+
+_Static_assert(sizeof(struct stub_pc_entry) == 32, "two entries a cache line");
+
+static struct stub_pc_entry *pc_entry(__u64 pc)
+{
+	return &stub_data.pc_cache[(pc * 0x9E3779B97F4A7C15ull) >> (64 - STUB_PC_CACHE_BITS)];
+}
+
+/* 1: pc's row, as find_row gave it under the walk's gen and session, in *row; 0: a miss. */
+static int cache_get(const struct walk *w, __u64 pc, struct ht_unwind_row *row)
+{
+	struct stub_pc_entry *e = pc_entry(pc);
+	__u32 q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+	if (q & 1 || __atomic_load_n(&e->pc, __ATOMIC_RELAXED) != pc ||
+	    __atomic_load_n(&e->gen, __ATOMIC_RELAXED) != w->gen ||
+	    __atomic_load_n(&e->session, __ATOMIC_RELAXED) != w->session)
+		return 0;
+	/* Field by field: the compiler makes no memcpy call of it (the stub has no libc). */
+	row->pc = __atomic_load_n(&e->row.pc, __ATOMIC_RELAXED);
+	row->cfa_off = __atomic_load_n(&e->row.cfa_off, __ATOMIC_RELAXED);
+	row->rbp_off = __atomic_load_n(&e->row.rbp_off, __ATOMIC_RELAXED);
+	row->cfa = __atomic_load_n(&e->row.cfa, __ATOMIC_RELAXED);
+	row->rbp = __atomic_load_n(&e->row.rbp, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == q;
+}
+
+/*
+ * Keep what the tables said of pc, if they still say it: the index read
+ * is the one in force only while gen stands (the next change rewrites the
+ * other one, the one after it this one).  An entry another writer holds
+ * (another thread, or the level of this thread a signal handler
+ * interrupted) is left to it.
+ */
+static void cache_put(const struct walk *w, __u64 pc, const struct ht_unwind_row *row)
+{
+	struct stub_pc_entry *e = pc_entry(pc);
+	__u32 q = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&w->sh->gen, __ATOMIC_RELAXED) != w->gen || q & 1 ||
+	    !__atomic_compare_exchange_n(&e->seq, &q, q + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&e->pc, pc, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->gen, w->gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->session, w->session, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.pc, row->pc, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.cfa_off, row->cfa_off, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.rbp_off, row->rbp_off, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.cfa, row->cfa, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->row.rbp, row->rbp, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/*
+ * The row of the frame at w->pc (looked up at pc - 1), from the cache or
+ * the tables.  1: *row; 0: none (the frame unwinds by frame pointer);
+ * -1: give up (no module of the index holds pc, rows outside the file).
+ */
+static int lookup(struct walk *w, struct ht_unwind_row *row)
+{
+	if (cache_get(w, w->pc, row))
+		return row->cfa != HT_CFA_UNKNOWN;
+	const struct ht_unwind_module *m = module_of(w, w->pc - 1);
+	if (!m)
+		return -1;
+	int found = m->row_count ? find_row(w, m, w->pc - 1, row) : 0;
+	if (found < 0)
+		return -1;
+	if (!found)
+		*row = (struct ht_unwind_row){ .cfa = HT_CFA_UNKNOWN };
+	cache_put(w, w->pc, row);
+	return found;
+}
+
 /*
  * signal_frame of unwind.bpf.h: the registers the signal interrupted,
  * from the ucontext at sp.  1: go on; 0: stop (truncated); -1: give up.
@@ -277,21 +370,16 @@ static int cfi_step(struct walk *w, __u32 i)
 		return 0;
 	}
 	o->pcs[o->depth++] = w->pc;
-	const struct ht_unwind_module *m;
+	w->hash = ht_stack_hash_step(w->hash, w->pc);
 	int found;
 	if (w->pc == w->seen_pc) {
-		m = w->seen_m;
 		found = w->seen_found;
 		row = w->seen_row;
 	} else {
-		m = module_of(w, w->pc - 1);
-		if (!m)
-			return -1;
-		found = m->row_count ? find_row(w, m, w->pc - 1, &row) : 0;
+		found = lookup(w, &row);
 		if (found < 0)
 			return -1;
 		w->seen_pc = w->pc;
-		w->seen_m = m;
 		w->seen_found = found;
 		if (found)
 			w->seen_row = row;
@@ -333,17 +421,27 @@ static int cfi_step(struct walk *w, __u32 i)
 	return 1;
 }
 
-static int cfi_walk(struct walk *w)
+/* The CFI tables in force, for a walk or a memo's check.  -1: none. */
+static int tables(struct walk *w)
 {
-	const struct ht_share *sh = (const struct ht_share *)__atomic_load_n(&stub_data.w.share, __ATOMIC_RELAXED);
+	const struct ht_share *sh = (const struct ht_share *)__atomic_load_n(&stub_data.w.share, __ATOMIC_ACQUIRE);
 
 	if (!sh)
 		return -1;
 	__u32 gen = __atomic_load_n(&sh->gen, __ATOMIC_ACQUIRE);
 	w->sh = sh;
+	w->gen = gen;
 	w->ix = &sh->index[gen & 1];
 	w->rows = (const struct ht_unwind_row *)((const char *)sh + HT_SHARE_ROWS_OFF);
 	w->nrows = sh->rows;
+	return 0;
+}
+
+static int cfi_walk(struct walk *w)
+{
+	__u32 gen = w->gen;
+	const struct ht_share *sh = w->sh;
+
 	for (__u32 i = 0; i <= HT_MAX_STACK_DEPTH; i++) {
 		int rc = cfi_step(w, i);
 		if (rc < 0)
@@ -368,6 +466,7 @@ static int fp_walk(struct walk *w)
 
 	o->pcs[0] = w->pc;
 	o->depth = 1;
+	w->hash = ht_stack_hash_step(w->hash, w->pc);
 	for (__u32 i = 0; i < HT_MAX_STACK_DEPTH; i++) {
 		__u32 n = i + 1;
 		__u64 f0, f1;
@@ -386,6 +485,7 @@ static int fp_walk(struct walk *w)
 			return -1;
 		o->pcs[n] = f1;
 		o->depth = n + 1;
+		w->hash = ht_stack_hash_step(w->hash, f1);
 		fp = f0;
 	}
 	return 0;
@@ -401,11 +501,101 @@ void stub_hash_frames(struct ht_stub_stack *out)
 	out->hash = ht_stack_hash_end(h);
 }
 
+/* --- the threads' last walks (struct stub_memo) --- */
+
+_Static_assert(sizeof(struct stub_memo) == 2120, "docs/fast-path.md gives its size");
+
+static struct stub_memo *memo_of(__u64 tp)
+{
+	return &stub_data.memo[ht_stub_depth_hash(tp) % STUB_MEMO_SLOTS];
+}
+
+/*
+ * The thread's last walk into *out, if it was from the same registers
+ * under the same tables and every word it read holds what it held: then
+ * this walk would read the same words at the same places and find the
+ * same frames.  1: *out is that walk's; 0: walk.  Every address is
+ * checked against the proved range before it is read (a memo being
+ * written may hold anything until seq says it is whole).
+ */
+static int memo_get(const struct walk *w, struct stub_memo *m, const struct stub_regs *r, __u64 tp)
+{
+	__u32 q = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+	struct ht_stub_stack *o = w->out;
+
+	if (q & 1 || __atomic_load_n(&m->tp, __ATOMIC_RELAXED) != tp ||
+	    __atomic_load_n(&m->pc, __ATOMIC_RELAXED) != r->pc || __atomic_load_n(&m->sp, __ATOMIC_RELAXED) != r->sp ||
+	    __atomic_load_n(&m->fp, __ATOMIC_RELAXED) != r->fp || __atomic_load_n(&m->gen, __ATOMIC_RELAXED) != w->gen ||
+	    __atomic_load_n(&m->session, __ATOMIC_RELAXED) != w->session)
+		return 0;
+	__u32 n = __atomic_load_n(&m->nreads, __ATOMIC_RELAXED);
+	__u32 depth = __atomic_load_n(&m->depth, __ATOMIC_RELAXED);
+	if (n > STUB_MEMO_READS || !depth || depth > STUB_MEMO_FRAMES)
+		return 0;
+	__u64 differ = 0;
+	for (__u32 i = 0; i < n; i++) {
+		__u64 a = __atomic_load_n(&m->addr[i], __ATOMIC_RELAXED);
+		if (a < w->lo || a > w->hi - 8)
+			return 0;
+		differ |= *(const volatile __u64 *)a ^ __atomic_load_n(&m->val[i], __ATOMIC_RELAXED);
+	}
+	if (differ)
+		return 0;
+	o->depth = depth;
+	o->flags = __atomic_load_n(&m->flags, __ATOMIC_RELAXED);
+	o->fp_frames = __atomic_load_n(&m->fp_frames, __ATOMIC_RELAXED);
+	o->hash = __atomic_load_n(&m->hash, __ATOMIC_RELAXED);
+	for (__u32 i = 0; i < depth; i++)
+		o->pcs[i] = __atomic_load_n(&m->pcs[i], __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&m->seq, __ATOMIC_RELAXED) == q;
+}
+
+/* Hold the slot for writing, the walk's words to go in it (one another writer holds is left to it). */
+static struct stub_memo *memo_hold(struct stub_memo *m, __u32 *q)
+{
+	*q = __atomic_load_n(&m->seq, __ATOMIC_RELAXED);
+	if (*q & 1 || !__atomic_compare_exchange_n(&m->seq, q, *q + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	return m;
+}
+
+/* A held slot made whole: the walk's, if it was whole and fits (ok), else one that matches no walk (tp 0). */
+static void memo_release(const struct walk *w, struct stub_memo *m, __u32 q, int ok, const struct stub_regs *r,
+			 __u64 tp)
+{
+	const struct ht_stub_stack *o = w->out;
+
+	if (ok && w->nreads <= STUB_MEMO_READS && o->depth && o->depth <= STUB_MEMO_FRAMES) {
+		__atomic_store_n(&m->tp, tp, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->pc, r->pc, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->sp, r->sp, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->fp, r->fp, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->gen, w->gen, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->session, w->session, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->nreads, w->nreads, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->depth, o->depth, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->flags, o->flags, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->fp_frames, o->fp_frames, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->hash, o->hash, __ATOMIC_RELAXED);
+		for (__u32 i = 0; i < o->depth; i++)
+			__atomic_store_n(&m->pcs[i], o->pcs[i], __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(&m->tp, 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&m->seq, q + 2, __ATOMIC_RELEASE);
+}
+
 int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 {
-	struct walk w = { .pc = r->pc, .sp = r->sp, .fp = r->fp, .out = out };
+	struct walk w;
 	int rc;
 
+	/* Field by field, what every walk reads: zeroing the whole struct cost churn ~10 ns a pair (memo hits). */
+	w.pc = r->pc, w.sp = r->sp, w.fp = r->fp;
+	w.sh = 0, w.ix = 0, w.rows = 0, w.nrows = 0, w.gen = 0;
+	w.last = 0, w.seen_pc = 0, w.seen_found = 0;
+	w.out = out, w.hash = HT_STACK_HASH_SEED, w.mw = 0, w.nreads = 0;
 	out->depth = out->flags = out->fp_frames = out->pad = 0;
 	if (stub_cfg.walk == STUB_WALK_NONE || stack_range(tp, r->sp - 8, &w.lo, &w.hi))
 		return -1;
@@ -415,8 +605,20 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 	 * BPF walk would find later.  Those reads are the BPF side's.
 	 */
 	w.lo = r->sp - 8;
+	/* Before the tables: what was kept under an installation's session is of its tables or a later one's. */
+	w.session = (__u32)__atomic_load_n(&stub_data.w.session, __ATOMIC_ACQUIRE);
+	if (stub_cfg.walk == STUB_WALK_CFI && tables(&w))
+		return -1;
+	struct stub_memo *m = memo_of(tp);
+	if (memo_get(&w, m, r, tp))
+		return 0;
+	out->depth = out->flags = out->fp_frames = 0;
+	__u32 q;
+	w.mw = memo_hold(m, &q);
 	rc = stub_cfg.walk == STUB_WALK_FP ? fp_walk(&w) : cfi_walk(&w);
 	if (!rc)
-		stub_hash_frames(out);
+		out->hash = ht_stack_hash_end(w.hash);
+	if (w.mw)
+		memo_release(&w, w.mw, q, !rc, r, tp);
 	return rc;
 }

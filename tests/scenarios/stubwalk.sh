@@ -60,7 +60,7 @@ scenario_stubwalk() {
 	done
 	# The same stacks and counters as the BPF walk's, frame for frame (ASLR off for both).
 	for t in nofp/t_deep nofp/t_entrypoints nofp/t_shop nofp/t_threads nofp/t_sighandler t_sighandler t_shop \
-		"t_sighandler altstack" "t_sighandler lostframe"; do
+		"t_sighandler altstack" "t_sighandler lostframe" t_samesp nofp/t_samesp; do
 		for mode in auto fp; do
 			[ $mode = fp ] && [[ "$t" != t_* ]] && continue
 			opts=(-v --unwind $mode -f collapsed)
@@ -77,6 +77,14 @@ scenario_stubwalk() {
 			sw_same sw_stub.$name sw_bpf.$name "stubwalk: $t --unwind $mode: the stub's walk = the BPF walk, stacks and events"
 			sw_walked sw_stub.$name
 		done
+	done
+	# The thread's memo of its last walk: walks from the same registers whose
+	# stacks differ above (t_samesp), each stack its own bytes.
+	for key in sw_stub.t_samesp_auto sw_stub.t_samesp_fp sw_stub.nofp_t_samesp_auto; do
+		uw_expect_stack $key "main;near_a;leaf" 20000 "$key: main;near_a;leaf = 20000 (200 x 100)"
+		uw_expect_stack $key "main;near_b;leaf" 40000 "$key: main;near_b;leaf = 40000 (200 x 200)"
+		uw_expect_stack $key "main;far_a;mid1;mid2;leaf" 60000 "$key: main;far_a;mid1;mid2;leaf = 60000 (200 x 300)"
+		uw_expect_stack $key "main;far_b;mid1;mid2;leaf" 80000 "$key: main;far_b;mid1;mid2;leaf = 80000 (200 x 400)"
 	done
 	# And --no-inject's (uprobes, the BPF walk from the return probe).
 	key=sw_noinj

@@ -399,6 +399,7 @@ scenario_dlopen() {
 		"dlopen: EXPECTED DIFFERENCE: --unwind fp cannot give $DL_STACK (= 0)"
 
 	dlopen_again
+	dlopen_samepc
 }
 
 # Libraries that replace each other at the same addresses (t_dlopen LIB
@@ -423,7 +424,7 @@ dlopen_again() {
 	hp=$HPID
 	if ! wait_for "$TMP/$key.tout" '^opened$' 30 "$hp" || ! wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
 		d+="no table for libt_plugin.so"$'\n'
-	elif ! release "$key" || ! wait_for "$TMP/$key.tout" '^other$' 15 "$hp"; then
+	elif ! release "$key" || ! wait_for "$TMP/$key.tout" '^other ' 15 "$hp"; then
 		d+="the target did not open libt_plugin_b.so"$'\n'
 	else
 		local i=150
@@ -453,6 +454,61 @@ dlopen_again() {
 	}' "$TMP/$key.out" 2>/dev/null | cut -c1-200)
 	[ -s "$TMP/$key.out" ] || d+="empty profile"
 	report "dlopen: libt_plugin.so again: no stack is [truncated] but plugin_early's" "$d"
+}
+
+# The stub's cache of CFI rows by pc (stub/unwind.c) across a library
+# replaced by another at the same addresses, with the same code and other
+# CFI (nofp/libt_cfi_a.so, then nofp/libt_cfi_b.so: tests/targets/libt_cfi.S):
+# a's plugin_entry warms the cache with its return addresses (5 walks of
+# the same stack); b's, once heaptrace has b's table (the index's gen has
+# moved), must be walked by b's rows: its 4 x 555 bytes under the whole
+# stack, not cut at plugin_mid (where a's row finds b's 0 for a return
+# address).  Then a again where b was, 3 s later (as dlopen_again): 5 x
+# 777.  The names at the end are a's (the same offsets): 3885 + 2220 + 3885
+# = 9990 bytes under main;plugin_entry;plugin_mid;plugin_alloc.  Default
+# (batched) and with a record site a call (HEAPTRACE_BATCH=0).
+dlopen_samepc() {
+	local a=$TB/nofp/libt_cfi_a.so b=$TB/nofp/libt_cfi_b.so key hp d batch
+	if [ ! -f "$a" ] || [ ! -f "$b" ]; then
+		fail "dlopen: nofp/libt_cfi_a.so and nofp/libt_cfi_b.so built" "not built (make test-targets)"
+		return
+	fi
+	for batch in 1 0; do
+		key=dlpc$batch d=""
+		mkfifo "$TMP/$key.fifo"
+		HEAPTRACE_BATCH=$batch ht_bg "$key" -v -f collapsed --value alloc_space -o "$TMP/$key.out" -- \
+			"$TB/nofp/t_dlopen" "$a" "$TMP/$key.fifo" "$b"
+		hp=$HPID
+		if ! wait_for "$TMP/$key.tout" '^opened$' 30 "$hp" || ! wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
+			d+="no table for libt_cfi_a.so"$'\n'
+		elif ! release "$key" || ! wait_for "$TMP/$key.tout" '^other ' 15 "$hp"; then
+			d+="the target did not open libt_cfi_b.so"$'\n'
+		else
+			grep -q '^other here$' "$TMP/$key.tout" ||
+				d+="libt_cfi_b.so did not come where libt_cfi_a.so was: the check cannot run"$'\n'
+			local i=150
+			while [ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -lt 2 ] && [ $i -gt 0 ] && kill -0 "$hp" 2>/dev/null; do
+				sleep 0.1
+				i=$((i - 1))
+			done
+			[ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -ge 2 ] || d+="no table for libt_cfi_b.so"$'\n'
+			if ! release "$key" || ! wait_for "$TMP/$key.tout" '^reopened ' 15 "$hp"; then
+				d+="the target did not open libt_cfi_a.so again"$'\n'
+			else
+				grep -q '^reopened here$' "$TMP/$key.tout" ||
+					d+="libt_cfi_a.so did not come back where libt_cfi_b.so was: the check cannot run"$'\n'
+				sleep 3
+			fi
+		fi
+		kill -0 "$hp" 2>/dev/null && release "$key"
+		ht_bg_wait "$key" "$hp" 30
+		d+=$(rc_diag "$key" 0)
+		grep -q '^done$' "$TMP/$key.tout" || d+="the target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+		report "dlopen: libt_cfi_a.so, libt_cfi_b.so in its place (same code, other CFI), a again (HEAPTRACE_BATCH=$batch): exits 0" "$d"
+		uw_expect_stack "$key" "$DL_STACK" 9990 \
+			"dlopen: same pcs, other CFI (HEAPTRACE_BATCH=$batch): stacks ending $DL_STACK = 9990 (5 x 777, 4 x 555, 5 x 777)"
+		expect_leaf "$key" plugin_alloc 9990
+	done
 }
 
 # dl_run KEY tables|fp [HEAPTRACE-OPTION...]: heaptrace -v OPTIONS -f

@@ -11,7 +11,8 @@
  *   3. plugin_entry -> plugin_mid -> plugin_alloc: 5 x 777 bytes, unwound
  *      by the library's table
  * With OTHER, libraries replace each other at the same addresses:
- *   4. dlclose(LIBRARY), dlopen(OTHER), prints "other", blocks on FIFO (for
+ *   4. dlclose(LIBRARY), dlopen(OTHER), prints "other here" if it is where
+ *      LIBRARY was, else "other elsewhere", blocks on FIFO (for
  *      OTHER's table), then OTHER's plugin_entry (4 x 555 bytes); stacks
  *      meet OTHER's code, where LIBRARY's was
  *   5. dlclose(OTHER), dlopen(LIBRARY) again; prints "reopened here" if it
@@ -68,10 +69,11 @@ int main(int argc, char **argv)
 	wait_line(argv[2]);
 	int rc = entry();
 	if (argc == 4) {
+		ElfW(Addr) first = base_of(h);
 		dlclose(h);
 		h = open_plugin(argv[3], &entry, NULL);
 		ElfW(Addr) other = base_of(h);
-		say("other\n");
+		say(first && other == first ? "other here\n" : "other elsewhere\n");
 		wait_line(argv[2]);
 		rc |= entry();
 		dlclose(h);

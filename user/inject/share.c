@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inject/inject.h"
@@ -127,8 +130,20 @@ void share_walk_info(struct inject *in, struct remote *r, struct stub_walk_info 
 {
 	struct map_entry e;
 	char *maps = proc_maps(in->pid);
+	uint64_t session = 0;
 
+	/*
+	 * The walk's cache of rows and its threads' last walks (stub/unwind.c)
+	 * may hold an earlier installation's (a stub used again keeps its
+	 * data): this one's session is one more than the last, never 0 (a new
+	 * stub's empty entries), so none of theirs is taken for this one's.
+	 * Unread (the data's write fails next, most likely): a random one.
+	 */
+	if (remote_read(r, in->base + STUB_DATA_OFF + offsetof(struct stub_data, w.session), &session, sizeof(session)) &&
+	    getrandom(&session, sizeof(session), 0) != sizeof(session))
+		session = (uint64_t)time(NULL);
 	memset(w, 0, sizeof(*w));
+	w->session = (uint32_t)(session + 1) ? session + 1 : session + 2;
 	w->share = in->share_addr;
 	w->pid = (uint64_t)in->pid;
 	for (const char *pos = maps; maps && maps_next(&pos, &e);)
