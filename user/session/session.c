@@ -32,6 +32,7 @@
 #include "session/monitor.h"
 #include "session/procset.h"
 #include "session/state.h"
+#include "tracer/drain.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
 #include "util/procfs.h"
@@ -264,6 +265,8 @@ static int inject_running(struct session *s)
 
 	if (!s->in.n)
 		return inject_reclaim_running(s->t.pid, &s->plan, session_traced_by_us, s) < 0 ? -1 : 0;
+	/* The drain's object verified before the threads stop, not while they wait. */
+	drain_ready(&s->tr);
 	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s))) {
 		ht_info("fast path: cannot stop the threads of PID %d (%s): uprobes instead", s->t.pid, strerror(-err));
 		for (int i = 0; i < s->plan.n; i++)

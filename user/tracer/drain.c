@@ -50,6 +50,7 @@ struct drain_state {
 	struct drain *obj;              /* bpf/drain.bpf.c, with the main object's maps */
 	int prog_fd;                    /* -1: not loaded (yet) */
 	bool failed;                    /* could not load: said once */
+	int load_err;                   /* why (-errno) */
 	/* The object loaded by a thread of its own from start-up on (drain_preload), taken at its join. */
 	pthread_t preload;
 	bool preloading;
@@ -128,9 +129,9 @@ static int load(struct tracer *tr, struct drain_state *d)
 	else
 		load_object(tr, &l);
 	if (l.err) {
-		ht_err("cannot load the ring's drain program (%s): exact mode's batched events are lost "
-		       "(HEAPTRACE_BATCH=0 records each call)", strerror(-l.err));
+		ht_err("cannot load the ring's drain program (%s): no batching, one record site per call", strerror(-l.err));
 		d->failed = true;
+		d->load_err = l.err;
 		return -1;
 	}
 	d->obj = l.obj;
@@ -405,6 +406,17 @@ static struct drain_state *state(struct tracer *tr)
 	return d;
 }
 
+void drain_ready(struct tracer *tr)
+{
+	struct drain_state *d = tr->drain;
+
+	if (!d || !d->preloading)
+		return;
+	pthread_mutex_lock(&d->lock);
+	load(tr, d);
+	pthread_mutex_unlock(&d->lock);
+}
+
 void drain_preload(struct tracer *tr)
 {
 	struct drain_state *d = tr->drain ? tr->drain : state(tr);
@@ -422,6 +434,16 @@ int drain_register(struct tracer *tr, struct ring *r)
 		return -ESRCH;
 	if (!d && !(d = state(tr)))
 		return -ENOMEM;
+	/*
+	 * Loaded (or the preload's, waited for) before the ring is used: a
+	 * launched program waits before its first instruction, not amid its
+	 * first allocations on a full ring; a failure leaves the record sites.
+	 */
+	pthread_mutex_lock(&d->lock);
+	int loaded = load(tr, d);
+	pthread_mutex_unlock(&d->lock);
+	if (loaded)
+		return d->load_err ? d->load_err : -EINVAL;
 	struct ht_totals t = { 0 };
 	bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &slot, &t);
 	r->exec_gen = t.execs;

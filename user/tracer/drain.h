@@ -33,10 +33,10 @@ struct ring {
  * From now on r is drained (its process must be traced: the target, or a
  * child tracer_add_proc added).  Records in r->exec_gen the process's
  * image (its execs, struct ht_totals): events drained after a later exec
- * are the old program's.  The first call starts the drain thread, which
- * loads the drain's object when the first event is published, if
- * drain_preload() has not (the ring holds the events until then).  0 or
- * -errno, unsaid (the caller says why: -ESRCH, the process is not traced).
+ * are the old program's.  The first call loads the drain's object (or
+ * waits for drain_preload()'s) and starts the drain thread.  0 or -errno,
+ * unsaid (the caller says why: -ESRCH, the process is not traced; the
+ * object's load error, said).
  */
 int drain_register(struct tracer *tr, struct ring *r);
 
@@ -71,6 +71,9 @@ void drain_pairs(const struct tracer *tr, uint64_t *pairs, uint64_t *carried);
  * exist.  A failure is said at the first use, as a load's.
  */
 void drain_preload(struct tracer *tr);
+
+/* The preload waited for, if there is one: before the threads of a running process stop for the injection. */
+void drain_ready(struct tracer *tr);
 
 /* Stop the thread (tracer_close); -v says what the drain did. */
 void drain_close(struct tracer *tr);
