@@ -103,6 +103,14 @@ static void give_back(struct inject *in, struct probe_plan *plan)
 		}
 }
 
+/* The longest jump between [at, end) and functions in [lo_fn, hi_fn], either way. */
+static uint64_t farthest(uint64_t at, uint64_t end, uint64_t lo_fn, uint64_t hi_fn)
+{
+	uint64_t up = hi_fn > at ? hi_fn - at : 0, down = end > lo_fn ? end - lo_fn : 0;
+
+	return up > down ? up : down;
+}
+
 /*
  * Free address space for the stub within a rel32 jump of every function:
  * the gap closest to them.  0 when there is none.
@@ -119,7 +127,8 @@ static uint64_t place(const char *maps, uint64_t lo_fn, uint64_t hi_fn, uint64_t
 		if (gap_hi > gap_lo && gap_hi - gap_lo >= size + 0x20000) {
 			/* Keep a guard gap on both sides: stacks grow, heaps grow up. */
 			uint64_t at = gap_hi <= lo_fn ? gap_hi - size - 0x10000 : gap_lo + 0x10000;
-			uint64_t far = at < lo_fn ? hi_fn - at : at + size - lo_fn;
+			/* The functions may lie in several objects, with this gap between them. */
+			uint64_t far = farthest(at, at + size, lo_fn, hi_fn);
 			if (far < REACH && far < best_dist) {
 				best = at;
 				best_dist = far;
@@ -375,7 +384,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 		const char *next = pos;
 		if (!strstr(e.path, "memfd:heaptrace-stub") || e.hi - e.lo != STUB_FILE_SIZE || e.perms[2] != 'x' ||
 		    !maps_next(&next, &d) || d.lo != e.lo + STUB_DATA_OFF || d.hi - d.lo != in->data_size || d.path[0] ||
-		    (e.lo < lo_fn ? hi_fn - e.lo : e.hi - lo_fn) >= REACH)
+		    farthest(e.lo, e.hi, lo_fn, hi_fn) >= REACH)
 			continue;
 		in->base = e.lo;
 		if (build_image(in, plan, img, why, sizeof(why)) || remote_read(r, e.lo, now, STUB_FILE_SIZE))
