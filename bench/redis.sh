@@ -12,7 +12,7 @@
 # stopped (SIGINT) after it, so attach and detach are outside the timing.
 #
 # Environment: REDIS_REQUESTS (200000), REDIS_RUNS (3), REDIS_CLIENTS (50),
-# REDIS_TESTS (set,get,lpush,lpop,incr).
+# REDIS_TESTS (set,get,lpush,lpop,incr), REDIS_CONFIGS (all of the above).
 set -u
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -102,7 +102,7 @@ run() {
 	kill -0 "$SERVER" 2>/dev/null || die "redis-server died under $1"
 }
 
-CONFIGS=(bare sampled exact sampled_noinject exact_noinject)
+read -ra CONFIGS <<<"${REDIS_CONFIGS:-bare sampled exact sampled_noinject exact_noinject}"
 rounds "$RUNS" requests/s RPS
 
 echo "redis-benchmark -n $REQUESTS -c $CLIENTS -t $TESTS, median of $RUNS rounds (requests/s):"
