@@ -562,7 +562,10 @@ ep_valloc 1 3000 2 6000
 ep_pvalloc 1 8192 1 8192"
 
 scenario_batchpreload() {
-	local lib name key mode allocs frees fn vals BD
+	local lib name key mode allocs frees fn vals BD paths=1
+	# make test-noinject (every run --no-inject), or a suite run on the record
+	# sites: the numbers still hold, the paths -v names are not these.
+	{ [ -n "${HT_TEST_NO_INJECT:-}" ] || [ "${HEAPTRACE_BATCH:-}" = 0 ]; } && paths=
 	for lib in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; do
 		name=$(basename "$lib" | cut -d. -f1)
 		name=${name#lib}
@@ -587,7 +590,7 @@ scenario_batchpreload() {
 				bt_expect "" "$TMP/$key.prof" "$TB/t_entrypoints" "$fn" "$vals"
 			done <<<"$BP_EP"
 			bt_events $key allocs=$allocs frees=$frees unmatched_frees=0 missed_frees=0 call_map_full=0 ring_lost=0
-			case $mode in
+			case ${paths:+$mode} in
 			ring)
 				grep -q '^heaptrace: fast path: a stub at .*, events batched$' "$TMP/$key.err" ||
 					BD+="not batched: $(grep -m3 -E 'fast path: (no batching|a stub|not installed)|keeps its uprobes' "$TMP/$key.err")"$'\n'
@@ -616,7 +619,7 @@ scenario_batchpreload() {
 	LD_PRELOAD=$lib ht $key -v -f pprof -o "$TMP/$key.prof" -- "$TB/t_batch" burst
 	bt_diag "$(rc_diag $key 0)"
 	grep -q '^errors 0$' "$TMP/$key.out" || BD+="target: $(tr '\n' ' ' <"$TMP/$key.out")"$'\n'
-	grep -q '^heaptrace: fast path: a stub at .*, events batched$' "$TMP/$key.err" ||
+	[ -z "$paths" ] || grep -q '^heaptrace: fast path: a stub at .*, events batched$' "$TMP/$key.err" ||
 		BD+="not batched: $(grep -m3 -E 'fast path: (no batching|a stub|not installed)|keeps its uprobes' "$TMP/$key.err")"$'\n'
 	bt_expect "" "$TMP/$key.prof" "$TB/t_batch" burst_alloc "4000 224000 48000 2688000"
 	bt_events $key unmatched_frees=0 missed_frees=0 live_map_full=0 ring_lost=0
