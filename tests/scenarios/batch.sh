@@ -525,3 +525,103 @@ scenario_batchkill() {
 	[ "$exact" = 4 ] || BD+="$exact exact sessions after the kills, want 4"$'\n'
 	report "batchkill: $kills SIGKILLs of exact heaptrace at random moments (seed $seed) under a 4-thread self-checking target: it runs on, $exact new sessions count exactly, every block intact, no BPF program or link left; then ${maps:-?} heaptrace mappings in the target, RSS ${rss:-?} KiB (in $((SECONDS - t0)) s)" "$BD"
 }
+
+# ---------------------------------------------------------------------------
+# A program whose malloc is jemalloc's or tcmalloc's (preloaded here; linked,
+# as Debian's redis-server links libjemalloc, is the same to the dynamic
+# loader).  libc's family is traced too, and it is not dead code: jemalloc
+# has no pvalloc nor reallocarray, so t_entrypoints calls glibc's, whose
+# reallocarray tail-calls the interposed realloc (nested across the two
+# objects); tcmalloc has no reallocarray.  Batching needs every function in
+# the stub: -v must say "events batched" and name libc's functions as the
+# fast path's.  One -f pprof run per path gives all four values of each
+# ep_* function: the numbers of scenario_entrypoints (expect_entrypoints4
+# in tests/lib.sh), custom_preload's events (jemalloc: + libstdc++'s
+# emergency pool, 28 allocations and 10 frees; tcmalloc: + TCMallocGuard's
+# 2, 30 and 12), and the same whole profile (records by function) on the
+# ring, on the record sites (HEAPTRACE_BATCH=0) and with --no-inject.
+BP_EP="ep_malloc 3 3000 4 4000
+ep_calloc 1 300 2 600
+ep_grow_seed 0 0 1 50
+ep_realloc_grow 1 5000 1 5000
+ep_shrink_seed 0 0 1 2000
+ep_realloc_shrink 1 200 1 200
+ep_realloc_null 1 333 1 333
+ep_zero_seed 0 0 1 444
+ep_big_seed 0 0 1 200000
+ep_realloc_big 1 400000 1 400000
+ep_reallocarray_null 1 400 1 400
+ep_ra_seed 0 0 1 60
+ep_reallocarray_grow 1 600 1 600
+ep_posix_memalign 1 1234 2 2468
+ep_posix_memalign_small 1 321 1 321
+ep_aligned_alloc 1 2048 2 4096
+ep_aligned_alloc_small 1 96 1 96
+ep_memalign 1 777 1 777
+ep_valloc 1 3000 2 6000
+ep_pvalloc 1 8192 1 8192"
+
+scenario_batchpreload() {
+	local lib name key mode allocs frees fn vals BD paths=1
+	# make test-noinject (every run --no-inject), or a suite run on the record
+	# sites: the numbers still hold, the paths -v names are not these.
+	{ [ -n "${HT_TEST_NO_INJECT:-}" ] || [ "${HEAPTRACE_BATCH:-}" = 0 ]; } && paths=
+	for lib in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; do
+		name=$(basename "$lib" | cut -d. -f1)
+		name=${name#lib}
+		if [ ! -e "$lib" ]; then
+			fail "batchpreload: $lib is not installed" ""
+			continue
+		fi
+		case $name in
+		jemalloc) allocs=28 frees=10 ;;
+		*) allocs=30 frees=12 ;;
+		esac
+		for mode in ring sites noinject; do
+			key=bp_${name}_$mode
+			BD=""
+			case $mode in
+			ring) LD_PRELOAD=$lib ht $key -v -f pprof -o "$TMP/$key.prof" -- "$TB/t_entrypoints" ;;
+			sites) LD_PRELOAD=$lib HEAPTRACE_BATCH=0 ht $key -v -f pprof -o "$TMP/$key.prof" -- "$TB/t_entrypoints" ;;
+			noinject) LD_PRELOAD=$lib ht $key -v --no-inject -f pprof -o "$TMP/$key.prof" -- "$TB/t_entrypoints" ;;
+			esac
+			bt_diag "$(rc_diag $key 0)"
+			while read -r fn vals; do
+				bt_expect "" "$TMP/$key.prof" "$TB/t_entrypoints" "$fn" "$vals"
+			done <<<"$BP_EP"
+			bt_events $key allocs=$allocs frees=$frees unmatched_frees=0 missed_frees=0 call_map_full=0 ring_lost=0
+			case ${paths:+$mode} in
+			ring)
+				grep -q '^heaptrace: fast path: a stub at .*, events batched$' "$TMP/$key.err" ||
+					BD+="not batched: $(grep -m3 -E 'fast path: (no batching|a stub|not installed)|keeps its uprobes' "$TMP/$key.err")"$'\n'
+				grep -qE '^heaptrace: probe reallocarray +[^ ]*/libc\.so\.6\+0x[0-9a-f]+: the fast path \(stub\)' "$TMP/$key.err" ||
+					BD+="libc's reallocarray is not the stub's: $(grep -m1 'probe reallocarray' "$TMP/$key.err")"$'\n'
+				[ "$(rl_events_num $key ring_events)" -gt 0 ] 2>/dev/null ||
+					BD+="ring_events=$(rl_events_num $key ring_events), want some"$'\n' ;;
+			sites)
+				grep -q '^heaptrace: fast path: no batching (HEAPTRACE_BATCH=0)' "$TMP/$key.err" ||
+					BD+="no 'no batching (HEAPTRACE_BATCH=0)' line"$'\n' ;;
+			esac
+			# The whole profile, record by record (first two frames named), as the ring's.
+			bt_records "$TMP/$key.prof" "$TB/t_entrypoints" | sort >"$TMP/$key.recs"
+			if [ "$mode" != ring ] && ! diff "$TMP/bp_${name}_ring.recs" "$TMP/$key.recs" >"$TMP/$key.diff"; then
+				BD+="records differ from the ring's (< ring, > $mode):"$'\n'"$(head -10 "$TMP/$key.diff")"$'\n'
+			fi
+			report "batchpreload: $name preloaded, $mode: every entry point exact (libc's own reallocarray too), allocs=$allocs frees=$frees" "$BD"
+		done
+	done
+
+	# Many threads under jemalloc, more events at once than the ring's
+	# 16384 slots (t_batch burst, as in scenario_batchfull): exact, batched.
+	lib=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+	key=bp_burst
+	BD=""
+	LD_PRELOAD=$lib ht $key -v -f pprof -o "$TMP/$key.prof" -- "$TB/t_batch" burst
+	bt_diag "$(rc_diag $key 0)"
+	grep -q '^errors 0$' "$TMP/$key.out" || BD+="target: $(tr '\n' ' ' <"$TMP/$key.out")"$'\n'
+	[ -z "$paths" ] || grep -q '^heaptrace: fast path: a stub at .*, events batched$' "$TMP/$key.err" ||
+		BD+="not batched: $(grep -m3 -E 'fast path: (no batching|a stub|not installed)|keeps its uprobes' "$TMP/$key.err")"$'\n'
+	bt_expect "" "$TMP/$key.prof" "$TB/t_batch" burst_alloc "4000 224000 48000 2688000"
+	bt_events $key unmatched_frees=0 missed_frees=0 live_map_full=0 ring_lost=0
+	report "batchpreload: jemalloc preloaded, 4 threads, 48000 mallocs and 44000 frees, batched: exact, none lost" "$BD"
+}

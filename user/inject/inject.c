@@ -51,30 +51,29 @@ _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_GADGET_OFF, "the c
 
 int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
 {
-	const char *object = NULL;
-
 	memset(in, 0, sizeof(*in));
 	in->pid = pid;
 	in->file_fd = -1;
 	in->share_fd = -1;
 	in->sample_rate = sample_rate;
 	in->max_live = max_live;
-	for (int k = 0; k < plan->n && in->n < STUB_MAX_FNS; k++) {
+	/*
+	 * Every object's functions, the allocator's first: one stub serves
+	 * them all if it can be placed within a rel32 jump of each (install's
+	 * reach()).  libc's family beside a jemalloc the program links is
+	 * near it (libraries are mapped together); the executable's --sym
+	 * functions usually are not.  A function left to uprobes would turn
+	 * batching off for the whole process (ring.c's why_not()).
+	 */
+	for (int k = 0; k < plan->n; k++) {
 		struct probe *p = &plan->probes[k];
 
-		/*
-		 * One stub, near one object: the allocator the program calls (the
-		 * first one planned), or with --no-libc the first --sym's object.
-		 * Objects lie further apart than a rel32 jump reaches.
-		 */
-		if (!object)
-			object = p->path;
-		if (p->path != object) {
-			ht_info("fast path: %s in %s keeps its uprobes (the stub serves %s)", p->func, p->path, object);
-			continue;
-		}
 		if (!p->stub_len) {
 			ht_info("fast path: %s keeps its uprobes: %s", p->func, p->stub_why);
+			continue;
+		}
+		if (in->n == STUB_MAX_FNS) {
+			ht_info("fast path: %s keeps its uprobes: the stub serves %d functions at most", p->func, STUB_MAX_FNS);
 			continue;
 		}
 		p->stub = true;
@@ -104,6 +103,14 @@ static void give_back(struct inject *in, struct probe_plan *plan)
 		}
 }
 
+/* The longest jump between [at, end) and functions in [lo_fn, hi_fn], either way. */
+static uint64_t farthest(uint64_t at, uint64_t end, uint64_t lo_fn, uint64_t hi_fn)
+{
+	uint64_t up = hi_fn > at ? hi_fn - at : 0, down = end > lo_fn ? end - lo_fn : 0;
+
+	return up > down ? up : down;
+}
+
 /*
  * Free address space for the stub within a rel32 jump of every function:
  * the gap closest to them.  0 when there is none.
@@ -120,7 +127,8 @@ static uint64_t place(const char *maps, uint64_t lo_fn, uint64_t hi_fn, uint64_t
 		if (gap_hi > gap_lo && gap_hi - gap_lo >= size + 0x20000) {
 			/* Keep a guard gap on both sides: stacks grow, heaps grow up. */
 			uint64_t at = gap_hi <= lo_fn ? gap_hi - size - 0x10000 : gap_lo + 0x10000;
-			uint64_t far = at < lo_fn ? hi_fn - at : at + size - lo_fn;
+			/* The functions may lie in several objects, with this gap between them. */
+			uint64_t far = farthest(at, at + size, lo_fn, hi_fn);
 			if (far < REACH && far < best_dist) {
 				best = at;
 				best_dist = far;
@@ -130,6 +138,59 @@ static uint64_t place(const char *maps, uint64_t lo_fn, uint64_t hi_fn, uint64_t
 			break;
 	}
 	return best;
+}
+
+static bool same_object(const struct probe_plan *plan, const struct inject_fn *a, const struct inject_fn *b)
+{
+	return !strcmp(plan->probes[a->probe].path, plan->probes[b->probe].path);
+}
+
+/*
+ * One stub within a rel32 jump of every function it serves: the objects
+ * in the plan's order (the allocator's first), each one taken when a
+ * place exists near its functions and those of every object taken before.
+ * The functions of an object out of reach get addr 0 (they keep their
+ * uprobes); an adopted process takes all or none (-1, why).  The span of
+ * what was taken goes in lo, hi.
+ */
+static int reach(struct inject *in, const struct probe_plan *plan, const char *maps, uint64_t size, uint64_t *lo,
+		 uint64_t *hi, char *why, size_t len)
+{
+	const char *taken = NULL;
+
+	*lo = UINT64_MAX, *hi = 0;
+	for (int i = 0; i < in->n; i++) {
+		uint64_t olo = UINT64_MAX, ohi = 0;
+		bool seen = false;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j]);
+		if (seen || !in->fns[i].addr)
+			continue;       /* decided with the first function found of its object */
+		for (int j = i; j < in->n; j++)
+			if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j])) {
+				olo = in->fns[j].addr < olo ? in->fns[j].addr : olo;
+				ohi = in->fns[j].addr > ohi ? in->fns[j].addr : ohi;
+			}
+		uint64_t nlo = olo < *lo ? olo : *lo, nhi = ohi > *hi ? ohi : *hi;
+		const char *obj = plan->probes[in->fns[i].probe].path;
+		if (!taken || place(maps, nlo, nhi, size)) {
+			*lo = nlo, *hi = nhi;
+			taken = taken ? taken : obj;
+			continue;
+		}
+		if (in->whole) {
+			snprintf(why, len, "no room for one stub within 2 GiB of both %s and %s", taken, obj);
+			return -1;
+		}
+		for (int j = i; j < in->n; j++)
+			if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j])) {
+				ht_info("fast path: %s in %s keeps its uprobes: no room for one stub within 2 GiB of it and of %s",
+					plan->probes[in->fns[j].probe].func, obj, taken);
+				in->fns[j].addr = 0;
+			}
+	}
+	return 0;
 }
 
 /* The stub's file: blob, trampolines (entry_i, orig_i), configuration. */
@@ -323,7 +384,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 		const char *next = pos;
 		if (!strstr(e.path, "memfd:heaptrace-stub") || e.hi - e.lo != STUB_FILE_SIZE || e.perms[2] != 'x' ||
 		    !maps_next(&next, &d) || d.lo != e.lo + STUB_DATA_OFF || d.hi - d.lo != in->data_size || d.path[0] ||
-		    (e.lo < lo_fn ? hi_fn - e.lo : e.hi - lo_fn) >= REACH)
+		    farthest(e.lo, e.hi, lo_fn, hi_fn) >= REACH)
 			continue;
 		in->base = e.lo;
 		if (build_image(in, plan, img, why, sizeof(why)) || remote_read(r, e.lo, now, STUB_FILE_SIZE))
@@ -456,17 +517,18 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		} else if (bad) {
 			ht_info("fast path: %s keeps its uprobes: %s", p->func, bad);
 			f->addr = 0;
-		} else {
-			lo = f->addr < lo ? f->addr : lo;
-			hi = f->addr > hi ? f->addr : hi;
 		}
 		if (fd >= 0)
 			close(fd);
 	}
-	/* Only the functions found stay; an adopted process takes them all or none. */
-	int n = 0;
 	if (*why)
 		goto fail;
+	in->buckets = in->sample_rate ? pow2_at_least(in->max_live / 4 > 1024 ? in->max_live / 4 : 1024) : 1;
+	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
+	if (reach(in, plan, maps, STUB_DATA_OFF + in->data_size, &lo, &hi, why, sizeof(why)))
+		goto fail;
+	/* Only the functions found and in reach stay; an adopted process takes them all or none. */
+	int n = 0;
 	for (int i = 0; i < in->n; i++) {
 		if (in->fns[i].addr) {
 			in->fns[n++] = in->fns[i];
@@ -480,8 +542,6 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		snprintf(why, sizeof(why), "no function to redirect");
 		goto fail;
 	}
-	in->buckets = in->sample_rate ? pow2_at_least(in->max_live / 4 > 1024 ? in->max_live / 4 : 1024) : 1;
-	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
 	if (!(img = malloc(STUB_FILE_SIZE))) {
 		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
