@@ -24,6 +24,7 @@
 
 #include "inject/inject.h"
 #include "inject/phase.h"
+#include "inject/place.h"
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
@@ -38,8 +39,6 @@
 _Static_assert(sizeof(stub_blob) <= STUB_TRAMP_OFF, "the stub blob overlaps its trampolines");
 _Static_assert(STUB_TRAMP_OFF + STUB_MAX_FNS * STUB_TRAMP_SIZE <= STUB_CFG_OFF, "trampolines overlap the config");
 _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the config does not fit the file");
-
-#define REACH (2000ull << 20)   /* what a rel32 jump reaches, with a margin */
 
 /*
  * Where remote system calls run once the stub is mapped (remote.h): the
@@ -101,96 +100,6 @@ static void give_back(struct inject *in, struct probe_plan *plan)
 			plan->probes[in->fns[i].probe].stub = false;
 			plan->probes[in->fns[i].probe].given_back = true;
 		}
-}
-
-/* The longest jump between [at, end) and functions in [lo_fn, hi_fn], either way. */
-static uint64_t farthest(uint64_t at, uint64_t end, uint64_t lo_fn, uint64_t hi_fn)
-{
-	uint64_t up = hi_fn > at ? hi_fn - at : 0, down = end > lo_fn ? end - lo_fn : 0;
-
-	return up > down ? up : down;
-}
-
-/*
- * Free address space for the stub within a rel32 jump of every function:
- * the gap closest to them.  0 when there is none.
- */
-static uint64_t place(const char *maps, uint64_t lo_fn, uint64_t hi_fn, uint64_t size)
-{
-	uint64_t prev_end = 0x10000, best = 0, best_dist = UINT64_MAX;
-	struct map_entry e;
-
-	for (const char *pos = maps;; prev_end = e.hi) {
-		bool more = maps_next(&pos, &e);
-		uint64_t gap_lo = (prev_end + 0xffff) & ~0xffffull, gap_hi = more ? e.lo : 0x7ffffffff000ull;
-
-		if (gap_hi > gap_lo && gap_hi - gap_lo >= size + 0x20000) {
-			/* Keep a guard gap on both sides: stacks grow, heaps grow up. */
-			uint64_t at = gap_hi <= lo_fn ? gap_hi - size - 0x10000 : gap_lo + 0x10000;
-			/* The functions may lie in several objects, with this gap between them. */
-			uint64_t far = farthest(at, at + size, lo_fn, hi_fn);
-			if (far < REACH && far < best_dist) {
-				best = at;
-				best_dist = far;
-			}
-		}
-		if (!more)
-			break;
-	}
-	return best;
-}
-
-static bool same_object(const struct probe_plan *plan, const struct inject_fn *a, const struct inject_fn *b)
-{
-	return !strcmp(plan->probes[a->probe].path, plan->probes[b->probe].path);
-}
-
-/*
- * One stub within a rel32 jump of every function it serves: the objects
- * in the plan's order (the allocator's first), each one taken when a
- * place exists near its functions and those of every object taken before.
- * The functions of an object out of reach get addr 0 (they keep their
- * uprobes); an adopted process takes all or none (-1, why).  The span of
- * what was taken goes in lo, hi.
- */
-static int reach(struct inject *in, const struct probe_plan *plan, const char *maps, uint64_t size, uint64_t *lo,
-		 uint64_t *hi, char *why, size_t len)
-{
-	const char *taken = NULL;
-
-	*lo = UINT64_MAX, *hi = 0;
-	for (int i = 0; i < in->n; i++) {
-		uint64_t olo = UINT64_MAX, ohi = 0;
-		bool seen = false;
-
-		for (int j = 0; j < i && !seen; j++)
-			seen = in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j]);
-		if (seen || !in->fns[i].addr)
-			continue;       /* decided with the first function found of its object */
-		for (int j = i; j < in->n; j++)
-			if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j])) {
-				olo = in->fns[j].addr < olo ? in->fns[j].addr : olo;
-				ohi = in->fns[j].addr > ohi ? in->fns[j].addr : ohi;
-			}
-		uint64_t nlo = olo < *lo ? olo : *lo, nhi = ohi > *hi ? ohi : *hi;
-		const char *obj = plan->probes[in->fns[i].probe].path;
-		if (!taken || place(maps, nlo, nhi, size)) {
-			*lo = nlo, *hi = nhi;
-			taken = taken ? taken : obj;
-			continue;
-		}
-		if (in->whole) {
-			snprintf(why, len, "no room for one stub within 2 GiB of both %s and %s", taken, obj);
-			return -1;
-		}
-		for (int j = i; j < in->n; j++)
-			if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j])) {
-				ht_info("fast path: %s in %s keeps its uprobes: no room for one stub within 2 GiB of it and of %s",
-					plan->probes[in->fns[j].probe].func, obj, taken);
-				in->fns[j].addr = 0;
-			}
-	}
-	return 0;
 }
 
 /* The stub's file: blob, trampolines (entry_i, orig_i), configuration. */
@@ -384,7 +293,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 		const char *next = pos;
 		if (!strstr(e.path, "memfd:heaptrace-stub") || e.hi - e.lo != STUB_FILE_SIZE || e.perms[2] != 'x' ||
 		    !maps_next(&next, &d) || d.lo != e.lo + STUB_DATA_OFF || d.hi - d.lo != in->data_size || d.path[0] ||
-		    farthest(e.lo, e.hi, lo_fn, hi_fn) >= REACH)
+		    place_farthest(e.lo, e.hi, lo_fn, hi_fn) >= PLACE_REACH)
 			continue;
 		in->base = e.lo;
 		if (build_image(in, plan, img, why, sizeof(why)) || remote_read(r, e.lo, now, STUB_FILE_SIZE))
@@ -525,7 +434,7 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		goto fail;
 	in->buckets = in->sample_rate ? pow2_at_least(in->max_live / 4 > 1024 ? in->max_live / 4 : 1024) : 1;
 	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
-	if (reach(in, plan, maps, STUB_DATA_OFF + in->data_size, &lo, &hi, why, sizeof(why)))
+	if (place_reach(in, plan, maps, STUB_DATA_OFF + in->data_size, &lo, &hi, why, sizeof(why)))
 		goto fail;
 	/* Only the functions found and in reach stay; an adopted process takes them all or none. */
 	int n = 0;
@@ -548,7 +457,7 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	}
 	/* An earlier session's stub, the same as this one would be: used again, not mapped anew beside it. */
 	if (!reuse_stub(in, r, plan, maps, lo, hi, img)) {
-		if (!(in->base = place(maps, lo, hi, STUB_DATA_OFF + in->data_size))) {
+		if (!(in->base = place_near(maps, lo, hi, STUB_DATA_OFF + in->data_size))) {
 			snprintf(why, sizeof(why), "no free address space within 2 GiB of the allocator");
 			goto fail;
 		}

@@ -1,0 +1,105 @@
+/*
+ * Where the stub goes: within a rel32 jump of every function it serves
+ * (its trampolines jump back, the functions' patches jump to it), in the
+ * free gap of the process's map closest to them.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "inject/inject.h"
+#include "inject/place.h"
+#include "probe/plan.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+/* The longest jump between [at, end) and functions in [lo_fn, hi_fn], either way. */
+uint64_t place_farthest(uint64_t at, uint64_t end, uint64_t lo_fn, uint64_t hi_fn)
+{
+	uint64_t up = hi_fn > at ? hi_fn - at : 0, down = end > lo_fn ? end - lo_fn : 0;
+
+	return up > down ? up : down;
+}
+
+/*
+ * Free address space for the stub within a rel32 jump of every function:
+ * the gap closest to them.  0 when there is none.
+ */
+uint64_t place_near(const char *maps, uint64_t lo_fn, uint64_t hi_fn, uint64_t size)
+{
+	uint64_t prev_end = 0x10000, best = 0, best_dist = UINT64_MAX;
+	struct map_entry e;
+
+	for (const char *pos = maps;; prev_end = e.hi) {
+		bool more = maps_next(&pos, &e);
+		uint64_t gap_lo = (prev_end + 0xffff) & ~0xffffull, gap_hi = more ? e.lo : 0x7ffffffff000ull;
+
+		if (gap_hi > gap_lo && gap_hi - gap_lo >= size + 0x20000) {
+			/* Keep a guard gap on both sides: stacks grow, heaps grow up. */
+			uint64_t at = gap_hi <= lo_fn ? gap_hi - size - 0x10000 : gap_lo + 0x10000;
+			/* The functions may lie in several objects, with this gap between them. */
+			uint64_t far = place_farthest(at, at + size, lo_fn, hi_fn);
+			if (far < PLACE_REACH && far < best_dist) {
+				best = at;
+				best_dist = far;
+			}
+		}
+		if (!more)
+			break;
+	}
+	return best;
+}
+
+static bool same_object(const struct probe_plan *plan, const struct inject_fn *a, const struct inject_fn *b)
+{
+	return !strcmp(plan->probes[a->probe].path, plan->probes[b->probe].path);
+}
+
+/*
+ * One stub within a rel32 jump of every function it serves: the objects
+ * in the plan's order (the allocator's first), each one taken when a
+ * place exists near its functions and those of every object taken before.
+ * The functions of an object out of reach get addr 0 (they keep their
+ * uprobes); an adopted process takes all or none (-1, why).  The span of
+ * what was taken goes in lo, hi.
+ */
+int place_reach(struct inject *in, const struct probe_plan *plan, const char *maps, uint64_t size, uint64_t *lo,
+		 uint64_t *hi, char *why, size_t len)
+{
+	const char *taken = NULL;
+
+	*lo = UINT64_MAX, *hi = 0;
+	for (int i = 0; i < in->n; i++) {
+		uint64_t olo = UINT64_MAX, ohi = 0;
+		bool seen = false;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j]);
+		if (seen || !in->fns[i].addr)
+			continue;       /* decided with the first function found of its object */
+		for (int j = i; j < in->n; j++)
+			if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j])) {
+				olo = in->fns[j].addr < olo ? in->fns[j].addr : olo;
+				ohi = in->fns[j].addr > ohi ? in->fns[j].addr : ohi;
+			}
+		uint64_t nlo = olo < *lo ? olo : *lo, nhi = ohi > *hi ? ohi : *hi;
+		const char *obj = plan->probes[in->fns[i].probe].path;
+		if (!taken || place_near(maps, nlo, nhi, size)) {
+			*lo = nlo, *hi = nhi;
+			taken = taken ? taken : obj;
+			continue;
+		}
+		if (in->whole) {
+			snprintf(why, len, "no room for one stub within 2 GiB of both %s and %s", taken, obj);
+			return -1;
+		}
+		for (int j = i; j < in->n; j++)
+			if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j])) {
+				ht_info("fast path: %s in %s keeps its uprobes: no room for one stub within 2 GiB of it and of %s",
+					plan->probes[in->fns[j].probe].func, obj, taken);
+				in->fns[j].addr = 0;
+			}
+	}
+	return 0;
+}
