@@ -521,6 +521,26 @@ void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_
 	pthread_mutex_unlock(&d->lock);
 }
 
+void drain_memory(const struct tracer *tr, uint64_t *maps, uint64_t *progs_memlock, int *progs)
+{
+	struct drain_state *d = tr->drain;
+	struct bpf_map *m;
+
+	*maps = *progs_memlock = 0;
+	*progs = 0;
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (d->obj) {
+		bpf_object__for_each_map(m, d->obj->obj)
+			if (!tracer_shares_map(tr, m))
+				*maps += tracer_memlock_of(bpf_map__fd(m));
+		*progs_memlock = tracer_memlock_of(d->prog_fd);
+		*progs = 1;
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
 void drain_pairs(const struct tracer *tr, uint64_t *pairs, uint64_t *carried)
 {
 	struct drain_state *d = tr->drain;

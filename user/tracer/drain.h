@@ -60,6 +60,9 @@ int drain_now(const struct tracer *tr);
  */
 void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_t out[HT_COUNTER_MAX]);
 
+/* The drain object's own maps (fdinfo memlock) and its program, once taken (tracer_memory()). */
+void drain_memory(const struct tracer *tr, uint64_t *maps, uint64_t *progs_memlock, int *progs);
+
 /* Pairs found (user/tracer/pair.h) and, of them, pairs across two runs: for -v and the tests. */
 void drain_pairs(const struct tracer *tr, uint64_t *pairs, uint64_t *carried);
 

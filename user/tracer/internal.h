@@ -34,6 +34,9 @@ void tracer_detach_maps(struct tracer *tr);
  */
 struct bpf_object;
 int tracer_share_maps(struct tracer *tr, struct bpf_object *obj);
+/* Whether m (of an object loaded with tracer_share_maps) is the main object's map, not the object's own. */
+struct bpf_map;
+bool tracer_shares_map(const struct tracer *tr, const struct bpf_map *m);
 /* tracer.c: a program of the main object's by its tracer_prog; want (and also) into obj, with the main object's maps. */
 struct heaptrace;
 struct bpf_object_skeleton;

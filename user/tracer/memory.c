@@ -11,6 +11,7 @@
 
 #include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
 #include "heaptrace.skel.h"
+#include "tracer/drain.h"
 #include "tracer/internal.h"
 
 uint64_t tracer_memlock_of(int fd)
@@ -157,6 +158,15 @@ void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 				m->progs++;
 			}
 		}
+	/* The drain's object (drain.c): its own maps, sized at their load (arrays, and ring_stacks' few). */
+	uint64_t drain_maps, drain_progs;
+	int drain_n;
+	drain_memory(tr, &drain_maps, &drain_progs, &drain_n);
+	m->memlock += drain_maps;
+	m->now += drain_maps;
+	m->max += drain_maps;
+	m->progs_memlock += drain_progs;
+	m->progs += drain_n;
 	m->links = tracer_links(tr);
 	m->live_blocks = tr->skel->data_live->live_count;
 	m->now += m->live_now;

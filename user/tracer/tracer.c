@@ -244,6 +244,11 @@ static bool same_globals(struct bpf_object *main, struct bpf_object *obj)
 	return bm && bo;
 }
 
+bool tracer_shares_map(const struct tracer *tr, const struct bpf_map *m)
+{
+	return map_like(tr->skel->obj, m) != NULL;
+}
+
 int tracer_share_maps(struct tracer *tr, struct bpf_object *obj)
 {
 	struct bpf_map *m;
