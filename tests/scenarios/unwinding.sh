@@ -422,29 +422,7 @@ dlopen_again() {
 	ht_bg "$key" -v -f collapsed --value alloc_space -o "$TMP/$key.out" -- \
 		"$TB/nofp/t_dlopen" "$TB/nofp/libt_plugin.so" "$TMP/$key.fifo" "$b"
 	hp=$HPID
-	if ! wait_for "$TMP/$key.tout" '^opened$' 30 "$hp" || ! wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
-		d+="no table for libt_plugin.so"$'\n'
-	elif ! release "$key" || ! wait_for "$TMP/$key.tout" '^other ' 15 "$hp"; then
-		d+="the target did not open libt_plugin_b.so"$'\n'
-	else
-		local i=150
-		while [ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -lt 2 ] && [ $i -gt 0 ] && kill -0 "$hp" 2>/dev/null; do
-			sleep 0.1
-			i=$((i - 1))
-		done
-		[ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -ge 2 ] || d+="no table for libt_plugin_b.so"$'\n'
-		if ! release "$key" || ! wait_for "$TMP/$key.tout" '^reopened ' 15 "$hp"; then
-			d+="the target did not open libt_plugin.so again"$'\n'
-		else
-			grep -q '^reopened here$' "$TMP/$key.tout" ||
-				d+="libt_plugin.so did not come back where libt_plugin_b.so was: the check cannot run"$'\n'
-			sleep 3
-		fi
-	fi
-	kill -0 "$hp" 2>/dev/null && release "$key"
-	ht_bg_wait "$key" "$hp" 30
-	d+=$(rc_diag "$key" 0)
-	grep -q '^done$' "$TMP/$key.tout" || d+="the target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+	dl_swap "$key" "$hp" libt_plugin.so libt_plugin_b.so
 	report "dlopen: libt_plugin.so, libt_plugin_b.so in its place, libt_plugin.so again in the other's place: exits 0" "$d"
 	uw_expect_stack "$key" "$DL_STACK" 7770 \
 		"dlopen: libt_plugin.so dlopen()ed again where libt_plugin_b.so was: stacks ending $DL_STACK = 7770 (twice 5 x 777)"
@@ -454,6 +432,45 @@ dlopen_again() {
 	}' "$TMP/$key.out" 2>/dev/null | cut -c1-200)
 	[ -s "$TMP/$key.out" ] || d+="empty profile"
 	report "dlopen: libt_plugin.so again: no stack is [truncated] but plugin_early's" "$d"
+}
+
+# dl_swap KEY HP A B [here]: KEY's t_dlopen (heaptrace HP) through its steps
+# (dl_steps), then to its end; what went wrong is added to d.
+dl_swap() {
+	local key=$1 hp=$2
+	dl_steps "$@"
+	kill -0 "$hp" 2>/dev/null && release "$key"
+	ht_bg_wait "$key" "$hp" 30
+	d+=$(rc_diag "$key" 0)
+	grep -q '^done$' "$TMP/$key.tout" || d+="the target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+}
+
+# dl_steps KEY HP A B [here]: A opened and its table made, B opened in its
+# place (here: B must come where A was) and its table made, A opened again
+# where B was, then 3 s.
+dl_steps() {
+	local key=$1 hp=$2 a=$3 b=$4 here=${5:-} i=150
+	if ! wait_for "$TMP/$key.tout" '^opened$' 30 "$hp" || ! wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
+		d+="no table for $a"$'\n'
+		return
+	fi
+	if ! release "$key" || ! wait_for "$TMP/$key.tout" '^other ' 15 "$hp"; then
+		d+="the target did not open $b"$'\n'
+		return
+	fi
+	[ -z "$here" ] || grep -q '^other here$' "$TMP/$key.tout" ||
+		d+="$b did not come where $a was: the check cannot run"$'\n'
+	while [ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -lt 2 ] && [ $i -gt 0 ] && kill -0 "$hp" 2>/dev/null; do
+		sleep 0.1
+		i=$((i - 1))
+	done
+	[ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -ge 2 ] || d+="no table for $b"$'\n'
+	if ! release "$key" || ! wait_for "$TMP/$key.tout" '^reopened ' 15 "$hp"; then
+		d+="the target did not open $a again"$'\n'
+		return
+	fi
+	grep -q '^reopened here$' "$TMP/$key.tout" || d+="$a did not come back where $b was: the check cannot run"$'\n'
+	sleep 3
 }
 
 # The stub's cache of CFI rows by pc (stub/unwind.c) across a library
@@ -479,31 +496,7 @@ dlopen_samepc() {
 		HEAPTRACE_BATCH=$batch ht_bg "$key" -v -f collapsed --value alloc_space -o "$TMP/$key.out" -- \
 			"$TB/nofp/t_dlopen" "$a" "$TMP/$key.fifo" "$b"
 		hp=$HPID
-		if ! wait_for "$TMP/$key.tout" '^opened$' 30 "$hp" || ! wait_for "$TMP/$key.err" "$DL_TABLES" 15 "$hp"; then
-			d+="no table for libt_cfi_a.so"$'\n'
-		elif ! release "$key" || ! wait_for "$TMP/$key.tout" '^other ' 15 "$hp"; then
-			d+="the target did not open libt_cfi_b.so"$'\n'
-		else
-			grep -q '^other here$' "$TMP/$key.tout" ||
-				d+="libt_cfi_b.so did not come where libt_cfi_a.so was: the check cannot run"$'\n'
-			local i=150
-			while [ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -lt 2 ] && [ $i -gt 0 ] && kill -0 "$hp" 2>/dev/null; do
-				sleep 0.1
-				i=$((i - 1))
-			done
-			[ "$(grep -cE "$DL_TABLES" "$TMP/$key.err")" -ge 2 ] || d+="no table for libt_cfi_b.so"$'\n'
-			if ! release "$key" || ! wait_for "$TMP/$key.tout" '^reopened ' 15 "$hp"; then
-				d+="the target did not open libt_cfi_a.so again"$'\n'
-			else
-				grep -q '^reopened here$' "$TMP/$key.tout" ||
-					d+="libt_cfi_a.so did not come back where libt_cfi_b.so was: the check cannot run"$'\n'
-				sleep 3
-			fi
-		fi
-		kill -0 "$hp" 2>/dev/null && release "$key"
-		ht_bg_wait "$key" "$hp" 30
-		d+=$(rc_diag "$key" 0)
-		grep -q '^done$' "$TMP/$key.tout" || d+="the target did not finish: $(cat "$TMP/$key.tout")"$'\n'
+		dl_swap "$key" "$hp" libt_cfi_a.so libt_cfi_b.so here
 		report "dlopen: libt_cfi_a.so, libt_cfi_b.so in its place (same code, other CFI), a again (HEAPTRACE_BATCH=$batch): exits 0" "$d"
 		uw_expect_stack "$key" "$DL_STACK" 9990 \
 			"dlopen: same pcs, other CFI (HEAPTRACE_BATCH=$batch): stacks ending $DL_STACK = 9990 (5 x 777, 4 x 555, 5 x 777)"
