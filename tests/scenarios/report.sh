@@ -157,15 +157,21 @@ scenario_html() {
 
 	# A screenshot, not blank.  docs/report.png (the README's picture) is this
 	# file: HEAPTRACE_KEEP_TMP=1 bash tests/run.sh html keeps it.
-	local b png=$TMP/report.png colours
+	local b png=$TMP/report.png colours try
 	d=""
 	if b=$(rp_browser); then
-		(cd "$TMP" && timeout -k 5 120 "$b" --headless --no-sandbox --disable-gpu --no-first-run \
-			--user-data-dir="$TMP/chromium.shot" --hide-scrollbars --window-size=1200,900 \
-			--run-all-compositor-stages-before-draw --virtual-time-budget=5000 \
-			--screenshot="$png" "file://$f" >/dev/null 2>&1 </dev/null)
+		# Chromium itself, on a loaded 2-core VM, now and then writes no file (CI's check-asan, once):
+		# up to 3 tries for a file, and what it said if none came; the page is judged once it has one.
+		for try in 1 2 3; do
+			rm -f "$png"
+			(cd "$TMP" && timeout -k 5 120 "$b" --headless --no-sandbox --disable-gpu --no-first-run \
+				--user-data-dir="$TMP/chromium.shot" --hide-scrollbars --window-size=1200,900 \
+				--run-all-compositor-stages-before-draw --virtual-time-budget=5000 \
+				--screenshot="$png" "file://$f" >"$TMP/chromium.shot.log" 2>&1 </dev/null)
+			[ -s "$png" ] && break
+		done
 		[ "$(identify -format '%wx%h' "$png" 2>/dev/null)" = 1200x900 ] ||
-			d+="no 1200x900 screenshot: $(identify "$png" 2>&1 | head -1)"$'\n'
+			d+="no 1200x900 screenshot after $try tries: $(identify "$png" 2>&1 | head -1); chromium: $(tail -3 "$TMP/chromium.shot.log")"$'\n'
 		colours=$(convert "$png" -format '%k' info: 2>/dev/null)
 		[ "${colours:-0}" -ge 100 ] || d+="${colours:-no} colours in the screenshot: blank"$'\n'
 	else
