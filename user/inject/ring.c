@@ -87,12 +87,17 @@ static bool expr_stub_only(const struct ht_alloc_spec *s, const struct ht_expr *
 	return true;
 }
 
-/* Why this session cannot batch (NULL: it can), in why. */
-static const char *why_not(const struct inject *in, const struct probe_plan *plan, char *why, size_t len)
+bool ring_batch_off(void)
 {
 	const char *env = getenv("HEAPTRACE_BATCH");
 
-	if (env && !strcmp(env, "0"))
+	return env && !strcmp(env, "0");
+}
+
+/* Why this session cannot batch (NULL: it can), in why. */
+static const char *why_not(const struct inject *in, const struct probe_plan *plan, char *why, size_t len)
+{
+	if (ring_batch_off())
 		return snprintf(why, len, "HEAPTRACE_BATCH=0"), why;
 	if (in->sample_rate)
 		return snprintf(why, len, "sampled"), why;

@@ -22,6 +22,9 @@ int ring_create(struct ring *r, __u32 tgid);
 /* heaptrace's side goes (the target's mapping stays: a thread may be inside the stub). */
 void ring_destroy(struct ring *r);
 
+/* HEAPTRACE_BATCH=0: no batching, a record site a call (for comparison, and the tests). */
+bool ring_batch_off(void);
+
 struct inject;
 struct remote;
 struct probe_plan;
