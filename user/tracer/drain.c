@@ -49,8 +49,7 @@ struct drain_state {
 	size_t n, cap;
 	struct drain *obj;              /* bpf/drain.bpf.c, with the main object's maps */
 	int prog_fd;                    /* -1: not loaded (yet) */
-	bool failed;                    /* could not load: said once */
-	int load_err;                   /* why (-errno) */
+	int load_err;                   /* could not load (-errno): said once, no ring taken */
 	/* The object loaded by a thread of its own from start-up on (drain_preload), taken at its join. */
 	pthread_t preload;
 	bool preloading;
@@ -115,14 +114,14 @@ static void take_preload(struct drain_state *d, struct loaded *l)
 	*l = d->pre;
 }
 
-/* The drain's object, loaded or the preload's.  Under the lock.  0 or -1 (said once). */
+/* The drain's object, loaded or the preload's.  Under the lock.  0 or -1 (said once, d->load_err). */
 static int load(struct tracer *tr, struct drain_state *d)
 {
 	struct loaded l;
 
 	if (d->prog_fd >= 0)
 		return 0;
-	if (d->failed)
+	if (d->load_err)
 		return -1;
 	if (d->preloading)
 		take_preload(d, &l);
@@ -130,8 +129,7 @@ static int load(struct tracer *tr, struct drain_state *d)
 		load_object(tr, &l);
 	if (l.err) {
 		ht_err("cannot load the ring's drain program (%s): no batching, one record site per call", strerror(-l.err));
-		d->failed = true;
-		d->load_err = l.err;
+		d->load_err = l.err < 0 ? l.err : -EINVAL;
 		return -1;
 	}
 	d->obj = l.obj;
@@ -221,14 +219,6 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 	return 0;
 }
 
-static bool any_published(const struct drain_state *d)
-{
-	for (size_t i = 0; i < d->n; i++)
-		if (published(d->rings[i].r, d->rings[i].r->hdr->tail))
-			return true;
-	return false;
-}
-
 /*
  * Anything for a pass now: slots published past those held back, a
  * quarter of the ring of them when a pass may hold back (one ring): each
@@ -299,18 +289,9 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold)
 {
 	int rc = 0;
 
-	/*
-	 * The object is waited for at the first event, not before: a pass
-	 * while the preload's thread verifies it, or before any load, has
-	 * nothing to do.  The ring holds events meanwhile.
-	 */
-	if (d->prog_fd < 0 && !d->failed && !any_published(d)) {
-		for (size_t i = 0; i < d->n; i++)
-			__atomic_add_fetch(&d->rings[i].r->hdr->alive, 1, __ATOMIC_RELEASE);
+	/* No ring before the object is loaded (drain_register() loads it first): nothing to drain. */
+	if (d->prog_fd < 0)
 		return 0;
-	}
-	if (load(tr, d))
-		return -1;
 	d->passes++;
 	/*
 	 * Holding back only with one ring: a held-back free's allocation keeps
@@ -406,22 +387,28 @@ static struct drain_state *state(struct tracer *tr)
 	return d;
 }
 
+/* load() under the lock. */
+static int load_locked(struct tracer *tr, struct drain_state *d)
+{
+	pthread_mutex_lock(&d->lock);
+	int rc = load(tr, d);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
 void drain_ready(struct tracer *tr)
 {
 	struct drain_state *d = tr->drain;
 
-	if (!d || !d->preloading)
-		return;
-	pthread_mutex_lock(&d->lock);
-	load(tr, d);
-	pthread_mutex_unlock(&d->lock);
+	if (d && d->preloading)
+		load_locked(tr, d);
 }
 
 void drain_preload(struct tracer *tr)
 {
 	struct drain_state *d = tr->drain ? tr->drain : state(tr);
 
-	if (d && !d->preloading && d->prog_fd < 0 && !d->failed)
+	if (d && !d->preloading && d->prog_fd < 0 && !d->load_err)
 		d->preloading = !pthread_create(&d->preload, NULL, preload_main, tr);
 }
 
@@ -439,17 +426,14 @@ int drain_register(struct tracer *tr, struct ring *r)
 	 * launched program waits before its first instruction, not amid its
 	 * first allocations on a full ring; a failure leaves the record sites.
 	 */
-	pthread_mutex_lock(&d->lock);
-	int loaded = load(tr, d);
-	pthread_mutex_unlock(&d->lock);
-	if (loaded)
-		return d->load_err ? d->load_err : -EINVAL;
+	if (load_locked(tr, d))
+		return d->load_err;
 	struct ht_totals t = { 0 };
 	bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &slot, &t);
 	r->exec_gen = t.execs;
 	pthread_mutex_lock(&d->lock);
 	/* What the one ring held back is consumed before a second ring's runs use the pairs' array. */
-	if (d->n == 1 && d->prog_fd >= 0)
+	if (d->n == 1)
 		drain_ring(tr, d, &d->rings[0], false);
 	int rc = ARRAY_RESERVE(d->rings, d->cap, d->n + 1, 4);
 	if (!rc)
@@ -478,7 +462,7 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 	for (size_t i = 0; i < d->n; i++) {
 		if (d->rings[i].r != r)
 			continue;
-		if (published(r, r->hdr->tail) && !load(tr, d))
+		if (published(r, r->hdr->tail))
 			drain_ring(tr, d, &d->rings[i], false);
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
