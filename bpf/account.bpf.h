@@ -531,14 +531,31 @@ static __always_inline struct ht_block alloc_block(const struct alloc_rec *r)
  */
 static __always_inline void drop_stale(struct ht_block *stale, __u64 key, __u32 proc)
 {
-	if (!release(stale, key, proc))
+	struct ht_site *ss = block_site(stale, proc);
+
+	if (!release_at(ss, stale, key, proc))
 		return;
 	/* Charged to the stack that allocated it too: -f top shows where the unseen frees are. */
-	struct ht_site_key sk = { .stack = stale->stack, .proc = proc };
-	struct ht_site *ss = bpf_map_lookup_elem(&sites, &sk);
 	if (ss)
 		__sync_fetch_and_add(&ss->missed_frees, 1);
 	count(proc, HT_MISSED_FREES);
+}
+
+/*
+ * Block b at key into the live map (paired: only a block live at its
+ * address comes out, bpf/drain.bpf.c keeps b), the block that was live
+ * there dropped (drop_stale(): into *stale), a full map counted.
+ * live_put()'s result.
+ */
+static __always_inline int live_enter(__u64 key, struct ht_block *b, struct ht_block *stale, __u32 proc, bool paired)
+{
+	int put = paired ? (live_take(key, stale) ? LIVE_ADDED : LIVE_REPLACED) : live_put(key, b, stale);
+
+	if (put == LIVE_FULL)
+		count(proc, HT_LIVE_MAP_FULL);
+	else if (put == LIVE_REPLACED)
+		drop_stale(stale, key, proc);
+	return put;
 }
 
 /*
@@ -573,19 +590,11 @@ __noinline int account_alloc(struct alloc_rec *r)
 	count_size(proc, size, weight);
 
 	struct ht_block stale = {};
-	int put;
-	if (r->flags & ALLOC_PAIRED)
-		put = live_take(key, &stale) ? LIVE_ADDED : LIVE_REPLACED;
-	else
-		put = live_put(key, &b, &stale);
-	if (put == LIVE_FULL) {
-		count(proc, HT_LIVE_MAP_FULL);
+	int put = live_enter(key, &b, &stale, proc, r->flags & ALLOC_PAIRED);
+	if (put == LIVE_FULL)
 		return 0;
-	}
-	/* The allocator handed this address out again: its free went unseen, or its arena was reset. */
+	/* The address was handed out again: the block it replaced may have had an arena entry at the key. */
 	bool stale_arena = put == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
-	if (put == LIVE_REPLACED)
-		drop_stale(&stale, key, proc);
 	struct inuse_delta d = block_delta(&b, 1);
 	site_inuse(s, proc, &d);
 	/* A block its arena's maps cannot hold is counted in its stack alone: a reset cannot release it. */

@@ -444,13 +444,8 @@ static long unpair_step(__u32 i, struct unpair *u)
 	struct ht_block b = pb->b, stale = {};
 	__u64 key = ht_live_key(pb->ptr, u->proc);
 	pb->pos = ~0ull;
-	int put = live_put(key, &b, &stale);
-	if (put == LIVE_REPLACED)
-		drop_stale(&stale, key, u->proc);
-	if (put == LIVE_FULL) {
-		count(u->proc, HT_LIVE_MAP_FULL);
+	if (live_enter(key, &b, &stale, u->proc, false) == LIVE_FULL)
 		release(&b, key, u->proc);
-	}
 	return 0;
 }
 
