@@ -109,30 +109,70 @@ static __always_inline struct inuse_delta block_delta(const struct ht_block *b, 
 	return d;
 }
 
-/*
- * Every change of a site's in-use counters goes through here: it keeps the
- * process totals and the peak, and copies the site's at-peak values before
- * the first change after a new peak epoch.  A global function: the
- * verifier checks its peak's branches once, not in each of its callers
- * (with free_taken() global too: the drain's program 52,725 instructions
- * verified -> 34,059, stub_alloc 16,471 -> 13,064, stub_free 9,718 -> 8,366).
- */
-__noinline int site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
+/* A stack's counters, made at its first allocation. */
+static __always_inline struct ht_site *site_find(__u64 stack, __u32 proc)
 {
-	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
+	struct ht_site_key key = { .stack = stack, .proc = proc };
+	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
 
-	if (!t || !s || !d)
-		return 0;
-	__s64 bytes = d->est_bytes;
+	if (s)
+		return s;
+	/* Two CPUs may race to create it: NOEXIST lets one win, both then share it. */
+	struct ht_site zero = {};
+	bpf_map_update_elem(&sites, &key, &zero, BPF_NOEXIST);
+	s = bpf_map_lookup_elem(&sites, &key);
+	if (!s)
+		count(proc, HT_SITE_MAP_FULL);
+	return s;
+}
+
+static __always_inline struct ht_site *site_lookup(__u64 stack, __u32 proc)
+{
+	struct ht_site_key key = { .stack = stack, .proc = proc };
+
+	return bpf_map_lookup_elem(&sites, &key);
+}
+
+/*
+ * A site's at-peak values, copied before its first change after a new
+ * peak epoch: until then its in-use values are the ones at the peak.
+ */
+static __always_inline void site_epoch(struct ht_site *s, const struct ht_totals *t)
+{
 	if (s->epoch != t->epoch) {
 		s->peak_objects = s->est_inuse_objects;
 		s->peak_bytes = s->est_inuse_bytes;
 		s->epoch = t->epoch;
 	}
-	__sync_fetch_and_add(&s->inuse_objects, d->objects);
-	__sync_fetch_and_add(&s->inuse_bytes, d->bytes);
-	__sync_fetch_and_add(&s->est_inuse_objects, d->est_objects);
-	__sync_fetch_and_add(&s->est_inuse_bytes, d->est_bytes);
+}
+
+/*
+ * The ring's drain (bpf/drain.bpf.c) changes a run's sites in a table of
+ * deltas that it adds to the sites at the run's end: site_of(), site_at()
+ * and site_change() are its there (site_deltas.bpf.h); a record site's
+ * program changes the sites themselves.
+ */
+#ifdef HT_SITE_DELTAS
+#include "site_deltas.bpf.h"
+#else
+static __always_inline void site_deltas_flush(void) {}
+/* An add to a site's counter (site_of()'s or site_at()'s), which other CPUs' programs add to too. */
+#define site_add(p, v) __sync_fetch_and_add(p, v)
+#endif
+
+/*
+ * A change of a process's in-use totals: it keeps the peak, and starts a
+ * new peak epoch when in-use rose a step above the last one.  A global
+ * function: the verifier checks its peak's branches once, not in each of
+ * its callers.
+ */
+__noinline int totals_inuse(__u32 proc, const struct inuse_delta *d)
+{
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
+
+	if (!t || !d)
+		return 0;
+	__s64 bytes = d->est_bytes;
 	__sync_fetch_and_add(&t->inuse_objects, d->est_objects);
 	__s64 now = __sync_fetch_and_add(&t->inuse_bytes, bytes) + bytes;
 	if (bytes <= 0 || now <= (__s64)t->peak_bytes)
@@ -148,12 +188,56 @@ __noinline int site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delt
 			step = 1 << 20;
 	}
 	if (now > (__s64)(t->epoch_bytes + step)) {
+		/* The drain's pending changes reach their sites in the epoch they were made in. */
+		site_deltas_flush();
 		t->epoch_bytes = now;
 		t->epoch_ns = ns;
 		__sync_fetch_and_add(&t->epoch, 1);
 	}
 	return 0;
 }
+
+/*
+ * Every change of a site's in-use counters goes through here (or, in the
+ * drain, through its deltas: site_deltas.bpf.h), and the process totals
+ * with it.  A global function, as totals_inuse() (with free_taken() global
+ * too: the drain's program 52,725 instructions verified -> 34,059,
+ * stub_alloc 16,471 -> 13,064, stub_free 9,718 -> 8,366).
+ */
+__noinline int site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
+{
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
+
+	if (!t || !s || !d)
+		return 0;
+	site_epoch(s, t);
+	__sync_fetch_and_add(&s->inuse_objects, d->objects);
+	__sync_fetch_and_add(&s->inuse_bytes, d->bytes);
+	__sync_fetch_and_add(&s->est_inuse_objects, d->est_objects);
+	__sync_fetch_and_add(&s->est_inuse_bytes, d->est_bytes);
+	totals_inuse(proc, d);
+	return 0;
+}
+
+#ifndef HT_SITE_DELTAS
+/* A stack's counters, made if new (NULL: the sites map is full, counted). */
+static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
+{
+	return site_find(stack, proc);
+}
+
+/* A stack's counters, if it has any. */
+static __always_inline struct ht_site *site_at(__u64 stack, __u32 proc)
+{
+	return site_lookup(stack, proc);
+}
+
+/* A change of the in-use counters of s (site_of()'s or site_at()'s). */
+static __always_inline void site_change(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
+{
+	site_inuse(s, proc, d);
+}
+#endif
 
 /*
  * log2 of v (0 for 0).  A global function: inlined, its 32 paths were as
@@ -197,22 +281,6 @@ static __always_inline void count_size(__u32 proc, __u64 size, __u64 weight)
 		return;
 	__sync_fetch_and_add(&t->alloc_sizes[size_bucket(size)], weight);
 	__sync_fetch_and_add(&t->alloc_bytes, ht_weighted_bytes(size, weight));
-}
-
-static __always_inline struct ht_site *site_of(__u64 stack, __u32 proc)
-{
-	struct ht_site_key key = { .stack = stack, .proc = proc };
-	struct ht_site *s = bpf_map_lookup_elem(&sites, &key);
-
-	if (s)
-		return s;
-	/* Two CPUs may race to create it: NOEXIST lets one win, both then share it. */
-	struct ht_site zero = {};
-	bpf_map_update_elem(&sites, &key, &zero, BPF_NOEXIST);
-	s = bpf_map_lookup_elem(&sites, &key);
-	if (!s)
-		count(proc, HT_SITE_MAP_FULL);
-	return s;
 }
 
 /* The generation a block of this arena must carry to still be live. */
@@ -304,9 +372,7 @@ static __always_inline struct ht_arena_block *block_arena(const struct ht_block 
 /* The counters of a block's stack (NULL: the sites map was full at its allocation). */
 static __always_inline struct ht_site *block_site(const struct ht_block *b, __u32 proc)
 {
-	struct ht_site_key key = { .stack = b->stack, .proc = proc };
-
-	return bpf_map_lookup_elem(&sites, &key);
+	return site_at(b->stack, proc);
 }
 
 /*
@@ -324,7 +390,7 @@ static __always_inline bool release_at(struct ht_site *s, struct ht_block *b, __
 		return false;
 	if (s) {
 		struct inuse_delta d = block_delta(b, -1);
-		site_inuse(s, proc, &d);
+		site_change(s, proc, &d);
 	}
 	if (ab)
 		arena_add(b, arena, proc, -1);
@@ -400,9 +466,9 @@ static __always_inline void record_free_at(struct ht_site *s, const struct ht_bl
 
 	if (!s)
 		return;
-	__sync_fetch_and_add(&s->lifetimes[life_bucket(life)], 1);
+	site_add(&s->lifetimes[life_bucket(life)], 1);
 	if (temporary)
-		__sync_fetch_and_add(&s->temporary, 1);
+		site_add(&s->temporary, 1);
 }
 
 static __always_inline void record_free(const struct ht_block *b, __u32 proc, bool temporary, __u64 now)
@@ -537,7 +603,7 @@ static __always_inline void drop_stale(struct ht_block *stale, __u64 key, __u32 
 		return;
 	/* Charged to the stack that allocated it too: -f top shows where the unseen frees are. */
 	if (ss)
-		__sync_fetch_and_add(&ss->missed_frees, 1);
+		site_add(&ss->missed_frees, 1);
 	count(proc, HT_MISSED_FREES);
 }
 
@@ -578,13 +644,13 @@ __noinline int account_alloc(struct alloc_rec *r)
 	struct ht_site *s = site_of(b.stack, proc);
 	if (!s)
 		return 0;
-	__sync_fetch_and_add(&s->alloc_objects, objects);
-	__sync_fetch_and_add(&s->alloc_bytes, size);
-	__sync_fetch_and_add(&s->est_alloc_objects, weight * b.objects);
-	__sync_fetch_and_add(&s->est_alloc_bytes, ht_weighted_bytes(size, weight));
+	site_add(&s->alloc_objects, objects);
+	site_add(&s->alloc_bytes, size);
+	site_add(&s->est_alloc_objects, weight * b.objects);
+	site_add(&s->est_alloc_bytes, ht_weighted_bytes(size, weight));
 	if (r->reallocs) {
-		__sync_fetch_and_add(&s->realloc_objects, r->reallocs);
-		__sync_fetch_and_add(&s->realloc_bytes, r->realloc_bytes);
+		site_add(&s->realloc_objects, r->reallocs);
+		site_add(&s->realloc_bytes, r->realloc_bytes);
 	}
 	count(proc, HT_ALLOCS);
 	count_size(proc, size, weight);
@@ -593,10 +659,13 @@ __noinline int account_alloc(struct alloc_rec *r)
 	int put = live_enter(key, &b, &stale, proc, r->flags & ALLOC_PAIRED);
 	if (put == LIVE_FULL)
 		return 0;
+	/* The stale block's counters were changed since: in the drain, its stack may have taken s's entry. */
+	if (put == LIVE_REPLACED && !(s = site_of(b.stack, proc)))
+		return 0;
 	/* The address was handed out again: the block it replaced may have had an arena entry at the key. */
 	bool stale_arena = put == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
 	struct inuse_delta d = block_delta(&b, 1);
-	site_inuse(s, proc, &d);
+	site_change(s, proc, &d);
 	/* A block its arena's maps cannot hold is counted in its stack alone: a reset cannot release it. */
 	bool in_arena = arena && arena_add(&b, arena, proc, 1);
 	if (in_arena && bpf_map_update_elem(&arena_blocks, &key, &ab, BPF_ANY)) {

@@ -34,6 +34,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "config.bpf.h"
 #include "counters.bpf.h"
 #include "request.bpf.h"
+/* A run's changes to the sites go to them at its end (site_deltas.bpf.h). */
+#define HT_SITE_DELTAS
 #include "account.bpf.h"
 #include "calls.bpf.h"
 
@@ -409,8 +411,11 @@ static long drain_step(__u32 i, struct drain *d)
 		d->events++;
 		break;
 	case HT_EV_RESET:
-		if (!d->discard && !d->old_image)
+		if (!d->discard && !d->old_image) {
+			/* The reset changes its sites themselves, in the epoch of the changes before it. */
+			site_deltas_flush();
 			reset_arena(d->proc, ev->arena);
+		}
 		d->events++;
 		break;
 	default:
@@ -476,5 +481,6 @@ int drain(__u64 *ctx)
 		struct unpair u = { .from = c->tail, .proc = d.proc };
 		bpf_loop(d.pos - c->tail, unpair_step, &u, 0);
 	}
+	site_deltas_flush_all(1);
 	return d.pos - c->tail;
 }

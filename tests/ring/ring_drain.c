@@ -374,6 +374,45 @@ static void carried(struct tracer *tr, struct ring *r, __u32 me)
 	      is_live(tr, 0x40000000 + (n - 1) * 32), 0);
 }
 
+/*
+ * A new peak epoch within one run: the at-peak values of a site are copied
+ * at its first change in the new epoch, so every change of the run made
+ * before the epoch moved must have reached the sites by then (the drain
+ * holds a run's site changes and adds them at its end: site_deltas.bpf.h).
+ * Stack F allocates, stack E's big block moves the epoch on, then F
+ * allocates again and E frees its block: F was at 1000 and E at big when
+ * the epoch began.  The same with HEAPTRACE_PAIR=0.
+ */
+static void epochs(struct tracer *tr, struct ring *r, __u32 me)
+{
+	__u64 e[3] = { 0x406100, 0x406200, 0x406300 }, f[3] = { 0x407100, 0x407200, 0x407300 };
+	__u64 he = hash_of(e, 3), hf = hash_of(f, 3);
+	struct ht_totals t0, t;
+
+	send_stack(r, e, 3, me, false);
+	send_stack(r, f, 3, me, false);
+	drain_now(tr);
+	tracer_totals(tr, 0, &t0);
+	__u64 step = t0.epoch_bytes / 20 < (1 << 20) ? 1 << 20 : t0.epoch_bytes / 20;
+	__u64 big = t0.epoch_bytes + step + 1 - (t0.inuse_bytes + 1000);
+	put(r, alloc_ev(me, 0x50000000, 1000, 0, hf));
+	put(r, alloc_ev(me, 0x50001000, big, 0, he));          /* a new peak epoch */
+	put(r, alloc_ev(me, 0x50002000, 2000, 0, hf));
+	put(r, free_ev(me, 0x50001000));
+	drain_now(tr);
+	tracer_totals(tr, 0, &t);
+	struct ht_site se = site(tr, he), sf = site(tr, hf);
+	check("epochs: the epoch moved on once", t.epoch, t0.epoch + 1);
+	check("epochs: peak_bytes (all three blocks)", t.peak_bytes, t0.inuse_bytes + 3000 + big);
+	check("epochs: stack E changed in the new epoch", se.epoch, t.epoch);
+	check("epochs: stack E's bytes at the peak (its big block)", se.peak_bytes, big);
+	check("epochs: stack E inuse_bytes", se.inuse_bytes, 0);
+	check("epochs: stack F changed in the new epoch", sf.epoch, t.epoch);
+	check("epochs: stack F's bytes at the peak (its first block)", sf.peak_bytes, 1000);
+	check("epochs: stack F inuse_bytes", sf.inuse_bytes, 3000);
+	check("epochs: stack F alloc_objects", sf.alloc_objects, 2);
+}
+
 /* alloc+free pairs of depth 8, drained as the ring fills: ns a drained event. */
 static void cost(struct tracer *tr, struct ring *r, __u64 stack, long pairs)
 {
@@ -552,6 +591,7 @@ int main(int argc, char **argv)
 
 	pairs(&tr, &r, me);
 	carried(&tr, &r, me);
+	epochs(&tr, &r, me);
 
 	if (argc > 1)
 		cost(&tr, &r, ha, atol(argv[1]));
