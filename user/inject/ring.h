@@ -45,10 +45,11 @@ struct tracer;
 int ring_install(struct inject *in, struct remote *r, const struct probe_plan *plan, struct tracer *tr);
 
 /*
- * Every event in's process published so far accounted now (drain_now), when
- * it batches: before a forked child's first call, whose record sites
- * account at once (its free of a block the parent allocated must find
- * that block).
+ * Every event in's process took a slot for so far accounted now
+ * (drain_through: a thread of it still running may publish a slot late,
+ * and the slots after it wait for it), when it batches: before a forked
+ * child's first call, whose record sites account at once (its free of a
+ * block the parent allocated must find that block).
  */
 void ring_sync(const struct inject *in);
 

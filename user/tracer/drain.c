@@ -484,6 +484,21 @@ int drain_now(const struct tracer *tr)
 	return rc;
 }
 
+int drain_through(const struct tracer *tr, const struct ring *r, unsigned timeout_ms)
+{
+	uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE), t0 = monotonic_ns();
+
+	for (;;) {
+		if (drain_now(tr))
+			return -EIO;
+		if (__atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE) >= head)
+			return 0;
+		if (monotonic_ns() - t0 > timeout_ms * 1000000ull)
+			return -ETIMEDOUT;
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	}
+}
+
 void drain_counters(const struct tracer *tr, uint32_t from, uint32_t to, uint64_t out[HT_COUNTER_MAX])
 {
 	struct drain_state *d = tr->drain;

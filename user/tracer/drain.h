@@ -54,6 +54,14 @@ void drain_unregister(struct tracer *tr, struct ring *r);
 int drain_now(const struct tracer *tr);
 
 /*
+ * drain_now() until every position of r taken before the call is
+ * accounted: a slot taken but not yet published by a thread that is still
+ * running (a fork's other threads) stops a pass, and what follows it waits.
+ * Waits up to timeout_ms for such a slot.  0, or -ETIMEDOUT.
+ */
+int drain_through(const struct tracer *tr, const struct ring *r, unsigned timeout_ms);
+
+/*
  * Of slots [from, to), added to out: the rings' ring_full_waits and
  * ring_lost, and the held frees of threads found gone (thread_exit_frees,
  * unmatched_frees).
