@@ -331,7 +331,7 @@ struct ht_live_filter_cell {
 	__u32 n[HT_LIVE_FILTER_LANES];
 };
 
-/* A live key's slot: a multiplicative hash (addresses differ in their middle bits; the top bits mix them all). */
+/* A live key's slot: the top bits of a product by an odd constant, which every bit of the key moves. */
 static inline __u32 ht_live_filter_slot(__u64 key)
 {
 	return (key * 0x9e3779b97f4a7c15ull) >> (64 - HT_LIVE_FILTER_BITS);
