@@ -615,7 +615,9 @@ static __always_inline void drop_stale(struct ht_block *stale, __u64 key, __u32 
  */
 static __always_inline int live_enter(__u64 key, struct ht_block *b, struct ht_block *stale, __u32 proc, bool paired)
 {
-	int put = paired ? (live_take(key, stale) ? LIVE_ADDED : LIVE_REPLACED) : live_put(key, b, stale);
+	/* Paired: almost never a block there, and the filter says so without the live map's lookup. */
+	int put = paired ? (live_may_have(key) && !live_take(key, stale) ? LIVE_REPLACED : LIVE_ADDED)
+			 : live_put(key, b, stale);
 
 	if (put == LIVE_FULL)
 		count(proc, HT_LIVE_MAP_FULL);

@@ -314,6 +314,29 @@ struct ht_arena_block {
 #define HT_LIVE_LEVELS 8
 #define HT_LIVE_FIRST_LEVEL 65536
 
+/*
+ * The live map's counting filter (bpf/live.bpf.h, live_filter): for each
+ * of HT_LIVE_FILTER_SLOTS slots, how many live keys hash to it.  A count
+ * of 0 means no live block has a key of that slot, so a paired allocation
+ * of the drain (which only takes a stale block out) skips the live map's
+ * lookup, which almost always misses.  Counters of 32 bits, 16 to a cell
+ * (an ARRAY's lookup is inlined by the verifier; its values are rounded up
+ * to 8 bytes, which 4-byte values would double): 256 KiB.
+ */
+#define HT_LIVE_FILTER_BITS 16
+#define HT_LIVE_FILTER_SLOTS (1u << HT_LIVE_FILTER_BITS)
+#define HT_LIVE_FILTER_LANES 16
+
+struct ht_live_filter_cell {
+	__u32 n[HT_LIVE_FILTER_LANES];
+};
+
+/* A live key's slot: the top bits of a product by an odd constant, which every bit of the key moves. */
+static inline __u32 ht_live_filter_slot(__u64 key)
+{
+	return (key * 0x9e3779b97f4a7c15ull) >> (64 - HT_LIVE_FILTER_BITS);
+}
+
 /* Per-stack counters are keyed by the stack hash and the process's slot; frames by the hash alone. */
 struct ht_site_key {
 	__u64 stack;

@@ -50,9 +50,50 @@ volatile __u64 live_count SEC(".data.live") = 0;       /* blocks in all levels *
 volatile __u64 live_grow_at SEC(".data.live") = 0;     /* 0: no level to add */
 volatile __u32 live_top SEC(".data.live") = 0;         /* the newest level */
 
+/*
+ * How many live keys each slot of ht_live_filter_slot() has (heaptrace.h
+ * says why).  Never below the truth: a count is raised before every insert
+ * into a level (live_put(), the one function that inserts) and lowered
+ * after every delete that removed an element (live_delete_in(), the one
+ * that deletes), so a reader that sees 0 would have found no block.  User
+ * space neither inserts into the levels nor deletes from them.  Shared by
+ * the objects that share the levels (by name, as the maps above).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HT_LIVE_FILTER_SLOTS / HT_LIVE_FILTER_LANES);
+	__type(key, __u32);
+	__type(value, struct ht_live_filter_cell);
+} live_filter SEC(".maps");
+
 static __always_inline void *live_level(__u32 level)
 {
 	return bpf_map_lookup_elem(&live, &level);
+}
+
+/* The filter's count for key (NULL only if the array lost a cell, which it cannot). */
+static __always_inline __u32 *live_filter_at(__u64 key)
+{
+	__u32 slot = ht_live_filter_slot(key), cell = slot / HT_LIVE_FILTER_LANES;
+	struct ht_live_filter_cell *c = bpf_map_lookup_elem(&live_filter, &cell);
+
+	return c ? &c->n[slot % HT_LIVE_FILTER_LANES] : NULL;
+}
+
+static __always_inline void live_filter_add(__u64 key, __s32 d)
+{
+	__u32 *n = live_filter_at(key);
+
+	if (n)
+		__sync_fetch_and_add(n, d);
+}
+
+/* May a block be live at key?  False only when none is: its slot counts no key. */
+static __always_inline bool live_may_have(__u64 key)
+{
+	__u32 *n = live_filter_at(key);
+
+	return !n || *(volatile __u32 *)n;
 }
 
 /*
@@ -85,8 +126,10 @@ static __always_inline long live_delete_in(void *map, __u64 *key)
 {
 	long err = bpf_map_delete_elem(map, key);
 
-	if (!err)
+	if (!err) {
 		__sync_fetch_and_add(&live_count, -1);
+		live_filter_add(*key, -1);      /* after the delete: the count never falls below the keys */
+	}
 	return err;
 }
 
@@ -176,6 +219,8 @@ __noinline int live_put(__u64 key, struct ht_block *b, struct ht_block *stale)
 
 	if (!b || !stale)
 		return LIVE_FULL;
+	/* Before the insert: a paired allocation that reads 0 meanwhile would not have found it either. */
+	live_filter_add(key, 1);
 	for (__u32 i = 0; i < HT_LIVE_LEVELS && i <= top; i++) {
 		level = top - i;
 		m = live_level(level);
@@ -186,6 +231,9 @@ __noinline int live_put(__u64 key, struct ht_block *b, struct ht_block *stale)
 		if (!err || err == -HT_EEXIST)
 			break;
 	}
+	/* No element added (a replaced one keeps the count its insert took): the count back. */
+	if (err)
+		live_filter_add(key, -1);
 	if (err == -HT_EEXIST && m) {
 		struct ht_block *old = bpf_map_lookup_elem(m, &key);
 		if (!old)

@@ -411,6 +411,100 @@ static void epochs(struct tracer *tr, struct ring *r, __u32 me)
 	check("epochs: stack F's bytes at the peak (its first block)", sf.peak_bytes, 1000);
 	check("epochs: stack F inuse_bytes", sf.inuse_bytes, 3000);
 	check("epochs: stack F alloc_objects", sf.alloc_objects, 2);
+/* The live filter's count at slot (bpf/live.bpf.h); -1 if unreadable. */
+static long long filter_count(struct tracer *tr, __u32 slot)
+{
+	__u32 cell = slot / HT_LIVE_FILTER_LANES;
+	struct ht_live_filter_cell c;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.live_filter), &cell, &c))
+		return -1;
+	return c.n[slot % HT_LIVE_FILTER_LANES];
+}
+
+/*
+ * The filter against the live map's keys, every slot: how many slots'
+ * counts differ from the keys there (0: it counts exactly, which this
+ * process, whose user space deletes nothing from the levels, must see).
+ */
+static long long filter_errors(struct tracer *tr)
+{
+	static __u32 want[HT_LIVE_FILTER_SLOTS];
+	int fds[HT_LIVE_LEVELS], n = tracer_live_fds(tr, fds);
+	long long bad = 0;
+	__u64 key, *prev = NULL;
+
+	memset(want, 0, sizeof(want));
+	for (int i = 0; i < n; i++, prev = NULL)
+		while (!bpf_map_get_next_key(fds[i], prev, &key)) {
+			want[ht_live_filter_slot(key)]++;
+			prev = &key;
+		}
+	for (__u32 c = 0; c < HT_LIVE_FILTER_SLOTS / HT_LIVE_FILTER_LANES; c++) {
+		struct ht_live_filter_cell v;
+		if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.live_filter), &c, &v))
+			return -1;
+		for (__u32 l = 0; l < HT_LIVE_FILTER_LANES; l++)
+			bad += v.n[l] != want[c * HT_LIVE_FILTER_LANES + l];
+	}
+	return bad;
+}
+
+/*
+ * A paired allocation at an address whose filter slot another live block
+ * holds (a collision): the live map is looked up and has nothing there,
+ * so nothing is missed and the other block stays live; then a stale
+ * block found through a shared slot still comes out.
+ */
+static void filter(struct tracer *tr, struct ring *r, __u32 me)
+{
+	int on = !(getenv("HEAPTRACE_PAIR") && !strcmp(getenv("HEAPTRACE_PAIR"), "0"));
+	__u64 e[2] = { 0x406100, 0x406200 }, he = hash_of(e, 2), k1 = 0x50000000, k2 = 0;
+	__u32 slot = ht_live_filter_slot(ht_live_key(k1, 0));
+
+	/* Another address of k1's slot (about one in 65536: bounded well above that). */
+	for (__u64 i = 1; i < (1u << 24) && !k2; i++)
+		if (ht_live_filter_slot(ht_live_key(k1 + i * 16, 0)) == slot)
+			k2 = k1 + i * 16;
+	check("filter: an address sharing a block's slot found", k2 != 0, 1);
+	send_stack(r, e, 2, me, false);
+	drain_now(tr);
+	long long base = filter_count(tr, slot);
+	long long allocs = counter(tr, HT_ALLOCS), frees = counter(tr, HT_FREES);
+	long long missed = counter(tr, HT_MISSED_FREES);
+
+	put(r, alloc_ev(me, k1, 16, 0, he));                    /* stays live */
+	drain_now(tr);
+	check("filter: a live block counted in its slot", filter_count(tr, slot) - base, 1);
+	__u64 p = next_pos(r);
+	put(r, alloc_ev(me, k2, 32, 0, he));                    /* paired: its slot is not 0, the lookup misses */
+	put(r, free_ev(me, k2));
+	drain_now(tr);
+	check("filter: the colliding block paired", paired(r, p) + paired(r, p + 1), on ? 2 : 0);
+	check("filter: missed_frees (none)", counter(tr, HT_MISSED_FREES) - missed, 0);
+	check("filter: the other block live still", is_live(tr, k1), 1);
+	check("filter: the colliding block not live", is_live(tr, k2), 0);
+	check("filter: the slot counts the other block alone", filter_count(tr, slot) - base, 1);
+
+	/* k2's free went unseen: k2 comes back, paired, and the stale k2 comes out despite k1 in the slot. */
+	put(r, alloc_ev(me, k2, 48, 0, he));
+	drain_now(tr);
+	check("filter: both blocks counted in the slot", filter_count(tr, slot) - base, 2);
+	p = next_pos(r);
+	put(r, alloc_ev(me, k2, 64, 0, he));
+	put(r, free_ev(me, k2));
+	put(r, free_ev(me, k1));
+	drain_now(tr);
+	check("filter: the stale block's new one paired", paired(r, p) + paired(r, p + 1), on ? 2 : 0);
+	check("filter: missed_frees (the stale block)", counter(tr, HT_MISSED_FREES) - missed, 1);
+	check("filter: allocs", counter(tr, HT_ALLOCS) - allocs, 4);
+	check("filter: frees", counter(tr, HT_FREES) - frees, 3);
+	check("filter: neither block live", is_live(tr, k1) + is_live(tr, k2), 0);
+	check("filter: the slot back to its count", filter_count(tr, slot) - base, 0);
+	struct ht_site se = site(tr, he);
+	check("filter: stack E inuse_objects", se.inuse_objects, 0);
+	check("filter: stack E missed_frees", se.missed_frees, 1);
+	check("filter: every slot counts the live keys there", filter_errors(tr), 0);
 }
 
 /* alloc+free pairs of depth 8, drained as the ring fills: ns a drained event. */
@@ -592,9 +686,11 @@ int main(int argc, char **argv)
 	pairs(&tr, &r, me);
 	carried(&tr, &r, me);
 	epochs(&tr, &r, me);
+	filter(&tr, &r, me);
 
 	if (argc > 1)
 		cost(&tr, &r, ha, atol(argv[1]));
+	check("the filter counts the live keys exactly after it all", filter_errors(&tr), 0);
 	drain_unregister(&tr, &r);
 	check("unregistered: ring_full_waits kept", counter(&tr, HT_RING_FULL_WAITS), (long long)r.hdr->full_waits);
 	pthread_mutex_unlock(&hold);
