@@ -411,6 +411,8 @@ static void epochs(struct tracer *tr, struct ring *r, __u32 me)
 	check("epochs: stack F's bytes at the peak (its first block)", sf.peak_bytes, 1000);
 	check("epochs: stack F inuse_bytes", sf.inuse_bytes, 3000);
 	check("epochs: stack F alloc_objects", sf.alloc_objects, 2);
+}
+
 /* The live filter's count at slot (bpf/live.bpf.h); -1 if unreadable. */
 static long long filter_count(struct tracer *tr, __u32 slot)
 {
