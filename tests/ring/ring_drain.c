@@ -385,7 +385,7 @@ static void carried(struct tracer *tr, struct ring *r, __u32 me)
  */
 static void epochs(struct tracer *tr, struct ring *r, __u32 me)
 {
-	__u64 e[3] = { 0x406100, 0x406200, 0x406300 }, f[3] = { 0x407100, 0x407200, 0x407300 };
+	__u64 e[3] = { 0x408100, 0x408200, 0x408300 }, f[3] = { 0x409100, 0x409200, 0x409300 };
 	__u64 he = hash_of(e, 3), hf = hash_of(f, 3);
 	struct ht_totals t0, t;
 
@@ -395,10 +395,10 @@ static void epochs(struct tracer *tr, struct ring *r, __u32 me)
 	tracer_totals(tr, 0, &t0);
 	__u64 step = t0.epoch_bytes / 20 < (1 << 20) ? 1 << 20 : t0.epoch_bytes / 20;
 	__u64 big = t0.epoch_bytes + step + 1 - (t0.inuse_bytes + 1000);
-	put(r, alloc_ev(me, 0x50000000, 1000, 0, hf));
-	put(r, alloc_ev(me, 0x50001000, big, 0, he));          /* a new peak epoch */
-	put(r, alloc_ev(me, 0x50002000, 2000, 0, hf));
-	put(r, free_ev(me, 0x50001000));
+	put(r, alloc_ev(me, 0x51000000, 1000, 0, hf));
+	put(r, alloc_ev(me, 0x51001000, big, 0, he));          /* a new peak epoch */
+	put(r, alloc_ev(me, 0x51002000, 2000, 0, hf));
+	put(r, free_ev(me, 0x51001000));
 	drain_now(tr);
 	tracer_totals(tr, 0, &t);
 	struct ht_site se = site(tr, he), sf = site(tr, hf);
