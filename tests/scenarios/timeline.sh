@@ -5,7 +5,9 @@
 
 # snap_count KEY: the number of "heaptrace: snapshot N: " lines (-v) in KEY.err.
 snap_count() {
-	grep -cE '^heaptrace: snapshot [0-9]+: ' "$TMP/$1.err" 2>/dev/null
+	local n
+	n=$(grep -cE '^heaptrace: snapshot [0-9]+: ' "$TMP/$1.err" 2>/dev/null)
+	echo "${n:-0}"
 }
 
 # wait_snaps KEY N SECS PID: until KEY.err has N snapshot lines; gives up
