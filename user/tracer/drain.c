@@ -61,6 +61,7 @@ struct drain_state {
 	uint64_t full_waits[HT_MAX_PROCS], lost[HT_MAX_PROCS];
 	/* Held frees of threads found gone (settle_gone()), by slot. */
 	uint64_t exit_frees[HT_MAX_PROCS], unmatched[HT_MAX_PROCS];
+	__s64 over_seen;                /* ring_held[1] when settle_gone() last emptied gone threads' slots */
 	struct pairing pairs;           /* a run's allocations freed in the same run (tracer/pair.h) */
 	/* For -v. */
 	uint64_t passes, runs, events, run_ns, pair_ns;
@@ -240,41 +241,74 @@ static bool any_new(const struct drain_state *d)
 }
 
 /*
- * Frees the allocator's own code made that matched no block, held by
- * their threads (struct ht_ring_thread): a thread that has exited made
- * them at its exit (thread_exit_frees; the main thread's are
- * unmatched_frees), as the record sites' thread_exit() tells.  Looked at
- * only while some are held.  Under the lock.
+ * One map of drained threads (ring_threads, an array whose values carry
+ * the tid; ring_threads_over, a hash by tid), read in batches: the held
+ * frees of threads that are gone settled and their entries emptied.
+ * reclaim: every gone thread's slot of the array, holding frees or not,
+ * for a newcomer whose slot it is.  What it settled.
  */
-static void settle_gone(struct drain_state *d)
+static __s64 settle_map(struct drain_state *d, int fd, bool array, bool reclaim)
 {
-	int held_fd = bpf_map__fd(d->obj->maps.ring_held), fd = bpf_map__fd(d->obj->maps.ring_threads);
-	__u32 zero = 0, keys[256], batch;
-	__s64 held = 0, settled = 0;
+	__u32 keys[256], batch;
 	struct ht_ring_thread vals[256];
+	const struct ht_ring_thread none = { 0 };
+	__s64 settled = 0;
 	void *in = NULL;
 
-	if (bpf_map_lookup_elem(held_fd, &zero, &held) || held <= 0)
-		return;
-	for (int round = 0; round < 64; round++) {
+	for (int round = 0; round <= (array ? HT_RING_THREAD_SLOTS : HT_RING_THREADS_OVER) / 256; round++) {
 		__u32 n = 256;
 		LIBBPF_OPTS(bpf_map_batch_opts, o);
 		int err = bpf_map_lookup_batch(fd, in, &batch, keys, vals, &n, &o);
 		for (__u32 i = 0; i < n; i++) {
-			if (!vals[i].held_frees || !syscall(SYS_tgkill, vals[i].tgid, keys[i], 0) || errno != ESRCH)
+			__u32 tid = array ? vals[i].tid : keys[i];
+			if (!tid || (!vals[i].held_frees && !reclaim) || !syscall(SYS_tgkill, vals[i].tgid, tid, 0) ||
+			    errno != ESRCH)
 				continue;
 			__u32 slot = vals[i].proc & (HT_MAX_PROCS - 1);
-			if (keys[i] == vals[i].tgid)
+			if (tid == vals[i].tgid)
 				d->unmatched[slot] += vals[i].held_frees;
 			else
 				d->exit_frees[slot] += vals[i].held_frees;
 			settled += vals[i].held_frees;
-			bpf_map_delete_elem(fd, &keys[i]);
+			if (array)
+				bpf_map_update_elem(fd, &keys[i], &none, BPF_ANY);
+			else
+				bpf_map_delete_elem(fd, &keys[i]);
 		}
 		if (err)
 			break;          /* ENOENT: the last batch */
 		in = &batch;
 	}
+	return settled;
+}
+
+/*
+ * Frees the allocator's own code made that matched no block, held by
+ * their threads (struct ht_ring_thread): a thread that has exited made
+ * them at its exit (thread_exit_frees; the main thread's are
+ * unmatched_frees), as the record sites' thread_exit() tells.  Looked at
+ * only while some are held.  And once a thread has found its slot of
+ * ring_threads held by another (ring_held[1] grew), the slots of threads
+ * that are gone are emptied: tids come in sequence, so a process that
+ * makes threads all its life meets the slots of its own dead threads
+ * after 16384 tids, and the drain (which cannot tell a dead thread from a
+ * living one) would send every newcomer to the hash.  Under the lock.
+ */
+static void settle_gone(struct drain_state *d)
+{
+	int held_fd = bpf_map__fd(d->obj->maps.ring_held);
+	__u32 zero = 0, one = 1;
+	__s64 held = 0, over = 0, settled = 0;
+
+	if (bpf_map_lookup_elem(held_fd, &zero, &held) || bpf_map_lookup_elem(held_fd, &one, &over))
+		return;
+	bool reclaim = over != d->over_seen;
+	if (held <= 0 && !reclaim)
+		return;
+	d->over_seen = over;
+	settled = settle_map(d, bpf_map__fd(d->obj->maps.ring_threads), true, reclaim);
+	if (held > 0)
+		settled += settle_map(d, bpf_map__fd(d->obj->maps.ring_threads_over), false, false);
 	if (settled) {
 		held -= settled;
 		bpf_map_update_elem(held_fd, &zero, &held, BPF_ANY);
