@@ -164,6 +164,11 @@ static __always_inline void thread_gone(struct ht_ring_thread *t)
 	}
 }
 
+static __always_inline void thread_init(struct ht_ring_thread *t, const struct drain *d, __u32 tid)
+{
+	*t = (struct ht_ring_thread){ .tgid = d->tgid, .proc = d->proc, .tid = tid };
+}
+
 /*
  * Thread tid's entry (create: made if it has none): its slot of
  * ring_threads when it holds it, the one lookup of almost every event;
@@ -172,8 +177,7 @@ static __always_inline void thread_gone(struct ht_ring_thread *t)
  */
 static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, __u32 tid, bool create)
 {
-	struct ht_ring_thread *slot = ring_thread_slot(tid), *t;
-	struct ht_ring_thread fresh = { .tgid = d->tgid, .proc = d->proc, .tid = tid };
+	struct ht_ring_thread *slot = ring_thread_slot(tid), *t, fresh;
 
 	if (slot && slot->tid == tid) {
 		if (slot->tgid == d->tgid)
@@ -183,7 +187,7 @@ static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, _
 			slot->tid = 0;
 			return NULL;
 		}
-		*slot = fresh;
+		thread_init(slot, d, tid);
 		return slot;
 	}
 	t = bpf_map_lookup_elem(&ring_threads_over, &tid);
@@ -195,11 +199,12 @@ static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, _
 	if (t || !create)
 		return t;
 	if (slot && !slot->tid) {
-		*slot = fresh;
+		thread_init(slot, d, tid);
 		return slot;
 	}
 	/* Its slot is another thread's (alive, or gone and not yet emptied by drain.c). */
 	add_ring_held(1, 1);
+	thread_init(&fresh, d, tid);
 	bpf_map_update_elem(&ring_threads_over, &tid, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&ring_threads_over, &tid);
 }
