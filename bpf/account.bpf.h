@@ -77,18 +77,53 @@ struct {
 
 /*
  * Drained events' threads (struct ht_ring_thread, bpf/drain.bpf.c), as a
- * record site's thread has its task storage.  LRU: threads that are gone
- * make room.  Here, not in drain.bpf.c: a record site of a thread whose
- * events also go through the ring (its walk failed: the ordered fallback)
- * must see and move the same last allocation, or a free after it is taken
- * for a temporary one (check-asan's temporary: pair_a 1 for 0).
+ * record site's thread has its task storage.  Here, not in drain.bpf.c: a
+ * record site of a thread whose events also go through the ring (its walk
+ * failed: the ordered fallback) must see and move the same last
+ * allocation, or a free after it is taken for a temporary one
+ * (check-asan's temporary: pair_a 1 for 0).
+ *
+ * An array indexed by tid, the tid the slot's tag (its lookup is inlined:
+ * the drain looks a thread up once or twice an event); a thread whose slot
+ * another thread holds goes to ring_threads_over, an LRU hash (threads that
+ * are gone make room), as all went before.  The drain never takes a slot
+ * from its holder (it cannot tell whether a thread is alive): drain.c
+ * empties the slots of threads that are gone (tgkill's ESRCH) once a
+ * thread has gone to ring_threads_over (ring_held[1]), so that newcomers
+ * find room.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);             /* tid */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);      /* drain.c reads the slots in place: a batched read costs ~4 ms */
+	__uint(max_entries, HT_RING_THREAD_SLOTS);
+	__type(key, __u32);             /* tid & (HT_RING_THREAD_SLOTS - 1) */
 	__type(value, struct ht_ring_thread);
 } ring_threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HT_RING_THREADS_OVER);
+	__type(key, __u32);             /* tid */
+	__type(value, struct ht_ring_thread);
+} ring_threads_over SEC(".maps");
+
+/* tid's slot of ring_threads (whoever holds it: see its tid). */
+static __always_inline struct ht_ring_thread *ring_thread_slot(__u32 tid)
+{
+	__u32 i = tid & (HT_RING_THREAD_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&ring_threads, &i);
+}
+
+/* The drain's entry of thread tid, if it has one: its slot, else in ring_threads_over. */
+static __always_inline struct ht_ring_thread *ring_thread_find(__u32 tid)
+{
+	struct ht_ring_thread *t = ring_thread_slot(tid);
+
+	if (t && t->tid == tid)
+		return t;
+	return bpf_map_lookup_elem(&ring_threads_over, &tid);
+}
 
 /* A change of in-use counters: raw counts and estimates (see struct ht_site). */
 struct inuse_delta {
@@ -431,8 +466,7 @@ static __always_inline bool follows_last_alloc(struct ht_last_alloc *l, const st
  */
 static __always_inline struct ht_last_alloc *current_last_alloc(bool create)
 {
-	__u32 tid = bpf_get_current_pid_tgid();
-	struct ht_ring_thread *t = bpf_map_lookup_elem(&ring_threads, &tid);
+	struct ht_ring_thread *t = ring_thread_find(bpf_get_current_pid_tgid());
 
 	/* A thread the ring's drain knows: one last allocation for both paths. */
 	if (t)

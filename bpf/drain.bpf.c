@@ -131,41 +131,84 @@ static __always_inline struct pair_block *pair_at(__u64 pos)
 	return bpf_map_lookup_elem(&pair_blocks, &i);
 }
 
-/* Frees held in ring_threads, in all (drain.c looks at their threads when it is not 0). */
+/*
+ * [0]: frees held in ring_threads and ring_threads_over, in all (drain.c
+ * looks at their threads when it is not 0); [1]: threads that went to
+ * ring_threads_over, ever (drain.c empties the slots of gone threads when
+ * it grows).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __s64);
 } ring_held SEC(".maps");
 
-static __always_inline void add_held(__s64 n)
+static __always_inline void add_ring_held(__u32 i, __s64 n)
 {
-	__u32 zero = 0;
-	__s64 *h = bpf_map_lookup_elem(&ring_held, &zero);
+	__s64 *h = bpf_map_lookup_elem(&ring_held, &i);
 
 	if (h)
 		__sync_fetch_and_add(h, n);
 }
 
+static __always_inline void add_held(__s64 n)
+{
+	add_ring_held(0, n);
+}
+
+/* An entry whose tid is now another process's thread: it is gone, and what it held was its exit's. */
+static __always_inline void thread_gone(struct ht_ring_thread *t)
+{
+	if (t->held_frees) {
+		count_n(t->proc & (HT_MAX_PROCS - 1), HT_THREAD_EXIT_FREES, t->held_frees);
+		add_held(-(__s64)t->held_frees);
+	}
+}
+
+static __always_inline void thread_init(struct ht_ring_thread *t, const struct drain *d, __u32 tid)
+{
+	*t = (struct ht_ring_thread){ .tgid = d->tgid, .proc = d->proc, .tid = tid };
+}
+
+/*
+ * Thread tid's entry (create: made if it has none): its slot of
+ * ring_threads when it holds it, the one lookup of almost every event;
+ * else in ring_threads_over (a thread met while another held its slot
+ * stays there: one entry a thread).
+ */
 static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, __u32 tid, bool create)
 {
-	struct ht_ring_thread *t = bpf_map_lookup_elem(&ring_threads, &tid);
+	struct ht_ring_thread *slot = ring_thread_slot(tid), *t, fresh;
 
-	if (t && t->tgid != d->tgid) {
-		/* The tid of a thread of another process, gone: what it held was its exit's. */
-		if (t->held_frees) {
-			count_n(t->proc & (HT_MAX_PROCS - 1), HT_THREAD_EXIT_FREES, t->held_frees);
-			add_held(-(__s64)t->held_frees);
+	if (slot && slot->tid == tid) {
+		if (slot->tgid == d->tgid)
+			return slot;
+		thread_gone(slot);
+		if (!create) {
+			slot->tid = 0;
+			return NULL;
 		}
-		bpf_map_delete_elem(&ring_threads, &tid);
+		thread_init(slot, d, tid);
+		return slot;
+	}
+	t = bpf_map_lookup_elem(&ring_threads_over, &tid);
+	if (t && t->tgid != d->tgid) {
+		thread_gone(t);
+		bpf_map_delete_elem(&ring_threads_over, &tid);
 		t = NULL;
 	}
 	if (t || !create)
 		return t;
-	struct ht_ring_thread zero = { .tgid = d->tgid, .proc = d->proc };
-	bpf_map_update_elem(&ring_threads, &tid, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&ring_threads, &tid);
+	if (slot && !slot->tid) {
+		thread_init(slot, d, tid);
+		return slot;
+	}
+	/* Its slot is another thread's (alive, or gone and not yet emptied by drain.c). */
+	add_ring_held(1, 1);
+	thread_init(&fresh, d, tid);
+	bpf_map_update_elem(&ring_threads_over, &tid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&ring_threads_over, &tid);
 }
 
 /* What the thread held is no thread-exit free after all (settle_held()'s rule). */

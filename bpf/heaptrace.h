@@ -740,20 +740,32 @@ struct ht_drain_ctx {
 };
 
 /*
- * A drained event's thread, by tid (bpf/drain.bpf.c's ring_threads: the
+ * A drained event's thread, by tid (bpf/account.bpf.h's ring_threads: the
  * drain runs in heaptrace, not in the thread): its last allocation (see
  * follows_last_alloc()) and the unmatched frees the allocator's own code
  * made (HT_EV_FREE_IN_ALLOCATOR), held until the thread makes another call
  * (then unmatched_frees) or user/tracer/drain.c finds it gone
- * (thread_exit_frees; the main thread's: unmatched_frees).
+ * (thread_exit_frees; the main thread's: unmatched_frees).  In the array
+ * ring_threads at tid & (HT_RING_THREAD_SLOTS - 1), tid its tag (0: a free
+ * slot; no thread of a process has tid 0), or, when another thread holds
+ * that slot, in the LRU hash ring_threads_over by tid.
  */
 struct ht_ring_thread {
 	struct ht_last_alloc last;
 	__u32 held_frees;
 	__u32 tgid;             /* its process, and the process's slot */
 	__u32 proc;
-	__u32 pad;
+	__u32 tid;              /* whose slot it is (the array's tag; 0: free) */
 };
+
+/*
+ * ring_threads' slots: a power of two.  The array's lookup is inlined by
+ * the verifier (a few ns against ~30 for a hash's), once or twice a drained
+ * event.  Tids come in sequence, so 16384 threads alive at once (or a
+ * gone thread's slot not yet reclaimed by drain.c) before two share one.
+ */
+#define HT_RING_THREAD_SLOTS 16384
+#define HT_RING_THREADS_OVER 2048       /* ring_threads_over: threads whose slot another holds */
 
 /*
  * The stub's nesting table (struct stub_data's depth[], stub/stub.h): a

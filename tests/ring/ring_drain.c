@@ -509,6 +509,119 @@ static void filter(struct tracer *tr, struct ring *r, __u32 me)
 	check("filter: every slot counts the live keys there", filter_errors(tr), 0);
 }
 
+/* A tid no thread of this process has (tgkill: ESRCH): a thread that is gone, for drain.c. */
+static int no_thread(__u32 tid)
+{
+	return syscall(SYS_tgkill, getpid(), tid, 0) && errno == ESRCH;
+}
+
+/* Thread tid's entry in ring_threads' slot: 1 if the slot is its (tid the slot's tag). */
+static int in_slot(struct tracer *tr, __u32 tid, struct ht_ring_thread *t)
+{
+	__u32 i = tid & (HT_RING_THREAD_SLOTS - 1);
+
+	memset(t, 0, sizeof(*t));
+	return !bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.ring_threads), &i, t) && t->tid == tid;
+}
+
+static int in_over(struct tracer *tr, __u32 tid)
+{
+	struct ht_ring_thread t;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.ring_threads_over), &tid, &t);
+}
+
+/*
+ * Threads whose tids share a slot of ring_threads (tid & (HT_RING_THREAD_SLOTS
+ * - 1)): the slot's holder keeps it, the other goes to ring_threads_over,
+ * and each keeps its own last allocation (temporary) and held frees.  A
+ * gone thread's slot is emptied by drain.c once a thread went to the hash,
+ * and a newcomer takes it.  A tid that was another process's thread: what
+ * its entry held is thread_exit_frees.  Fake tids for threads that never
+ * ran (no_thread()): the drain knows threads by their events alone.
+ */
+static void collisions(struct tracer *tr, struct ring *r, __u32 me)
+{
+	const __u32 S = HT_RING_THREAD_SLOTS;
+	__u64 e[3] = { 0x406100, 0x406200, 0x406300 }, he = hash_of(e, 3);
+	struct ht_ring_thread t;
+	int gone = 0;
+	pthread_t g;
+
+	send_stack(r, e, 3, me, false);
+	put(r, alloc_ev(me, 0x50000000, 1, 0, he));
+	drain_now(tr);
+	long long allocs = counter(tr, HT_ALLOCS), frees = counter(tr, HT_FREES);
+	long long unmatched = counter(tr, HT_UNMATCHED_FREES), exits = counter(tr, HT_THREAD_EXIT_FREES);
+	long long temporary = site(tr, he).temporary;
+	check("collision: the main thread holds its slot", in_slot(tr, me, &t), 1);
+
+	/* C1: x shares the main thread's slot; their allocations interleave: each free follows its own thread's. */
+	__u32 x = me + S;
+	check("collision: a tid sharing the slot is no thread here", no_thread(x), 1);
+	put(r, alloc_ev(me, 0x50000010, 10, 0, he));
+	put(r, alloc_ev(x, 0x50000020, 20, 0, he));
+	put(r, free_ev(me, 0x50000010));                        /* temporary: 10 B of E is the main thread's last */
+	put(r, free_ev(x, 0x50000020));                         /* temporary: 20 B of E is x's last */
+	struct ht_ev f = free_ev(x, 0x50000030);                /* no block: held by x */
+	f.flags = HT_EV_FREE_IN_ALLOCATOR;
+	put(r, f);
+	drain_now(tr);
+	check("collision: the main thread keeps its slot", in_slot(tr, me, &t), 1);
+	check("collision: stack E temporary (each thread's own last allocation)",
+	      site(tr, he).temporary - temporary, 2);
+	check("collision: x's held free, x gone: thread_exit_frees", counter(tr, HT_THREAD_EXIT_FREES) - exits, 1);
+	check("collision: x gone: out of ring_threads_over", in_over(tr, x), 0);
+
+	/* C2: a gone thread's slot; y meets it held and goes to the hash, drain.c empties it, z takes it. */
+	pthread_create(&g, NULL, brief, &gone);
+	pthread_join(g, NULL);
+	__u32 y = gone + S, z = gone + 2 * S;
+	check("collision: tids sharing a gone thread's slot are no threads here", no_thread(y) && no_thread(z), 1);
+	put(r, alloc_ev(gone, 0x50000040, 40, 0, he));
+	put(r, alloc_ev(y, 0x50000050, 50, 0, he));
+	drain_now(tr);
+	check("collision: y in ring_threads_over", in_over(tr, y), 1);
+	check("collision: the gone thread's slot emptied", in_slot(tr, gone, &t) || t.tid, 0);
+	put(r, alloc_ev(z, 0x50000060, 40, 0, he));             /* 40 B of E, as the gone thread's block */
+	put(r, free_ev(gone, 0x50000040));                      /* not temporary: the slot is z's now */
+	put(r, free_ev(y, 0x50000050));                         /* temporary: y's last, in the hash */
+	drain_now(tr);
+	check("collision: z holds the emptied slot", in_slot(tr, z, &t), 1);
+	check("collision: y stays in ring_threads_over", in_over(tr, y), 1);
+	check("collision: stack E temporary (y's, not the gone thread's)", site(tr, he).temporary - temporary, 3);
+
+	/* C3: the other thread's tid, its entry taken for another process's thread (tgid 1) holding 2 frees. */
+	f = free_ev(other_tid, 0x50000070);
+	f.flags = HT_EV_FREE_IN_ALLOCATOR;
+	put(r, f);
+	f.ptr = 0x50000080;
+	put(r, f);
+	drain_now(tr);
+	check("collision: the other thread's held frees wait (it lives): only x's counted",
+	      counter(tr, HT_UNMATCHED_FREES) - unmatched + counter(tr, HT_THREAD_EXIT_FREES) - exits, 1);
+	check("collision: the other thread's slot", in_slot(tr, other_tid, &t) && t.held_frees == 2, 1);
+	t.tgid = 1;
+	__u32 oi = other_tid & (S - 1);
+	bpf_map_update_elem(bpf_map__fd(tr->skel->maps.ring_threads), &oi, &t, BPF_ANY);
+	put(r, alloc_ev(other_tid, 0x50000090, 90, 0, he));
+	drain_now(tr);
+	check("collision: a tid of another process's thread: its held frees thread_exit_frees",
+	      counter(tr, HT_THREAD_EXIT_FREES) - exits, 3);
+	check("collision: the slot is this process's thread's now", in_slot(tr, other_tid, &t) &&
+	      t.tgid == (__u32)getpid() && t.held_frees == 0, 1);
+
+	/* The blocks left: the first, the other thread's and z's. */
+	put(r, free_ev(me, 0x50000000));
+	put(r, free_ev(other_tid, 0x50000090));
+	put(r, free_ev(z, 0x50000060));
+	drain_now(tr);
+	check("collision: allocs (after the first)", counter(tr, HT_ALLOCS) - allocs, 6);
+	check("collision: frees (the first's too; held frees are none)", counter(tr, HT_FREES) - frees, 7);
+	check("collision: unmatched_frees (none)", counter(tr, HT_UNMATCHED_FREES) - unmatched, 0);
+	check("collision: stack E inuse_objects", site(tr, he).inuse_objects, 0);
+}
+
 /* alloc+free pairs of depth 8, drained as the ring fills: ns a drained event. */
 static void cost(struct tracer *tr, struct ring *r, __u64 stack, long pairs)
 {
@@ -689,6 +802,7 @@ int main(int argc, char **argv)
 	carried(&tr, &r, me);
 	epochs(&tr, &r, me);
 	filter(&tr, &r, me);
+	collisions(&tr, &r, me);
 
 	if (argc > 1)
 		cost(&tr, &r, ha, atol(argv[1]));

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,10 @@ struct drained {
  */
 #define HOLD (HT_RING_SLOTS / 4)
 
+/* ring_threads as mapped: an array's elements are 8-byte aligned, so the struct's size must be a multiple of 8. */
+#define RING_THREADS_SIZE ((size_t)HT_RING_THREAD_SLOTS * sizeof(struct ht_ring_thread))
+_Static_assert(sizeof(struct ht_ring_thread) % 8 == 0, "ring_threads' elements are the struct, unpadded");
+
 /* What a load of the drain's object gave. */
 struct loaded {
 	struct drain *obj;
@@ -61,6 +66,8 @@ struct drain_state {
 	uint64_t full_waits[HT_MAX_PROCS], lost[HT_MAX_PROCS];
 	/* Held frees of threads found gone (settle_gone()), by slot. */
 	uint64_t exit_frees[HT_MAX_PROCS], unmatched[HT_MAX_PROCS];
+	__s64 over_seen;                /* ring_held[1] when settle_gone() last emptied gone threads' slots */
+	struct ht_ring_thread *threads; /* ring_threads, mapped (HT_RING_THREAD_SLOTS) */
 	struct pairing pairs;           /* a run's allocations freed in the same run (tracer/pair.h) */
 	/* For -v. */
 	uint64_t passes, runs, events, run_ns, pair_ns;
@@ -130,6 +137,16 @@ static int load(struct tracer *tr, struct drain_state *d)
 	if (l.err) {
 		ht_err("cannot load the ring's drain program (%s): no batching, one record site per call", strerror(-l.err));
 		d->load_err = l.err < 0 ? l.err : -EINVAL;
+		return -1;
+	}
+	d->threads = mmap(NULL, RING_THREADS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  bpf_map__fd(l.obj->maps.ring_threads), 0);
+	if (d->threads == MAP_FAILED) {
+		int err = errno;
+		ht_err("cannot map the drain's threads (%s): no batching, one record site per call", strerror(err));
+		d->threads = NULL;
+		drain__destroy(l.obj);
+		d->load_err = -err;
 		return -1;
 	}
 	d->obj = l.obj;
@@ -239,35 +256,62 @@ static bool any_new(const struct drain_state *d)
 	return false;
 }
 
-/*
- * Frees the allocator's own code made that matched no block, held by
- * their threads (struct ht_ring_thread): a thread that has exited made
- * them at its exit (thread_exit_frees; the main thread's are
- * unmatched_frees), as the record sites' thread_exit() tells.  Looked at
- * only while some are held.  Under the lock.
- */
-static void settle_gone(struct drain_state *d)
+/* A gone thread's held frees, by whose they were: the main thread's are unmatched_frees. */
+static void settle_entry(struct drain_state *d, __u32 tid, const struct ht_ring_thread *t)
 {
-	int held_fd = bpf_map__fd(d->obj->maps.ring_held), fd = bpf_map__fd(d->obj->maps.ring_threads);
-	__u32 zero = 0, keys[256], batch;
-	__s64 held = 0, settled = 0;
+	__u32 slot = t->proc & (HT_MAX_PROCS - 1);
+
+	if (tid == t->tgid)
+		d->unmatched[slot] += t->held_frees;
+	else
+		d->exit_frees[slot] += t->held_frees;
+}
+
+static bool gone(__u32 tgid, __u32 tid)
+{
+	return syscall(SYS_tgkill, tgid, tid, 0) && errno == ESRCH;
+}
+
+/*
+ * ring_threads, read in place (mapped at load: the drain does not run
+ * while the lock is held, and a record site writes only its own thread's
+ * last allocation): the held frees of threads that are gone settled and
+ * their slots emptied; reclaim: every gone thread's slot, holding frees or
+ * not, for a newcomer whose slot it is.  What it settled.
+ */
+static __s64 settle_slots(struct drain_state *d, bool reclaim)
+{
+	__s64 settled = 0;
+
+	for (__u32 i = 0; i < HT_RING_THREAD_SLOTS; i++) {
+		struct ht_ring_thread *t = &d->threads[i];
+		__u32 tid = t->tid;
+		if (!tid || (!t->held_frees && !reclaim) || !gone(t->tgid, tid))
+			continue;
+		settle_entry(d, tid, t);
+		settled += t->held_frees;
+		memset(t, 0, sizeof(*t));
+	}
+	return settled;
+}
+
+/* ring_threads_over (a hash by tid), in batches: the held frees of threads that are gone settled, their entries deleted. */
+static __s64 settle_over(struct drain_state *d)
+{
+	int fd = bpf_map__fd(d->obj->maps.ring_threads_over);
+	__u32 keys[256], batch;
 	struct ht_ring_thread vals[256];
+	__s64 settled = 0;
 	void *in = NULL;
 
-	if (bpf_map_lookup_elem(held_fd, &zero, &held) || held <= 0)
-		return;
-	for (int round = 0; round < 64; round++) {
+	for (int round = 0; round <= HT_RING_THREADS_OVER / 256; round++) {
 		__u32 n = 256;
 		LIBBPF_OPTS(bpf_map_batch_opts, o);
 		int err = bpf_map_lookup_batch(fd, in, &batch, keys, vals, &n, &o);
 		for (__u32 i = 0; i < n; i++) {
-			if (!vals[i].held_frees || !syscall(SYS_tgkill, vals[i].tgid, keys[i], 0) || errno != ESRCH)
+			if (!vals[i].held_frees || !gone(vals[i].tgid, keys[i]))
 				continue;
-			__u32 slot = vals[i].proc & (HT_MAX_PROCS - 1);
-			if (keys[i] == vals[i].tgid)
-				d->unmatched[slot] += vals[i].held_frees;
-			else
-				d->exit_frees[slot] += vals[i].held_frees;
+			settle_entry(d, keys[i], &vals[i]);
 			settled += vals[i].held_frees;
 			bpf_map_delete_elem(fd, &keys[i]);
 		}
@@ -275,6 +319,36 @@ static void settle_gone(struct drain_state *d)
 			break;          /* ENOENT: the last batch */
 		in = &batch;
 	}
+	return settled;
+}
+
+/*
+ * Frees the allocator's own code made that matched no block, held by
+ * their threads (struct ht_ring_thread): a thread that has exited made
+ * them at its exit (thread_exit_frees; the main thread's are
+ * unmatched_frees), as the record sites' thread_exit() tells.  Looked at
+ * only while some are held.  And once a thread has found its slot of
+ * ring_threads held by another (ring_held[1] grew), the slots of threads
+ * that are gone are emptied: tids come in sequence, so a process that
+ * makes threads all its life meets the slots of its own dead threads
+ * after 16384 tids, and the drain (which cannot tell a dead thread from a
+ * living one) would send every newcomer to the hash.  Under the lock.
+ */
+static void settle_gone(struct drain_state *d)
+{
+	int held_fd = bpf_map__fd(d->obj->maps.ring_held);
+	__u32 zero = 0, one = 1;
+	__s64 held = 0, over = 0, settled = 0;
+
+	if (bpf_map_lookup_elem(held_fd, &zero, &held) || bpf_map_lookup_elem(held_fd, &one, &over))
+		return;
+	bool reclaim = over != d->over_seen;
+	if (held <= 0 && !reclaim)
+		return;
+	d->over_seen = over;
+	settled = settle_slots(d, reclaim);
+	if (held > 0)
+		settled += settle_over(d);
 	if (settled) {
 		held -= settled;
 		bpf_map_update_elem(held_fd, &zero, &held, BPF_ANY);
@@ -574,6 +648,8 @@ void drain_close(struct tracer *tr)
 			"slot), loaded in %.1f ms (%u instructions verified)", d->passes, d->runs, d->events, d->run_ns / 1e6,
 			d->events ? (double)d->run_ns / d->events : 0.0, d->pairs.pairs, d->pairs.carried, d->pair_ns / 1e6,
 			d->events ? (double)d->pair_ns / d->events : 0.0, d->load_ms, d->verified);
+	if (d->threads)
+		munmap(d->threads, RING_THREADS_SIZE);
 	drain__destroy(d->obj);
 	pair_free(&d->pairs);
 	pthread_mutex_destroy(&d->lock);
