@@ -106,6 +106,17 @@ $(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
+# t_wrapfree's code in a shared library, whose mapping lies near libc's (one
+# stub reaches both: the wrappers' frees batched; scenario custom, wrapring),
+# run by t_wrapso.
+$(BUILD)/tests/libt_wrapfree.so: tests/targets/t_wrapfree.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -DWRAP_SO $< -o $@
+
+$(BUILD)/tests/t_wrapso: tests/targets/t_wrapso.c $(BUILD)/tests/libt_wrapfree.so
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) $< -o $@ -L$(BUILD)/tests -lt_wrapfree -Wl,-rpath,'$$ORIGIN'
+
 # Targets for --unwind (tests/run.sh, scenario unwind): the same sources
 # built the way distributions build code, -O2 without frame pointers, so
 # that only a CFI (DWARF) unwinder gets their stacks right.  Chosen: the

@@ -9,6 +9,8 @@
 #   bare            no heaptrace
 #   malloc_exact    heaptrace -p (the malloc family: what palloc gets from malloc)
 #   palloc_exact    --no-libc and the palloc specs of docs/postgresql.md
+#   palloc_exact_sites  the same with HEAPTRACE_BATCH=0: a record site a call,
+#                   not the ring (the events lines of the two side by side)
 #   palloc_sampled  the same with --sample-rate 64K
 #   palloc_nofree   palloc_sampled without --free-sym pfree (its uprobe was
 #                   single-stepped: docs/postgresql.md)
@@ -35,7 +37,7 @@ HT=${BENCH_HEAPTRACE:-$PWD/build/heaptrace}
 TMP=$(mktemp -d /tmp/heaptrace-pg.XXXXXX)
 HPID=
 STARTED=
-declare -A HOW=()
+declare -A HOW=() LOSS=()
 
 note() { echo "bench-postgres: $*" >&2; }
 die() { note "$*"; exit 1; }
@@ -71,6 +73,7 @@ run() {
 	bare) ;;
 	malloc_exact) args=() ;;
 	palloc_exact) args=("${SPECS[@]}") ;;
+	palloc_exact_sites) args=("${SPECS[@]}") ;;
 	palloc_sampled) args=("${SPECS[@]}" --sample-rate 64K) ;;
 	palloc_nofree) args=("${SPECS[@]::${#SPECS[@]}-2}" --sample-rate 64K) ;;
 	palloc_exact_noinject) args=("${SPECS[@]}" --no-inject) ;;
@@ -92,7 +95,10 @@ run() {
 	[ -n "$pid" ] || { note "$1: no pgbench backend"; wait "$pb"; return; }
 	from=1
 	if [ "$1" != bare ]; then
-		timeout -k 5 $((SECS + 60)) "$HT" -v "${args[@]}" -o "$TMP/$1.heap" -p "$pid" 2>"$err" &
+		# palloc_exact_sites: a record site a call (no ring), to set the ring's figures beside.
+		local envs=()
+		[ "$1" = palloc_exact_sites ] && envs=(HEAPTRACE_BATCH=0)
+		env "${envs[@]}" timeout -k 5 $((SECS + 60)) "$HT" -v "${args[@]}" -o "$TMP/$1.heap" -p "$pid" 2>"$err" &
 		HPID=$!
 		for _ in $(seq 300); do
 			grep -q "^heaptrace: tracing PID $pid" "$err" 2>/dev/null && break
@@ -112,11 +118,13 @@ run() {
 		[ "$rc" = 0 ] || { note "$1: heaptrace exit status $rc: $(tail -1 "$err")"; return; }
 		# Exact mode batches its events in the process, or says why not.
 		case $1 in
-		*_exact) HOW[$1]=$(grep -m1 -E '^heaptrace: fast path: (no batching|events batched|not installed)' "$err") ;;
+		*_exact | *_exact_sites) HOW[$1]=$(grep -m1 -E '^heaptrace: fast path: (no batching|events batched|not installed)' "$err") ;;
 		esac
+		# What the run could not match: the same figures whichever path recorded the events.
+		LOSS[$1]=$(grep -m1 '^heaptrace: events:' "$err" | grep -oE ' (allocs|frees|unmatched_frees|missed_frees|stack_errors|ring_lost|live_map_full)=[0-9]+' | tr -d '\n')
 		# The palloc family through the stub, unless --no-inject: a row of uprobes would pass for one.
 		case $1 in
-		palloc_exact | palloc_sampled | palloc_nofree)
+		palloc_exact | palloc_exact_sites | palloc_sampled | palloc_nofree)
 			grep -q '^heaptrace: probe palloc .*the fast path (stub)' "$err" ||
 				{ note "$1: palloc is not through the stub: $(grep -m2 'fast path' "$err" | tr '\n' ' ')"; return; } ;;
 		esac
@@ -128,7 +136,7 @@ run() {
 	[ -n "$TPS" ] || note "$1: under 3 seconds traced (PG_SECONDS=$SECS)"
 }
 
-read -ra CONFIGS <<<"${PG_CONFIGS:-bare malloc_exact palloc_exact palloc_sampled palloc_nofree palloc_exact_noinject palloc_sampled_noinject}"
+read -ra CONFIGS <<<"${PG_CONFIGS:-bare malloc_exact palloc_exact palloc_exact_sites palloc_sampled palloc_nofree palloc_exact_noinject palloc_sampled_noinject}"
 rounds "$RUNS" tps TPS
 
 echo "pgbench -c 1 $([ "$MODE" = select ] && echo -S || echo TPC-B) -T $SECS, one backend traced, median of $RUNS rounds (tps):"
@@ -138,12 +146,17 @@ done
 for c in "${!HOW[@]}"; do
 	echo "$c, as -v said in the last round: ${HOW[$c]#heaptrace: }"
 done
+for c in "${!LOSS[@]}"; do
+	echo "$c, its events in the last round:${LOSS[$c]}"
+done
 # The palloc family through the stub (issue 24): the targets, and the gain over uprobes.
 target "palloc sampled / bare" "$(ratio "${MED[palloc_sampled]:-}" "${MED[bare]:-}")" ">=" 0.85
 target "palloc exact / bare" "$(ratio "${MED[palloc_exact]:-}" "${MED[bare]:-}")" ">=" 0.08
 # Issue 25's: exact mode at heaptrack's cost.
 target "malloc exact / bare (issue 25)" "$(ratio "${MED[malloc_exact]:-}" "${MED[bare]:-}")" ">=" 0.90
 target "palloc exact / bare (issue 25)" "$(ratio "${MED[palloc_exact]:-}" "${MED[bare]:-}")" ">=" 0.30
+printf '  %-44s %8s\n' "palloc exact: the ring / a record site a call" \
+	"$(ratio "${MED[palloc_exact]:-}" "${MED[palloc_exact_sites]:-}")"
 printf '  %-44s %8s\n' "palloc exact: fast path / --no-inject" \
 	"$(ratio "${MED[palloc_exact]:-}" "${MED[palloc_exact_noinject]:-}")"
 printf '  %-44s %8s\n' "palloc sampled: fast path / --no-inject" \

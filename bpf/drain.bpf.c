@@ -270,9 +270,10 @@ __noinline int take_stack(struct drain *d, const struct ht_ev *ev, __u32 n)
  * An allocation's stack, counted as stub_stack() and store_stack() count
  * an allocation's at the record sites: the walk and its frame-pointer
  * frames for every call, the flags and the losses for a recorded one.
- * Its hash, or HT_STACK_LOST.
+ * Its hash, or HT_STACK_LOST.  !alloc: an unmatched free's, which the
+ * record sites walk in BPF (no stub_walks).
  */
-static __always_inline __u64 ring_stack_of(struct drain *d, __u64 hash, bool record)
+static __always_inline __u64 ring_stack_of(struct drain *d, __u64 hash, bool record, bool alloc)
 {
 	struct ring_stack_key key = { .hash = hash, .proc = d->proc };
 	struct ring_stack rs;
@@ -289,7 +290,8 @@ static __always_inline __u64 ring_stack_of(struct drain *d, __u64 hash, bool rec
 		d->seen = *found;
 	}
 	rs = d->seen;
-	count(d->proc, HT_STUB_WALKS);
+	if (alloc)
+		count(d->proc, HT_STUB_WALKS);
 	if (rs.fp_frames)
 		count_n(d->proc, HT_UNWIND_FP_FRAMES, rs.fp_frames);
 	if (!record)
@@ -334,7 +336,7 @@ __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 		return 0;
 	}
 	struct ht_ring_thread *th = thread_of(d, ev->tid, true);
-	__u64 copied = 0, stack = ring_stack_of(d, ev->stack, record && ev->ptr);
+	__u64 copied = 0, stack = ring_stack_of(d, ev->stack, record && ev->ptr, true);
 	/* Freed later in this run: the block waits for its free in pair_blocks, not in the live map. */
 	struct pair_block *pb = (ev->flags & HT_EV_PAIRED) && !ev->arena ? pair_at(d->pos) : NULL;
 
@@ -395,6 +397,13 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 		}
 		settle_thread(th, proc);
 		count(proc, HT_UNMATCHED_FREES);
+		if (ev->stack) {
+			/* A wrapping free's stack (STUB_FN_WRAPS): a site of its own, as unmatched_stack() makes. */
+			__u64 h = ring_stack_of(d, ev->stack, true, false);
+			struct ht_site *s = h != HT_STACK_LOST ? site_of(h, proc) : NULL;
+			if (s)
+				site_add(&s->unmatched_frees, 1);
+		}
 		return 0;
 	}
 	/* Any other free shows the thread was not exiting: what it held was unmatched. */

@@ -363,6 +363,8 @@ static void leave(__u64 tp, __u64 sp)
 
 /* --- the handlers --- */
 
+static int wrap_free_enter(struct stub_frame *f, const struct stub_fn *fn, __u64 tp);
+
 int stub_alloc_enter(struct stub_frame *f)
 {
 	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
@@ -373,6 +375,11 @@ int stub_alloc_enter(struct stub_frame *f)
 	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
 		return 0;
 	tp = thread_pointer();
+	if (fn->flags & STUB_FN_FREE) {
+		if (fn->n_mem)
+			read_mems(fn, f->mem);
+		return wrap_free_enter(f, fn, tp);
+	}
 	if (nested(tp, (__u64)&f->ret_addr))
 		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
 	if (fn->n_mem)
@@ -457,47 +464,29 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	return ret;
 }
 
-int stub_free_enter(struct stub_frame *f)
+/*
+ * A free's record, after the checks of whether it is one: to the ring (with
+ * its stack when regs: a wrapping free's, for an unmatched one), or to the
+ * free site.
+ */
+static void free_record(struct stub_frame *f, const struct stub_fn *fn, __u64 ptr, const struct stub_regs *regs)
 {
-	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
 	struct ht_stub_record r;
-	__u64 ptr;
 
-	f->target = fn->orig;
-	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
-		return 0;
-	if (fn->n_mem)
-		read_mems(fn, f->mem);
-	/* A reset frees blocks of every sampled size, wherever it is called from, as its uprobe sees them: always. */
-	if (!(fn->flags & STUB_FN_RESET)) {
-		if (fn->flags & STUB_FN_PTR_FAST) {
-			ptr = arg_of(f, fn->ptr_arg);
-		} else {
-			load_args(r.args, f);
-			ptr = eval(&fn->s.ptr, r.args, 0);
-		}
-		/* Sampling: a block whose hash no sampled block has is none (one byte read, most frees end here). */
-		if (!ptr || (stub_cfg.sample_rate && !filter_may_have(ptr)))
-			return 0;
-		/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
-		if (nested(thread_pointer(), (__u64)&f->ret_addr))
-			return 0;
-		if (stub_cfg.sample_rate && !set_take(ptr))
-			return 0;
-	}
 	load_args(r.args, f);
 	if (ring_of()) {
 		struct ht_ev ev = { .kind = fn->flags & STUB_FN_RESET ? HT_EV_RESET : HT_EV_FREE, .spec = (__u16)fn->spec };
 		if (fn->flags & STUB_FN_RESET) {
 			ev.arena = eval(&fn->s.arena, r.args, 0);
+			regs = 0;
 		} else {
 			/* from_allocator's test (bpf/calls.bpf.h): the caller is the allocator's own code. */
 			__u64 ra = f->ret_addr - (fn->func_ip - fn->s.probe_vaddr);
 			ev.ptr = ptr;
 			ev.flags = fn->s.text_hi && ra >= fn->s.text_lo && ra < fn->s.text_hi ? HT_EV_FREE_IN_ALLOCATOR : 0;
 		}
-		if (!ring_put(&ev, 0, thread_pointer()))
-			return 0;
+		if (!ring_put(&ev, regs, thread_pointer()))
+			return;
 	}
 	r.ret = 0;
 	r.sp = (__u64)&f->ret_addr;
@@ -507,5 +496,67 @@ int stub_free_enter(struct stub_frame *f)
 	r.flags = 0;
 	r.stack = 0;
 	site(ht_stub_free_site, &r);
+}
+
+/* The block a free frees (0: none, or one the stub need not record), and whether it is recorded. */
+static __u64 free_ptr(struct stub_frame *f, const struct stub_fn *fn)
+{
+	struct ht_stub_record r;
+	__u64 ptr;
+
+	if (fn->flags & STUB_FN_PTR_FAST) {
+		ptr = arg_of(f, fn->ptr_arg);
+	} else {
+		load_args(r.args, f);
+		ptr = eval(&fn->s.ptr, r.args, 0);
+	}
+	/* Sampling: a block whose hash no sampled block has is none (one byte read, most frees end here). */
+	if (!ptr || (stub_cfg.sample_rate && !filter_may_have(ptr)))
+		return 0;
+	/* A free inside a called allocator is its business (realloc(p, 0) frees p). */
+	if (nested(thread_pointer(), (__u64)&f->ret_addr))
+		return 0;
+	if (stub_cfg.sample_rate && !set_take(ptr))
+		return 0;
+	return ptr;
+}
+
+/*
+ * A wrapping free (STUB_FN_WRAPS), from stub_alloc_enter(): recorded as a
+ * free, then, in exact mode, called with a nesting slot held, so that the
+ * free of its chunk it makes inside (an allocation made inside a traced
+ * allocator's call, never recorded) is not taken for an unmatched one.
+ * The BPF side told that free apart by the wrapper's entry kept in the
+ * thread's call state, which a drained event has no thread for.
+ * Sampled, a free of a block never sampled is passed through, as it was.
+ */
+static int wrap_free_enter(struct stub_frame *f, const struct stub_fn *fn, __u64 tp)
+{
+	__u64 ptr = free_ptr(f, fn);
+	struct stub_regs regs = { f->ret_addr, (__u64)&f->ret_addr + 8, f->fp };
+
+	if (!ptr)
+		return 0;
+	free_record(f, fn, ptr, stub_cfg.walk ? &regs : 0);
+	if (stub_cfg.sample_rate || !enter(tp, (__u64)&f->ret_addr))
+		return 0;
+	f->index |= (__u64)MODE_CALL << 32;
+	return 1;
+}
+
+int stub_free_enter(struct stub_frame *f)
+{
+	const struct stub_fn *fn = &stub_cfg.fns[f->index & (STUB_MAX_FNS - 1)];
+	__u64 ptr = 0;
+
+	f->target = fn->orig;
+	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
+		return 0;
+	if (fn->n_mem)
+		read_mems(fn, f->mem);
+	/* A reset frees blocks of every sampled size, wherever it is called from, as its uprobe sees them: always. */
+	if (!(fn->flags & STUB_FN_RESET) && !(ptr = free_ptr(f, fn)))
+		return 0;
+	free_record(f, fn, ptr, 0);
 	return 0;
 }

@@ -70,6 +70,14 @@ enum stub_fn_flags {
 	STUB_FN_PTR_FAST = 16,          /* a free's block is arg ptr_arg */
 	STUB_FN_SIZE_AT_RET = 32,       /* the size reads ret: sampled at the exit */
 	STUB_FN_PAGE_ROUND = 64,        /* the size rounds up to a page (pvalloc) */
+	/*
+	 * A free that may hand its block's memory on to another free (pfree
+	 * calling free for a large chunk, PyObject_Free): entered through
+	 * STUB_ENTRY_ALLOC, called and holding a nesting slot (exact mode), so
+	 * that the free it makes is its business; its stack is walked and sent
+	 * with its event (an unmatched one is charged to it).
+	 */
+	STUB_FN_WRAPS = 128,
 };
 
 /*

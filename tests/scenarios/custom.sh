@@ -11,6 +11,7 @@ scenario_custom() {
 	custom_pool
 	custom_reset
 	custom_wrapfree
+	custom_wrapring
 	custom_stubmix
 	custom_stubsampled
 	custom_longjmp
@@ -202,6 +203,38 @@ custom_wrapfree() {
 	# allocs = 3 + 4 + 5 + 2 + 1 + 2 = 17 (the mallocs inside obj_new are
 	# nested); frees = 4 + 5 + 2 + 1 + 2 = 14, none unmatched.
 	expect_events wrapfree.alloc_objects allocs=17 frees=14 unmatched_frees=0 missed_frees=0
+}
+
+# t_wrapso: t_wrapfree's code from a shared library near libc, so that
+# one stub reaches the wrappers and the malloc family: the events go
+# through the ring, the wrappers' frees are called holding a nesting slot
+# (STUB_FN_WRAPS) and the free() inside one is theirs, not an unmatched
+# free (11 of them without the slot).  The same numbers as t_wrapfree's,
+# with the ring and with a record site a call (HEAPTRACE_BATCH=0).
+custom_wrapring() {
+	local b key
+	for b in 1 0; do
+		key=wrapring$b
+		HEAPTRACE_BATCH=$b profile4x $key 0 --sym obj_new --free-sym obj_del --free-sym obj_del_tail -- "$TB/t_wrapso"
+		expect4 $key keep_objs          3      300    3       300
+		expect4 $key drop_objs          4      800    0         0
+		expect4 $key drop_tail          5     1500    0         0
+		expect4 $key drop_plain         2      100    0         0
+		expect4 $key drop_libc          1       70    0         0
+		expect4 $key drop_indirect      2      800    0         0
+		leafset4 $key
+		expect_events $key.alloc_objects allocs=17 frees=14 unmatched_frees=0 missed_frees=0
+		local how
+		how=$(grep -m1 -E '^heaptrace: fast path: (no batching|events batched)' "$TMP/$key.alloc_objects.err")
+		# --no-inject: the same numbers through uprobes, no stub to say how.
+		[ -n "${HT_TEST_NO_INJECT:-}" ] && continue
+		case $b in
+		1) report "custom wrapring: the wrappers and the malloc family batched in one ring" \
+			"$([[ $how == "heaptrace: fast path: events batched"* ]] || echo "got: $how")" ;;
+		0) report "custom wrapring: HEAPTRACE_BATCH=0: a record site a call" \
+			"$([[ $how == *"no batching (HEAPTRACE_BATCH=0)"* ]] || echo "got: $how")" ;;
+		esac
+	done
 }
 
 # The fast path takes --sym functions too (docs/fast-path.md, "custom

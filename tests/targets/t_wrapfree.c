@@ -29,6 +29,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+/* Built into libt_wrapfree.so too (-DWRAP_SO), where t_wrapso calls its main. */
+#ifdef WRAP_SO
+#define main wrapfree_main
+int wrapfree_main(void);
+#endif
+
 #define NOINLINE __attribute__((noinline))
 
 void *volatile keep[3];

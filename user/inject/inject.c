@@ -120,7 +120,9 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		struct inject_fn *f = &in->fns[i];
 		const struct probe *p = &plan->probes[f->probe];
 		uint64_t entry = in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE, orig = entry + 16;
-		uint64_t handler = in->base + (p->kind == HT_SPEC_ALLOC ? STUB_ENTRY_ALLOC : STUB_ENTRY_FREE);
+		/* A wrapping free is called, as an allocator is (STUB_FN_WRAPS). */
+		bool called = p->kind == HT_SPEC_ALLOC || (p->kind == HT_SPEC_FREE && plan->specs[p->spec].free_wraps);
+		uint64_t handler = in->base + (called ? STUB_ENTRY_ALLOC : STUB_ENTRY_FREE);
 		uint8_t *t = img + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE;
 		int32_t rel = (int32_t)(handler - (entry + 11));
 		size_t orig_len;

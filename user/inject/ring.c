@@ -114,9 +114,6 @@ static const char *why_not(const struct inject *in, const struct probe_plan *pla
 			reads_args |= s->mem[k].base != 0;
 		if (!in->fns[i].patched)
 			return snprintf(why, len, "%s is not redirected", p->func), why;
-		/* Per-thread state of the BPF side's, kept between two calls: the drain has no such thread. */
-		if (s->free_wraps)
-			return snprintf(why, len, "%s hands its block on to another free", p->func), why;
 		if (reads_args || !expr_stub_only(s, &s->size) || !expr_stub_only(s, &s->ptr) ||
 		    !expr_stub_only(s, &s->objects) || !expr_stub_only(s, &s->arena))
 			return snprintf(why, len, "%s reads memory that only BPF can read", p->func), why;

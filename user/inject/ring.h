@@ -34,8 +34,8 @@ struct tracer;
  * With every thread of the target stopped and its stub mapped (in->base),
  * before it is enabled: batching on or off for this session.  On when
  * exact, the stub walks, every function of the plan goes through it, none
- * needs per-thread call state the stub cannot give (free_wraps) or reads
- * memory only BPF can read, HEAPTRACE_BATCH is not 0, and the drain takes
+ * reads memory only BPF can read (a wrapping free is the stub's, called
+ * with a nesting slot: STUB_FN_WRAPS), HEAPTRACE_BATCH is not 0, and the drain takes
  * the ring: the ring (an earlier session's again when no producer is
  * inside it, else a new one) mapped in the target, the stub told, its cache
  * of sent stacks emptied.  Off: the stub told there is no ring.  0, or

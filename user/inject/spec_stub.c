@@ -29,7 +29,7 @@ void spec_stub_fill(struct stub_fn *fn, const struct probe *p, const struct ht_a
 	uint64_t k;
 
 	if (p->kind == HT_SPEC_FREE)
-		fn->flags = STUB_FN_FREE;
+		fn->flags = STUB_FN_FREE | (s->free_wraps ? STUB_FN_WRAPS : 0);
 	else if (p->kind == HT_SPEC_RESET)
 		fn->flags = STUB_FN_RESET;
 	else if (p->family)
