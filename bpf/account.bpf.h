@@ -107,6 +107,18 @@ struct {
 	__type(value, struct ht_ring_thread);
 } ring_threads_over SEC(".maps");
 
+/*
+ * Process slots whose events go through a ring (drain.c sets an entry at
+ * the ring's registration, clears it when the ring goes): a record site of
+ * theirs keeps a thread's last allocation where the drain keeps it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HT_MAX_PROCS);
+	__type(key, __u32);             /* process slot */
+	__type(value, __u32);           /* 1: a ring is drained */
+} ring_procs SEC(".maps");
+
 /* tid's slot of ring_threads (whoever holds it: see its tid). */
 static __always_inline struct ht_ring_thread *ring_thread_slot(__u32 tid)
 {
@@ -122,6 +134,24 @@ static __always_inline struct ht_ring_thread *ring_thread_find(__u32 tid)
 
 	if (t && t->tid == tid)
 		return t;
+	return bpf_map_lookup_elem(&ring_threads_over, &tid);
+}
+
+/*
+ * A record site's entry for thread tid of a process whose events go
+ * through a ring, which has none yet: its slot when empty (a slot another
+ * thread holds, the drain alone may judge), else in ring_threads_over.
+ */
+static __always_inline struct ht_ring_thread *ring_thread_make(__u32 tid, __u32 tgid, __u32 proc)
+{
+	struct ht_ring_thread *slot = ring_thread_slot(tid);
+	struct ht_ring_thread fresh = { .tgid = tgid, .proc = proc, .tid = tid };
+
+	if (slot && !slot->tid) {
+		*slot = fresh;
+		return slot;
+	}
+	bpf_map_update_elem(&ring_threads_over, &tid, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&ring_threads_over, &tid);
 }
 
@@ -476,9 +506,30 @@ static __always_inline struct ht_last_alloc *current_last_alloc(bool create)
 }
 
 /*
+ * The current thread's last allocation, made if it has none: where the
+ * drain keeps it when proc's events go through a ring (a record site's
+ * allocation there, a walk the stub gave up, and the ring's free after it
+ * must see one last allocation: a split lost t_peak's temporary free
+ * under load), else in task storage.
+ */
+static __always_inline struct ht_last_alloc *current_last_alloc_made(__u32 proc)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = id, k = proc & (HT_MAX_PROCS - 1);
+	struct ht_ring_thread *t = ring_thread_find(tid);
+	__u32 *ring = bpf_map_lookup_elem(&ring_procs, &k);
+
+	if (t)
+		return &t->last;
+	if (ring && *ring && (t = ring_thread_make(tid, id >> 32, proc)))
+		return &t->last;
+	return bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/*
  * The thread's allocation (even one the maps cannot hold was an allocation
  * in between, for the next free), before account_alloc(): l is the
- * thread's (current_last_alloc(true), or a drained event's thread's).
+ * thread's (current_last_alloc_made(), or a drained event's thread's).
  */
 static __always_inline void set_last_alloc(struct ht_last_alloc *l, __u64 stack, __u64 size)
 {
@@ -722,7 +773,7 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 			       .objects = objects, .arena = arena, .reallocs = reallocs,
 			       .realloc_bytes = realloc_bytes, .proc = proc };
 
-	set_last_alloc(current_last_alloc(true), r.stack, size);
+	set_last_alloc(current_last_alloc_made(proc), r.stack, size);
 	account_alloc(&r);
 }
 

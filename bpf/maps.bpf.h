@@ -311,7 +311,7 @@ static __always_inline void map_block(__u32 proc, struct pt_regs *regs, __u64 st
 	struct alloc_rec r = { .stack = m.stack, .ptr = start, .size = size, .objects = 1, .reallocs = reallocs,
 			       .proc = proc, .flags = HT_BLOCK_MAP };
 	count(proc, HT_MAPS);
-	set_last_alloc(current_last_alloc(true), r.stack, size);
+	set_last_alloc(current_last_alloc_made(proc), r.stack, size);
 	if (!account_alloc(&r))
 		return;
 	__u64 key = ht_live_key(start, proc), end = start + size;

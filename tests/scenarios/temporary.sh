@@ -168,6 +168,23 @@ scenario_temporary() {
 	[ -n "$d" ] && d+=$'\n'"$(ctx ttt)"
 	report "temporary: threads taking turns: heaptrace counts per thread, thr_fn 10, side_fn 10" "$d"
 
+	# A thread's first allocation on a coroutine's stack (the stub leaves
+	# its walk to a record site), freed right after through the ring: one
+	# last allocation for the thread whichever path recorded it.
+	ht ttco -v -f top --top 100 --value alloc_objects -- "$TB/t_temporary" coroutine
+	d=$(rc_diag ttco 0)
+	[ -n "$d" ] && d+=$'\n'
+	top_temporary "$TMP/ttco.out" >"$TMP/ttco.sites"
+	d+=$(temp_compare heaptrace "$TMP/ttco.sites" co:1)
+	grep -qE "^  temporary: +1 allocations freed right after their allocation" "$TMP/ttco.out" ||
+		d+="summary: $(grep 'temporary:' "$TMP/ttco.out")"$'\n'
+	if [ -z "${HT_TEST_NO_INJECT:-}" ] && [ "${HEAPTRACE_BATCH:-}" != 0 ]; then
+		n=$(rl_events_num ttco stub_walks_handed)
+		[ "${n:-0}" -ge 1 ] || d+="stub_walks_handed=${n:-?}: the coroutine's walk was not left to a record site"$'\n'
+	fi
+	[ -n "$d" ] && d+=$'\n'"$(ctx ttco)"
+	report "temporary: a thread's first allocation by a record site (a coroutine's stack), its free through the ring: temporary 1" "$d"
+
 	run_heaptrack tkt "$TB/t_temporary" threads
 	d=$(rc_diag tkt 0)
 	[ -n "$d" ] && d+=$'\n'

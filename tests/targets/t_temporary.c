@@ -6,6 +6,8 @@
  * stack, and heaptrack_print must agree with heaptrace site by site.
  * Usage: t_temporary            the single-threaded patterns
  *        t_temporary threads    the threaded pattern only (see thr_fn)
+ *        t_temporary coroutine  a thread whose first allocation is made
+ *                               on a makecontext stack (see co_fn)
  *
  *   first_fn    1 x malloc(8), kept                              0 temporary
  *   churn_fn  100 x malloc(32), free                           100
@@ -35,6 +37,14 @@
  * allocation: thr_fn 10, side_fn 10.  In one global order (heaptrack):
  * free p follows q's allocation, free q follows free p: 0 and 0.
  *
+ * coroutine: a new thread's first allocation, co_fn's malloc(88), is made
+ * on a coroutine's stack (mmap'd, no malloc), whose walk the stub leaves to
+ * the BPF side (a record site, after the ring it waits for); the thread
+ * frees it right after, on its own stack (through the ring in exact mode):
+ * temporary 1, the one free of the run that follows its thread's
+ * allocation (the record site and the drain must keep one last allocation
+ * for the thread).
+ *
  * No stdio, so nothing else allocates (pthread_create's own allocations are
  * in libc's frames, not in these functions).  The "@site" comments mark the
  * call lines tests/scenarios/temporary.sh looks for.
@@ -43,6 +53,8 @@
 #include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -197,8 +209,45 @@ static void threads(void)
 	pthread_join(t, NULL);
 }
 
+static ucontext_t co_main, co_ctx;
+
+NOINLINE void co_fn(void)
+{
+	sink_a = must(malloc(88)); /* @site co */
+}
+
+static void *co_thread(void *arg)
+{
+	(void)arg;
+	size_t size = 64 * 1024;
+	void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (stack == MAP_FAILED || getcontext(&co_ctx))
+		exit(3);
+	co_ctx.uc_stack.ss_sp = stack;
+	co_ctx.uc_stack.ss_size = size;
+	co_ctx.uc_link = &co_main;
+	makecontext(&co_ctx, co_fn, 0);
+	if (swapcontext(&co_main, &co_ctx))
+		exit(3);
+	free(sink_a);
+	munmap(stack, size);
+	return NULL;
+}
+
+static void coroutine(void)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, co_thread, NULL) || pthread_join(t, NULL))
+		exit(3);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "coroutine")) {
+		coroutine();
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "threads")) {
 		threads();
 		return 0;

@@ -515,6 +515,8 @@ int drain_register(struct tracer *tr, struct ring *r)
 	pthread_mutex_unlock(&d->lock);
 	if (rc)
 		return -ENOMEM;
+	/* Its record sites keep a thread's last allocation where the drain does (account.bpf.h). */
+	bpf_map_update_elem(bpf_map__fd(tr->skel->maps.ring_procs), &slot, &(uint32_t){ 1 }, BPF_ANY);
 	if (!d->running) {
 		int err = pthread_create(&d->thread, NULL, drain_thread, tr);
 		if (err) {
@@ -538,6 +540,8 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 			continue;
 		if (published(r, r->hdr->tail))
 			drain_ring(tr, d, &d->rings[i], false);
+		bpf_map_update_elem(bpf_map__fd(tr->skel->maps.ring_procs), &d->rings[i].slot, &(uint32_t){ 0 },
+				    BPF_ANY);
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
 		d->rings[i] = d->rings[--d->n];
