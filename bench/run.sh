@@ -250,6 +250,11 @@ run_config() {
 		# The CFI walk against the frame-pointer walk at depth 16 (churn keeps frame pointers, so both are complete).
 		timeout $RUN_TIMEOUT "$HT" --unwind "${name%16}" -o /dev/null -- "$CHURN" "${CHURN_ARGS16[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
+	heaptrace_noinject_base)
+		timeout $RUN_TIMEOUT "$BASE_HT" --no-inject -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_s512k_base)
+		timeout $RUN_TIMEOUT "$BASE_HT" --sample-rate 512K -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
+			> "$out" 2> "$err" || rc=$? ;;
 	heaptrace_s512k | heaptrace_s64k)
 		timeout $RUN_TIMEOUT "$HT" --sample-rate "${name#heaptrace_s}" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
@@ -426,7 +431,8 @@ CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_sites heaptrace_kwa
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 [ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && [ -z "${BENCH_CONFIGS:-}" ] &&
-	CONFIGS+=(heaptrace_html_base heaptrace_base heaptrace_fp_base dwarf32_base fp32_base)
+	CONFIGS+=(heaptrace_html_base heaptrace_base heaptrace_fp_base dwarf32_base fp32_base heaptrace_noinject_base
+		heaptrace_s512k_base)
 if [ "$PEERS" != 0 ] && [ -z "${BENCH_CONFIGS:-}" ]; then
 	command -v bpftrace > /dev/null && CONFIGS+=(bpftrace) || note "bpftrace not installed: skipped"
 	command -v heaptrack > /dev/null && CONFIGS+=(heaptrack) || note "heaptrack not installed: skipped"
@@ -456,6 +462,8 @@ declare -A LABEL=(
 	[heaptrace_fp_base]="  --unwind fp, BENCH_BASE's build"
 	[dwarf32_base]="  CFI, depth 32, BENCH_BASE's"
 	[fp32_base]="  --unwind fp, depth 32, BENCH_BASE's"
+	[heaptrace_noinject_base]="  --no-inject, BENCH_BASE's build"
+	[heaptrace_s512k_base]="  --sample-rate 512K, BENCH_BASE's"
 	[fp16]="heaptrace --unwind fp, depth 16"
 	[dwarf16]="heaptrace --unwind dwarf, depth 16"
 	[entryonly]="entry-only floor (BPF, no returns)"
@@ -548,6 +556,10 @@ printf '  %-44s %8s\n' "exact: --mmap / without" "$(ratio "${MED[heaptrace_mmap]
 printf '  %-44s %8s\n' "512K: --mmap / without" "$(ratio "${MED[heaptrace_s512k_mmap]:-}" "${MED[heaptrace_s512k]:-}")"
 printf '  %-44s %8s\n' "-f html: this build / BENCH_BASE's" \
 	"$(ratio "${MED[heaptrace_html]:-}" "${MED[heaptrace_html_base]:-}")"
+printf '  %-44s %8s\n' "--no-inject: this build / BENCH_BASE's" \
+	"$(ratio "${MED[heaptrace_noinject]:-}" "${MED[heaptrace_noinject_base]:-}")"
+printf '  %-44s %8s\n' "512K: this build / BENCH_BASE's" \
+	"$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace_s512k_base]:-}")"
 echo
 echo "the stack walked in the process by the stub / by the BPF side (HEAPTRACE_WALK=bpf) / BENCH_BASE's build:"
 for w in "heaptrace heaptrace_kwalk heaptrace_base CFI, depth $DEPTH" "heaptrace_fp heaptrace_fp_kwalk heaptrace_fp_base fp, depth $DEPTH" \
