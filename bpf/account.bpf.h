@@ -490,19 +490,28 @@ static __always_inline bool follows_last_alloc(struct ht_last_alloc *l, const st
 	return l->stack == b->stack && l->size == b->size;
 }
 
-/*
- * The current thread's last allocation: its task storage (a drained event's
- * thread has its own, drain.bpf.c).  create: made if it has none.
- */
-static __always_inline struct ht_last_alloc *current_last_alloc(bool create)
+/* Does proc's events go through a ring (ring_procs)?  Else its threads' state is in task storage alone. */
+static __always_inline bool ring_on(__u32 proc)
 {
-	struct ht_ring_thread *t = ring_thread_find(bpf_get_current_pid_tgid());
+	__u32 k = proc & (HT_MAX_PROCS - 1);
+	__u32 *ring = bpf_map_lookup_elem(&ring_procs, &k);
 
-	/* A thread the ring's drain knows: one last allocation for both paths. */
+	return ring && *ring;
+}
+
+/*
+ * The current thread of process proc: its last allocation, if it has one.
+ * Where the drain keeps it when proc's events go through a ring (one last
+ * allocation for both paths), else in task storage: a process without a
+ * ring (--no-inject, sampled) pays no lookup of the drain's threads.
+ */
+static __always_inline struct ht_last_alloc *current_last_alloc(__u32 proc)
+{
+	struct ht_ring_thread *t = ring_on(proc) ? ring_thread_find(bpf_get_current_pid_tgid()) : NULL;
+
 	if (t)
 		return &t->last;
-	return bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	return bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0, 0);
 }
 
 /*
@@ -515,13 +524,10 @@ static __always_inline struct ht_last_alloc *current_last_alloc(bool create)
 static __always_inline struct ht_last_alloc *current_last_alloc_made(__u32 proc)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = id, k = proc & (HT_MAX_PROCS - 1);
-	struct ht_ring_thread *t = ring_thread_find(tid);
-	__u32 *ring = bpf_map_lookup_elem(&ring_procs, &k);
+	__u32 tid = id;
+	struct ht_ring_thread *t;
 
-	if (t)
-		return &t->last;
-	if (ring && *ring && (t = ring_thread_make(tid, id >> 32, proc)))
+	if (ring_on(proc) && ((t = ring_thread_find(tid)) || (t = ring_thread_make(tid, id >> 32, proc))))
 		return &t->last;
 	return bpf_task_storage_get(&last_allocs, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }

@@ -47,7 +47,8 @@ struct {
 static __always_inline bool in_stub_call(__u64 sp)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, active = 0;
-	struct ht_stub_proc *p = bpf_map_lookup_elem(&stub_procs, &tgid);
+	/* No stub in any process (--no-inject): no lookup (a hash miss at each uprobe's call). */
+	struct ht_stub_proc *p = stubs_seen ? bpf_map_lookup_elem(&stub_procs, &tgid) : NULL;
 
 	if (!p || bpf_probe_read_user(&active, sizeof(active), (void *)p->active) || !active)
 		return false;
@@ -301,7 +302,7 @@ static __always_inline void finish_alloc(struct pt_regs *ctx, struct pt_regs *re
 	__u64 old_ptr = spec->old_ptr_arg ? args[spec->old_ptr_arg & 7] : 0;
 	__u64 copied = 0;
 	/* Only a realloc's free of its old block reads the thread's last allocation. */
-	if (alloc_outcome(proc, old_ptr ? current_last_alloc(false) : NULL, bpf_get_current_pid_tgid() >> 32, 0,
+	if (alloc_outcome(proc, old_ptr ? current_last_alloc(proc) : NULL, bpf_get_current_pid_tgid() >> 32, 0,
 			  ptr, size, old_ptr, record, &copied))
 		record_alloc(ctx, regs, func_ip, proc, spec_i, ptr, size, eval(&spec->objects, args, ret),
 			     eval(&spec->arena, args, ret), old_ptr ? 1 : 0, copied);
@@ -374,7 +375,7 @@ static __always_inline void free_entry(__u32 proc, struct ht_call *c, __u64 sp, 
 	if (c && c->depth && sp <= c->sp)
 		return;
 
-	bool live = free_live(ptr, proc, current_last_alloc(false), 0);
+	bool live = free_live(ptr, proc, current_last_alloc(proc), 0);
 	bool nested = !live && nested_in_free(c, sp, spec_i);
 
 	if (spec_of(spec_i)->free_wraps) {

@@ -23,6 +23,8 @@ const volatile __u64 peak_step = 0;             /* bytes; 0: max(5% of the last 
 const volatile bool follow_fork = false;
 const volatile bool multi_links = false;        /* attached by uprobe_multi or session links: bpf_get_func_ip works */
 const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every allocation */
+/* Exact mode's events may come through rings (tracer_config.batch): the live filter is kept (live.bpf.h). */
+const volatile bool live_filter_on = false;
 
 /*
  * Set by user space when tracing stops, before the links are closed: each
@@ -33,6 +35,9 @@ volatile __u32 tracing_stopped = 0;
 
 /* Set by user space once thread_exit is attached: only then may a free wait for it (free_entry()). */
 volatile __u32 thread_exits_seen = 0;
+
+/* Set by user space before the first stub_procs entry: until then no uprobe looks a process up there. */
+volatile __u32 stubs_seen = 0;
 
 /*
  * The allocator descriptors, by attach cookie.  Written, not read-only:

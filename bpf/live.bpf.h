@@ -82,6 +82,9 @@ static __always_inline __u32 *live_filter_at(__u64 key)
 
 static __always_inline void live_filter_add(__u64 key, __s32 d)
 {
+	/* Only a ring's drain reads it: a session that cannot batch (--no-inject, sampled) keeps none. */
+	if (!live_filter_on)
+		return;
 	__u32 *n = live_filter_at(key);
 
 	if (n)
@@ -91,7 +94,7 @@ static __always_inline void live_filter_add(__u64 key, __s32 d)
 /* May a block be live at key?  False only when none is: its slot counts no key. */
 static __always_inline bool live_may_have(__u64 key)
 {
-	__u32 *n = live_filter_at(key);
+	__u32 *n = live_filter_on ? live_filter_at(key) : NULL;
 
 	return !n || *(volatile __u32 *)n;
 }

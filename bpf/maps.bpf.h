@@ -118,7 +118,7 @@ __noinline int cut_block(__u64 key, __u64 end, __u64 lo, __u64 hi, __u32 proc)
 	if (!live || !(live->flags & HT_BLOCK_MAP) || live_take(key, &b))
 		return 0;
 	__u64 start = key ^ ((__u64)proc << 56);
-	bool temporary = follows_last_alloc(current_last_alloc(false), &b);
+	bool temporary = follows_last_alloc(current_last_alloc(proc), &b);
 	if (!release(&b, key, proc))
 		return 1;
 	if (lo <= start && hi >= end) {

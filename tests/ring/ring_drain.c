@@ -648,7 +648,7 @@ static void cost(struct tracer *tr, struct ring *r, __u64 stack, long pairs)
 int main(int argc, char **argv)
 {
 	struct tracer tr;
-	struct tracer_config cfg = { .tgid = getpid(), .max_live = 1 << 20, .max_stacks = 65536, .max_depth = 64,
+	struct tracer_config cfg = { .tgid = getpid(), .max_live = 1 << 20, .max_stacks = 65536, .max_depth = 64, .batch = true,
 				     .stack_mode = HT_STACK_WALK };
 	struct ring r;
 	pthread_t th;

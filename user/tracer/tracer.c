@@ -151,6 +151,7 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	skel->rodata->min_frame_addr = mmap_min_addr();
 	skel->rodata->stack_mode = cfg->stack_mode;
 	skel->rodata->sample_rate = cfg->sample_rate;
+	skel->rodata->live_filter_on = cfg->batch;
 	/* The live map and its levels are made apart (levels.c); the arena maps need room only for arenas. */
 	if (!cfg->arenas) {
 		bpf_map__set_max_entries(skel->maps.arenas, 1);
@@ -758,6 +759,8 @@ int tracer_set_stub(struct tracer *tr, pid_t pid, uint64_t active, uint64_t dept
 	struct ht_stub_proc p = { .active = active, .depth = depth };
 	__u32 key = pid;
 
+	if (tr->skel->bss)
+		__atomic_store_n(&tr->skel->bss->stubs_seen, 1, __ATOMIC_RELEASE);
 	return bpf_map_update_elem(bpf_map__fd(tr->skel->maps.stub_procs), &key, &p, BPF_ANY) ? -errno : 0;
 }
 
