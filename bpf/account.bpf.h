@@ -434,6 +434,18 @@ static __always_inline struct ht_arena_block *block_arena(const struct ht_block 
 	return b->flags & HT_BLOCK_ARENA ? bpf_map_lookup_elem(&arena_blocks, &key) : NULL;
 }
 
+/*
+ * An unmatched free charged to the stack h it came from (a site of its own,
+ * no allocations: -f top's "unmatched frees"), HT_STACK_LOST: to none.
+ */
+static __always_inline void unmatched_at(__u64 h, __u32 proc)
+{
+	struct ht_site *s = h != HT_STACK_LOST ? site_of(h, proc) : NULL;
+
+	if (s)
+		site_add(&s->unmatched_frees, 1);
+}
+
 /* The counters of a block's stack (NULL: the sites map was full at its allocation). */
 static __always_inline struct ht_site *block_site(const struct ht_block *b, __u32 proc)
 {

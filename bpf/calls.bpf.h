@@ -111,10 +111,7 @@ static __always_inline void unmatched_stack(__u32 proc, __u64 sp, __u64 fp, __u6
 
 	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)sp))
 		return;
-	__u64 h = capture_walk(ra, sp + 8, fp, (__u64)proc << 32 | spec, func_ip);
-	struct ht_site *s = h != HT_STACK_LOST ? site_of(h, proc) : NULL;
-	if (s)
-		__sync_fetch_and_add(&s->unmatched_frees, 1);
+	unmatched_at(capture_walk(ra, sp + 8, fp, (__u64)proc << 32 | spec, func_ip), proc);
 }
 
 /*

@@ -179,7 +179,7 @@ static __always_inline void thread_init(struct ht_ring_thread *t, const struct d
  */
 static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, __u32 tid, bool create)
 {
-	struct ht_ring_thread *slot = ring_thread_slot(tid), *t, fresh;
+	struct ht_ring_thread *slot = ring_thread_slot(tid), *t;
 
 	if (slot && slot->tid == tid) {
 		if (slot->tgid == d->tgid)
@@ -200,15 +200,10 @@ static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, _
 	}
 	if (t || !create)
 		return t;
-	if (slot && !slot->tid) {
-		thread_init(slot, d, tid);
-		return slot;
-	}
-	/* Its slot is another thread's (alive, or gone and not yet emptied by drain.c). */
-	add_ring_held(1, 1);
-	thread_init(&fresh, d, tid);
-	bpf_map_update_elem(&ring_threads_over, &tid, &fresh, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&ring_threads_over, &tid);
+	/* Its slot is another thread's (alive, or gone and not yet emptied by drain.c): to ring_threads_over. */
+	if (slot && slot->tid)
+		add_ring_held(1, 1);
+	return ring_thread_make(tid, d->tgid, d->proc);
 }
 
 /* What the thread held is no thread-exit free after all (settle_held()'s rule). */
@@ -397,13 +392,9 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 		}
 		settle_thread(th, proc);
 		count(proc, HT_UNMATCHED_FREES);
-		if (ev->stack) {
-			/* A wrapping free's stack (STUB_FN_WRAPS): a site of its own, as unmatched_stack() makes. */
-			__u64 h = ring_stack_of(d, ev->stack, true, false);
-			struct ht_site *s = h != HT_STACK_LOST ? site_of(h, proc) : NULL;
-			if (s)
-				site_add(&s->unmatched_frees, 1);
-		}
+		/* A wrapping free's stack (STUB_FN_WRAPS), as the record sites' unmatched_stack() charges one. */
+		if (ev->stack)
+			unmatched_at(ring_stack_of(d, ev->stack, true, false), proc);
 		return 0;
 	}
 	/* Any other free shows the thread was not exiting: what it held was unmatched. */
