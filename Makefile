@@ -15,7 +15,7 @@ BPF_CFLAGS := -target bpf -mcpu=v3 -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibp
 USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(USER_SRCS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS)) $(BUILD)/heaptrace_uprobes.skel.h
 
 # t_dlopen and its plugin are built without frame pointers only, t_inline
 # optimised (below).
@@ -43,6 +43,27 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
+
+# heaptrace.bpf.c again, with its checked-once functions inlined (config.bpf.h's
+# HT_CHECKED_ONCE): the uprobe programs' object (user/tracer/uprobe_obj.c).  Its
+# skeleton is named as the main one's, so that the tracer holds an instance of
+# either alike.  Their struct heaptrace must have the same members (checked
+# here), in the same order: the main one's is put in (clang may order the maps
+# otherwise; a skeleton binds them by name).  The globals' places are checked
+# at load (tracer.c: same_globals).
+$(BUILD)/heaptrace_uprobes.bpf.o: bpf/heaptrace.bpf.c $(wildcard bpf/*.h) | $(BUILD)
+	$(CLANG) $(BPF_CFLAGS) -DHT_UPROBE_OBJECT -c $< -o $@
+
+$(BUILD)/heaptrace_uprobes.skel.h: $(BUILD)/heaptrace_uprobes.bpf.o $(BUILD)/heaptrace.skel.h
+	$(BPFTOOL) gen skeleton $< name heaptrace > $@.tmp
+	sed -n '/^struct heaptrace {/,/^};/p' $@.tmp | sort > $@.mine
+	sed -n '/^struct heaptrace {/,/^};/p' $(BUILD)/heaptrace.skel.h | sort > $@.main
+	cmp -s $@.mine $@.main || { echo "$@: its struct heaptrace has other members than the main object's" >&2; exit 1; }
+	awk 'FNR == NR { if (/^struct heaptrace {/) f = 1; if (f) main = main $$0 "\n"; if (/^};/) f = 0; next } \
+	     /^struct heaptrace {/ { printf "%s", main; skip = 1 } skip { if (/^};/) skip = 0; next } { print }' \
+	     $(BUILD)/heaptrace.skel.h $@.tmp > $@.mine && mv $@.mine $@.tmp
+	rm -f $@.main
+	mv $@.tmp $@
 
 # The in-process fast path's stub (stub/): freestanding, position independent,
 # no red zone (it calls its record sites from inline assembly) and no SSE,

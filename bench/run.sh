@@ -387,11 +387,19 @@ startup_bench() {
 	note "start-up: heaptrace /bin/true, $STARTUP_N runs${BASE_HT:+, alternating with BENCH_BASE}"
 	: > "$TMP/startup.times"
 	: > "$TMP/startup_base.times"
+	: > "$TMP/startup_ni.times"
+	: > "$TMP/startup_ni_base.times"
 	for ((r = 1; r <= STARTUP_N; r++)); do
 		{ TIMEFORMAT='%R %U %S'; time "$HT" -o /dev/null /bin/true > /dev/null 2>&1; } 2>> "$TMP/startup.times"
 		[ -z "$BASE_HT" ] ||
 			{ TIMEFORMAT='%R %U %S'; time "$BASE_HT" -o /dev/null /bin/true > /dev/null 2>&1; } 2>> "$TMP/startup_base.times"
+		# --no-inject: the uprobe programs, from their own object (inlined: more for the verifier).
+		{ TIMEFORMAT='%R %U %S'; time "$HT" --no-inject -o /dev/null /bin/true > /dev/null 2>&1; } 2>> "$TMP/startup_ni.times"
+		[ -z "$BASE_HT" ] || { TIMEFORMAT='%R %U %S'; time "$BASE_HT" --no-inject -o /dev/null /bin/true > /dev/null 2>&1; } \
+			2>> "$TMP/startup_ni_base.times"
 	done
+	STARTUP_NI=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup_ni.times" | median)
+	STARTUP_NI_BASE=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup_ni_base.times" | median)
 	STARTUP_WALL=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup.times" | median)
 	STARTUP_CPU=$(awk '{ printf "%.1f\n", ($2 + $3) * 1000 }' "$TMP/startup.times" | median)
 	STARTUP_BASE=$(awk '{ printf "%.1f\n", $1 * 1000 }' "$TMP/startup_base.times" | median)
@@ -407,6 +415,9 @@ startup_print() {
 	[ -z "$BASE_HT" ] || printf '  %-44s %8s   (this build / it: %s)\n' "wall, BENCH_BASE's build (alternating), ms" \
 		"${STARTUP_BASE:-n/a}" "$(ratio "${STARTUP_WALL:-}" "${STARTUP_BASE:-}")"
 	printf '  %-44s %8s\n' "heaptrace's CPU (user + system), ms" "${STARTUP_CPU:-n/a}"
+	printf '  %-44s %8s\n' "wall, --no-inject, ms" "${STARTUP_NI:-n/a}"
+	[ -z "$BASE_HT" ] || printf '  %-44s %8s   (this build / it: %s)\n' "wall, --no-inject, BENCH_BASE's build, ms" \
+		"${STARTUP_NI_BASE:-n/a}" "$(ratio "${STARTUP_NI:-}" "${STARTUP_NI_BASE:-}")"
 	printf '  %-44s %s\n' "phases of one -v run" "${PHASES:-n/a}"
 	printf '  %-44s %s\n' "the verifier, per program (same run)" "${VERIFIER:-n/a}"
 	target "kernel memory of /bin/true's maps, MiB" "$(echo "$SMALL_KMEM" | sed -n 's/^\([0-9.]*\) MiB.*/\1/p')" "<=" 16

@@ -228,10 +228,10 @@ static __always_inline void site_deltas_flush(void) {}
 /*
  * A change of a process's in-use totals: it keeps the peak, and starts a
  * new peak epoch when in-use rose a step above the last one.  A global
- * function: the verifier checks its peak's branches once, not in each of
+ * function (HT_CHECKED_ONCE): the verifier checks its peak's branches once, not in each of
  * its callers.
  */
-__noinline int totals_inuse(__u32 proc, const struct inuse_delta *d)
+HT_CHECKED_ONCE int totals_inuse(__u32 proc, const struct inuse_delta *d)
 {
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
 
@@ -265,11 +265,11 @@ __noinline int totals_inuse(__u32 proc, const struct inuse_delta *d)
 /*
  * Every change of a site's in-use counters goes through here (or, in the
  * drain, through its deltas: site_deltas.bpf.h), and the process totals
- * with it.  A global function, as totals_inuse() (with free_taken() global
+ * with it.  A global function (HT_CHECKED_ONCE), as totals_inuse() (with free_taken() global
  * too: the drain's program 52,725 instructions verified -> 34,059,
  * stub_alloc 16,471 -> 13,064, stub_free 9,718 -> 8,366).
  */
-__noinline int site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
+HT_CHECKED_ONCE int site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
 {
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &proc);
 
@@ -305,11 +305,11 @@ static __always_inline void site_change(struct ht_site *s, __u32 proc, const str
 #endif
 
 /*
- * log2 of v (0 for 0).  A global function: inlined, its 32 paths were as
+ * log2 of v (0 for 0).  A global function (HT_CHECKED_ONCE): inlined, its 32 paths were as
  * many states the verifier carried through the rest of each caller
  * (release()'s lifetimes alone: 3,900 of stub_alloc's instructions).
  */
-__noinline __u32 ht_log2(__u64 v)
+HT_CHECKED_ONCE __u32 ht_log2(__u64 v)
 {
 	__u32 b = 0;
 

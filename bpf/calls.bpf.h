@@ -231,7 +231,9 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, bool session)
 		return true;
 	}
 	save_args(ctx, c->args);
-	read_mems(spec_of(spec), c->args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);
+	/* The probe's address is a helper call: only for a spec that reads memory. */
+	if (spec_of(spec)->n_mem)
+		read_mems(spec_of(spec), c->args, multi_links ? bpf_get_func_ip(ctx) : PT_REGS_IP(ctx), proc);
 	c->sp = sp;
 	c->spec = spec;
 	c->depth = 1;

@@ -39,6 +39,8 @@ struct scratch {
 	struct ht_stack st;
 	__u64 copy[HT_STACK_COPY_BYTES / 8];
 	struct row_cache rows[ROW_CACHE];
+	/* The CFI walk's last two modules when it ended (unwind.bpf.h): where the next walk looks first. */
+	__u32 mod_last, mod_other;
 };
 
 struct {

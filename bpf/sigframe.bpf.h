@@ -21,6 +21,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include "heaptrace.h"
+#include "config.bpf.h"
 
 #define HT_SA_RESTORER 0x04000000       /* <asm/signal.h>: x86-64 requires it of every handler */
 
@@ -43,14 +44,17 @@ static __always_inline void note_restorer(struct k_sigaction *ka)
 	if (handler <= 1 || !(flags & HT_SA_RESTORER))
 		return;
 	r = bpf_task_storage_get(&sig_restorers, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (r)
+	if (r) {
 		*r = (__u64)BPF_CORE_READ(ka, sa.sa_restorer);
+		/* Before the handler runs: its allocations' walks see it. */
+		restorers_noted = 1;
+	}
 }
 
 /* The current thread's restorer, 0 when no handler ran on it since tracing started. */
 static __always_inline __u64 current_restorer(void)
 {
-	__u64 *r = bpf_task_storage_get(&sig_restorers, bpf_get_current_task_btf(), 0, 0);
+	__u64 *r = restorers_noted ? bpf_task_storage_get(&sig_restorers, bpf_get_current_task_btf(), 0, 0) : NULL;
 
 	return r ? *r : 0;
 }

@@ -41,7 +41,7 @@ struct {
 	__type(value, struct site_delta);
 } site_deltas SEC(".maps");
 
-__noinline int totals_inuse(__u32 proc, const struct inuse_delta *d);
+HT_CHECKED_ONCE int totals_inuse(__u32 proc, const struct inuse_delta *d);
 
 /* An add to an entry's counter: the entries are the drain's alone (one run at a time). */
 #define site_add(p, v) (*(p) += (v))

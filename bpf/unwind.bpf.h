@@ -57,6 +57,7 @@ struct unwind {
 	__u32 n;
 	__u32 flags;
 	__u32 last;             /* the module of the previous frame: stacks stay in few objects */
+	__u32 other;            /* the module before last's: a stack crosses between two (the program, libc) */
 	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
 	__u64 hash;             /* of the frames so far (ht_stack_hash_step) */
 };
@@ -208,9 +209,17 @@ static __always_inline struct ht_unwind_module *find_module(struct ht_unwind_pro
 
 	if (m->ready && pc >= m->start && pc < m->end)
 		return m;
+	__u32 last = u->last;
+	m = &up->mods[u->other & (HT_UNWIND_MAX_MODULES - 1)];
+	if (m->ready && pc >= m->start && pc < m->end) {
+		u->last = u->other;
+		u->other = last;
+		return m;
+	}
 	int k = module_index(u->proc, pc, u->func_ip, u->spec);
 	if (k < 0)
 		return 0;
+	u->other = last;
 	u->last = k;
 	return &up->mods[k & (HT_UNWIND_MAX_MODULES - 1)];
 }
@@ -302,12 +311,12 @@ __noinline int signal_frame(struct unwind *u)
  * One frame: record pc, then find the caller's pc, sp and rbp from the CFI
  * row in force at pc (looked up at pc - 1: a return address may be the
  * first byte of the next function), or by frame pointer where there is
- * none.  Returns 1 to stop.  A global function: as bpf_loop's callback
+ * none.  Returns 1 to stop.  A global function (HT_CHECKED_ONCE): as bpf_loop's callback
  * itself the verifier walked it again and again until its states
  * converged (16,600 instructions of each allocation program's 46,600),
  * as a function once (about 500).
  */
-__noinline int unwind_frame(struct unwind *u, __u32 i)
+HT_CHECKED_ONCE int unwind_frame(struct unwind *u, __u32 i)
 {
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
@@ -388,13 +397,17 @@ static long unwind_step(__u32 i, struct unwind *u)
 static __always_inline __u32 dwarf_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc, __u32 proc, __u32 spec,
 					 __u64 func_ip, __u64 *hash)
 {
+	/* The modules' indexes are hints only, each checked against the pc (find_module). */
 	struct unwind u = { .pc = ip, .sp = sp, .fp = fp, .proc = proc, .func_ip = func_ip, .spec = spec,
-			    .restorer = current_restorer(), .hash = HT_STACK_HASH_SEED };
+			    .restorer = current_restorer(), .hash = HT_STACK_HASH_SEED, .last = sc->mod_last,
+			    .other = sc->mod_other };
 
 	u.sp0 = u.sp;
 	u.copied = copy_stack(sc, u.sp);
 	bpf_loop(HT_MAX_STACK_DEPTH + 1, unwind_step, &u, 0);
 	sc->st.flags = u.flags;
+	sc->mod_last = u.last;
+	sc->mod_other = u.other;
 	*hash = ht_stack_hash_end(u.hash);
 	return u.n;
 }

@@ -510,7 +510,15 @@ scenario_startup() {
 		ht_bg_wait $key "$HPID" 30
 		d+=$(rc_diag $key 0)
 		[ "$got" = "$want" ] || d+="programs: '$got', want '$want'"$'\n'
-		report "startup: ${mode:-the defaults}: BPF programs loaded: $want" "$d"
+		# The uprobe programs come from their own object (its checked-once functions inlined: design.md).
+		x="alloc_enter, alloc_return, free_enter"
+		[ "${mode#*sample}" != "$mode" ] && x=free_enter
+		if [ -n "$mode" ] && ! grep -q "^heaptrace: loaded $x in [0-9.]* ms (the uprobe programs' object)\$" \
+			"$TMP/$key.err"; then
+			d+="no 'loaded $x in N ms (the uprobe programs' object)' in: $(grep '^heaptrace: .*load' "$TMP/$key.err" |
+				tr '\n' ' ')"$'\n'
+		fi
+		report "startup: ${mode:-the defaults}: BPF programs loaded: ${want% }${mode:+; the uprobe programs from their object}" "$d"
 		# Sampled (one 64 KiB in): the ten 16-byte blocks are almost never recorded.
 		[ -n "$mode" ] && [ "${mode#*sample}" != "$mode" ] || expect_events $key allocs=10 frees=10 unmatched_frees=0
 	done

@@ -1,9 +1,11 @@
 /*
- * The stub's two record-site programs are the verifier's largest by far
- * (stub_alloc about twice stub_free; the others together a few ms): each
- * is loaded in an instance of its own of the object, with the main
- * instance's maps (load_into), and the two are verified side by side,
- * one in a thread, where the process may run on two CPUs.
+ * Programs verified side by side: each part is loaded into an instance of
+ * its own of an object (the main one, or the uprobe programs' object,
+ * uprobe_obj.c), with the main instance's maps (load_into), one part in
+ * the calling thread and each other in a thread of its own, where the
+ * process may run on two CPUs.  The verifier's largest programs by far
+ * are the stub's record sites (stub_alloc about twice stub_free) and, in
+ * the uprobe programs' object, alloc_return.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +22,7 @@
 struct apart {
 	struct tracer *tr;
 	struct heaptrace *skel;
-	const char *name;
+	const struct tracer_part *part;
 	struct tracer_times times;
 	int err;
 	bool threaded;
@@ -31,47 +33,52 @@ static void *load_one(void *arg)
 {
 	struct apart *a = arg;
 
-	a->err = tracer_load_into(a->tr, a->skel->obj, a->skel->skeleton, a->name, NULL, &a->times);
+	a->err = tracer_load_into(a->tr, a->skel->obj, a->skel->skeleton, a->part->names[0], a->part->names + 1,
+				  &a->times);
 	return NULL;
+}
+
+bool tracer_two_cpus(void)
+{
+	cpu_set_t set;
+
+	return !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 1;
 }
 
 bool tracer_apart_worth(unsigned progs)
 {
 	unsigned both = 1u << PROG_STUB_ALLOC | 1u << PROG_STUB_FREE;
-	cpu_set_t set;
 
-	return (progs & both) == both && !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 1;
+	return (progs & both) == both && tracer_two_cpus();
 }
 
-int tracer_load_apart(struct tracer *tr, unsigned progs)
+int tracer_load_parts(struct tracer *tr, const struct tracer_part *parts, int n)
 {
-	/* The smaller in the thread: the main thread's wait for it is then the shortest. */
-	static const enum tracer_prog order[] = { PROG_STUB_FREE, PROG_STUB_ALLOC };
-	struct apart a[2];
-	int n = 0, err = 0;
+	struct apart a[TRACER_MAX_PARTS];
+	int err = 0;
 
+	if (n > TRACER_MAX_PARTS || tr->n_more + n > (int)(sizeof(tr->more) / sizeof(*tr->more)))
+		return -ENOSPC;
 	memset(a, 0, sizeof(a));
-	for (int k = 0; k < 2 && tr->n_more + n < (int)(sizeof(tr->more) / sizeof(*tr->more)); k++) {
-		if (!(progs & 1u << order[k]))
-			continue;
+	for (int k = 0; k < n; k++) {
 		LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
-		a[n] = (struct apart){ .tr = tr, .skel = heaptrace__open_opts(&opts) };
-		if (!a[n].skel) {
+		a[k] = (struct apart){ .tr = tr, .part = &parts[k],
+				       .skel = parts[k].inlined ? tracer_open_uprobes(&opts) : heaptrace__open_opts(&opts) };
+		if (!a[k].skel) {
 			err = -errno;
-			while (n--)
-				heaptrace__destroy(a[n].skel);
+			while (k--)
+				heaptrace__destroy(a[k].skel);
 			return err;
 		}
-		a[n].name = bpf_program__name(tracer_main_prog(a[n].skel, order[k]));
-		n++;
 	}
+	/* The first parts in threads, the last in this one: the largest last, this thread's wait is then the shortest. */
 	for (int k = 0; k < n; k++) {
 		if (k + 1 < n && !pthread_create(&a[k].thread, NULL, load_one, &a[k]))
 			a[k].threaded = true;
 		else
 			load_one(&a[k]);
 	}
-	/* The phases are wall time: the main thread's loads, then its wait for the thread's verifier. */
+	/* The phases are wall time: this thread's loads, then its wait for the threads' verifier. */
 	double t0 = now_ms();
 	for (int k = 0; k < n; k++) {
 		if (a[k].threaded) {
@@ -86,7 +93,7 @@ int tracer_load_apart(struct tracer *tr, unsigned progs)
 	tr->times.verify_ms += now_ms() - t0;
 	for (int k = 0; k < n; k++)
 		err = err ? err : a[k].err;
-	/* Both or neither: the caller loads them in the main object instead. */
+	/* All or none: the caller loads them otherwise. */
 	for (int k = 0; k < n; k++) {
 		if (err)
 			heaptrace__destroy(a[k].skel);
@@ -94,4 +101,13 @@ int tracer_load_apart(struct tracer *tr, unsigned progs)
 			tr->more[tr->n_more++] = a[k].skel;
 	}
 	return err;
+}
+
+int tracer_load_apart(struct tracer *tr, unsigned progs)
+{
+	struct tracer_part parts[2] = { { .names = { "stub_free" } }, { .names = { "stub_alloc" } } };
+
+	if ((progs & 1u << PROG_STUB_ALLOC) && (progs & 1u << PROG_STUB_FREE))
+		return tracer_load_parts(tr, parts, 2);
+	return tracer_load_parts(tr, parts + !!(progs & 1u << PROG_STUB_ALLOC), 1);
 }

@@ -44,10 +44,24 @@ struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_p
 int tracer_load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
 		     const char *const *also, struct tracer_times *times);
 
+/* uprobe_obj.c: an instance of the uprobe programs' object (heaptrace.bpf.c, its checked-once functions inlined). */
+struct bpf_object_open_opts;
+struct heaptrace *tracer_open_uprobes(const struct bpf_object_open_opts *opts);
+
 /* apart.c: may progs' stub programs be verified side by side (both asked for, two CPUs)? */
 bool tracer_apart_worth(unsigned progs);
-/* Load them so, into tr->more, after the main object (tr->skel).  0, or -errno with neither loaded (not said). */
+/* May this process run on two CPUs? */
+bool tracer_two_cpus(void);
+/* Load the stub's programs of progs so, into tr->more, after the main object (tr->skel).  0, or -errno with none loaded (not said). */
 int tracer_load_apart(struct tracer *tr, unsigned progs);
+/* Programs (names, NULL-ended) for an instance of their own: of the uprobe programs' object if inlined. */
+#define TRACER_MAX_PARTS 2
+struct tracer_part {
+	const char *names[5];
+	bool inlined;
+};
+/* Each part into its instance, side by side (tracer_two_cpus()), into tr->more.  0, or -errno with none loaded (not said). */
+int tracer_load_parts(struct tracer *tr, const struct tracer_part *parts, int n);
 
 /* -v: each program's verification time and instructions (the kernel's stats log), armed before a load, said after. */
 void tracer_vlog_arm(struct bpf_object *obj);

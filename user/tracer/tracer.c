@@ -91,6 +91,13 @@ struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_p
 	       prog == PROG_STUB_FREE ? skel->progs.stub_free : NULL;
 }
 
+/* The uprobe programs, by tracer_prog (their bits: TRACER_UPROBE_PROGS). */
+static const char *const uprobe_progs[] = { "alloc_enter", "alloc_return", "free_enter", "reset_enter" };
+#define TRACER_UPROBE_PROGS (1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN | 1u << PROG_FREE_ENTER | \
+			     1u << PROG_RESET_ENTER)
+
+static int load_uprobes(struct tracer *tr, unsigned want);
+
 /* libbpf 1.1 has no uprobe.multi nor uprobe.session section: the attach types by hand. */
 static void set_attach_types(struct bpf_object *obj, bool multi)
 {
@@ -304,6 +311,9 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	/* With sessions the allocators' entry and return are one program, of the session object. */
 	if (session)
 		progs &= ~(1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN);
+	/* The uprobe programs come from an object of their own (load_uprobes), once the main one is in. */
+	unsigned uprobes = progs & TRACER_UPROBE_PROGS;
+	progs &= ~uprobes;
 	bool built;
 	double t1 = now_ms();
 	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built, &tr->ktypes_fd))
@@ -344,6 +354,10 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	tr->skel = skel;
 	tr->multi = cfg->multi;
 	tr->session = session;
+	if (load_uprobes(tr, uprobes)) {
+		tracer_close(tr);
+		return -1;
+	}
 	if (cfg->batch && !tr->drain)
 		drain_preload(tr);
 	tr->sample_rate = cfg->sample_rate;
@@ -423,51 +437,93 @@ bool tracer_sessions(struct tracer *tr)
 	return true;
 }
 
+/* Is the uprobe program named name loaded in some instance? */
+static bool uprobe_loaded(const struct tracer *tr, const char *name)
+{
+	for (int i = -1; i < tr->n_more; i++) {
+		const struct bpf_program *p = bpf_object__find_program_by_name((i < 0 ? tr->skel : tr->more[i])->obj, name);
+		if (p && bpf_program__fd(p) >= 0)
+			return true;
+	}
+	return false;
+}
+
 /*
- * A program, loaded if the first load left it out: into another instance
- * of the main object that shares its maps, with the other uprobe programs
- * left out too (a fallback to uprobes wants them together).  NULL if it
- * cannot be loaded (said).
+ * The uprobe programs of want (1 << PROG_*) that no instance has, together:
+ * into instances of the uprobe programs' object (uprobe_obj.c), with the
+ * main object's maps, alloc_return (by far the largest) beside the others
+ * where two CPUs may run (apart.c); of the main object if that one cannot
+ * be loaded.  0, or -errno (said).
+ */
+static int load_uprobes(struct tracer *tr, unsigned want)
+{
+	struct tracer_part parts[2];
+	const char *left[5] = { NULL };
+	char list[128] = "";
+	int n = 0, err = 0;
+
+	memset(parts, 0, sizeof(parts));
+	for (int k = PROG_ALLOC_ENTER; k <= PROG_RESET_ENTER; k++)
+		if ((want & 1u << k) && !uprobe_loaded(tr, uprobe_progs[k])) {
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", n ? ", " : "", uprobe_progs[k]);
+			left[n++] = uprobe_progs[k];
+		}
+	if (!n)
+		return 0;
+	double t0 = now_ms();
+	for (int inlined = 1; inlined >= 0; inlined--) {
+		int np = 1, m = 0;
+		bool apart = inlined && n > 1 && tracer_two_cpus();
+		memset(parts, 0, sizeof(parts));
+		for (int k = 0; k < n; k++) {
+			bool big = apart && !strcmp(left[k], "alloc_return");
+			np += big;
+			if (big)
+				parts[1].names[0] = left[k];
+			else
+				parts[0].names[m++] = left[k];
+		}
+		if (!m)
+			parts[0] = parts[--np];
+		parts[0].inlined = parts[1].inlined = inlined;
+		if (!(err = tracer_load_parts(tr, parts, np))) {
+			ht_info("loaded %s in %.1f ms (%s)", list, now_ms() - t0,
+				inlined ? "the uprobe programs' object" : "an instance of the main object");
+			return 0;
+		}
+		if (inlined)
+			ht_info("cannot load the uprobe programs' object (%s): the main object's programs", strerror(-err));
+	}
+	ht_err("cannot load the BPF program %s: %s", left[0], strerror(-err));
+	return err;
+}
+
+/*
+ * A program, loaded if not yet: an uprobe program with the other uprobe
+ * programs not loaded yet (a fallback to uprobes wants them together).
+ * NULL if it cannot be loaded (said).
  */
 static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 {
-	static const char *const uprobe_progs[] = { "alloc_enter", "alloc_return", "free_enter", "reset_enter", NULL };
-
 	if (prog == PROG_ALLOC_SESSION)
 		return tracer_sessions(tr) ? tr->sess->progs.alloc_session : NULL;
 	struct bpf_program *p = tracer_main_prog(tr->skel, prog);
 	if (bpf_program__fd(p) >= 0)
 		return p;
-	for (int i = 0; i < tr->n_more; i++)
-		if (bpf_program__fd(tracer_main_prog(tr->more[i], prog)) >= 0)
-			return tracer_main_prog(tr->more[i], prog);
-	if (tr->n_more == (int)(sizeof(tr->more) / sizeof(*tr->more)))
-		return NULL;
-	double t0 = now_ms();
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
-	struct heaptrace *more = heaptrace__open_opts(&opts);
-	const char *const *also = uprobe_progs;
-	/* Programs another instance has: not again. */
-	const char *left[5] = { NULL };
-	int n = 0;
-	for (int k = 0; also[k]; k++) {
-		bool have = false;
+	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < tr->n_more; i++)
-			have |= !!bpf_object__find_program_by_name(tr->more[i]->obj, also[k]) &&
-				bpf_program__fd(bpf_object__find_program_by_name(tr->more[i]->obj, also[k])) >= 0;
-		if (!have && bpf_program__fd(bpf_object__find_program_by_name(tr->skel->obj, also[k])) < 0)
-			left[n++] = also[k];
+			if (bpf_program__fd(tracer_main_prog(tr->more[i], prog)) >= 0)
+				return tracer_main_prog(tr->more[i], prog);
+		struct tracer_part part = { .names = { bpf_program__name(p) } };
+		int err = 0;
+		if (pass || (TRACER_UPROBE_PROGS & 1u << prog ? load_uprobes(tr, TRACER_UPROBE_PROGS) :
+		    (err = tracer_load_parts(tr, &part, 1)))) {
+			if (err)
+				ht_err("cannot load the BPF program %s: %s", bpf_program__name(p), strerror(-err));
+			break;
+		}
 	}
-	int err = more ? tracer_load_into(tr, more->obj, more->skeleton, bpf_program__name(p), left, &tr->times) : -errno;
-	if (err) {
-		ht_err("cannot load the BPF program %s: %s", bpf_program__name(p), strerror(-err));
-		heaptrace__destroy(more);
-		return NULL;
-	}
-	tr->more[tr->n_more++] = more;
-	ht_info("loaded %s (and the uprobe programs not loaded yet) in %.1f ms", bpf_program__name(p),
-		now_ms() - t0);
-	return tracer_main_prog(more, prog);
+	return NULL;
 }
 
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,

@@ -60,7 +60,7 @@ struct live_levels {
 
 struct tracer {
 	struct heaptrace *skel;
-	struct heaptrace *more[4];      /* programs loaded apart or later, with skel's maps (tracer.c: program()) */
+	struct heaptrace *more[6];      /* programs loaded apart or later, with skel's maps (tracer.c: program()) */
 	int n_more;
 	struct alloc_session *sess;     /* the uprobe session program (bpf/alloc_session.bpf.c), with skel's maps */
 	struct bpf_link **links;
