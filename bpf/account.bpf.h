@@ -119,6 +119,27 @@ struct {
 	__type(value, __u32);           /* 1: a ring is drained */
 } ring_procs SEC(".maps");
 
+/*
+ * [0]: frees held in ring_threads and ring_threads_over, in all (drain.c
+ * looks at their threads when it is not 0); [1]: threads that went to
+ * ring_threads_over, ever (drain.c empties the slots of gone threads when
+ * it grows).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __s64);
+} ring_held SEC(".maps");
+
+static __always_inline void add_ring_held(__u32 i, __s64 n)
+{
+	__s64 *h = bpf_map_lookup_elem(&ring_held, &i);
+
+	if (h)
+		__sync_fetch_and_add(h, n);
+}
+
 /* tid's slot of ring_threads (whoever holds it: see its tid). */
 static __always_inline struct ht_ring_thread *ring_thread_slot(__u32 tid)
 {
@@ -151,6 +172,9 @@ static __always_inline struct ht_ring_thread *ring_thread_make(__u32 tid, __u32 
 		*slot = fresh;
 		return slot;
 	}
+	/* A slot held, by a living thread or a gone one: drain.c empties the gone ones' when this grows. */
+	if (slot)
+		add_ring_held(1, 1);
 	bpf_map_update_elem(&ring_threads_over, &tid, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&ring_threads_over, &tid);
 }

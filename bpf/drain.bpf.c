@@ -131,27 +131,6 @@ static __always_inline struct pair_block *pair_at(__u64 pos)
 	return bpf_map_lookup_elem(&pair_blocks, &i);
 }
 
-/*
- * [0]: frees held in ring_threads and ring_threads_over, in all (drain.c
- * looks at their threads when it is not 0); [1]: threads that went to
- * ring_threads_over, ever (drain.c empties the slots of gone threads when
- * it grows).
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __s64);
-} ring_held SEC(".maps");
-
-static __always_inline void add_ring_held(__u32 i, __s64 n)
-{
-	__s64 *h = bpf_map_lookup_elem(&ring_held, &i);
-
-	if (h)
-		__sync_fetch_and_add(h, n);
-}
-
 static __always_inline void add_held(__s64 n)
 {
 	add_ring_held(0, n);
@@ -201,8 +180,6 @@ static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, _
 	if (t || !create)
 		return t;
 	/* Its slot is another thread's (alive, or gone and not yet emptied by drain.c): to ring_threads_over. */
-	if (slot && slot->tid)
-		add_ring_held(1, 1);
 	return ring_thread_make(tid, d->tgid, d->proc);
 }
 
