@@ -252,8 +252,8 @@ static __always_inline void site_deltas_flush(void) {}
 /*
  * A change of a process's in-use totals: it keeps the peak, and starts a
  * new peak epoch when in-use rose a step above the last one.  A global
- * function (HT_CHECKED_ONCE): the verifier checks its peak's branches once, not in each of
- * its callers.
+ * function (HT_CHECKED_ONCE): the verifier checks its peak's branches
+ * once, not in each of its callers.
  */
 HT_CHECKED_ONCE int totals_inuse(__u32 proc, const struct inuse_delta *d)
 {
@@ -289,9 +289,10 @@ HT_CHECKED_ONCE int totals_inuse(__u32 proc, const struct inuse_delta *d)
 /*
  * Every change of a site's in-use counters goes through here (or, in the
  * drain, through its deltas: site_deltas.bpf.h), and the process totals
- * with it.  A global function (HT_CHECKED_ONCE), as totals_inuse() (with free_taken() global
- * too: the drain's program 52,725 instructions verified -> 34,059,
- * stub_alloc 16,471 -> 13,064, stub_free 9,718 -> 8,366).
+ * with it.  A global function (HT_CHECKED_ONCE), as totals_inuse() (with
+ * free_taken() global too: the drain's program 52,725 instructions
+ * verified -> 34,059, stub_alloc 16,471 -> 13,064, stub_free 9,718 ->
+ * 8,366).
  */
 HT_CHECKED_ONCE int site_inuse(struct ht_site *s, __u32 proc, const struct inuse_delta *d)
 {
@@ -329,9 +330,10 @@ static __always_inline void site_change(struct ht_site *s, __u32 proc, const str
 #endif
 
 /*
- * log2 of v (0 for 0).  A global function (HT_CHECKED_ONCE): inlined, its 32 paths were as
- * many states the verifier carried through the rest of each caller
- * (release()'s lifetimes alone: 3,900 of stub_alloc's instructions).
+ * log2 of v (0 for 0).  A global function (HT_CHECKED_ONCE): inlined, its
+ * 32 paths were as many states the verifier carried through the rest of
+ * each caller (release()'s lifetimes alone: 3,900 of stub_alloc's
+ * instructions).
  */
 HT_CHECKED_ONCE __u32 ht_log2(__u64 v)
 {

@@ -179,7 +179,7 @@ static __always_inline struct ht_ring_thread *thread_of(const struct drain *d, _
 	}
 	if (t || !create)
 		return t;
-	/* Its slot is another thread's (alive, or gone and not yet emptied by drain.c): to ring_threads_over. */
+	/* Its slot when empty; else the slot is another thread's (alive, or gone and not yet emptied by drain.c). */
 	return ring_thread_make(tid, d->tgid, d->proc);
 }
 

@@ -78,10 +78,10 @@ struct ht_argv {
 
 /*
  * A spec's sum of products, over saved arguments and the return value.
- * A global function (HT_CHECKED_ONCE): the verifier checks it once, not at each of the
- * seven places that evaluate an expression, in each program (its nested
- * loops over terms and factors were half of all it walked, and most of
- * the start-up's load time).  So its pointers may be NULL to it.
+ * A global function (HT_CHECKED_ONCE): the verifier checks it once, not at
+ * each of the seven places that evaluate an expression, in each program
+ * (its nested loops over terms and factors were half of all it walked, and
+ * most of the start-up's load time).  So its pointers may be NULL to it.
  */
 HT_CHECKED_ONCE __u64 ht_eval(const struct ht_expr *e, const struct ht_argv *a, __u64 ret)
 {

@@ -168,12 +168,18 @@ struct module_search {
 	int found;
 };
 
+/* Does m (a module of the process's cache, ready or not) hold pc? */
+static __always_inline bool module_holds(const struct ht_unwind_module *m, __u64 pc)
+{
+	return m->ready && pc >= m->start && pc < m->end;
+}
+
 static long module_step(__u32 k, struct module_search *s)
 {
 	if (k >= s->n || !s->up)
 		return 1;
 	struct ht_unwind_module *m = &s->up->mods[k & (HT_UNWIND_MAX_MODULES - 1)];
-	if (m->ready && s->pc >= m->start && s->pc < m->end) {
+	if (module_holds(m, s->pc)) {
 		s->found = k & (HT_UNWIND_MAX_MODULES - 1);
 		return 1;
 	}
@@ -207,11 +213,11 @@ static __always_inline struct ht_unwind_module *find_module(struct ht_unwind_pro
 {
 	struct ht_unwind_module *m = &up->mods[u->last & (HT_UNWIND_MAX_MODULES - 1)];
 
-	if (m->ready && pc >= m->start && pc < m->end)
+	if (module_holds(m, pc))
 		return m;
 	__u32 last = u->last;
 	m = &up->mods[u->other & (HT_UNWIND_MAX_MODULES - 1)];
-	if (m->ready && pc >= m->start && pc < m->end) {
+	if (module_holds(m, pc)) {
 		u->last = u->other;
 		u->other = last;
 		return m;
@@ -311,10 +317,10 @@ __noinline int signal_frame(struct unwind *u)
  * One frame: record pc, then find the caller's pc, sp and rbp from the CFI
  * row in force at pc (looked up at pc - 1: a return address may be the
  * first byte of the next function), or by frame pointer where there is
- * none.  Returns 1 to stop.  A global function (HT_CHECKED_ONCE): as bpf_loop's callback
- * itself the verifier walked it again and again until its states
- * converged (16,600 instructions of each allocation program's 46,600),
- * as a function once (about 500).
+ * none.  Returns 1 to stop.  A global function (HT_CHECKED_ONCE): as
+ * bpf_loop's callback itself the verifier walked it again and again until
+ * its states converged (16,600 instructions of each allocation program's
+ * 46,600), as a function once (about 500).
  */
 HT_CHECKED_ONCE int unwind_frame(struct unwind *u, __u32 i)
 {

@@ -103,11 +103,9 @@ int tracer_load_parts(struct tracer *tr, const struct tracer_part *parts, int n)
 	return err;
 }
 
-int tracer_load_apart(struct tracer *tr, unsigned progs)
+int tracer_load_apart(struct tracer *tr)
 {
 	struct tracer_part parts[2] = { { .names = { "stub_free" } }, { .names = { "stub_alloc" } } };
 
-	if ((progs & 1u << PROG_STUB_ALLOC) && (progs & 1u << PROG_STUB_FREE))
-		return tracer_load_parts(tr, parts, 2);
-	return tracer_load_parts(tr, parts + !!(progs & 1u << PROG_STUB_ALLOC), 1);
+	return tracer_load_parts(tr, parts, 2);
 }

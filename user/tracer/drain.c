@@ -276,9 +276,10 @@ static bool gone(__u32 tgid, __u32 tid)
  * ring_threads, read in place (mapped at load: the drain does not run
  * while the lock is held, and a record site writes only its own thread's
  * entry: its last allocation, or a whole entry in an empty slot, which
- * this leaves alone, ring_thread_make()): the held frees of threads that are gone settled and
- * their slots emptied; reclaim: every gone thread's slot, holding frees or
- * not, for a newcomer whose slot it is.  What it settled.
+ * this leaves alone, ring_thread_make()): the held frees of threads that
+ * are gone settled and their slots emptied; reclaim: every gone thread's
+ * slot, holding frees or not, for a newcomer whose slot it is.  What it
+ * settled.
  */
 static __s64 settle_slots(struct drain_state *d, bool reclaim)
 {

@@ -52,8 +52,8 @@ struct heaptrace *tracer_open_uprobes(const struct bpf_object_open_opts *opts);
 bool tracer_apart_worth(unsigned progs);
 /* May this process run on two CPUs? */
 bool tracer_two_cpus(void);
-/* Load the stub's programs of progs so, into tr->more, after the main object (tr->skel).  0, or -errno with none loaded (not said). */
-int tracer_load_apart(struct tracer *tr, unsigned progs);
+/* Load both so, into tr->more, after the main object (tr->skel).  0, or -errno with neither loaded (not said). */
+int tracer_load_apart(struct tracer *tr);
 /* Programs (names, NULL-ended) for an instance of their own: of the uprobe programs' object if inlined. */
 #define TRACER_MAX_PARTS 2
 struct tracer_part {

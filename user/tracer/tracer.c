@@ -91,8 +91,7 @@ struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_p
 	       prog == PROG_STUB_FREE ? skel->progs.stub_free : NULL;
 }
 
-/* The uprobe programs, by tracer_prog (their bits: TRACER_UPROBE_PROGS). */
-static const char *const uprobe_progs[] = { "alloc_enter", "alloc_return", "free_enter", "reset_enter" };
+/* The uprobe programs' bits (1 << PROG_*), from PROG_ALLOC_ENTER to PROG_RESET_ENTER. */
 #define TRACER_UPROBE_PROGS (1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN | 1u << PROG_FREE_ENTER | \
 			     1u << PROG_RESET_ENTER)
 
@@ -329,7 +328,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 		/* Its verification beside theirs: the maps are there now. */
 		if (cfg->batch)
 			drain_preload(tr);
-		if ((err = tracer_load_apart(tr, progs & apart))) {
+		if ((err = tracer_load_apart(tr))) {
 			ht_info("cannot load the stub's programs apart (%s): in the main object", strerror(-err));
 			/* The drain's maps were that object's. */
 			drain_close(tr);
@@ -437,15 +436,15 @@ bool tracer_sessions(struct tracer *tr)
 	return true;
 }
 
-/* Is the uprobe program named name loaded in some instance? */
-static bool uprobe_loaded(const struct tracer *tr, const char *name)
+/* prog as loaded, in the main instance or another; NULL: in none yet. */
+static struct bpf_program *loaded(const struct tracer *tr, enum tracer_prog prog)
 {
 	for (int i = -1; i < tr->n_more; i++) {
-		const struct bpf_program *p = bpf_object__find_program_by_name((i < 0 ? tr->skel : tr->more[i])->obj, name);
+		struct bpf_program *p = tracer_main_prog(i < 0 ? tr->skel : tr->more[i], prog);
 		if (p && bpf_program__fd(p) >= 0)
-			return true;
+			return p;
 	}
-	return false;
+	return NULL;
 }
 
 /*
@@ -457,35 +456,32 @@ static bool uprobe_loaded(const struct tracer *tr, const char *name)
  */
 static int load_uprobes(struct tracer *tr, unsigned want)
 {
-	struct tracer_part parts[2];
 	const char *left[5] = { NULL };
 	char list[128] = "";
 	int n = 0, err = 0;
 
-	memset(parts, 0, sizeof(parts));
 	for (int k = PROG_ALLOC_ENTER; k <= PROG_RESET_ENTER; k++)
-		if ((want & 1u << k) && !uprobe_loaded(tr, uprobe_progs[k])) {
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", n ? ", " : "", uprobe_progs[k]);
-			left[n++] = uprobe_progs[k];
+		if ((want & 1u << k) && !loaded(tr, k)) {
+			left[n] = bpf_program__name(tracer_main_prog(tr->skel, k));
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", n ? ", " : "", left[n]);
+			n++;
 		}
 	if (!n)
 		return 0;
 	double t0 = now_ms();
 	for (int inlined = 1; inlined >= 0; inlined--) {
-		int np = 1, m = 0;
+		struct tracer_part parts[2] = { { .inlined = inlined }, { .inlined = inlined } };
 		bool apart = inlined && n > 1 && tracer_two_cpus();
-		memset(parts, 0, sizeof(parts));
+		int np = 1, m = 0;
+		/* With another program beside it, parts[0] is never empty. */
 		for (int k = 0; k < n; k++) {
-			bool big = apart && !strcmp(left[k], "alloc_return");
-			np += big;
-			if (big)
+			if (apart && !strcmp(left[k], "alloc_return")) {
 				parts[1].names[0] = left[k];
-			else
+				np = 2;
+			} else {
 				parts[0].names[m++] = left[k];
+			}
 		}
-		if (!m)
-			parts[0] = parts[--np];
-		parts[0].inlined = parts[1].inlined = inlined;
 		if (!(err = tracer_load_parts(tr, parts, np))) {
 			ht_info("loaded %s in %.1f ms (%s)", list, now_ms() - t0,
 				inlined ? "the uprobe programs' object" : "an instance of the main object");
@@ -500,30 +496,32 @@ static int load_uprobes(struct tracer *tr, unsigned want)
 
 /*
  * A program, loaded if not yet: an uprobe program with the other uprobe
- * programs not loaded yet (a fallback to uprobes wants them together).
- * NULL if it cannot be loaded (said).
+ * programs not loaded yet (a fallback to uprobes wants them together),
+ * another into an instance of the main object of its own.  NULL if it
+ * cannot be loaded (said).
  */
 static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
 {
 	if (prog == PROG_ALLOC_SESSION)
 		return tracer_sessions(tr) ? tr->sess->progs.alloc_session : NULL;
-	struct bpf_program *p = tracer_main_prog(tr->skel, prog);
-	if (bpf_program__fd(p) >= 0)
+	struct bpf_program *p = loaded(tr, prog);
+	if (p)
 		return p;
-	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < tr->n_more; i++)
-			if (bpf_program__fd(tracer_main_prog(tr->more[i], prog)) >= 0)
-				return tracer_main_prog(tr->more[i], prog);
-		struct tracer_part part = { .names = { bpf_program__name(p) } };
-		int err = 0;
-		if (pass || (TRACER_UPROBE_PROGS & 1u << prog ? load_uprobes(tr, TRACER_UPROBE_PROGS) :
-		    (err = tracer_load_parts(tr, &part, 1)))) {
-			if (err)
-				ht_err("cannot load the BPF program %s: %s", bpf_program__name(p), strerror(-err));
-			break;
+	if (TRACER_UPROBE_PROGS & 1u << prog) {
+		if (load_uprobes(tr, TRACER_UPROBE_PROGS))
+			return NULL;
+	} else {
+		const char *name = bpf_program__name(tracer_main_prog(tr->skel, prog));
+		struct tracer_part part = { .names = { name } };
+		double t0 = now_ms();
+		int err = tracer_load_parts(tr, &part, 1);
+		if (err) {
+			ht_err("cannot load the BPF program %s: %s", name, strerror(-err));
+			return NULL;
 		}
+		ht_info("loaded %s in %.1f ms (an instance of the main object)", name, now_ms() - t0);
 	}
-	return NULL;
+	return loaded(tr, prog);
 }
 
 int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
