@@ -276,6 +276,14 @@ struct map_rec {
 	__u32 proc, kind;
 };
 
+/* Per CPU, not on map_exit's stack: its frame is in its deepest call chain (512 bytes in all). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct map_rec);
+} map_recs SEC(".maps");
+
 /*
  * The stack of a mapping call, stored with its kind in place of frame 0;
  * 1 (nothing stored) if the call is the allocator's, by its caller's
@@ -322,13 +330,15 @@ static __always_inline bool in_allocator_call(__u64 sp)
 static __always_inline void map_block(__u32 proc, struct pt_regs *regs, __u64 start, __u64 size, __u32 kind,
 				      __u64 reallocs)
 {
-	struct map_rec m = { .ip = BPF_CORE_READ(regs, ip), .sp = BPF_CORE_READ(regs, sp),
-			     .fp = BPF_CORE_READ(regs, bp), .proc = proc, .kind = kind };
+	__u32 zero = 0;
+	struct map_rec *m = bpf_map_lookup_elem(&map_recs, &zero);
 
-	if (!size)
+	if (!size || !m)
 		return;
+	*m = (struct map_rec){ .ip = BPF_CORE_READ(regs, ip), .sp = BPF_CORE_READ(regs, sp),
+			       .fp = BPF_CORE_READ(regs, bp), .proc = proc, .kind = kind };
 	/* The allocator's or not, first: allocator_maps counts each of its calls, sampled or not. */
-	if (map_stack(&m)) {
+	if (map_stack(m)) {
 		count(proc, HT_ALLOCATOR_MAPS);
 		return;
 	}
@@ -344,10 +354,10 @@ static __always_inline void map_block(__u32 proc, struct pt_regs *regs, __u64 st
 	}
 	struct alloc_rec *r = alloc_rec_here();
 	count(proc, HT_MAPS);
-	set_last_alloc(current_last_alloc_made(proc), m.stack, size);
+	set_last_alloc(current_last_alloc_made(proc), m->stack, size);
 	if (!r)
 		return;
-	*r = (struct alloc_rec){ .stack = m.stack, .ptr = start, .size = size, .objects = 1, .reallocs = reallocs,
+	*r = (struct alloc_rec){ .stack = m->stack, .ptr = start, .size = size, .objects = 1, .reallocs = reallocs,
 				 .proc = proc, .flags = HT_BLOCK_MAP };
 	if (!account_alloc(r))
 		return;

@@ -284,14 +284,16 @@ def main():
     ap.add_argument('--round', type=int, choices=(16, 32), default=32,
                     help='a frame\'s granularity: 32 as 6.1 (default), 16 as newer kernels under the JIT')
     ap.add_argument('--frames', action='store_true', help='list each function\'s own stack depth too')
-    ap.add_argument('objects', nargs='+')
+    ap.add_argument('objects', nargs='+', help='OBJECT, or OBJECT:PROG,... to check only the programs loaded from it')
     args = ap.parse_args()
     over, warned = [], []
-    for path in args.objects:
+    for spec in args.objects:
+        # OBJECT:PROG,PROG: only those programs are loaded from it (heaptrace_uprobes.bpf.o's uprobe programs)
+        path, _, only = spec.partition(':')
         try:
             obj = Object(path)
             fns = functions(obj)
-            found = chains(obj, fns, args.round)
+            found = [c for c in chains(obj, fns, args.round) if not only or c[0][0].name in only.split(',')]
         except Error as e:
             print(f'bpf_stack: {e}', file=sys.stderr)
             return 2
