@@ -27,10 +27,11 @@ static struct {
 	char why[512];
 } refusal = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* Not the reason: the stats lines a log ends with, blank lines. */
+/* Not the reason: the stats lines a log ends with, the global functions it checked, blank lines. */
 static bool stats_line(const char *l, size_t n)
 {
-	static const char *const stats[] = { "processed ", "verification time", "stack depth", "max_states_per_insn" };
+	static const char *const stats[] = { "processed ", "verification time", "stack depth", "max_states_per_insn",
+					     "Func#", "Validating " };
 
 	if (!n)
 		return true;
@@ -73,7 +74,7 @@ static void note_refusal(const char *prog, const char *log)
 
 void tracer_vlog_libbpf(const char *fmt, va_list ap)
 {
-	/* libbpf 1.1: "prog '%s': -- BEGIN PROG LOAD LOG --\n%s-- END PROG LOAD LOG --\n" */
+	/* libbpf 1.1: "libbpf: prog '%s': -- BEGIN PROG LOAD LOG --\n%s-- END PROG LOAD LOG --\n" */
 	if (!strstr(fmt, "BEGIN PROG LOAD LOG"))
 		return;
 	char *text = NULL, prog[64];
@@ -81,8 +82,9 @@ void tracer_vlog_libbpf(const char *fmt, va_list ap)
 	va_copy(aq, ap);
 	int n = vasprintf(&text, fmt, aq);
 	va_end(aq);
-	const char *body = n > 0 ? strstr(text, "-- BEGIN PROG LOAD LOG --\n") : NULL;
-	if (body && sscanf(text, "prog '%63[^']'", prog) == 1)
+	/* libbpf's warnings start "libbpf: " */
+	const char *body = n > 0 ? strstr(text, "-- BEGIN PROG LOAD LOG --\n") : NULL, *name = n > 0 ? strstr(text, "prog '") : NULL;
+	if (body && name && sscanf(name, "prog '%63[^']'", prog) == 1)
 		note_refusal(prog, body + strlen("-- BEGIN PROG LOAD LOG --\n"));
 	free(text);
 }
