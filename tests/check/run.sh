@@ -2,8 +2,9 @@
 # `make check`: the tests that need no root, no BPF and no network, run by
 # any contributor in seconds after `make`: the unit tests, the fuzz corpus
 # replays, the golden files of every writer and reader, options, symbol
-# specs, bad profiles and the include graph (tests/check/*.sh).  Prints a
-# line per part and every failure; the whole output is in build/check.log.
+# specs, bad profiles, the include graph and the BPF programs' stack
+# depth (tests/check/*.sh).  Prints a line per part and every failure and
+# warning; the whole output is in build/check.log.
 # Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -32,7 +33,7 @@ part() {
 	pass=$((pass + ok))
 	fail=$((fail + bad))
 	printf '%-28s %4d passed, %d failed  (%d s)\n' "$name" "$ok" "$bad" $((SECONDS - t0))
-	grep -A12 '^not ok - ' <<<"$out" | grep -E '^(not ok - |#   |--)' | sed 's/^/    /'
+	grep -A12 -E '^(not ok|warning) - ' <<<"$out" | grep -E '^(not ok - |warning - |#   |--)' | sed 's/^/    /'
 }
 
 # Every unit test and fuzz target has its program (the Makefile builds them for check).
