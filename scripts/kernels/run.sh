@@ -1,26 +1,31 @@
 #!/bin/bash
-# run.sh [-t SECS] [-m MEM] SERIES [-- COMMAND...]: boot Debian's newest
+# run.sh [-t SECS] [-m MEM] [-r overlay|plain] SERIES [-- COMMAND...]: boot Debian's newest
 # SERIES kernel (6.1, 6.12; fetch.sh) under QEMU with this machine's root
 # shared read-only and a throwaway tmpfs layer on top, run COMMAND there
 # (from the current directory, as root) and power off.  The command's output
 # comes on this terminal, its exit status is run.sh's: 124 if the guest ran
 # past SECS (default 900), 125 if it gave no status (did not boot).  No
-# COMMAND: an interactive shell (Ctrl-A X leaves QEMU).
+# COMMAND: an interactive shell (Ctrl-A X leaves QEMU).  -r plain: the 9p
+# root without the overlay, tmpfs on /tmp, /root and /var/tmp only (files
+# then have the st_dev /proc/PID/maps shows, unlike on overlayfs).
 #   scripts/kernels/run.sh 6.1 -- build/heaptrace -v /bin/true
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${HEAPTRACE_KERNEL_TIMEOUT:-900}
 mem=4G
-usage() { echo "usage: run.sh [-t SECS] [-m MEM] SERIES [-- COMMAND...]" >&2; exit 2; }
+root=${HEAPTRACE_KERNEL_ROOT:-overlay}
+usage() { echo "usage: run.sh [-t SECS] [-m MEM] [-r overlay|plain] SERIES [-- COMMAND...]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	-t) [ $# -ge 2 ] || usage; secs=$2; shift 2 ;;
 	-m) [ $# -ge 2 ] || usage; mem=$2; shift 2 ;;
+	-r) [ $# -ge 2 ] || usage; root=$2; shift 2 ;;
 	-*) usage ;;
 	*) break ;;
 	esac
 done
 [ $# -ge 1 ] || usage
+case $root in overlay | plain) ;; *) usage ;; esac
 series=$1
 shift
 if [ $# -gt 0 ]; then
@@ -62,7 +67,7 @@ fi
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine q35 $accel -smp 2 -m "$mem"
 	-display none -serial mon:stdio -no-reboot
 	-kernel "$vmlinuz" -initrd "$initrd"
-	-append "console=ttyS0 rdinit=/init quiet loglevel=1 panic=-1 mitigations=off"
+	-append "console=ttyS0 rdinit=/init quiet loglevel=1 panic=-1 mitigations=off heaptrace.root=$root"
 	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
 	-device virtio-9p-pci,fsdev=root,mount_tag=root
 	-fsdev local,id=res,path="$res",security_model=none
