@@ -28,7 +28,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deb deps demo test test-noinject check golden bench bench-redis bench-postgres bench-postgres-fork bench-postgres-cgroup test-targets fuzz check-asan
+.PHONY: all clean install deb deps demo test test-noinject test-kernels check golden bench bench-redis bench-postgres bench-postgres-fork bench-postgres-cgroup test-targets fuzz check-asan
 # heaptrace(8) and the bash completion come from the binary's own option
 # tables (heaptrace --dump-options, dist/), so that they list what it parses.
 MAN_PAGE := $(BUILD)/heaptrace.8
@@ -368,6 +368,15 @@ NOINJECT_AREAS := core custom sampling unwinding formats fork faults temporary b
 test-noinject: deps
 	$(MAKE) all test-targets
 	bash tests/run.sh --no-inject $(or $(T),$(NOINJECT_AREAS))
+
+# The exact areas again inside Debian's own kernels, 6.1 and 6.12, under QEMU
+# (scripts/kernels/, docs/kernels.md): fetched with apt-get download, never
+# installed.  KERNELS, KERNEL_AREAS, KERNEL_NOINJECT_AREAS and KERNEL_TIMEOUT
+# (seconds per guest) choose.
+test-kernels: deps
+	@sh scripts/deps.sh qemu-system-x86 busybox-static kmod xz-utils
+	$(MAKE) all test-targets
+	bash scripts/kernels/test.sh
 
 # bench: heaptrace's per-allocation overhead against trap floors and peers
 # (bench/run.sh).  churn keeps frame pointers and -O2, like a typical build.
