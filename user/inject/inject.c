@@ -357,13 +357,20 @@ static int seed_data(struct inject *in, struct remote *r)
 	return err ? err : write_data(in, r, offsetof(struct stub_data, countdown), &countdown, sizeof(countdown));
 }
 
+/* A record site's uprobe: a uprobe_multi link, or before Linux 6.6 a perf event's, as --no-inject's. */
+static int attach_site(struct inject *in, struct tracer *tr, enum tracer_prog prog, uint64_t off)
+{
+	uint64_t cookie = 0;
+	int err = tr->multi ? tracer_attach_multi(tr, prog, in->path, &off, &cookie, 1, in->pid) : -EOPNOTSUPP;
+
+	return err == -EOPNOTSUPP ? tracer_attach(tr, prog, in->path, off, 0, in->pid) : err;
+}
+
 static int attach_sites(struct inject *in, struct tracer *tr)
 {
-	uint64_t off = STUB_SITE_ALLOC, cookie = 0;
-	int err = tracer_attach_multi(tr, PROG_STUB_ALLOC, in->path, &off, &cookie, 1, in->pid);
+	int err = attach_site(in, tr, PROG_STUB_ALLOC, STUB_SITE_ALLOC);
 
-	off = STUB_SITE_FREE;
-	return err ? err : tracer_attach_multi(tr, PROG_STUB_FREE, in->path, &off, &cookie, 1, in->pid);
+	return err ? err : attach_site(in, tr, PROG_STUB_FREE, STUB_SITE_FREE);
 }
 
 /* Where the uprobes' BPF programs find the stub's nesting table (bpf/calls.bpf.h, in_stub_call()). */
@@ -399,8 +406,8 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		snprintf(why, sizeof(why), "an earlier heaptrace's jump could not be taken out");
 		goto fail;
 	}
-	if (!maps || !tr->multi) {
-		snprintf(why, sizeof(why), !maps ? "cannot read its memory map" : "no uprobe_multi in this kernel");
+	if (!maps) {
+		snprintf(why, sizeof(why), "cannot read its memory map");
 		goto fail;
 	}
 	/* Where each function is, and that its bytes are the file's: no breakpoint, no earlier stub. */
@@ -409,11 +416,9 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		const struct probe *p = &plan->probes[f->probe];
 		uint64_t off = p->offset - p->delta;
 		uint8_t file[sizeof(f->saved)];
-		struct stat st;
 		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
 
-		if (fd < 0 || fstat(fd, &st) || pread(fd, file, sizeof(file), off) != sizeof(file) ||
-		    !(f->addr = maps_exec_addr(maps, st.st_dev, st.st_ino, off)) ||
+		if (fd < 0 || pread(fd, file, sizeof(file), off) != sizeof(file) || !(f->addr = maps_file_addr(maps, fd, off)) ||
 		    remote_read(r, f->addr, f->saved, sizeof(f->saved)))
 			f->addr = 0;
 		const char *bad = !f->addr ? "not mapped in the target" :
@@ -736,11 +741,10 @@ int inject_arm(struct inject *in, struct remote *r)
 /* Is the allocator mapped yet (the first function's object)? */
 static bool allocator_mapped(struct inject *in, const struct probe_plan *plan)
 {
-	struct stat st;
 	const struct probe *p = &plan->probes[in->fns[0].probe];
 
 	char *maps = proc_maps(in->pid);
-	bool mapped = maps && !stat(p->path, &st) && maps_exec_addr(maps, st.st_dev, st.st_ino, p->offset - p->delta);
+	bool mapped = maps && maps_path_addr(maps, p->path, p->offset - p->delta);
 	free(maps);
 	return mapped;
 }

@@ -124,10 +124,9 @@ int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct re
 		return 0;
 	for (int i = 0; i < t->n && pt->n + n < PYT_MAX; i++) {
 		const struct cpy_slot *s = &t->s[i];
-		struct stat st;
 		uint64_t func, at, now;
 
-		if (!s->inlined || stat(s->path, &st) || !(func = maps_exec_addr(maps, st.st_dev, st.st_ino, s->func_off)))
+		if (!s->inlined || !(func = maps_path_addr(maps, s->path, s->func_off)))
 			continue;
 		at = s->slot + (func - s->func);
 		if (remote_read(r, at, &now, sizeof(now))) {

@@ -85,13 +85,11 @@ static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool res
 		const struct probe *p = &plan->probes[k];
 		uint64_t off = p->offset - p->delta, addr = 0;
 		uint8_t file[32], code[32];
-		struct stat st;
 		int fd;
 
 		if ((fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
 			continue;
-		bool ok = !fstat(fd, &st) && pread(fd, file, sizeof(file), off) == sizeof(file) &&
-			  (addr = maps_exec_addr(maps, st.st_dev, st.st_ino, off)) &&
+		bool ok = pread(fd, file, sizeof(file), off) == sizeof(file) && (addr = maps_file_addr(maps, fd, off)) &&
 			  !remote_read(r, addr, code, sizeof(code));
 		close(fd);
 		/* At the entry (builds before the jump could follow an undone instruction), or after it. */

@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <capstone/capstone.h>
 
+#include "util/kernel.h"
 #include "probe/placement.h"
 #include "util/array.h"
 
@@ -34,11 +35,7 @@ const char *probe_cost_name(enum probe_cost c)
  */
 static bool kernel_nops(void)
 {
-	struct utsname u;
-	int major = 0, minor = 0;
-
-	return !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
-	       (major > 6 || (major == 6 && minor >= 18));
+	return kernel_at_least(6, 18);
 }
 
 struct placer *placer_new(struct elfobj *o)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/resource.h>
 
+#include "util/kernel.h"
 #include "output/output.h"
 #include "output/outfile.h"
 #include "inject/inject.h"
@@ -468,9 +469,18 @@ static int attach(struct session *s, double t0)
 	double t1 = now_ms();
 	enum ht_stack_mode mode = plan_unwind(s);
 	s->ph.tables = now_ms() - t1;
+	/*
+	 * uprobe_multi links came with Linux 6.6.  Known by the release: the
+	 * fast path attaches no uprobe before its first trap, where finding
+	 * out late left the record sites with no link at all on 6.1 (an empty
+	 * profile).  A later kernel without them still falls back below.
+	 */
+	bool multi = kernel_at_least(6, 6);
+	if (!multi)
+		ht_info("no uprobe_multi before Linux 6.6: one perf event per probe");
 	s->cfg = (struct tracer_config){ .tgid = t->pid, .max_live = o->max_live, .max_stacks = o->max_stacks,
-					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = true,
-					 .session = o->sample_rate != 0, .sample_rate = o->sample_rate,
+					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = multi,
+					 .session = multi && o->sample_rate != 0, .sample_rate = o->sample_rate,
 					 .max_depth = o->max_depth, .stack_mode = mode,
 					 .peak_step = peak_step(o), .follow_fork = o->several, .stub = s->in.n > 0 };
 	for (int i = 0; i < o->n_syms; i++)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <sys/types.h>
@@ -179,6 +181,59 @@ uint64_t maps_exec_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off)
 		line = *nl ? nl + 1 : nl;
 	}
 	return 0;
+}
+
+/*
+ * The device and inode a mapping of fd's file shows in /proc/PID/maps: on
+ * overlayfs (a container's root, say) they are the layer's that holds the
+ * file, not the overlay's that fstat() gives.  Read off a mapping of our
+ * own; fstat()'s where the file cannot be mapped.
+ */
+static void map_id(int fd, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	long page = sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, page > 0 ? page : 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	char *maps = m != MAP_FAILED ? proc_maps(getpid()) : NULL;
+	bool found = false;
+
+	for (const char *line = maps; line && *line && !found;) {
+		unsigned long lo, inode;
+		unsigned maj, min;
+		const char *nl = strchrnul(line, '\n');
+		if (sscanf(line, "%lx-%*x %*s %*x %x:%x %lu", &lo, &maj, &min, &inode) == 4 && lo == (unsigned long)m) {
+			*dev = makedev(maj, min);
+			*ino = inode;
+			found = true;
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	free(maps);
+	if (m != MAP_FAILED)
+		munmap(m, page > 0 ? page : 4096);
+	if (!found && !fstat(fd, &st)) {
+		*dev = st.st_dev;
+		*ino = st.st_ino;
+	}
+}
+
+uint64_t maps_file_addr(const char *maps, int fd, uint64_t off)
+{
+	dev_t dev = 0;
+	ino_t ino = 0;
+
+	map_id(fd, &dev, &ino);
+	return ino ? maps_exec_addr(maps, dev, ino, off) : 0;
+}
+
+uint64_t maps_path_addr(const char *maps, const char *path, uint64_t off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t addr = fd >= 0 ? maps_file_addr(maps, fd, off) : 0;
+
+	if (fd >= 0)
+		close(fd);
+	return addr;
 }
 
 char *proc_maps(pid_t pid)

@@ -20,6 +20,13 @@ bool maps_next(const char **pos, struct map_entry *e);
 /* Where maps text maps the file (dev, ino) at offset off in executable memory: that address, or 0. */
 uint64_t maps_exec_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off);
 
+/*
+ * The same for the file open at fd, or at path, as its mappings show it
+ * (on overlayfs, not as fstat() does).
+ */
+uint64_t maps_file_addr(const char *maps, int fd, uint64_t off);
+uint64_t maps_path_addr(const char *maps, const char *path, uint64_t off);
+
 /* /proc/PID/maps, whole; NULL on error ("" for a process that is exiting or gone). */
 char *proc_maps(pid_t pid);
 
