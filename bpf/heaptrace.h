@@ -841,7 +841,8 @@ struct ht_stub_proc {
 	X(STUB_WALKS_HANDED, "stub_walks_handed", 0)    /* stacks the stub left to the BPF walk (stub/unwind.c) */ \
 	X(RING_EVENTS, "ring_events", 0)        /* events drained from the process's ring (exact mode's batching) */ \
 	X(RING_FULL_WAITS, "ring_full_waits", 0)        /* a call waited for heaptrace to drain a full ring */ \
-	X(RING_LOST, "ring_lost", 1)    /* events the stub could not put in the ring: heaptrace was gone, or it stopped draining */
+	X(RING_LOST, "ring_lost", 1)    /* events the stub could not put in the ring: heaptrace was gone, or it stopped draining */ \
+	X(STUB_UNDELIVERED, "stub_undelivered", 1)      /* processes whose fast path recorded calls that never reached heaptrace: tracing stopped */
 
 #define HT_COUNTER_ENUM(id, name, loss) HT_##id,
 enum ht_counter { HT_COUNTERS(HT_COUNTER_ENUM) HT_COUNTER_MAX };

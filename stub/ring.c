@@ -356,6 +356,9 @@ static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct 
 
 int ring_put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp)
 {
+	/* A recorded call (stub.h's stub_counters.recorded, as the record sites note theirs). */
+	if (!stub_data.c.recorded)
+		stub_data.c.recorded = 1;
 	__u64 outer;
 	struct stub_busy *me = busy_claim(tp, &outer);
 	int rc = put(ev, regs, tp, me, outer);

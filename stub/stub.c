@@ -48,8 +48,15 @@ HIDDEN void ht_stub_free_site(const struct ht_stub_record *r);
  * The record sites are nops in assembly: tell the compiler that they read
  * the record, and that memory may change (the BPF side reads, never writes).
  */
+static __attribute__((noinline)) void note_recorded(void)
+{
+	if (!stub_data.c.recorded)
+		stub_data.c.recorded = 1;
+}
+
 static inline void site(void (*fn)(const struct ht_stub_record *), const struct ht_stub_record *r)
 {
+	note_recorded();
 	__asm__ volatile("call *%1"
 			 : "+D"(r)
 			 : "r"(fn), "m"(*r)

@@ -125,6 +125,12 @@ struct stub_counters {
 	__u64 set_full;                 /* HT_SAMPLED_SET_FULL */
 	__u64 depth_full;               /* HT_CALL_MAP_FULL */
 	__u64 stale;                    /* HT_MISSED_RETURNS: a slot whose call never returned through the stub */
+	/*
+	 * 1 once a recorded call went to a record site or the ring: heaptrace
+	 * checks that such calls arrive (inject_check_delivery()).  A flag,
+	 * not a count: no cache line is written by every call.
+	 */
+	__u64 recorded;
 };
 
 /*

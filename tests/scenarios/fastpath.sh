@@ -445,3 +445,32 @@ scenario_inject_othertool() {
 	grep -q '^bye errors=0$' "$TMP/$key.tout" && [ "$rc" = 0 ] || d+="target: status $rc, says: $(tr '\n' ' ' <"$TMP/$key.tout")"$'\n'
 	report "inject_othertool: bpftrace on malloc/free beside the stub and after heaptrace's SIGKILL: it counts, the target runs on intact" "$d"
 }
+
+# The fast path's recorded calls must arrive, or heaptrace says so and
+# stops (#38: an empty profile in silence was the worst outcome).  The
+# tests' kernel whose uprobes never fire at the record sites is
+# HEAPTRACE_TEST_NO_SITES=1; HEAPTRACE_BATCH=0 sends every call to them.
+scenario_undelivered() {
+	local key d
+	key=undeliv_sites
+	HEAPTRACE_BATCH=0 HEAPTRACE_TEST_NO_SITES=1 ht $key -v -f top -- "$TB/t_trickle" 300
+	check_rc $key 1 "undelivered: record sites that never fire: heaptrace exits 1"
+	d=""
+	grep -qE "^heaptrace: fast path: PID [0-9]+'s recorded calls do not reach heaptrace on Linux [^ ]+ \(none in a second\): stopping" \
+		"$TMP/$key.err" || d+="no 'recorded calls do not reach heaptrace' line: $(grep 'fast path' "$TMP/$key.err")"$'\n'
+	grep -q 'stub_undelivered' "$TMP/$key.out" || d+="-f top does not name stub_undelivered among the losses"$'\n'
+	report "undelivered: one line says why tracing stopped, the report names the loss" "$d"
+	expect_events $key allocs=0 frees=0 stub_undelivered=1
+
+	# The same kernel with the ring: events come through the drain, not the sites: no alarm.
+	key=undeliv_ring
+	HEAPTRACE_TEST_NO_SITES=1 ht $key -v -f top -- "$TB/t_trickle" 300
+	check_rc $key 0 "undelivered: record sites that never fire, events batched: exits 0"
+	expect_events $key allocs=300 frees=300 unmatched_frees=0 stub_undelivered=0
+
+	# And a working kernel: every call, no alarm.
+	key=undeliv_none
+	HEAPTRACE_BATCH=0 ht $key -v -f top -- "$TB/t_trickle" 300
+	check_rc $key 0 "undelivered: record sites that fire: exits 0"
+	expect_events $key allocs=300 frees=300 unmatched_frees=0 stub_undelivered=0
+}

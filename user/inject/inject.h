@@ -57,6 +57,9 @@ struct inject {
 	bool whole;
 	char why[200];
 	struct stub_counters seen;      /* the stub's counters as last read */
+	/* inject_check_delivery(): when the stub first recorded a call (0: not yet seen), and what came of it. */
+	double recorded_at;
+	bool delivered, undelivered;
 	/* The stub's own stack walk (stub/unwind.c, inject/share.c), set by the caller before installing: */
 	uint32_t walk;                  /* enum stub_walk_mode */
 	uint32_t max_depth;
@@ -145,6 +148,15 @@ bool inject_shares_memory(pid_t a, pid_t b);
 
 /* The stub's losses, added to the BPF side's counters (read while the process lives, then the last reading). */
 void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
+
+/*
+ * Do the stub's recorded calls reach heaptrace?  c: the process's
+ * counters; now: seconds.  True, once, when a second went by after the
+ * stub first recorded a call and nothing of it arrived (stub_undelivered:
+ * the kernel's uprobes do not fire at the record sites, the drain does not
+ * run): the profile would be empty.
+ */
+bool inject_check_delivery(struct inject *in, const uint64_t c[HT_COUNTER_MAX], double now);
 
 /* The process executed a new program: its stub is gone; install again (inject_arm) for the same functions. */
 void inject_reset(struct inject *in);

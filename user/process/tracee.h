@@ -79,8 +79,8 @@ struct tracee {
 	void (*on_child_exiting)(void *arg, struct tracee_child *k);
 	/* The target's leader at its exit stop, its memory still there; may be NULL. */
 	void (*on_exiting)(void *arg);
-	/* Called by the monitor at each maps refresh (at most a second apart); may be NULL. */
-	void (*on_poll)(void *arg);
+	/* Called by the monitor at each maps refresh (at most a second apart); may be NULL.  True: stop tracing. */
+	bool (*on_poll)(void *arg);
 	void *hook_arg;
 };
 

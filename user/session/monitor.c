@@ -167,8 +167,10 @@ struct stop monitor_run(struct tracee *tc, double duration, double interval, voi
 		if (now_s() >= next_maps) {
 			/* dlopen()ed libraries must be in MAPPED_LIBRARIES even if the process dies unseen. */
 			target_refresh_maps(t);
-			if (tc->on_poll)
-				tc->on_poll(tc->hook_arg);
+			if (tc->on_poll && tc->on_poll(tc->hook_arg)) {
+				st.why = STOP_UNDELIVERED;
+				return st;
+			}
 			if ((maps_gap *= 2) > MAPS_REFRESH_MS / 1000.0)
 				maps_gap = MAPS_REFRESH_MS / 1000.0;
 			next_maps = now_s() + maps_gap;

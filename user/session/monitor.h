@@ -6,7 +6,7 @@
 
 #include "process/tracee.h"
 
-enum stop_reason { STOP_TARGET_EXITED, STOP_SIGNAL, STOP_DURATION };
+enum stop_reason { STOP_TARGET_EXITED, STOP_SIGNAL, STOP_DURATION, STOP_UNDELIVERED };
 
 struct stop {
 	enum stop_reason why;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sys/utsname.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -561,6 +562,31 @@ static int attach(struct session *s, double t0)
 }
 
 /* -i: the next snapshot, its time marked on the timeline. */
+/*
+ * The monitor's poll: a cgroup's new processes, and whether the fast
+ * path's recorded calls arrive.  True (stop tracing) when a second after
+ * the stub's first recorded call nothing of it has: the profile would be
+ * an empty heap, said as nothing.
+ */
+static bool session_poll(void *arg)
+{
+	struct session *s = arg;
+	uint64_t c[HT_COUNTER_MAX];
+	struct utsname u;
+
+	if (s->o->cgroup)
+		procset_poll(s);
+	if (!s->in.n || s->stopped)
+		return false;
+	tracer_counters(&s->tr, 0, c);
+	if (!inject_check_delivery(&s->in, c, now_ms() / 1000.0))
+		return false;
+	ht_err("fast path: PID %d's recorded calls do not reach heaptrace on Linux %s (none in a second): stopping, "
+	       "the profile would be empty (stub_undelivered); --no-inject traces it with uprobes alone",
+	       s->in.pid, uname(&u) ? "(unknown)" : u.release);
+	return true;
+}
+
 static void snapshot_and_mark(void *arg)
 {
 	struct session *s = arg;
@@ -720,6 +746,9 @@ static int trace(struct session *s, double t0)
 	int status = t->launched ? target_exit_code(t) : 0;
 	if (missing)
 		rc = 2;
+	/* The profile of a fast path that delivered nothing is empty, not the program's heap: heaptrace failed. */
+	if (!rc && st.why == STOP_UNDELIVERED)
+		rc = 1;
 	if (!rc && s->over_limit) {
 		if (status)
 			ht_err("(the command's own exit status was %d)", status);
@@ -780,8 +809,7 @@ int session_run(struct trace_opts *o)
 	s.tc.on_exec = on_exec;
 	s.tc.on_exiting = on_exiting;
 	s.tc.hook_arg = &s;
-	if (o->cgroup)
-		s.tc.on_poll = procset_poll;
+	s.tc.on_poll = session_poll;
 	s.tc.outlive = o->n_pids > 1 || o->cgroup;
 	s.tc.all = !o->argv;
 	if (o->several) {
