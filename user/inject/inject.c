@@ -820,6 +820,7 @@ void inject_reset(struct inject *in)
 	inject_free(in);
 	in->base = 0;
 	in->done = in->armed = in->enabled = false;
+	in->recorded_at = 0;    /* the new program's stub is checked afresh (inject_check_delivery()) */
 	for (int i = 0; i < in->n; i++) {
 		in->fns[i].addr = 0;
 		in->fns[i].patched = false;
