@@ -242,7 +242,7 @@ $(FIXTURES)/unwind_fixture_%.so: tests/unit/unwind_fixture.c
 	$(CC) $(FIXTURE_CFLAGS) $(FIXTURE_CFLAGS_$*) $< -o $@
 
 $(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/readelf_cfi.c tests/unit/readelf_cfi.h \
-		tests/unit/check.h user/unwind/table.c user/unwind/table.h \
+		tests/unit/check.h user/unwind/table.c user/unwind/table.h user/unwind/rows.h \
 		user/unwind/cache.c user/unwind/cache.h user/util/elfobj.c user/util/elfobj.h user/util/log.c user/util/log.h user/util/cache.c user/util/cache.h \
 		user/util/io.c user/util/io.h \
 		bpf/heaptrace.h $(UNWIND_FIXTURES)
