@@ -17,6 +17,13 @@ for dir in user user/*/ stub bpf; do
 	report "files: no source file of $dir/ is over 800 lines" "$over"
 done
 [ "$n" -gt 100 ] || fail "files: the source files were found" "$n files"
+
+# docs/architecture.md's table of each folder's files names every .c and .S of the tree.
+missing=""
+for f in user/*.c user/*/*.c stub/*.c stub/*.S bpf/*.c; do
+	grep -q "\`$(basename "$f")\`" docs/architecture.md || missing+="$f"$'\n'
+done
+report "files: docs/architecture.md names every .c and .S of user/, stub/ and bpf/" "$missing"
 n=0
 while read -r f; do
 	n=$((n + 1))
