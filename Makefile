@@ -16,6 +16,9 @@ USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(USER_SRCS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS)) $(BUILD)/heaptrace_uprobes.skel.h
+# Named, so that make keeps them (intermediates of the skeletons otherwise):
+# check reads their call chains (tests/check/stack.sh).
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS)) $(BUILD)/heaptrace_uprobes.bpf.o
 
 # t_dlopen and its plugin are built without frame pointers only, t_inline
 # optimised (below).
@@ -25,7 +28,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deb deps demo test test-noinject check golden bench bench-redis bench-postgres bench-postgres-fork bench-postgres-cgroup test-targets fuzz check-asan
+.PHONY: all clean install deb deps demo test test-noinject test-kernels check golden bench bench-redis bench-postgres bench-postgres-fork bench-postgres-cgroup test-targets fuzz check-asan
 # heaptrace(8) and the bash completion come from the binary's own option
 # tables (heaptrace --dump-options, dist/), so that they list what it parses.
 MAN_PAGE := $(BUILD)/heaptrace.8
@@ -300,14 +303,30 @@ test-targets: $(TEST_BINS) $(BUILD)/tests/t_service_static $(NOFP_BINS) $(BUILD)
 
 # check: what needs no root, no BPF, no network and no package beyond the
 # build's (tests/check/run.sh): unit tests, fuzz replays, golden files,
-# options, specs, bad profiles, the include graph.  golden: rewrite the
-# golden files' expected outputs after a change of output that is meant.
-CHECK_BINS := $(BUILD)/heaptrace $(MAN_PAGE) $(BASH_COMPLETION) $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) $(BUILD)/check/pbdump
+# options, specs, bad profiles, the include graph, the BPF programs' stack
+# depth (scripts/bpf_stack.py).  golden: rewrite the golden files' expected
+# outputs after a change of output that is meant.
+CHECK_BINS := $(BUILD)/heaptrace $(MAN_PAGE) $(BASH_COMPLETION) $(UNIT_BINS) $(patsubst %,$(BUILD)/unit/replay_%,$(FUZZ_NAMES)) $(BUILD)/check/pbdump \
+	$(BPF_OBJS)
 
 # -f proto's golden files as text: profile.proto's fields by name.
 $(BUILD)/check/pbdump: tests/check/pbdump.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror $< -o $@
+
+# The BPF objects again with clang's frame size of each function
+# (-fstack-size-section: a section libbpf is not handed), against which
+# check holds the depths scripts/bpf_stack.py reads from the instructions.
+STACK_OBJS := $(patsubst $(BUILD)/%.bpf.o,$(BUILD)/check/%.stack.o,$(BPF_OBJS))
+CHECK_BINS += $(STACK_OBJS)
+
+$(BUILD)/check/%.stack.o: bpf/%.bpf.c $(wildcard bpf/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -fstack-size-section -c $< -o $@
+
+$(BUILD)/check/heaptrace_uprobes.stack.o: bpf/heaptrace.bpf.c $(wildcard bpf/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -DHT_UPROBE_OBJECT -fstack-size-section -c $< -o $@
 
 check: $(CHECK_BINS)
 	bash tests/check/run.sh
@@ -351,6 +370,15 @@ NOINJECT_AREAS := core custom sampling unwinding formats fork faults temporary b
 test-noinject: deps
 	$(MAKE) all test-targets
 	bash tests/run.sh --no-inject $(or $(T),$(NOINJECT_AREAS))
+
+# The exact areas again inside Debian's own kernels, 6.1 and 6.12, under QEMU
+# (scripts/kernels/, docs/kernels.md): fetched with apt-get download, never
+# installed.  KERNELS, KERNEL_AREAS, KERNEL_NOINJECT_AREAS and KERNEL_TIMEOUT
+# (seconds per guest) choose.
+test-kernels: deps
+	@sh scripts/deps.sh qemu-system-x86 busybox-static kmod xz-utils
+	$(MAKE) all test-targets
+	bash scripts/kernels/test.sh
 
 # bench: heaptrace's per-allocation overhead against trap floors and peers
 # (bench/run.sh).  churn keeps frame pointers and -O2, like a typical build.

@@ -159,6 +159,27 @@ static __always_inline struct ht_ring_thread *ring_thread_find(__u32 tid)
 }
 
 /*
+ * A new entry of ring_threads_over, per CPU: built on the stack, it took
+ * 40 bytes of the allocation programs' frames, in their deepest call
+ * chains (512 bytes in all where BPF has no private stack); and Linux
+ * 6.1's verifier inserts a value from the stack or a map, not from a
+ * global function's argument.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ht_ring_thread);
+} ring_thread_new SEC(".maps");
+
+static __always_inline struct ht_ring_thread *ring_thread_new_here(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&ring_thread_new, &zero);
+}
+
+/*
  * A record site's entry for thread tid of a process whose events go
  * through a ring, which has none yet: its slot when empty (a slot another
  * thread holds, the drain alone may judge), else in ring_threads_over.
@@ -166,16 +187,19 @@ static __always_inline struct ht_ring_thread *ring_thread_find(__u32 tid)
 static __always_inline struct ht_ring_thread *ring_thread_make(__u32 tid, __u32 tgid, __u32 proc)
 {
 	struct ht_ring_thread *slot = ring_thread_slot(tid);
-	struct ht_ring_thread fresh = { .tgid = tgid, .proc = proc, .tid = tid };
+	struct ht_ring_thread *fresh = ring_thread_new_here();
 
+	if (!fresh)
+		return NULL;
+	*fresh = (struct ht_ring_thread){ .tgid = tgid, .proc = proc, .tid = tid };
 	if (slot && !slot->tid) {
-		*slot = fresh;
+		*slot = *fresh;
 		return slot;
 	}
 	/* A slot held, by a living thread or a gone one: drain.c empties the gone ones' when this grows. */
 	if (slot)
 		add_ring_held(1, 1);
-	bpf_map_update_elem(&ring_threads_over, &tid, &fresh, BPF_NOEXIST);
+	bpf_map_update_elem(&ring_threads_over, &tid, fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&ring_threads_over, &tid);
 }
 
@@ -207,8 +231,7 @@ static __always_inline struct ht_site *site_find(__u64 stack, __u32 proc)
 	if (s)
 		return s;
 	/* Two CPUs may race to create it: NOEXIST lets one win, both then share it. */
-	struct ht_site zero = {};
-	bpf_map_update_elem(&sites, &key, &zero, BPF_NOEXIST);
+	bpf_map_update_elem(&sites, &key, HT_ZERO(struct ht_site), BPF_NOEXIST);
 	s = bpf_map_lookup_elem(&sites, &key);
 	if (!s)
 		count(proc, HT_SITE_MAP_FULL);
@@ -391,8 +414,7 @@ static __always_inline struct ht_arena *arena_of(__u64 arena, __u32 proc)
 
 	if (a)
 		return a;
-	struct ht_arena zero = {};
-	bpf_map_update_elem(&arenas, &key, &zero, BPF_NOEXIST);
+	bpf_map_update_elem(&arenas, &key, HT_ZERO(struct ht_arena), BPF_NOEXIST);
 	return bpf_map_lookup_elem(&arenas, &key);
 }
 
@@ -433,8 +455,7 @@ __noinline int arena_add(const struct ht_block *b, __u64 arena, __u32 proc, __s6
 	if (!a && sign < 0)
 		return false;
 	if (!a) {
-		struct ht_arena_site zero = {};
-		bool made = !bpf_map_update_elem(&arena_sites, &key, &zero, BPF_NOEXIST);
+		bool made = !bpf_map_update_elem(&arena_sites, &key, HT_ZERO(struct ht_arena_site), BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&arena_sites, &key);
 		if (a && made && !arena_link(a, arena, b->stack, proc)) {
 			bpf_map_delete_elem(&arena_sites, &key);
@@ -655,6 +676,52 @@ __noinline int free_taken(struct ht_block *b, __u64 key, __u32 proc, struct ht_l
 	return 0;
 }
 
+/* An allocation, its stack captured: what account_alloc() records. */
+struct alloc_rec {
+	__u64 stack, ptr, size, objects, arena;
+	__u64 reallocs, realloc_bytes;  /* a realloc of a block: 1, and the bytes it copied */
+	__u64 now;                      /* when it was made; 0: the current time */
+	__u32 proc;
+	__u32 flags;                    /* HT_BLOCK_MAP for a mapping (bpf/maps.bpf.h), ALLOC_PAIRED, else 0 */
+};
+
+/*
+ * An allocation being accounted, per CPU: its record (filled by the
+ * caller, alloc_rec_here()), account_alloc()'s two blocks, and the block a
+ * free takes out of the live map.  On the stack they took 176 bytes of
+ * the 512 that a program's deepest call chain has in all where the kernel
+ * gives BPF no private stack (Linux before 6.13, and some after).  A
+ * program runs to its end on its CPU and none of them accounts two
+ * allocations, or two frees, at once.
+ */
+struct alloc_work {
+	struct alloc_rec r;
+	struct ht_block b, stale;
+	struct ht_block taken;  /* free_live_sized()'s */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct alloc_work);
+} alloc_work SEC(".maps");
+
+static __always_inline struct alloc_work *alloc_work_here(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&alloc_work, &zero);
+}
+
+/* This CPU's record of the allocation to account (account_alloc()'s argument). */
+static __always_inline struct alloc_rec *alloc_rec_here(void)
+{
+	struct alloc_work *w = alloc_work_here();
+
+	return w ? &w->r : NULL;
+}
+
 /*
  * A free of ptr at now (0: the current time) by the thread whose last
  * allocation is l (may be NULL), if it is a live block (its size in
@@ -663,16 +730,17 @@ __noinline int free_taken(struct ht_block *b, __u64 key, __u32 proc, struct ht_l
 static __always_inline bool free_live_sized(__u64 ptr, __u32 proc, struct ht_last_alloc *l, __u64 now, __u64 *size)
 {
 	__u64 key = ht_live_key(ptr, proc);
-	struct ht_block b;
-	int r = live_take(key, &b);
+	struct alloc_work *w = alloc_work_here();
+	struct ht_block *b = w ? &w->taken : NULL;
+	int r = b ? live_take(key, b) : -1;
 
 	if (r < 0)
 		return false;
 	/* Only the remover accounts the free, so a racing double free counts once. */
 	if (r)
 		return true;
-	*size = b.size;
-	free_taken(&b, key, proc, l, now);
+	*size = b->size;
+	free_taken(b, key, proc, l, now);
 	return true;
 }
 
@@ -693,15 +761,6 @@ static __always_inline bool free_block_sized(__u64 ptr, __u32 proc, struct ht_la
 {
 	return !free_live_sized(ptr, proc, l, now, size) && free_unknown(ptr, proc, tgid);
 }
-
-/* An allocation, its stack captured: what account_alloc() records. */
-struct alloc_rec {
-	__u64 stack, ptr, size, objects, arena;
-	__u64 reallocs, realloc_bytes;  /* a realloc of a block: 1, and the bytes it copied */
-	__u64 now;                      /* when it was made; 0: the current time */
-	__u32 proc;
-	__u32 flags;                    /* HT_BLOCK_MAP for a mapping (bpf/maps.bpf.h), ALLOC_PAIRED, else 0 */
-};
 
 /*
  * alloc_rec.flags: the block is freed later in the same drain run
@@ -763,21 +822,24 @@ static __always_inline int live_enter(__u64 key, struct ht_block *b, struct ht_b
  */
 __noinline int account_alloc(struct alloc_rec *r)
 {
-	if (!r)
+	struct alloc_work *w = alloc_work_here();
+
+	if (!r || !w)
 		return 0;
 
 	__u32 proc = r->proc;
 	__u64 ptr = r->ptr, size = r->size, objects = r->objects, arena = r->arena;
-	struct ht_block b = alloc_block(r);
+	struct ht_block *b = &w->b, *stale = &w->stale;
+	*b = alloc_block(r);
 	struct ht_arena_block ab = { .arena = arena, .gen = arena_gen(arena, proc) };
 	__u64 key = ht_live_key(ptr, proc), weight = ht_weight_q16(size, sample_rate);
 
-	struct ht_site *s = site_of(b.stack, proc);
+	struct ht_site *s = site_of(b->stack, proc);
 	if (!s)
 		return 0;
 	site_add(&s->alloc_objects, objects);
 	site_add(&s->alloc_bytes, size);
-	site_add(&s->est_alloc_objects, weight * b.objects);
+	site_add(&s->est_alloc_objects, weight * b->objects);
 	site_add(&s->est_alloc_bytes, ht_weighted_bytes(size, weight));
 	if (r->reallocs) {
 		site_add(&s->realloc_objects, r->reallocs);
@@ -786,21 +848,21 @@ __noinline int account_alloc(struct alloc_rec *r)
 	count(proc, HT_ALLOCS);
 	count_size(proc, size, weight);
 
-	struct ht_block stale = {};
-	int put = live_enter(key, &b, &stale, proc, r->flags & ALLOC_PAIRED);
+	*stale = (struct ht_block){};
+	int put = live_enter(key, b, stale, proc, r->flags & ALLOC_PAIRED);
 	if (put == LIVE_FULL)
 		return 0;
 	/* The stale block's counters were changed since: in the drain, its stack may have taken s's entry. */
-	if (put == LIVE_REPLACED && !(s = site_of(b.stack, proc)))
+	if (put == LIVE_REPLACED && !(s = site_of(b->stack, proc)))
 		return 0;
 	/* The address was handed out again: the block it replaced may have had an arena entry at the key. */
-	bool stale_arena = put == LIVE_REPLACED && (stale.flags & HT_BLOCK_ARENA);
-	struct inuse_delta d = block_delta(&b, 1);
+	bool stale_arena = put == LIVE_REPLACED && (stale->flags & HT_BLOCK_ARENA);
+	struct inuse_delta d = block_delta(b, 1);
 	site_change(s, proc, &d);
 	/* A block its arena's maps cannot hold is counted in its stack alone: a reset cannot release it. */
-	bool in_arena = arena && arena_add(&b, arena, proc, 1);
+	bool in_arena = arena && arena_add(b, arena, proc, 1);
 	if (in_arena && bpf_map_update_elem(&arena_blocks, &key, &ab, BPF_ANY)) {
-		arena_add(&b, arena, proc, -1);
+		arena_add(b, arena, proc, -1);
 		count(proc, HT_ARENA_MAP_FULL);
 		in_arena = false;
 	}
@@ -813,12 +875,15 @@ static __always_inline void record_alloc(struct pt_regs *ctx, struct pt_regs *re
 					 __u32 spec, __u64 ptr, __u64 size, __u64 objects, __u64 arena,
 					 __u64 reallocs, __u64 realloc_bytes)
 {
-	struct alloc_rec r = { .stack = capture_stack(ctx, regs, proc, spec, func_ip), .ptr = ptr, .size = size,
-			       .objects = objects, .arena = arena, .reallocs = reallocs,
-			       .realloc_bytes = realloc_bytes, .proc = proc };
+	__u64 stack = capture_stack(ctx, regs, proc, spec, func_ip);
+	struct alloc_rec *r = alloc_rec_here();
 
-	set_last_alloc(current_last_alloc_made(proc), r.stack, size);
-	account_alloc(&r);
+	set_last_alloc(current_last_alloc_made(proc), stack, size);
+	if (!r)
+		return;
+	*r = (struct alloc_rec){ .stack = stack, .ptr = ptr, .size = size, .objects = objects, .arena = arena,
+				 .reallocs = reallocs, .realloc_bytes = realloc_bytes, .proc = proc };
+	account_alloc(r);
 }
 
 struct reset_ctx {

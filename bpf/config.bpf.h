@@ -44,6 +44,17 @@ const volatile __u64 sample_rate = 0;           /* --sample-rate bytes; 0: every
 const volatile bool live_filter_on = false;
 
 /*
+ * Zeroes, read-only, for a map entry made empty (site_find(), arena_of()...):
+ * a zeroed struct built on the stack took up to 256 bytes of a program's
+ * 512, and Linux 6.1's verifier takes a map value's pointer where it
+ * refuses a plain memory one (a global function's argument).  Sized for
+ * the largest such struct (checked where it is used: HT_ZERO()).
+ */
+const volatile __u64 ht_zeroes[256 / 8] = {};
+#define HT_ZERO(type) ({ _Static_assert(sizeof(type) <= sizeof(ht_zeroes), #type " is larger than ht_zeroes"); \
+			 (const void *)ht_zeroes; })
+
+/*
  * Set by user space when tracing stops, before the links are closed: each
  * close waits for a grace period, while the target goes on allocating and
  * freeing, and the profile is to be the heap as it was at the stop.

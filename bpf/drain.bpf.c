@@ -67,25 +67,6 @@ struct {
 	__type(value, struct ring_stack);
 } ring_stacks SEC(".maps");
 
-/*
- * Slots read ahead, per CPU: one read of up to DRAIN_AHEAD slots costs
- * little more than one of a slot (drain.c has seen them all published,
- * and its scan faulted their pages in).  Off the BPF stack, which the
- * accounting's calls below the loop fill.
- */
-#define DRAIN_AHEAD 64
-
-struct drain_buf {
-	struct ht_ev ev[DRAIN_AHEAD];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct drain_buf);
-} drain_buf SEC(".maps");
-
 struct drain {
 	__u64 ring;             /* the slots, in heaptrace */
 	__u64 pos, end;         /* the next position; the first not to consume */
@@ -98,6 +79,32 @@ struct drain {
 	bool old_image;         /* the ring's process executed a new program since the ring was made */
 	bool discard;           /* the process is not traced (any more): consume, account nothing */
 };
+
+/*
+ * A pass's state and the slots it read ahead, per CPU: one read of up to
+ * DRAIN_AHEAD slots costs little more than one of a slot (drain.c has
+ * seen them all published, and its scan faulted their pages in).  Off the
+ * BPF stack, which the accounting's calls below the loop fill: where the
+ * kernel gives BPF no private stack, the deepest chain (drain >
+ * drain_step > ring_alloc > account_alloc > live_put > ...) has 512 bytes
+ * in all, and the state on drain's stack took 120 of them.  A raw
+ * tracepoint's test run holds its CPU (get_cpu()): no other pass, and no
+ * probe, runs on it meanwhile.  bpf_loop's context must be on the stack,
+ * so drain_step is given none and finds the state here.
+ */
+#define DRAIN_AHEAD 64
+
+struct drain_buf {
+	struct drain d;
+	struct ht_ev ev[DRAIN_AHEAD];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct drain_buf);
+} drain_buf SEC(".maps");
 
 static __always_inline void *slot_at(const struct drain *d, __u64 pos)
 {
@@ -281,9 +288,12 @@ static __always_inline __u64 ring_stack_of(struct drain *d, __u64 hash, bool rec
 
 /*
  * An allocator call returned (stub_alloc()'s and finish_alloc()'s work, on
- * the values the stub evaluated).  A global function, as the other
- * kinds': the verifier checks each once, not once for every path of the
- * loop's step.
+ * the values the stub evaluated): 1 if its block is to be accounted, its
+ * record in alloc_rec_here() (ring_account()).  A global function, as the
+ * other kinds': the verifier checks each once, not once for every path of
+ * the loop's step.  It does not call account_alloc() itself: below its
+ * frame, account_alloc()'s chain took the drain over the 512 bytes of
+ * stack a program has in all where BPF has no private stack.
  */
 __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 {
@@ -316,17 +326,29 @@ __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 		pb->pos = ~0ull;
 	settle_thread(th, proc);
 	if (alloc_outcome(proc, th ? &th->last : NULL, d->tgid, d->now, ev->ptr, ev->size, ev->old, record, &copied)) {
-		struct alloc_rec r = { .stack = stack, .ptr = ev->ptr, .size = ev->size, .objects = ev->objects,
-				       .arena = ev->arena, .reallocs = ev->old ? 1 : 0, .realloc_bytes = copied,
-				       .now = d->now, .proc = proc, .flags = pb ? ALLOC_PAIRED : 0 };
-		set_last_alloc(th ? &th->last : NULL, r.stack, r.size);
-		if (account_alloc(&r) && pb) {
-			pb->b = alloc_block(&r);
-			pb->ptr = ev->ptr;
-			pb->pos = d->pos;
-		}
+		struct alloc_rec *r = alloc_rec_here();
+		set_last_alloc(th ? &th->last : NULL, stack, ev->size);
+		if (!r)
+			return 0;
+		*r = (struct alloc_rec){ .stack = stack, .ptr = ev->ptr, .size = ev->size, .objects = ev->objects,
+					 .arena = ev->arena, .reallocs = ev->old ? 1 : 0, .realloc_bytes = copied,
+					 .now = d->now, .proc = proc, .flags = pb ? ALLOC_PAIRED : 0 };
+		return 1;
 	}
 	return 0;
+}
+
+/* ring_alloc()'s block into the live map and the counters (a paired one: into pair_blocks, for its free). */
+static __always_inline void ring_account(const struct drain *d, const struct ht_ev *ev)
+{
+	struct alloc_rec *r = alloc_rec_here();
+	struct pair_block *pb = r && (r->flags & ALLOC_PAIRED) ? pair_at(d->pos) : NULL;
+
+	if (r && account_alloc(r) && pb) {
+		pb->b = alloc_block(r);
+		pb->ptr = ev->ptr;
+		pb->pos = d->pos;
+	}
 }
 
 /*
@@ -380,15 +402,29 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 }
 
 /*
+ * An arena reset.  A function of its own: its bpf_loop, inlined by the
+ * verifier, takes 24 bytes of its caller's frame, and drain_step's is in
+ * the drain's deepest call chain.
+ */
+__noinline int ring_reset(__u32 proc, __u64 arena)
+{
+	/* The reset changes its sites themselves, in the epoch of the changes before it. */
+	site_deltas_flush();
+	reset_arena(proc, arena);
+	return 0;
+}
+
+/*
  * One event at d->pos; 1 to stop: the slot is not published (or not
  * readable), or a stack's frames are not all within this pass.
  */
-static long drain_step(__u32 i, struct drain *d)
+static long drain_step(__u32 i, void *unused)
 {
 	__u32 zero = 0;
 	struct drain_buf *b = bpf_map_lookup_elem(&drain_buf, &zero);
+	struct drain *d = b ? &b->d : NULL;
 
-	if (!b || d->pos >= d->end)
+	if (!d || d->pos >= d->end)
 		return 1;
 	if (d->pos - d->ahead >= d->n_ahead) {
 		/* The next slots, as many as this pass consumes at most, up to the ring's end. */
@@ -421,8 +457,8 @@ static long drain_step(__u32 i, struct drain *d)
 		break;
 	}
 	case HT_EV_ALLOC:
-		if (!d->discard)
-			ring_alloc(d, ev);
+		if (!d->discard && ring_alloc(d, ev))
+			ring_account(d, ev);
 		d->events++;
 		break;
 	case HT_EV_FREE:
@@ -431,11 +467,8 @@ static long drain_step(__u32 i, struct drain *d)
 		d->events++;
 		break;
 	case HT_EV_RESET:
-		if (!d->discard && !d->old_image) {
-			/* The reset changes its sites themselves, in the epoch of the changes before it. */
-			site_deltas_flush();
-			reset_arena(d->proc, ev->arena);
-		}
+		if (!d->discard && !d->old_image)
+			ring_reset(d->proc, ev->arena);
 		d->events++;
 		break;
 	default:
@@ -482,25 +515,33 @@ static long unpair_step(__u32 i, struct unpair *u)
 SEC("raw_tp")
 int drain(__u64 *ctx)
 {
-	__u64 words[4] = { ctx[0], ctx[1], ctx[2], ctx[3] };
-	struct ht_drain_ctx *c = (struct ht_drain_ctx *)words;
-	struct drain d = { .ring = c->ring, .pos = c->tail, .end = c->tail + c->max, .tgid = c->tgid,
-			   .now = bpf_ktime_get_ns() };
-	int proc = proc_of(c->tgid);
+	/*
+	 * struct ht_drain_ctx's words, read as a raw tracepoint's context is
+	 * (8 bytes at a time), not copied to the stack to be cast.
+	 */
+	__u64 tail = ctx[1], tgid_max = ctx[2], exec_gen = ctx[3] >> 32;
+	__u32 tgid = tgid_max >> 32, zero = 0;
+	struct drain_buf *b = bpf_map_lookup_elem(&drain_buf, &zero);
+	int proc = proc_of(tgid);
 
+	if (!b)
+		return 0;
+	struct drain *d = &b->d;
+	*d = (struct drain){ .ring = ctx[0], .pos = tail, .end = tail + (__u32)tgid_max, .tgid = tgid,
+			     .now = bpf_ktime_get_ns() };
 	/* Not traced (any more): what it sent is consumed, so that its threads never wait on a full ring. */
-	d.discard = proc < 0;
-	d.proc = proc < 0 ? 0 : proc;
-	struct ht_totals *t = bpf_map_lookup_elem(&totals, &d.proc);
-	d.old_image = t && t->execs != c->exec_gen;
-	bpf_loop(HT_RING_SLOTS, drain_step, &d, 0);
-	if (d.events && !d.discard)
-		count_n(d.proc, HT_RING_EVENTS, d.events);
+	d->discard = proc < 0;
+	d->proc = proc < 0 ? 0 : proc;
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &d->proc);
+	d->old_image = t && t->execs != exec_gen;
+	bpf_loop(HT_RING_SLOTS, drain_step, NULL, 0);
+	if (d->events && !d->discard)
+		count_n(d->proc, HT_RING_EVENTS, d->events);
 	/* Stopped short of what drain.c paired (a slot it could not read): the blocks whose frees wait go live. */
-	if (d.pos < d.end && !d.discard && !d.old_image) {
-		struct unpair u = { .from = c->tail, .proc = d.proc };
-		bpf_loop(d.pos - c->tail, unpair_step, &u, 0);
+	if (d->pos < d->end && !d->discard && !d->old_image) {
+		struct unpair u = { .from = tail, .proc = d->proc };
+		bpf_loop(d->pos - tail, unpair_step, &u, 0);
 	}
 	site_deltas_flush_all(1);
-	return d.pos - c->tail;
+	return d->pos - tail;
 }

@@ -88,9 +88,17 @@ int free_enter(struct pt_regs *ctx)
  * function's entry; the stack is walked from there, as from a return
  * probe.  The stub decided sampling and nesting already.
  */
+/* The header and first frame of a stack the stub walked (struct ht_stub_stack), as stub_stack() reads them. */
+struct stub_stack_head {
+	__u32 depth, flags, fp_frames, pad;
+	__u64 hash, pc0;
+};
+
+/* Per CPU, not on the stack: stub_alloc's frame is in its deepest call chain (512 bytes in all). */
 struct stub_scratch {
 	struct ht_stub_record rec;
 	struct pt_regs regs;
+	struct stub_stack_head head;
 };
 
 struct {
@@ -126,25 +134,24 @@ static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, str
  * scratch as the capture's walk would have left them: the capture only
  * stores them.  False when they cannot be read (the BPF walk runs).
  */
-static __always_inline bool stub_stack(__u64 addr, __u32 proc)
+static __always_inline bool stub_stack(struct stub_scratch *s, __u64 addr, __u32 proc)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-	struct { __u32 depth, flags, fp_frames, pad; __u64 hash, pc0; } h;
+	struct scratch *sc = scratch_here();
+	struct stub_stack_head *h = &s->head;
 
 	/* The header and the first frame: the rest only if the stack is new (store_stack). */
-	if (!sc || stack_mode == HT_STACK_KERNEL || bpf_probe_read_user(&h, sizeof(h), (void *)addr) || !h.depth ||
-	    h.depth > HT_MAX_STACK_DEPTH)
+	if (!sc || stack_mode == HT_STACK_KERNEL || bpf_probe_read_user(h, sizeof(*h), (void *)addr) || !h->depth ||
+	    h->depth > HT_MAX_STACK_DEPTH)
 		return false;
-	sc->st.depth = h.depth;
-	sc->st.flags = h.flags;
-	sc->st.pcs[0] = h.pc0;
-	sc->preset_hash = h.hash;
+	sc->st.depth = h->depth;
+	sc->st.flags = h->flags;
+	sc->st.pcs[0] = h->pc0;
+	sc->preset_hash = h->hash;
 	sc->preset_addr = addr + __builtin_offsetof(struct ht_stub_stack, pcs);
 	sc->preset = 1;
 	count(proc, HT_STUB_WALKS);
-	if (h.fp_frames)
-		count_n(proc, HT_UNWIND_FP_FRAMES, h.fp_frames);
+	if (h->fp_frames)
+		count_n(proc, HT_UNWIND_FP_FRAMES, h->fp_frames);
 	return true;
 }
 
@@ -171,12 +178,11 @@ int stub_alloc(struct pt_regs *ctx)
 		return 0;
 	settle_held(c, proc);
 	/* The caller's registers just after the call returned: its return address, above it, its frame. */
-	__u64 ra = 0;
-	bpf_probe_read_user(&ra, sizeof(ra), (void *)s->rec.sp);
-	s->regs.ip = ra;
+	if (bpf_probe_read_user(&s->regs.ip, sizeof(s->regs.ip), (void *)s->rec.sp))
+		s->regs.ip = 0;
 	s->regs.sp = s->rec.sp + 8;
 	s->regs.bp = s->rec.fp;
-	bool preset = s->rec.stack && stub_stack(s->rec.stack, proc);
+	bool preset = s->rec.stack && stub_stack(s, s->rec.stack, proc);
 	if (s->rec.flags & HT_STUB_UNWALKED)
 		count(proc, HT_STUB_WALKS_HANDED);
 	finish_alloc(ctx, &s->regs, s->rec.func_ip, proc, s->rec.spec, s->rec.args, s->rec.ret,

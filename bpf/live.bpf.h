@@ -172,11 +172,14 @@ enum live_put_result {
 /*
  * An older copy of the address at level l, out into *stale: LIVE_REPLACED,
  * or LIVE_ADDED for none (or one a free took meanwhile), -1 for none at
- * all.  A global function: the loop below is then calls, and the verifier
- * walks a level once (the loop's 8 unrolled levels were 1,800 of
- * stub_alloc's instructions).
+ * all.  Inlined into live_drop_other(), a global function that the
+ * verifier walks once on its own (inlined into stub_alloc, the loop's 8
+ * unrolled levels were 1,800 of its instructions): as a function of its
+ * own, its frame was one more in every chain below live_put(), which
+ * must fit 512 bytes of stack with the program's where BPF has no
+ * private stack.
  */
-__noinline int live_drop_at(__u64 key, __u32 l, struct ht_block *stale)
+static __always_inline int live_drop_at(__u64 key, __u32 l, struct ht_block *stale)
 {
 	void *o = live_level(l);
 	struct ht_block *old = o && stale ? bpf_map_lookup_elem(o, &key) : NULL;
@@ -209,19 +212,21 @@ __noinline int live_drop_other(__u64 key, __u32 level, struct ht_block *stale)
 }
 
 /*
- * A new block at key, into the newest level with room (an older one when it
- * is full: live_map_full counts only blocks no level had room for).  The
- * address may be live already (its free went unseen, or its arena was
- * reset): that block comes out, into *stale.
+ * live_put()'s insert: LIVE_FULL, LIVE_REPLACED, or the level that took
+ * the new block (LIVE_LEVEL(l)), where live_drop_other() must look next.
  */
-__noinline int live_put(__u64 key, struct ht_block *b, struct ht_block *stale)
+#define LIVE_LEVEL(l) (LIVE_FULL + 1 + (int)(l))
+
+__noinline int live_insert(__u64 key, struct ht_block *bp, struct ht_block *stale)
 {
 	__u32 top = live_top, level = 0;
 	long err = -1;
 	void *m = NULL;
 
-	if (!b || !stale)
+	if (!bp || !stale)
 		return LIVE_FULL;
+	/* Linux 6.1's verifier inserts a map value from the stack, not from a global function's argument. */
+	struct ht_block v = *bp, *b = &v;
 	/* Before the insert: a paired allocation that reads 0 meanwhile would not have found it either. */
 	live_filter_add(key, 1);
 	for (__u32 i = 0; i < HT_LIVE_LEVELS && i <= top; i++) {
@@ -249,7 +254,23 @@ __noinline int live_put(__u64 key, struct ht_block *b, struct ht_block *stale)
 	__u64 n = __sync_fetch_and_add(&live_count, 1) + 1;
 	if (n == live_grow_at)
 		bpf_ringbuf_output(&live_grow, &n, sizeof(n), 0);
-	return live_drop_other(key, level, stale);
+	return LIVE_LEVEL(level);
+}
+
+/*
+ * A new block at key, into the newest level with room (an older one when it
+ * is full: live_map_full counts only blocks no level had room for).  The
+ * address may be live already (its free went unseen, or its arena was
+ * reset): that block comes out, into *stale.  Two global functions one
+ * after the other, not one calling the other: the chain below a caller is
+ * the deeper of their frames, not their sum (512 bytes in all where BPF
+ * has no private stack).
+ */
+static __always_inline int live_put(__u64 key, struct ht_block *b, struct ht_block *stale)
+{
+	int r = live_insert(key, b, stale);
+
+	return r > LIVE_FULL ? live_drop_other(key, r - LIVE_LEVEL(0), stale) : r;
 }
 
 #endif /* HT_LIVE_BPF_H */

@@ -80,22 +80,28 @@ static __always_inline __u64 page_up(__u64 n)
 /* A piece of a cut block, back into the live map and its stack's in-use, and its range indexed. */
 static __always_inline void put_piece(__u64 start, __u64 size, const struct ht_block *orig, __u32 objects, __u32 proc)
 {
-	struct ht_block p = *orig, stale = {};
+	/* The piece and the block it may replace: alloc_work's (no allocation is accounted meanwhile). */
+	struct alloc_work *w = alloc_work_here();
+	struct ht_block *p = w ? &w->b : NULL, *stale = w ? &w->stale : NULL;
 	__u64 key = ht_live_key(start, proc), end = start + size;
 
-	p.size = size;
-	p.objects = objects;
-	int put = live_put(key, &p, &stale);
+	if (!p || !stale)
+		return;
+	*p = *orig;
+	*stale = (struct ht_block){};
+	p->size = size;
+	p->objects = objects;
+	int put = live_put(key, p, stale);
 	if (put == LIVE_FULL) {
 		count(proc, HT_LIVE_MAP_FULL);
 		return;
 	}
 	if (put == LIVE_REPLACED)
-		release(&stale, key, proc);
-	struct ht_site_key sk = { .stack = p.stack, .proc = proc };
+		release(stale, key, proc);
+	struct ht_site_key sk = { .stack = p->stack, .proc = proc };
 	struct ht_site *s = bpf_map_lookup_elem(&sites, &sk);
 	if (s) {
-		struct inuse_delta d = block_delta(&p, 1);
+		struct inuse_delta d = block_delta(p, 1);
 		site_inuse(s, proc, &d);
 	}
 	if (bpf_map_update_elem(&map_ranges, &key, &end, BPF_ANY))
@@ -133,7 +139,7 @@ __noinline int cut_block(__u64 key, __u64 end, __u64 lo, __u64 hi, __u32 proc)
 	return 1;
 }
 
-/* Blocks found overlapping a range, per pass over map_ranges (on the BPF stack: a callback's context must be). */
+/* Blocks found overlapping a range, per pass over map_ranges. */
 #define RANGE_SCAN 8
 
 struct range_scan {
@@ -144,8 +150,31 @@ struct range_scan {
 	__u32 cut;              /* blocks cut or freed in all */
 };
 
-static long range_overlap(struct bpf_map *map, __u64 *key, __u64 *end, struct range_scan *r)
+/*
+ * unmap_range()'s scan, per CPU: on the stack (a callback's context must
+ * be) it took 160 of the 512 bytes map_exit's deepest call chain has where
+ * the kernel gives BPF no private stack.  Its callbacks find it here.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct range_scan);
+} range_scans SEC(".maps");
+
+static __always_inline struct range_scan *range_scan_here(void)
 {
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&range_scans, &zero);
+}
+
+static long range_overlap(struct bpf_map *map, __u64 *key, __u64 *end, void *unused)
+{
+	struct range_scan *r = range_scan_here();
+
+	if (!r)
+		return 1;
 	__u64 start = *key ^ ((__u64)r->proc << 56);
 	__u32 i = r->n;
 
@@ -162,11 +191,15 @@ static long range_overlap(struct bpf_map *map, __u64 *key, __u64 *end, struct ra
 }
 
 /* One pass: find up to RANGE_SCAN blocks the range overlaps, cut them; 1 (stop) when none are left. */
-static long range_pass(__u32 pass, struct range_scan *r)
+static long range_pass(__u32 pass, void *unused)
 {
+	struct range_scan *r = range_scan_here();
+
+	if (!r)
+		return 1;
 	r->n = 0;
 	r->more = 0;
-	bpf_for_each_map_elem(&map_ranges, range_overlap, r, 0);
+	bpf_for_each_map_elem(&map_ranges, range_overlap, NULL, 0);
 	for (__u32 i = 0; i < RANGE_SCAN; i++) {
 		if (i >= r->n)
 			break;
@@ -180,15 +213,16 @@ static long range_pass(__u32 pass, struct range_scan *r)
 /* [lo, hi) is unmapped: every block it overlaps is freed or cut.  The number of blocks it met. */
 static __always_inline __u32 unmap_range(__u32 proc, __u64 lo, __u64 hi)
 {
-	struct range_scan r = { .lo = lo, .hi = hi, .proc = proc };
+	struct range_scan *r = range_scan_here();
 
-	if (hi <= lo)
+	if (hi <= lo || !r)
 		return 0;
-	bpf_loop(RANGE_PASSES, range_pass, &r, 0);
+	*r = (struct range_scan){ .lo = lo, .hi = hi, .proc = proc };
+	bpf_loop(RANGE_PASSES, range_pass, NULL, 0);
 	/* More than RANGE_PASSES * RANGE_SCAN blocks in one range: the rest stay in use. */
-	if (r.more)
+	if (r->more)
 		count(proc, HT_MAP_INDEX_LOST);
-	return r.cut;
+	return r->cut;
 }
 
 /* The malloc family's object, if it is a library of its own: its table's first row and its code (ELF). */
@@ -242,6 +276,14 @@ struct map_rec {
 	__u32 proc, kind;
 };
 
+/* Per CPU, not on map_exit's stack: its frame is in its deepest call chain (512 bytes in all). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct map_rec);
+} map_recs SEC(".maps");
+
 /*
  * The stack of a mapping call, stored with its kind in place of frame 0;
  * 1 (nothing stored) if the call is the allocator's, by its caller's
@@ -288,13 +330,15 @@ static __always_inline bool in_allocator_call(__u64 sp)
 static __always_inline void map_block(__u32 proc, struct pt_regs *regs, __u64 start, __u64 size, __u32 kind,
 				      __u64 reallocs)
 {
-	struct map_rec m = { .ip = BPF_CORE_READ(regs, ip), .sp = BPF_CORE_READ(regs, sp),
-			     .fp = BPF_CORE_READ(regs, bp), .proc = proc, .kind = kind };
+	__u32 zero = 0;
+	struct map_rec *m = bpf_map_lookup_elem(&map_recs, &zero);
 
-	if (!size)
+	if (!size || !m)
 		return;
+	*m = (struct map_rec){ .ip = BPF_CORE_READ(regs, ip), .sp = BPF_CORE_READ(regs, sp),
+			       .fp = BPF_CORE_READ(regs, bp), .proc = proc, .kind = kind };
 	/* The allocator's or not, first: allocator_maps counts each of its calls, sampled or not. */
-	if (map_stack(&m)) {
+	if (map_stack(m)) {
 		count(proc, HT_ALLOCATOR_MAPS);
 		return;
 	}
@@ -308,11 +352,14 @@ static __always_inline void map_block(__u32 proc, struct pt_regs *regs, __u64 st
 		if (!sample(c, size))
 			return;
 	}
-	struct alloc_rec r = { .stack = m.stack, .ptr = start, .size = size, .objects = 1, .reallocs = reallocs,
-			       .proc = proc, .flags = HT_BLOCK_MAP };
+	struct alloc_rec *r = alloc_rec_here();
 	count(proc, HT_MAPS);
-	set_last_alloc(current_last_alloc_made(proc), r.stack, size);
-	if (!account_alloc(&r))
+	set_last_alloc(current_last_alloc_made(proc), m->stack, size);
+	if (!r)
+		return;
+	*r = (struct alloc_rec){ .stack = m->stack, .ptr = start, .size = size, .objects = 1, .reallocs = reallocs,
+				 .proc = proc, .flags = HT_BLOCK_MAP };
+	if (!account_alloc(r))
 		return;
 	__u64 key = ht_live_key(start, proc), end = start + size;
 	if (bpf_map_update_elem(&map_ranges, &key, &end, BPF_ANY))

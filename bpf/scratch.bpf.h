@@ -27,7 +27,55 @@ struct row_cache {
 	struct ht_unwind_row row;
 };
 
-/* Too big for the 512-byte BPF stack: per-CPU scratch for one stack capture. */
+/* The frame-pointer walk between frames . */
+struct fp_walk {
+	__u64 sp, fp, copied;   /* the bulk copy of the stack: [sp, sp + copied) */
+	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
+	__u64 interrupted;      /* past a signal frame: the interrupted pc, the next frame */
+	__u64 hash;             /* of the frames so far (ht_stack_hash_step) */
+	__u32 n;
+	__u32 flags;
+};
+
+/* The CFI walk between frames (unwind.bpf.h). */
+struct unwind {
+	__u64 pc, sp, fp;
+	__u64 func_ip;          /* the probed function's address (uprobe_multi), 0: unknown */
+	__u32 spec;
+	__u64 sp0, copied;      /* the bulk copy of the stack: [sp0, sp0 + copied) */
+	__u32 proc;
+	__u32 n;
+	__u32 flags;
+	__u32 last;             /* the module of the previous frame: stacks stay in few objects */
+	__u32 other;            /* the module before last's: a stack crosses between two (the program, libc) */
+	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
+	__u64 hash;             /* of the frames so far (ht_stack_hash_step) */
+};
+
+/* module_index()'s search of a process's modules for a pc (unwind.bpf.h). */
+struct module_search {
+	__u64 pc;
+	__u32 proc;
+	__u32 n;
+	int found;
+};
+
+/* What bpf_find_vma found for a pc (unwind.bpf.h's add_module()). */
+struct vma_info {
+	__u64 start, end, pgoff;
+	struct ht_unwind_object_key key;
+	bool file;
+};
+
+/*
+ * Too big for the 512-byte BPF stack: per-CPU scratch for one stack
+ * capture.  The walks' states are here too, not on the stack: where the
+ * kernel gives BPF no private stack, a program's deepest call chain has
+ * 512 bytes in all, and the CFI walk's chain (capture_walk() >
+ * unwind_frame() > module_index() > a bpf_loop callback) took 416 of them
+ * with its state on the stack.  bpf_loop's context must be on the stack,
+ * so their callbacks are given none and find the state here.
+ */
 struct scratch {
 	/*
 	 * st holds a stack walked already (the stub's, stub/unwind.c): the
@@ -41,6 +89,10 @@ struct scratch {
 	struct row_cache rows[ROW_CACHE];
 	/* The CFI walk's last two modules when it ended (unwind.bpf.h): where the next walk looks first. */
 	__u32 mod_last, mod_other;
+	struct fp_walk fw;              /* the frame-pointer walk's (stack.bpf.h) */
+	struct unwind uw;               /* the CFI walk's (unwind.bpf.h) */
+	struct module_search ms;        /* module_index()'s */
+	struct vma_info vma;            /* a pc's mapping, while add_module() finds it */
 };
 
 struct {
@@ -49,6 +101,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+/* This CPU's scratch (NULL only for the verifier: a per-CPU array's one entry is always there). */
+static __always_inline struct scratch *scratch_here(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
 
 /* One bulk copy of the stack above sp, as much as is mapped: sc->copy holds the bytes read. */
 static __always_inline __u64 copy_stack(struct scratch *sc, __u64 sp)

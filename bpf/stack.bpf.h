@@ -31,31 +31,22 @@ struct {
 	__uint(value_size, sizeof(struct ht_stack));
 } stacks SEC(".maps");
 
-/* The frame-pointer walk between frames (bpf_loop's context). */
-struct fp_walk {
-	__u64 sp, fp, copied;   /* the bulk copy of the stack: [sp, sp + copied) */
-	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
-	__u64 interrupted;      /* past a signal frame: the interrupted pc, the next frame */
-	__u64 hash;             /* of the frames so far (ht_stack_hash_step) */
-	__u32 n;
-	__u32 flags;
-};
-
 /*
  * One frame of walk_stack, frame i + 1 (frame 0 is the return address);
  * 1 to stop.  The frame's index is the loop's, not a count kept in w: the
  * verifier then has no constant to track through the iterations and checks
  * the callback once or twice, not once per frame.
  */
-static long fp_step(__u32 i, struct fp_walk *w)
+static long fp_step(__u32 i, void *unused)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-	__u64 frame[2], fp = w->fp, off = fp - w->sp;
+	struct scratch *sc = scratch_here();
+	struct fp_walk *w = sc ? &sc->fw : NULL;
+	__u64 frame[2];
 	__u32 n = i + 1;
 
-	if (!sc)
+	if (!w)
 		return 1;
+	__u64 fp = w->fp, off = fp - w->sp;
 	/*
 	 * Below vm.mmap_min_addr nothing can be mapped: the read would fault
 	 * and end the walk, as it does the kernel's, but a fault costs ~1 us.
@@ -118,15 +109,16 @@ static long fp_step(__u32 i, struct fp_walk *w)
  */
 static __always_inline __u32 walk_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc, __u64 *hash)
 {
-	struct fp_walk w = { .sp = sp, .fp = fp, .restorer = current_restorer(), .n = 1,
-			     .hash = ht_stack_hash_step(HT_STACK_HASH_SEED, ip) };
+	struct fp_walk *w = &sc->fw;
 
-	w.copied = copy_stack(sc, w.sp);
+	*w = (struct fp_walk){ .sp = sp, .fp = fp, .restorer = current_restorer(), .n = 1,
+			       .hash = ht_stack_hash_step(HT_STACK_HASH_SEED, ip) };
+	w->copied = copy_stack(sc, w->sp);
 	sc->st.pcs[0] = ip;
-	bpf_loop(HT_MAX_STACK_DEPTH, fp_step, &w, 0);
-	sc->st.flags = w.flags;
-	*hash = ht_stack_hash_end(w.hash);
-	return w.n;
+	bpf_loop(HT_MAX_STACK_DEPTH, fp_step, NULL, 0);
+	sc->st.flags = w->flags;
+	*hash = ht_stack_hash_end(w->hash);
+	return w->n;
 }
 
 static __always_inline __u32 kernel_stack(struct pt_regs *ctx, struct scratch *sc)

@@ -48,20 +48,6 @@ struct {
 } unwind_procs SEC(".maps");
 
 /* The state of a CFI walk between frames (bpf_loop's context). */
-struct unwind {
-	__u64 pc, sp, fp;
-	__u64 func_ip;          /* the probed function's address (uprobe_multi), 0: unknown */
-	__u32 spec;
-	__u64 sp0, copied;      /* the bulk copy of the stack: [sp0, sp0 + copied) */
-	__u32 proc;
-	__u32 n;
-	__u32 flags;
-	__u32 last;             /* the module of the previous frame: stacks stay in few objects */
-	__u32 other;            /* the module before last's: a stack crosses between two (the program, libc) */
-	__u64 restorer;         /* the thread's signal restorer (sigframe.bpf.h), 0: none */
-	__u64 hash;             /* of the frames so far (ht_stack_hash_step) */
-};
-
 static __always_inline int read_stack(const struct scratch *sc, const struct unwind *u, __u64 addr, __u64 *out)
 {
 	__u64 off = addr - u->sp0;
@@ -73,15 +59,14 @@ static __always_inline int read_stack(const struct scratch *sc, const struct unw
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
 }
 
-struct vma_info {
-	__u64 start, end, pgoff;
-	struct ht_unwind_object_key key;
-	bool file;
-};
-
-static long vma_found(struct task_struct *task, struct vm_area_struct *vma, struct vma_info *v)
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *unused)
 {
+	struct scratch *sc = scratch_here();
+	struct vma_info *v = sc ? &sc->vma : NULL;
 	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	if (!v)
+		return 0;
 
 	v->start = BPF_CORE_READ(vma, vm_start);
 	v->end = BPF_CORE_READ(vma, vm_end);
@@ -147,26 +132,25 @@ static __always_inline int known_module(struct ht_unwind_proc *up, __u64 pc, __u
 
 static __always_inline int add_module(struct ht_unwind_proc *up, __u64 pc)
 {
-	struct vma_info v = {};
+	struct scratch *sc = scratch_here();
+	struct vma_info *v = sc ? &sc->vma : NULL;
 
+	if (!v)
+		return -1;
+	v->file = false;
 	/* -EBUSY when the mmap lock is contended: this frame falls back to rbp, nothing is cached. */
-	if (bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &v, 0) || !v.file)
+	if (bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, NULL, 0) || !v->file)
 		return -1;
 
-	struct ht_unwind_object *o = bpf_map_lookup_elem(&unwind_objects, &v.key);
-	return insert_module(up, v.start, v.end, o ? v.start - v.pgoff * page_size - o->delta : 0, o);
+	struct ht_unwind_object *o = bpf_map_lookup_elem(&unwind_objects, &v->key);
+	return insert_module(up, v->start, v->end, o ? v->start - v->pgoff * page_size - o->delta : 0, o);
 }
 
 /*
  * The searches run as bpf_loop callbacks: verified once, where unrolled
  * loops nested in the frame loop would exceed the verifier's budget.
+ * module_index()'s search state is in the scratch (struct scratch's ms).
  */
-struct module_search {
-	struct ht_unwind_proc *up;
-	__u64 pc;
-	__u32 n;
-	int found;
-};
 
 /* Does m (a module of the process's cache, ready or not) hold pc? */
 static __always_inline bool module_holds(const struct ht_unwind_module *m, __u64 pc)
@@ -174,11 +158,15 @@ static __always_inline bool module_holds(const struct ht_unwind_module *m, __u64
 	return m->ready && pc >= m->start && pc < m->end;
 }
 
-static long module_step(__u32 k, struct module_search *s)
+static long module_step(__u32 k, void *unused)
 {
-	if (k >= s->n || !s->up)
+	struct scratch *sc = scratch_here();
+	struct module_search *s = sc ? &sc->ms : NULL;
+	struct ht_unwind_proc *up = s ? bpf_map_lookup_elem(&unwind_procs, &s->proc) : NULL;
+
+	if (!up || k >= s->n)
 		return 1;
-	struct ht_unwind_module *m = &s->up->mods[k & (HT_UNWIND_MAX_MODULES - 1)];
+	struct ht_unwind_module *m = &up->mods[k & (HT_UNWIND_MAX_MODULES - 1)];
 	if (module_holds(m, s->pc)) {
 		s->found = k & (HT_UNWIND_MAX_MODULES - 1);
 		return 1;
@@ -196,14 +184,16 @@ static long module_step(__u32 k, struct module_search *s)
 __noinline int module_index(__u32 proc, __u64 pc, __u64 func_ip, __u32 spec)
 {
 	struct ht_unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &proc);
+	struct scratch *sc = scratch_here();
 
-	if (!up)
+	if (!up || !sc)
 		return -1;
-	struct module_search s = { .up = up, .pc = pc, .found = -1,
-				   .n = up->n < HT_UNWIND_MAX_MODULES ? up->n : HT_UNWIND_MAX_MODULES };
-	bpf_loop(HT_UNWIND_MAX_MODULES, module_step, &s, 0);
-	if (s.found >= 0)
-		return s.found;
+	struct module_search *s = &sc->ms;
+	*s = (struct module_search){ .proc = proc, .pc = pc, .found = -1,
+				     .n = up->n < HT_UNWIND_MAX_MODULES ? up->n : HT_UNWIND_MAX_MODULES };
+	bpf_loop(HT_UNWIND_MAX_MODULES, module_step, NULL, 0);
+	if (s->found >= 0)
+		return s->found;
 	int k = known_module(up, pc, func_ip, spec);
 	return k >= 0 ? k : add_module(up, pc);
 }
@@ -322,10 +312,10 @@ __noinline int signal_frame(struct unwind *u)
  * its states converged (16,600 instructions of each allocation program's
  * 46,600), as a function once (about 500).
  */
-HT_CHECKED_ONCE int unwind_frame(struct unwind *u, __u32 i)
+HT_CHECKED_ONCE int unwind_frame(__u32 i)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct scratch *sc = scratch_here();
+	struct unwind *u = sc ? &sc->uw : NULL;
 	struct ht_unwind_proc *up = u ? bpf_map_lookup_elem(&unwind_procs, &u->proc) : 0;
 	__u64 ra, cfa;
 
@@ -395,27 +385,28 @@ HT_CHECKED_ONCE int unwind_frame(struct unwind *u, __u32 i)
 	return 0;
 }
 
-static long unwind_step(__u32 i, struct unwind *u)
+static long unwind_step(__u32 i, void *unused)
 {
-	return unwind_frame(u, i) ? 1 : 0;
+	return unwind_frame(i) ? 1 : 0;
 }
 
 static __always_inline __u32 dwarf_stack(__u64 ip, __u64 sp, __u64 fp, struct scratch *sc, __u32 proc, __u32 spec,
 					 __u64 func_ip, __u64 *hash)
 {
 	/* The modules' indexes are hints only, each checked against the pc (find_module). */
-	struct unwind u = { .pc = ip, .sp = sp, .fp = fp, .proc = proc, .func_ip = func_ip, .spec = spec,
-			    .restorer = current_restorer(), .hash = HT_STACK_HASH_SEED, .last = sc->mod_last,
-			    .other = sc->mod_other };
+	struct unwind *u = &sc->uw;
 
-	u.sp0 = u.sp;
-	u.copied = copy_stack(sc, u.sp);
-	bpf_loop(HT_MAX_STACK_DEPTH + 1, unwind_step, &u, 0);
-	sc->st.flags = u.flags;
-	sc->mod_last = u.last;
-	sc->mod_other = u.other;
-	*hash = ht_stack_hash_end(u.hash);
-	return u.n;
+	*u = (struct unwind){ .pc = ip, .sp = sp, .fp = fp, .proc = proc, .func_ip = func_ip, .spec = spec,
+			      .restorer = current_restorer(), .hash = HT_STACK_HASH_SEED, .last = sc->mod_last,
+			      .other = sc->mod_other };
+	u->sp0 = u->sp;
+	u->copied = copy_stack(sc, u->sp);
+	bpf_loop(HT_MAX_STACK_DEPTH + 1, unwind_step, NULL, 0);
+	sc->st.flags = u->flags;
+	sc->mod_last = u->last;
+	sc->mod_other = u->other;
+	*hash = ht_stack_hash_end(u->hash);
+	return u->n;
 }
 
 #endif /* HT_UNWIND_BPF_H */

@@ -1,12 +1,12 @@
 #!/bin/sh
 # Install, from Debian's archive, whatever heaptrace needs to build and test
 # that is not already there.  Idempotent: a machine that has everything runs
-# no apt-get at all.
+# no apt-get at all.  Arguments: more packages (make test-kernels's QEMU).
 set -e
 pkgs="clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libcapstone-dev libmicrohttpd-dev curl
       make gcc g++ google-perftools golang-go heaptrack libjemalloc2 libtcmalloc-minimal4
       valgrind bpftrace gdb python3 elfutils libc6-dbg chromium imagemagick libxml2-utils openssl
-      man-db groff-base bash-completion dpkg-dev lintian"
+      man-db groff-base bash-completion dpkg-dev lintian $*"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

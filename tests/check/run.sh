@@ -2,10 +2,12 @@
 # `make check`: the tests that need no root, no BPF and no network, run by
 # any contributor in seconds after `make`: the unit tests, the fuzz corpus
 # replays, the golden files of every writer and reader, options, symbol
-# specs, bad profiles and the include graph (tests/check/*.sh).  Prints a
-# line per part and every failure; the whole output is in build/check.log.
-# A check whose tool is missing (a package beyond the build's) is skipped
-# with its reason.  Ends with "N passed, N failed, N skipped".
+# specs, bad profiles, the include graph, the circles inside folders, the
+# files' sizes and the BPF programs' stack depth (tests/check/*.sh).
+# Prints a line per part and every failure and warning; the whole output
+# is in build/check.log.  A check whose tool is missing (a package beyond
+# the build's) is skipped with its reason.  Ends with "N passed, N
+# failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 LOG=build/check.log
@@ -36,7 +38,7 @@ part() {
 	skipped=$((skipped + skips))
 	printf '%-28s %4d passed, %d failed%s  (%d s)\n' "$name" "$ok" "$bad" \
 		"$([ "$skips" = 0 ] || echo ", $skips skipped")" $((SECONDS - t0))
-	grep -A12 '^not ok - ' <<<"$out" | grep -E '^(not ok - |#   |--)' | sed 's/^/    /'
+	grep -A12 -E '^(not ok|warning) - ' <<<"$out" | grep -E '^(not ok - |warning - |#   |--)' | sed 's/^/    /'
 	grep '^skip - ' <<<"$out" | sed 's/^/    /'
 }
 

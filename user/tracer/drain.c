@@ -135,7 +135,13 @@ static int load(struct tracer *tr, struct drain_state *d)
 	else
 		load_object(tr, &l);
 	if (l.err) {
-		ht_err("cannot load the ring's drain program (%s): no batching, one record site per call", strerror(-l.err));
+		char why[700];
+		if (tracer_refusal(why, sizeof(why)))
+			ht_err("cannot load the ring's drain program (%s: %s): no batching, one record site per call",
+			       strerror(-l.err), why);
+		else
+			ht_err("cannot load the ring's drain program (%s): no batching, one record site per call",
+			       strerror(-l.err));
 		d->load_err = l.err < 0 ? l.err : -EINVAL;
 		return -1;
 	}

@@ -6,6 +6,9 @@
 #ifndef HT_TRACER_INTERNAL_H
 #define HT_TRACER_INTERNAL_H
 
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tracer/state.h"
@@ -83,5 +86,9 @@ int tracer_load_parts(struct tracer *tr, const struct tracer_part *parts, int n)
 /* -v: each program's verification time and instructions (the kernel's stats log), armed before a load, said after. */
 void tracer_vlog_arm(struct bpf_object *obj);
 void tracer_vlog_report(struct bpf_object *obj);
+/* libbpf's warnings: a refused program's log is kept for tracer_refusal(). */
+void tracer_vlog_libbpf(const char *fmt, va_list ap);
+/* The last refusal, "the verifier of Linux R refused PROG: ITS LAST LINES", into buf; false if none. */
+bool tracer_refusal(char *buf, size_t size);
 
 #endif

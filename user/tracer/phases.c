@@ -38,6 +38,10 @@ __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_le
 		return 0;
 	}
 	/* libbpf's own chatter is for -v; heaptrace reports failures in one line itself. */
+	if (level == LIBBPF_WARN && !ht_verbose) {
+		tracer_vlog_libbpf(fmt, ap);
+		return 0;
+	}
 	if (!ht_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);

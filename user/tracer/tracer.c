@@ -25,13 +25,21 @@
 
 static void explain_load_error(int err)
 {
+	char why[700];
+
 	if (err == -EPERM || (err == -EACCES && geteuid() != 0))
 		ht_err("not permitted to load BPF programs: run as root, or grant CAP_BPF, CAP_PERFMON "
 		       "and CAP_SYS_RESOURCE (and CAP_SYS_PTRACE for -p on another user's process)");
 	else if (err == -ENOMEM || err == -E2BIG)
 		ht_err("cannot create BPF maps (%s): lower --max-allocs or --max-stacks", strerror(-err));
+	else if (tracer_refusal(why, sizeof(why)))
+		ht_err("cannot load BPF programs: %s (-v prints the verifier's whole log; docs/kernels.md says what "
+		       "heaptrace needs of a kernel: a refusal on a kernel it names is a bug to report)", why);
+	else if (access("/sys/kernel/btf/vmlinux", R_OK))
+		ht_err("cannot load BPF programs: %s (this kernel has no BTF, /sys/kernel/btf/vmlinux: heaptrace needs "
+		       "CONFIG_DEBUG_INFO_BTF)", strerror(-err));
 	else
-		ht_err("cannot load BPF programs: %s (kernel with BTF and uprobes needed; -v says more)",
+		ht_err("cannot load BPF programs: %s (-v says more; docs/kernels.md says what heaptrace needs of a kernel)",
 		       strerror(-err));
 }
 
