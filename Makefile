@@ -85,8 +85,10 @@ $(BUILD)/stub/%.o: stub/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -c $< -o $@
 
-$(BUILD)/stub/stub.bin: $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o stub/stub.lds
-	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(BUILD)/stub/entry.o $(BUILD)/stub/stub.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o
+STUB_OBJS := $(BUILD)/stub/entry.o $(BUILD)/stub/sites.o $(BUILD)/stub/decide.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o
+# entry.o, then sites.o: the entry points, then the record sites, at the offsets stub.h fixes.
+$(BUILD)/stub/stub.bin: $(STUB_OBJS) stub/stub.lds
+	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(STUB_OBJS)
 	@if readelf -r $(BUILD)/stub/stub.elf | grep -q 'R_X86'; then echo "stub: relocations left"; exit 1; fi
 	objcopy -O binary -j .text $(BUILD)/stub/stub.elf $@
 
@@ -113,7 +115,7 @@ $(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h)
 # What each object included, as the compiler saw it: a header listed by
 # hand above can be missed, and a stale object after a merge is a wrong
 # binary (a stub whose layout the injector no longer shares).
--include $(USER_OBJS:.o=.d) $(BUILD)/stub/stub.d $(BUILD)/stub/unwind.d $(BUILD)/stub/ring.d
+-include $(USER_OBJS:.o=.d) $(BUILD)/stub/decide.d $(BUILD)/stub/unwind.d $(BUILD)/stub/ring.d
 
 $(BUILD)/heaptrace: $(USER_OBJS)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
@@ -245,7 +247,7 @@ $(FIXTURES)/unwind_fixture_%.so: tests/unit/unwind_fixture.c
 	$(CC) $(FIXTURE_CFLAGS) $(FIXTURE_CFLAGS_$*) $< -o $@
 
 $(BUILD)/unit/test_unwind_table: tests/unit/test_unwind_table.c tests/unit/readelf_cfi.c tests/unit/readelf_cfi.h \
-		tests/unit/check.h user/unwind/table.c user/unwind/table.h \
+		tests/unit/check.h user/unwind/table.c user/unwind/table.h user/unwind/rows.h \
 		user/unwind/cache.c user/unwind/cache.h user/util/elfobj.c user/util/elfobj.h user/util/log.c user/util/log.h user/util/cache.c user/util/cache.h \
 		user/util/io.c user/util/io.h \
 		bpf/heaptrace.h $(UNWIND_FIXTURES)

@@ -23,17 +23,6 @@ stub_entries:
 	.balign 8
 	jmp stub_free			/* STUB_ENTRY_FREE */
 	.balign 8
-	.globl ht_stub_alloc_site
-ht_stub_alloc_site:			/* STUB_SITE_ALLOC: a 5-byte nop, optimized uprobes go here */
-	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00
-	ret
-	.balign 8
-	.globl ht_stub_free_site
-ht_stub_free_site:			/* STUB_SITE_FREE */
-	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00
-	ret
-	.balign 8
-
 	.text
 .macro SAVE_FRAME
 	push %r10

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The in-process fast path: the layout shared by the stub (stub.c,
- * entry.S, compiled freestanding into a flat blob) and the injector
+ * The in-process fast path: the layout shared by the stub (decide.c,
+ * entry.S, sites.S, compiled freestanding into a flat blob) and the injector
  * (user/inject/) that maps it into the target.
  *
  * The stub is one file (a memfd), mapped private (uprobes refuse shared
@@ -38,7 +38,7 @@
 #define STUB_DATA_OFF 0x10000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
 
-/* Fixed entry points at the start of the blob (entry.S). */
+/* Fixed entry points at the start of the blob (entry.S, then sites.S). */
 #define STUB_ENTRY_ALLOC 0              /* jmp stub_alloc: allocators */
 #define STUB_ENTRY_FREE 8               /* jmp stub_free: free-like functions */
 #define STUB_SITE_ALLOC 16              /* nop5; ret: an allocation recorded (uprobe here) */

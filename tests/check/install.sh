@@ -13,19 +13,32 @@ for f in "$MAN_PAGE" "$COMPLETION"; do
 	report "install: $f is built (make all)" "$([ -s "$f" ] || echo "missing or empty")"
 done
 
-# The page as man shows it, and what troff had to say about it.
+# The page as man shows it, and what troff had to say about it.  Without
+# man (man-db) or groff (groff-base), not build dependencies, the checks
+# that read the rendered page are skipped, saying what to install.
 rendered=$TMP/man.txt
+: >"$rendered"
+no_man=""
 if command -v man >/dev/null; then
 	MANWIDTH=80 man --warnings -l "$MAN_PAGE" >"$rendered" 2>"$TMP/man.err"
 	rc=$?
 	report "install: man --warnings -l $MAN_PAGE: exit 0, no warning" \
 		"$([ "$rc" = 0 ] || echo "exit $rc")$(cat "$TMP/man.err")$([ -s "$rendered" ] || echo "nothing rendered")"
+else
+	no_man="man is not installed (apt-get install man-db, or make deps)"
+	skip "install: man --warnings -l $MAN_PAGE: exit 0, no warning" "$no_man"
+fi
+if command -v groff >/dev/null; then
 	groff -ww -z -man "$MAN_PAGE" 2>"$TMP/groff.err"
 	report "install: groff -ww -man $MAN_PAGE: no warning" "$(cat "$TMP/groff.err")"
 else
-	fail "install: man is installed (man-db, make deps)"
-	: >"$rendered"
+	skip "install: groff -ww -man $MAN_PAGE: no warning" "groff is not installed (apt-get install groff-base, or make deps)"
 fi
+
+# page_report NAME DIAG: a check of the rendered page; skipped without man.
+page_report() {
+	if [ -n "$no_man" ]; then skip "$1" "$no_man"; else report "$1" "$2"; fi
+}
 
 # help_options CMD...: "-k --long" or "--long" per option line of that --help.
 help_options() {
@@ -56,11 +69,11 @@ for cmd in "" diff; do
 		fi
 	done < <(help_options ${cmd:+"$cmd"})
 	[ "$n" -ge 5 ] || fail "install: options read from heaptrace ${cmd:+$cmd }--help" "$n options"
-	report "install: the page has the $n options of heaptrace ${cmd:+$cmd }--help" "$missing_man"
+	page_report "install: the page has the $n options of heaptrace ${cmd:+$cmd }--help" "$missing_man"
 	report "install: the completion offers the $n options of heaptrace ${cmd:+$cmd }--help" "$missing_comp"
 done
 # The diff section holds diff's options: its own --value line is there.
-report "install: the page has a section for heaptrace diff" \
+page_report "install: the page has a section for heaptrace diff" \
 	"$(grep -q '^   heaptrace diff OLD NEW' "$rendered" || echo "no 'heaptrace diff OLD NEW' subsection")"
 
 # The exit statuses of the code: 2 for usage (cmd_trace), HT_EXIT_LIMIT for a limit.
@@ -70,7 +83,7 @@ d=""
 for s in 0 1 2 "$limit"; do
 	grep -qE "^       $s( |$)" <<<"$(sed -n '/^EXIT STATUS/,/^[A-Z]/p' "$rendered")" || d+="no exit status $s"$'\n'
 done
-report "install: EXIT STATUS has 0, 1, 2 and $limit (HT_EXIT_LIMIT)" "$d"
+page_report "install: EXIT STATUS has 0, 1, 2 and $limit (HT_EXIT_LIMIT)" "$d"
 
 # Every environment variable the code reads is in ENVIRONMENT.
 d="" n=0
@@ -79,8 +92,8 @@ while read -r var; do
 	grep -qw -- "$var" <<<"$(sed -n '/^ENVIRONMENT/,/^[A-Z]/p' "$rendered")" || d+="$var is read (user/) but not in ENVIRONMENT"$'\n'
 done < <(grep -rhoE 'getenv\("[A-Z_]+"\)' user | sed -E 's/getenv\("(.*)"\)/\1/' | sort -u)
 [ "$n" -ge 5 ] || d+="only $n getenv() calls found in user/"$'\n'
-report "install: ENVIRONMENT names the $n variables the code reads" "$d"
-report "install: FILES names the cache of user/util/cache.h" \
+page_report "install: ENVIRONMENT names the $n variables the code reads" "$d"
+page_report "install: FILES names the cache of user/util/cache.h" \
 	"$(grep -q '\$XDG_CACHE_HOME/heaptrace.*~/.cache/heaptrace' user/util/cache.h || echo "cache.h's path changed";
 	   grep -qF '$XDG_CACHE_HOME/heaptrace/ or ~/.cache/heaptrace/' <<<"$(sed -n '/^FILES/,/^[A-Z]/p' "$rendered")" ||
 		echo "not in FILES")"
@@ -124,13 +137,16 @@ report "install: completion of 'heaptrace diff --v' is --value" "$([ "$got" = "-
 report "install: completion of 'heaptrace d' offers the command diff" \
 	"$(got=$(complete_words d); grep -qx diff <<<"$got" || echo "no diff in: $(head -5 <<<"$got")")"
 # After the options, the command: its own completion (bash-completion's) takes over.
-if [ -r /usr/share/bash-completion/bash_completion ]; then
-	got=$(bash -c 'source /usr/share/bash-completion/bash_completion; source "$1"
+# (HT_CHECK_BASH_COMPLETION: another path, for trying the check where the package is missing.)
+BASH_COMPLETION_LIB=${HT_CHECK_BASH_COMPLETION:-/usr/share/bash-completion/bash_completion}
+if [ -r "$BASH_COMPLETION_LIB" ]; then
+	got=$(bash -c 'source "$2"; source "$1"
 		COMP_WORDS=(heaptrace -f top --value alloc_space ls --col); COMP_CWORD=6; COMP_LINE="${COMP_WORDS[*]}"
-		COMP_POINT=${#COMP_LINE}; _heaptrace; printf "%s\n" "${COMPREPLY[@]}"' complete "$ROOT/$COMPLETION" 2>&1)
+		COMP_POINT=${#COMP_LINE}; _heaptrace; printf "%s\n" "${COMPREPLY[@]}"' complete "$ROOT/$COMPLETION" "$BASH_COMPLETION_LIB" 2>&1)
 	report "install: completion of 'heaptrace -f top --value alloc_space ls --col' is ls's --color" \
 		"$(grep -q '^--color' <<<"$got" || echo "got: $got")"
 else
-	fail "install: bash-completion is installed (make deps)"
+	skip "install: completion of 'heaptrace -f top --value alloc_space ls --col' is ls's --color" \
+		"bash-completion is not installed (apt-get install bash-completion, or make deps)"
 fi
 summary

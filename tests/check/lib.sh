@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # Helpers of the parts of `make check` (tests/check/*.sh): each part is a
 # script run from the top directory that prints "ok - NAME" or "not ok -
-# NAME" and the lines of what went wrong ("#   ..."), then "N passed, N
-# failed"; "warning - NAME" lines are shown but not counted.  No root, no
-# BPF, no network: only build/heaptrace's commands that need none, and
+# NAME" and the lines of what went wrong ("#   ..."), or "skip - NAME:
+# WHY" when a tool it needs is missing, then "N passed, N failed, N
+# skipped"; "warning - NAME" lines are shown but not counted.  No root,
+# no BPF, no network: only build/heaptrace's commands that need none, and
 # files under a temporary directory.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
@@ -11,6 +12,7 @@ ROOT=$PWD
 HT=${HEAPTRACE:-$ROOT/build/heaptrace}
 PASS=0
 FAIL=0
+SKIP=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/heaptrace-check.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 
@@ -36,8 +38,14 @@ report() {
 	if [ -z "$2" ]; then pass "$1"; else fail "$1" "$2"; fi
 }
 
+# skip NAME WHY: a check whose tool is not installed; WHY says which package has it.
+skip() {
+	SKIP=$((SKIP + 1))
+	echo "skip - $1: $2"
+}
+
 summary() {
-	echo "$PASS passed, $FAIL failed"
+	echo "$PASS passed, $FAIL failed, $SKIP skipped"
 	[ "$FAIL" = 0 ]
 }
 

@@ -2,38 +2,44 @@
 # `make check`: the tests that need no root, no BPF and no network, run by
 # any contributor in seconds after `make`: the unit tests, the fuzz corpus
 # replays, the golden files of every writer and reader, options, symbol
-# specs, bad profiles, the include graph and the BPF programs' stack
-# depth (tests/check/*.sh).  Prints a line per part and every failure and
-# warning; the whole output is in build/check.log.
-# Ends with "N passed, N failed".
+# specs, bad profiles, the include graph, the circles inside folders, the
+# files' sizes and the BPF programs' stack depth (tests/check/*.sh).
+# Prints a line per part and every failure and warning; the whole output
+# is in build/check.log.  A check whose tool is missing (a package beyond
+# the build's) is skipped with its reason.  Ends with "N passed, N
+# failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 LOG=build/check.log
 mkdir -p build
 : >"$LOG"
-pass=0 fail=0
+pass=0 fail=0 skipped=0
 start=$SECONDS
 
-# part NAME COMMAND...: its "ok"/"not ok" lines counted; a part that ends
-# without its "N passed, N failed" line, or with a status that does not
-# match it, is one failure more.
+# part NAME COMMAND...: its "ok"/"not ok"/"skip" lines counted; a part
+# that ends without its "N passed, N failed[, N skipped]" line, or with a
+# status that does not match it, is one failure more.
 part() {
-	local name=$1 out ok bad last rc t0=$SECONDS
+	local name=$1 out ok bad skips last rc t0=$SECONDS
 	shift
 	out=$("$@" 2>&1)
 	rc=$?
 	printf '%s\n' "$out" >>"$LOG"
 	ok=$(grep -c '^ok - ' <<<"$out")
 	bad=$(grep -c '^not ok - ' <<<"$out")
+	skips=$(grep -c '^skip - ' <<<"$out")
 	last=$(tail -n 1 <<<"$out")
-	if ! [[ $last =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then
+	if ! [[ $last =~ ^[0-9]+\ passed,\ [0-9]+\ failed(,\ [0-9]+\ skipped)?$ ]] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then
 		bad=$((bad + 1))
 		out+=$'\n'"not ok - $name ended with status $rc, last line: $last"
 	fi
 	pass=$((pass + ok))
 	fail=$((fail + bad))
-	printf '%-28s %4d passed, %d failed  (%d s)\n' "$name" "$ok" "$bad" $((SECONDS - t0))
+	skipped=$((skipped + skips))
+	printf '%-28s %4d passed, %d failed%s  (%d s)\n' "$name" "$ok" "$bad" \
+		"$([ "$skips" = 0 ] || echo ", $skips skipped")" $((SECONDS - t0))
 	grep -A12 -E '^(not ok|warning) - ' <<<"$out" | grep -E '^(not ok - |warning - |#   |--)' | sed 's/^/    /'
+	grep '^skip - ' <<<"$out" | sed 's/^/    /'
 }
 
 # Every unit test and fuzz target has its program (the Makefile builds them for check).
@@ -53,5 +59,5 @@ for s in tests/check/[a-z]*.sh; do
 	part "$(basename "$s" .sh)" bash "$s"
 done
 echo "check: $((SECONDS - start)) s; every line in $LOG"
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" = 0 ]

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "inject/inject.h"
+#include "inject/state.h"
 #include "inject/place.h"
 #include "probe/plan.h"
 #include "util/log.h"

@@ -18,7 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "inject/inject.h"
+#include "inject/reclaim.h"
 #include "insn/relocate.h"
 #include "probe/plan.h"
 #include "util/elfobj.h"

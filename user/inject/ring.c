@@ -16,7 +16,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "inject/inject.h"
+#include "inject/remote.h"
+#include "inject/state.h"
 #include "inject/phase.h"
 #include "inject/ring.h"
 #include "probe/plan.h"

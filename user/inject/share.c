@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inject/inject.h"
+#include "inject/remote.h"
+#include "inject/state.h"
 #include "inject/phase.h"
 #include "inject/share.h"
 #include "inject/sigframe.h"

@@ -1,6 +1,6 @@
 #include <string.h>
 
-#include "inject/inject.h"
+#include "inject/state.h"
 #include "inject/spec_stub.h"
 #include "probe/plan.h"
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output/output.h"
+#include "output/writers.h"
 #include "util/array.h"
 
 struct line {

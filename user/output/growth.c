@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "output/growth.h"
-#include "output/output.h"
+#include "output/writers.h"
 
 void output_growth_table(FILE *f, const struct growth *g, struct symbolizer *sym, size_t n, const char *unit)
 {

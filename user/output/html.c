@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "output/flame.h"
-#include "output/output.h"
+#include "output/writers.h"
 #include "profile/growth.h"
 #include "profile/timeline.h"
 #include "util/version.h"

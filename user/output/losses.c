@@ -2,7 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "output/output.h"
+#include "output/writers.h"
 
 #define NAME(id, name, loss) [HT_##id] = name,
 #define LOSS(id, name, loss) [HT_##id] = loss,

@@ -110,18 +110,6 @@ int output_file(const char *path, enum ht_format fmt, const struct profile *p, e
 	return outfile_commit(&of);
 }
 
-/* The innermost frame with a name, for one-line summaries. */
-const char *leaf_name(const struct prof_stack *s, struct symbolizer *sym, char *buf, size_t len)
-{
-	const struct sym_frame *fr;
-
-	if (!s->depth)
-		return "[lost stack]";
-	/* sym_lookup always yields a frame; the first is the innermost. */
-	sym_lookup(sym, s->pcs[0], true, &fr);
-	return sym_frame_name(&fr[0], s->pcs[0], buf, len);
-}
-
 void output_growth(FILE *f, const struct profile *diff, struct symbolizer *sym, enum ht_value v, size_t n)
 {
 	size_t *order = profile_order(diff, v);

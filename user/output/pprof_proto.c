@@ -11,7 +11,7 @@
 
 #include "util/array.h"
 #include "util/elfobj.h"
-#include "output/output.h"
+#include "output/writers.h"
 #include "profile/pprof.h"
 #include "util/procfs.h"
 #include "tracer/tracer.h"

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output/output.h"
+#include "output/writers.h"
 
 /*
  * gperftools' spacing, "%6d: %8d [%6d: %8d] @": the Perl pprof needs white

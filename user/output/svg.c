@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "output/flame.h"
-#include "output/output.h"
+#include "output/writers.h"
 
 #define WIDTH 1200
 #define FRAME_H 16

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "output/growth.h"
-#include "output/output.h"
+#include "output/writers.h"
 
 /* 1234567 -> "1,234,567": byte counts are read by people here. */
 static const char *grouped(int64_t v, char *buf, size_t len)

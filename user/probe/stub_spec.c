@@ -2,7 +2,7 @@
 
 #include "probe/stub_spec.h"
 
-/* What the stub's eval (stub/stub.c) knows: no read of memory but a global's, made at the entry. */
+/* What the stub's eval (stub/decide.c) knows: no read of memory but a global's, made at the entry. */
 static bool stub_expr(const struct ht_alloc_spec *s, const struct ht_expr *e)
 {
 	for (unsigned i = 0; i < e->n && i < HT_EXPR_TERMS; i++)

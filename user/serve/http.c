@@ -11,43 +11,17 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <time.h>
 #include <unistd.h>
 #include <microhttpd.h>
 
+#include "serve/http.h"
 #include "serve/internal.h"
 #include "serve/metrics.h"
 #include "util/log.h"
 #include "util/procfs.h"
 #include "util/time.h"
 #include "output/output.h"
-enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
-			     size_t len)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	enum MHD_Result ret;
-
-	if (!r) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	if (status == MHD_HTTP_UNAUTHORIZED) {
-		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"heaptrace\"");
-		/* Nothing to keep open for a client without the token. */
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	}
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
-{
-	return reply(c, status, "text/plain; charset=utf-8", strdup(text), strlen(text));
-}
-
 static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *c)
 {
 	struct ht_totals tot;
@@ -125,187 +99,6 @@ static bool authorized(const struct http_server *h, struct MHD_Connection *c)
 	return !diff;
 }
 
-/* The tracked connection of c; NULL if it could not be tracked. */
-static struct conn *conn_of(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	return i ? i->socket_context : NULL;
-}
-
-static void conn_unlink(struct listener *l, struct conn *k)
-{
-	*(k->prev ? &k->prev->next : &l->head) = k->next;
-	*(k->next ? &k->next->prev : &l->tail) = k->prev;
-	k->prev = k->next = NULL;
-}
-
-static void conn_append(struct listener *l, struct conn *k)
-{
-	k->prev = l->tail;
-	*(l->tail ? &l->tail->next : &l->head) = k;
-	l->tail = k;
-}
-
-/* busy: a complete request came; !busy: answered, the connection waits for the next like a new one. */
-static void conn_busy(struct listener *l, struct MHD_Connection *c, bool busy)
-{
-	struct conn *k = conn_of(c);
-
-	if (!k)
-		return;
-	pthread_mutex_lock(&l->lock);
-	k->busy = busy;
-	if (!busy) {
-		conn_unlink(l, k);
-		conn_append(l, k);
-	}
-	pthread_mutex_unlock(&l->lock);
-}
-
-/*
- * Milliseconds since the peer of a connection without a request line last
- * sent anything: TCP knows, counting from the handshake, so that a
- * connection that waited in the accept queue is old when accepted; a unix
- * socket counts from the accept.
- */
-static uint64_t quiet_ms(const struct conn *v, uint64_t now)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-
-	if (!getsockopt(v->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) && len >= sizeof(ti))
-		return ti.tcpi_last_data_recv;
-	return now - v->since_ms;
-}
-
-/*
- * Past CONN_SOFT, drop the oldest connections without a complete request,
- * except `keep` (the one that called), those whose first bytes wait unread
- * in the socket (a scraper sends its whole request at once) and those
- * quiet for less than QUIET_MS.  Called with l->lock held when a
- * connection comes, when one becomes a candidate (its request line was
- * read) and every SWEEP_MS while crowded, so that room is made even when
- * CONN_HARD stopped the accepts.  shutdown(), not close(): libmicrohttpd
- * still owns the descriptor (it closes it after NOTIFY_CLOSED, which waits
- * for l->lock), and the thread polling it sees the end and closes the
- * connection itself.  Returns whether it is still crowded.
- */
-static bool make_room(struct listener *l, const struct conn *keep)
-{
-	uint64_t now = monotonic_ns() / 1000000;
-	int unread;
-
-	for (struct conn *v = l->head; v && l->live > CONN_SOFT; v = v->next) {
-		if (v == keep || v->busy || v->dropped)
-			continue;
-		if (!v->seen && (ioctl(v->fd, FIONREAD, &unread) || unread > 0 || quiet_ms(v, now) < QUIET_MS))
-			continue;
-		shutdown(v->fd, SHUT_RDWR);
-		v->dropped = true;
-		l->live--;
-		l->dropped++;
-	}
-	return l->live > CONN_SOFT;
-}
-
-/* Still crowded after make_room(): the profile thread sweeps until it is not. */
-static void crowded(struct http_server *h)
-{
-	pthread_mutex_lock(&h->qlock);
-	if (!h->crowded) {
-		h->crowded = true;
-		pthread_cond_signal(&h->qcond);
-	}
-	pthread_mutex_unlock(&h->qlock);
-}
-
-/*
- * Connections whose client is gone but libmicrohttpd did not notice: its
- * epoll loop (0.9.75, edge-triggered) takes a read shorter than its buffer
- * for an empty socket, so an end of stream that came with the last bytes
- * waits for the idle timeout.  After a flood, dozens of them held their
- * places for 10 s.  shutdown() wakes the thread that polls them.
- */
-static void reap_closed(struct listener *l)
-{
-	char c;
-
-	for (struct conn *v = l->head; v; v = v->next) {
-		if (v->busy || v->dropped || recv(v->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
-			continue;
-		shutdown(v->fd, SHUT_RDWR);
-		v->dropped = true;
-		l->live--;
-	}
-}
-
-/* The profile thread's sweep; true if a listener is still crowded. */
-bool sweep(struct http_server *h)
-{
-	bool still = false;
-	int n = __atomic_load_n(&h->n_started, __ATOMIC_ACQUIRE);
-
-	for (int i = 0; i < n; i++) {
-		pthread_mutex_lock(&h->l[i].lock);
-		reap_closed(&h->l[i]);
-		still |= make_room(&h->l[i], NULL);
-		pthread_mutex_unlock(&h->l[i].lock);
-	}
-	return still;
-}
-
-/* A request line was read: from now on the connection may be dropped for a newer one. */
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
-{
-	struct listener *l = cls;
-	struct conn *k = conn_of(c);
-	bool full;
-	(void)uri;
-
-	if (k) {
-		pthread_mutex_lock(&l->lock);
-		k->seen = true;
-		full = make_room(l, k);
-		pthread_mutex_unlock(&l->lock);
-		if (full)
-			crowded(l->h);
-	}
-	return NULL;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-			  enum MHD_ConnectionNotificationCode code)
-{
-	struct listener *l = cls;
-	struct conn *k = *socket_context;
-
-	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (!i || !(k = calloc(1, sizeof(*k))))
-			return;
-		k->fd = i->connect_fd;
-		k->since_ms = monotonic_ns() / 1000000;
-		*socket_context = k;
-		pthread_mutex_lock(&l->lock);
-		conn_append(l, k);
-		l->live++;
-		bool full = make_room(l, k);
-		pthread_mutex_unlock(&l->lock);
-		if (full)
-			crowded(l->h);
-		return;
-	}
-	if (!k)
-		return;
-	pthread_mutex_lock(&l->lock);
-	conn_unlink(l, k);
-	if (!k->dropped)
-		l->live--;
-	pthread_mutex_unlock(&l->lock);
-	free(k);
-	*socket_context = NULL;
-}
-
 static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
 {
 	struct request *r = *state;
@@ -315,7 +108,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum
 		request_free(((struct listener *)cls)->h, r);
 		*state = NULL;
 	}
-	conn_busy(cls, c, false);
+	conns_busy(cls, c, false);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -356,7 +149,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE))
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "heaptrace is attaching: try again\n");
 	/* A complete request: its connection is no longer one to drop for a newer one. */
-	conn_busy(l, c, true);
+	conns_busy(l, c, true);
 
 	const char *debug = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "debug");
 	bool text = debug && strcmp(debug, "0");
@@ -426,9 +219,9 @@ static int listener_start(struct http_server *h, struct listener *l, const struc
 	OPT(MHD_OPTION_THREAD_POOL_SIZE, listen_is_unix(spec) ? WORKERS_UNIX : WORKERS_TCP, NULL);
 	OPT(MHD_OPTION_CONNECTION_LIMIT, CONN_HARD, NULL);
 	OPT(MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT, NULL);
-	OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, l);
+	OPT(MHD_OPTION_NOTIFY_CONNECTION, conns_on_connection, l);
 	OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, l);
-	OPT(MHD_OPTION_URI_LOG_CALLBACK, on_uri, l);
+	OPT(MHD_OPTION_URI_LOG_CALLBACK, conns_on_uri, l);
 	OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
 	pthread_mutex_init(&l->lock, NULL);

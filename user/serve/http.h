@@ -11,8 +11,7 @@
 #include "profile/profile.h"
 #include "process/target.h"
 #include "tracer/tracer.h"
-
-#define HT_MAX_HTTP 4   /* --http given this many times at most */
+#include "serve/listen.h"   /* HT_MAX_HTTP, http_parse_addr() */
 
 struct http_server;
 
@@ -22,9 +21,6 @@ struct http_config {
 	const char *token;              /* --http-token's token; NULL: none asked */
 	const char *cert, *key;         /* --http-cert, --http-key: PEM; NULL: plain HTTP */
 };
-
-/* Check one --http value (ADDR:PORT, ADDR empty: 127.0.0.1; or unix:PATH).  0, or -1 with the error printed. */
-int http_parse_addr(const char *spec);
 
 /*
  * Read --http-token FILE (secret) or --http-cert/--http-key FILE into a

@@ -1,4 +1,8 @@
-/* What http.c and queue.c share: the server, its listeners, connections and requests. */
+/*
+ * What the files of serve/ that answer --http share: the server, its
+ * listeners, connections and requests, passed in; it includes no header
+ * of http.c's, so that they need not call back into it.
+ */
 #ifndef HT_SERVE_INTERNAL_H
 #define HT_SERVE_INTERNAL_H
 
@@ -10,7 +14,7 @@
 #include "output/output.h"
 #include "serve/delta.h"
 #include "serve/listen.h"
-#include "serve/http.h"
+#include "profile/profile.h"
 
 
 /*
@@ -124,11 +128,21 @@ struct http_server {
 	char *sym_maps;
 };
 
-/* Queue a response; body (malloc'd) is libmicrohttpd's after this. */
+/* reply.c: queue a response; body (malloc'd) is libmicrohttpd's after this. */
 enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len);
 enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text);
-/* Drop what crowds the listeners; whether they are still crowded. */
-bool sweep(struct http_server *h);
+
+/*
+ * conns.c: libmicrohttpd's callbacks that track a listener's connections
+ * (cls: the listener), and what http.c and the profile thread do with them.
+ */
+void *conns_on_uri(void *cls, const char *uri, struct MHD_Connection *c);
+void conns_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			 enum MHD_ConnectionNotificationCode code);
+/* busy: a complete request came; !busy: answered, the connection waits for the next like a new one. */
+void conns_busy(struct listener *l, struct MHD_Connection *c, bool busy);
+/* The profile thread's sweep: drop what crowds the listeners; true if one is still crowded. */
+bool conns_sweep(struct http_server *h);
 
 /* queue.c: the profile thread, and handing it a request (seconds > 0: a delta profile). */
 void *profile_thread(void *arg);

@@ -10,7 +10,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "serve/http.h"
 #include "serve/listen.h"
 #include "util/log.h"
 #include "util/procfs.h"

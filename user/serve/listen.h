@@ -1,10 +1,15 @@
-/* Where --http listens (serve/ only; http_parse_addr() in http.h is the public check). */
+/* Where --http listens (http.h includes it: HT_MAX_HTTP and http_parse_addr() are public). */
 #ifndef HT_LISTEN_H
 #define HT_LISTEN_H
 
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <sys/types.h>
+
+#define HT_MAX_HTTP 4   /* --http given this many times at most */
+
+/* Check one --http value (ADDR:PORT, ADDR empty: 127.0.0.1; or unix:PATH).  0, or -1 with the error printed. */
+int http_parse_addr(const char *spec);
 
 /* unix:PATH rather than ADDR:PORT. */
 bool listen_is_unix(const char *spec);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "process/target.h"
 #include "serve/internal.h"
 #include "util/time.h"
 
@@ -131,7 +132,7 @@ void *profile_thread(void *arg)
 			if (pthread_cond_timedwait(&h->qcond, &h->qlock, &until) != ETIMEDOUT)
 				continue;
 			pthread_mutex_unlock(&h->qlock);
-			bool still = sweep(h);
+			bool still = conns_sweep(h);
 			pthread_mutex_lock(&h->qlock);
 			h->crowded = still;
 		}

@@ -6,7 +6,7 @@
 #include "probe/plan.h"
 #include "tracer/tracer.h"
 #include "session/exec.h"
-#include "session/session.h"
+#include "session/opts.h"
 #include "session/specs.h"
 #include "util/log.h"
 

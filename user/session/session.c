@@ -17,11 +17,9 @@
 #include <unistd.h>
 #include <sys/resource.h>
 
-#include "util/kernel.h"
 #include "output/output.h"
 #include "output/outfile.h"
 #include "inject/inject.h"
-#include "inject/ring.h"
 #include "probe/allocator.h"
 #include "probe/plan.h"
 #include "process/target.h"
@@ -35,10 +33,8 @@
 #include "session/monitor.h"
 #include "session/procset.h"
 #include "session/state.h"
-#include "tracer/drain.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
-#include "util/procfs.h"
 #include "util/log.h"
 
 /* The malloc family of the allocator the target uses (and libc's), and the --sym functions. */
@@ -103,15 +99,6 @@ static void plan_inject(struct session *s)
 	inject_plan(&s->in, &s->plan, s->t.pid, o->sample_rate, o->max_live);
 }
 
-/* The root prefix that reaches a process's files: our own for a launched command's tree. */
-void session_proc_root(const struct session *s, pid_t pid, char *buf, size_t len)
-{
-	if (s->t.launched)
-		snprintf(buf, len, "%s", "");
-	else
-		snprintf(buf, len, "/proc/%d/root", pid);
-}
-
 /*
  * The target executed a new program (after a launched command's own
  * execve: its script's interpreter, a wrapper like env, a shim): trace
@@ -129,66 +116,6 @@ static void follow_target_exec(struct session *s)
 	/* Only now: whoever reads this line may rely on the new program's tables and probes. */
 	exec_describe(what, sizeof(what), t->name, t->image);
 	ht_info("tracing PID %d: now %s", t->pid, what);
-}
-
-bool session_python_at_exec(struct session *s, pid_t pid, pid_t tid)
-{
-	struct remote r;
-	bool stepped = false;
-
-	pytables_forget(&s->pyt, pid);
-	if (!s->specs.py.n || s->o->no_inject || s->stopped)
-		return false;
-	double t0 = now_ms();
-	/*
-	 * At the exec stop the execve has not returned: a system call made for
-	 * us now would find its number overwritten by execve's result.  One
-	 * step first ends the execve (the trap comes at its exit, before the
-	 * new program's first instruction).
-	 */
-	if (!remote_adopt(&r, pid, tid) && !remote_step(&r)) {
-		stepped = true;
-		pytables_redirect(&s->pyt, &s->specs.py, &r);
-		remote_sync(&r);
-	}
-	remote_free(&r);
-	s->ph.inject += now_ms() - t0;
-	return stepped;
-}
-
-/* -p: every thread stopped while CPython's inlined table slots are redirected. */
-static void python_running(struct session *s)
-{
-	struct remote r;
-	int err;
-
-	if (!s->specs.py.n || s->o->no_inject)
-		return;
-	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s)))
-		ht_info("python: cannot stop the threads of PID %d (%s): its inlined allocator calls are not seen",
-			s->t.pid, strerror(-err));
-	else
-		pytables_redirect(&s->pyt, &s->specs.py, &r);
-	remote_resume(&r);
-	remote_free(&r);
-}
-
-/* The end: each process's table slots back, with its threads stopped. */
-static void python_restore(struct session *s)
-{
-	for (pid_t pid; (pid = pytables_next_pid(&s->pyt));) {
-		struct remote r;
-		int err = remote_stop(&r, pid, session_traced_by_us, s);
-
-		if (err)
-			ht_info("python: cannot stop PID %d to restore its allocator tables (%s): they keep their jumps, "
-				"which still work", pid, strerror(-err));
-		else
-			pytables_restore(&s->pyt, &r);
-		pytables_forget(&s->pyt, pid);
-		remote_resume(&r);
-		remote_free(&r);
-	}
 }
 
 /*
@@ -245,69 +172,6 @@ static bool on_trap(void *arg, pid_t tid)
 	return ours;
 }
 
-bool session_traced_by_us(void *arg, pid_t tid)
-{
-	struct session *s = arg;
-
-	/* -p without --follow-fork: the threads seized (one that could not be runs on, untraced). */
-	if (s->tc.all && !s->tc.follow)
-		return s->tc.seized && tracee_has(&s->tc, tid);
-	return s->tc.seized && (s->tc.follow || tid == s->t.pid);
-}
-
-/*
- * -p: every thread stopped while the stub goes in; what it does not take
- * gets uprobes.  Without a stub of ours, an earlier heaptrace's jumps are
- * taken out all the same before any uprobe goes on them.  -1: one still
- * jumps (printed): tracing it would crash it.
- */
-static int inject_running(struct session *s)
-{
-	struct remote r;
-	int err, rc = 0;
-
-	if (!s->in.n)
-		return inject_reclaim_running(s->t.pid, &s->plan, session_traced_by_us, s) < 0 ? -1 : 0;
-	/* The drain's object verified before the threads stop, not while they wait. */
-	drain_ready(&s->tr);
-	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s))) {
-		ht_info("fast path: cannot stop the threads of PID %d (%s): uprobes instead", s->t.pid, strerror(-err));
-		for (int i = 0; i < s->plan.n; i++)
-			s->plan.probes[i].stub = false;
-	} else {
-		inject_install(&s->in, &r, &s->plan, &s->tr);
-	}
-	remote_resume(&r);
-	remote_free(&r);
-	if (err)
-		rc = inject_reclaim_running(s->t.pid, &s->plan, session_traced_by_us, s) < 0 ? -1 : 0;
-	return rc;
-}
-
-/* The end: the stub off and every byte back, with the threads stopped. */
-static void remove_inject(struct session *s)
-{
-	struct remote r;
-	int err;
-
-	session_remove_child_stubs(s);
-	if (!s->in.base || s->t.exited)
-		return;
-	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s))) {
-		ht_err("fast path: cannot stop PID %d to take the stub out (%s): it stays, disabled only if the "
-		       "process can still be written", s->t.pid, strerror(-err));
-	} else {
-		inject_remove(&s->in, &r);
-		ht_info("fast path: every redirected function restored; the stub stays mapped, unused");
-	}
-	remote_resume(&r);
-	if (r.exited) {
-		s->t.exited = true;
-		s->t.status = r.exit_status;
-	}
-	remote_free(&r);
-}
-
 /* The traced command line, for the record in profiles. */
 static char *command_line(const struct trace_opts *o, const struct target *t)
 {
@@ -340,225 +204,6 @@ static char *command_line(const struct trace_opts *o, const struct target *t)
 	}
 	fclose(m);
 	return s;
-}
-
-static void maps_changed(void *uw, const char *maps, const char *root)
-{
-	unwind_maps_changed(uw, maps, root);
-}
-
-/*
- * --unwind: CFI tables for the target's objects, compiled (or taken from
- * the cache) before the BPF object is loaded.  The stack mode to use.
- */
-static enum ht_stack_mode plan_unwind(struct session *s)
-{
-	const struct trace_opts *o = s->o;
-	struct objlist objs;
-
-	if (o->stack_mode == HT_STACK_KERNEL || o->unwind == UNWIND_FP)
-		return o->stack_mode;
-	if (!target_objects(&s->t, &objs)) {
-		unwind_add_objects(&s->uw, objs.p, objs.n);
-		objlist_free(&objs);
-	}
-	if (!s->uw.rows) {
-		if (o->unwind == UNWIND_DWARF)
-			ht_err("--unwind dwarf: none of the target's objects has CFI (.eh_frame): frame pointers only");
-		return HT_STACK_WALK;
-	}
-	s->t.maps_changed = maps_changed;
-	s->t.maps_changed_arg = &s->uw;
-	/* Programs executed later need room for their tables: a script's, a compiler driver's children. */
-	s->uw.execs = o->several || s->t.script;
-	s->ex.uw = &s->uw;
-	return HT_STACK_DWARF;
-}
-
-/* MemTotal in bytes, 0 if unknown. */
-static uint64_t mem_total(void)
-{
-	char *mi = read_text_file("/proc/meminfo"), *at = mi ? strstr(mi, "MemTotal:") : NULL;
-	unsigned long long kib = 0;
-
-	if (at && sscanf(at, "MemTotal: %llu kB", &kib) != 1)
-		kib = 0;
-	free(mi);
-	return kib * 1024;
-}
-
-/*
- * What the limits cost: maps take kernel memory as the target fills them,
- * up to what --max-allocs and --max-stacks allow.  A ceiling beyond the
- * machine's memory is a mistake (--max-allocs 30000000 is 3.6 GiB); one
- * beyond an eighth of it is said, once, because it can come true.
- */
-static int check_memory(struct session *s)
-{
-	struct tracer_memory m;
-	uint64_t total = mem_total();
-
-	tracer_memory(&s->tr, &m);
-	if (!total || s->memory_said)
-		return 0;
-	s->memory_said = true;
-	if (m.max > total) {
-		ht_err("with every map full (--max-allocs %u, --max-stacks %u) the BPF maps would take %.0f MiB of "
-		       "kernel memory, more than this machine's %.0f MiB: lower them", s->o->max_live,
-		       s->o->max_stacks, m.max / 1048576.0, total / 1048576.0);
-		return -1;
-	}
-	if (m.max > total / 8)
-		ht_err("with every map full (--max-allocs %u, --max-stacks %u) the BPF maps could take %.0f MiB of "
-		       "kernel memory, %.0f%% of this machine's; taken only as the target's blocks are tracked",
-		       s->o->max_live, s->o->max_stacks, m.max / 1048576.0, 100.0 * m.max / total);
-	return 0;
-}
-
-static int load_tracer(struct session *s)
-{
-	struct target *t = &s->t;
-	double t0 = now_ms();
-	int rc = -1;
-
-	if (tracer_load(&s->tr, &s->cfg) || check_memory(s))
-		goto out;
-	rc = 0;
-	if (s->cfg.stack_mode != HT_STACK_DWARF)
-		goto out;
-	rc = -1;
-	if (unwind_load(&s->uw, &s->tr))
-		goto out;
-	/* -p: the process's code mappings are known now; a launched command's come with its first refresh. */
-	if (t->maps && t->maps_changed)
-		t->maps_changed(t->maps_changed_arg, t->maps, t->root);
-	rc = 0;
-out:
-	s->ph.load += now_ms() - t0;
-	return rc;
-}
-
-/*
- * -f html shows the heap at the peak beside the exact peak: a small fixed
- * step keeps that state within a few KiB of it even for a program whose
- * heap never reaches the default step's 1 MiB.
- */
-static uint64_t peak_step(const struct trace_opts *o)
-{
-	return o->peak_step || o->format != FMT_HTML ? o->peak_step : HTML_PEAK_STEP;
-}
-
-/*
- * Load the BPF side and attach the plan, stepping down to what the kernel
- * has: uprobe_multi links, then uprobe sessions, are tried first.
- */
-static int attach(struct session *s, double t0)
-{
-	const struct trace_opts *o = s->o;
-	struct target *t = &s->t;
-
-	/*
-	 * Sampling skips the return probes of unsampled calls with uprobe
-	 * sessions.  With --follow-fork too, where they help only part of the
-	 * time: every process's link runs on the shared probe, and another
-	 * process's link asks for the return (the kernel runs no program for
-	 * a link of another process, and that counts as wanting the return).
-	 * So a process alone on its probes skips them (the target before its
-	 * first fork and after its children ended: their links are closed at
-	 * their exit, session_on_child_exit), and processes running at once do not.
-	 */
-	double t1 = now_ms();
-	enum ht_stack_mode mode = plan_unwind(s);
-	s->ph.tables = now_ms() - t1;
-	/*
-	 * uprobe_multi links came with Linux 6.6.  Known by the release: the
-	 * fast path attaches no uprobe before its first trap, where finding
-	 * out late left the record sites with no link at all on 6.1 (an empty
-	 * profile).  A later kernel without them still falls back below.
-	 */
-	bool multi = kernel_at_least(6, 6);
-	if (!multi)
-		ht_info("no uprobe_multi before Linux 6.6: one perf event per probe");
-	s->cfg = (struct tracer_config){ .tgid = t->pid, .max_live = o->max_live, .max_stacks = o->max_stacks,
-					 .specs = s->plan.specs, .n_specs = s->plan.n, .multi = multi,
-					 .session = multi && o->sample_rate != 0, .sample_rate = o->sample_rate,
-					 .max_depth = o->max_depth, .stack_mode = mode,
-					 .peak_step = peak_step(o), .follow_fork = o->several, .stub = s->in.n > 0 };
-	for (int i = 0; i < o->n_syms; i++)
-		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
-	/* The injection decides (inject/ring.c); a preload it then finds unused costs start-up's CPU only. */
-	s->cfg.batch = s->in.n > 0 && !o->sample_rate && !ring_batch_off();
-	s->cfg.maps = o->mmap;
-	if (o->mmap && o->sample_rate && mode != HT_STACK_DWARF) {
-		ht_err("--mmap with --sample-rate: the target's objects have no CFI to tell the allocator's own mappings by");
-		return -1;
-	}
-	/* The programs the plan attaches now; a fallback to uprobes or a new program's allocator loads more. */
-	for (int i = 0; i < s->plan.n; i++) {
-		const struct probe *p = &s->plan.probes[i];
-		if (!p->stub)
-			s->cfg.progs |= p->kind == HT_SPEC_ALLOC ? 1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN :
-					p->kind == HT_SPEC_FREE ? 1u << PROG_FREE_ENTER : 1u << PROG_RESET_ENTER;
-	}
-	if (s->in.n)
-		s->cfg.progs |= 1u << PROG_STUB_ALLOC | 1u << PROG_STUB_FREE;
-	s->cfg.unwind_rows = s->cfg.stack_mode == HT_STACK_DWARF ? unwind_capacity(&s->uw) : 0;
-	if (load_tracer(s))
-		return -1;
-	session_plan_walk(s);
-	/*
-	 * -p: every thread seized, so that an exec is followed; with
-	 * --follow-fork, forks from now on wait for us (they are handled once
-	 * monitoring starts).
-	 */
-	if (!t->launched && tracee_seize_all(&s->tc))
-		return -1;
-	if (!t->launched) {
-		t1 = now_ms();
-		if (inject_running(s))
-			return -1;
-		s->ph.inject += now_ms() - t1;
-	}
-	t1 = now_ms();
-	for (int attached; (attached = probes_attach(&s->plan, &s->tr, t->pid));) {
-		if (attached < 0)
-			return -1;
-		if (attached == 1) {
-			ht_info("no uprobe_multi in this kernel: one perf event per probe");
-			s->cfg.multi = false;
-		} else {
-			ht_info("no uprobe sessions in this kernel: unsampled calls take their return probe too");
-		}
-		s->cfg.session = false;
-		tracer_close(&s->tr);
-		if (load_tracer(s))
-			return -1;
-	}
-	s->ph.attach = now_ms() - t1;
-	if (!t->launched) {
-		t1 = now_ms();
-		python_running(s);
-		s->ph.inject += now_ms() - t1;
-	}
-	if (o->sample_rate)
-		ht_info("sampling one allocation per %" PRIu64 " bytes on average; %s", o->sample_rate,
-			s->tr.session ? "unsampled calls skip their return probe (uprobe sessions)" :
-					"unsampled calls still take their return probe");
-	s->ex.upto[0] = s->plan.n;
-	char what[8400];
-	if (t->script)
-		snprintf(what, sizeof(what), "%s, run by %s", t->name, t->image);
-	else
-		exec_describe(what, sizeof(what), t->name, t->image);
-	ht_info("tracing PID %d (%s), attached in %.1f ms", t->pid, what, now_ms() - t0);
-	/*
-	 * Attached to a running process, a script must know when tracing has
-	 * begun (to start its load, say): one line unless -q.  A launched
-	 * command is traced from its first instruction, nothing to wait for.
-	 */
-	if (!t->launched && !o->quiet && !ht_verbose)
-		ht_err("tracing PID %d (%s), %zu probes", t->pid, t->name, (size_t)s->plan.n);
-	return 0;
 }
 
 /* -i: the next snapshot, its time marked on the timeline. */
@@ -672,7 +317,7 @@ static int trace(struct session *s, double t0)
 				  .cert = o->http_cert, .key = o->http_key };
 	if (o->n_http && !(http = http_start(&hc, t)))
 		goto kill_child;
-	if (attach(s, t0))
+	if (session_attach(s, t0))
 		goto kill_child;
 	procset_adopt(s);
 	s->src = (struct profile_source){ .tr = &s->tr, .min_age = o->min_age, .start_ns = monotonic_ns(),
@@ -710,8 +355,9 @@ static int trace(struct session *s, double t0)
 	http_stop(http);
 	if (!t->exited)
 		target_refresh_maps(t);
-	remove_inject(s);
-	python_restore(s);
+	session_remove_child_stubs(s);
+	session_remove_inject(s);
+	session_python_restore(s);
 	if (t->launched && t->exited && !o->several)
 		tracer_release_at_exit();
 	tracer_detach(&s->tr);

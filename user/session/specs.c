@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "probe/presets.h"
-#include "session/session.h"
+#include "session/opts.h"
 #include "session/specs.h"
 #include "util/log.h"
 

@@ -1,7 +1,9 @@
 /*
  * The session's own state, shared by the files of session/ only: the
- * lifecycle (session.c), the followed children (children.c) and what is
- * written at the end (write.c).  Nothing outside session/ includes this.
+ * lifecycle (session.c) and the helpers it calls, which get it passed in
+ * (struct session) and declare here what they do with it.  Nothing
+ * outside session/ includes this, and it includes no header of
+ * session.c's: the helpers call one way, never back into the lifecycle.
  */
 #ifndef HT_SESSION_STATE_H
 #define HT_SESSION_STATE_H
@@ -21,7 +23,7 @@
 #include "serve/snapshot.h"
 #include "session/exec.h"
 #include "session/oom.h"
-#include "session/session.h"
+#include "session/opts.h"
 #include "session/specs.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
@@ -84,15 +86,38 @@ struct session {
 };
 
 
-/* session.c */
+/* traced.c: the root prefix that reaches a process's files (our own for a launched command's tree). */
 void session_proc_root(const struct session *s, pid_t pid, char *buf, size_t len);
+/* Whether thread tid is one of those the session traces (a remote_stop() filter; arg: the session). */
+bool session_traced_by_us(void *arg, pid_t tid);
+
+/* fastpath.c: the stub and CPython's table slots in the target; the phases' inject time counted. */
 /*
  * A process stopped at an exec (tid: the thread stopped): CPython's
  * inlined tables redirected (inject/pytables.h).  True when it ended the
  * execve with one step to do so (then system calls can be made for it).
  */
 bool session_python_at_exec(struct session *s, pid_t pid, pid_t tid);
-bool session_traced_by_us(void *arg, pid_t tid);
+/* -p: every thread stopped while CPython's inlined table slots are redirected. */
+void session_python_running(struct session *s);
+/* The end: each process's table slots back, with its threads stopped. */
+void session_python_restore(struct session *s);
+/*
+ * -p: every thread stopped while the stub goes in; what it does not take
+ * gets uprobes.  Without a stub of ours, an earlier heaptrace's jumps are
+ * taken out all the same before any uprobe goes on them.  -1: one still
+ * jumps (printed): tracing it would crash it.
+ */
+int session_inject_running(struct session *s);
+/* The end: the target's stub off and every byte back, with its threads stopped (the children's: children.c). */
+void session_remove_inject(struct session *s);
+
+/*
+ * attach.c: load the BPF side and attach the plan, stepping down to what
+ * the kernel has (uprobe_multi links, then uprobe sessions).  0 or -1
+ * (said).  t0: when the session began, for the "attached in" line.
+ */
+int session_attach(struct session *s, double t0);
 
 /* children.c: --follow-fork, the hooks of the ptrace loop (process/tracee.h) and the end. */
 uint32_t session_trace_child(void *arg, pid_t child, uint32_t parent_slot);

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 
-#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "tracer/state.h"  /* before the skeleton: it names our shared structs */
 #include "heaptrace.skel.h"
 #include "tracer/internal.h"
 #include "util/time.h"

@@ -11,7 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "tracer/tracer.h"  /* before the skeletons: they name our shared structs */
+#include "tracer/state.h"  /* before the skeletons: they name our shared structs */
 #include "heaptrace.skel.h"
 #include "drain.skel.h"
 #include "util/array.h"

@@ -1,6 +1,7 @@
 /*
- * Shared by the files of tracer/ only: the live map's levels (levels.c)
- * and the maps' memory (memory.c), which tracer.c starts and reads.
+ * Shared by the files of tracer/ only: what the helpers of tracer.c do
+ * for the load and for each other, declared by file.  It includes no
+ * header of tracer.c's: struct tracer is in tracer/state.h.
  */
 #ifndef HT_TRACER_INTERNAL_H
 #define HT_TRACER_INTERNAL_H
@@ -10,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tracer/tracer.h"
+#include "tracer/state.h"
 
 /* Before the load: the live map and its first level, put in by a thread meanwhile (see levels.c). */
 void tracer_prepare_levels(struct tracer *tr, uint32_t max_live);
@@ -21,7 +22,7 @@ int tracer_start_levels(struct tracer *tr, uint32_t max_live);
 void tracer_stop_levels(struct tracer *tr);
 /* Blocks level k can hold. */
 uint32_t tracer_level_cap(const struct live_levels *lv, int k);
-/* The kernel's fdinfo memlock of a map, 0 if unknown. */
+/* memlock.c: the kernel's fdinfo memlock of a map, 0 if unknown. */
 uint64_t tracer_memlock_of(int fd);
 
 /* --mmap: the mapping syscalls' tracepoints, attached to map_enter and map_exit.  0 or -1 (printed). */
@@ -31,21 +32,37 @@ int tracer_attach_maps(struct tracer *tr);
 void tracer_detach_maps(struct tracer *tr);
 
 /*
- * obj gets the main object's maps (by fd) and must have its globals where
- * the main object has them; a map the main object lacks stays obj's own.
- * Before obj's load.  0 or -errno (said when the globals differ).
+ * share.c: obj gets the main object's maps (by fd) and must have its
+ * globals where the main object has them; a map the main object lacks
+ * stays obj's own.  Before obj's load.  0 or -errno (said when the
+ * globals differ).
  */
 struct bpf_object;
 int tracer_share_maps(struct tracer *tr, struct bpf_object *obj);
 /* Whether m (of an object loaded with tracer_share_maps) is the main object's map, not the object's own. */
 struct bpf_map;
 bool tracer_shares_map(const struct tracer *tr, const struct bpf_map *m);
-/* tracer.c: a program of the main object's by its tracer_prog; want (and also) into obj, with the main object's maps. */
-struct heaptrace;
+/* The program named want (and also) into obj, with the main object's maps. */
 struct bpf_object_skeleton;
-struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_prog prog);
 int tracer_load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
 		     const char *const *also, struct tracer_times *times);
+/* The attach types of obj's uprobe programs, for uprobe_multi links (libbpf 1.1 cannot say them). */
+void tracer_set_attach_types(struct bpf_object *obj, bool multi);
+
+/* phases.c: libbpf's messages to tracer_timed_load (and stderr at -v); obj loaded, its phases added to *times. */
+void tracer_phases_hook(void);
+int tracer_timed_load(struct tracer_times *times, struct bpf_object_skeleton *s);
+
+/* programs.c: a program of the main object's by its tracer_prog. */
+struct heaptrace;
+struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_prog prog);
+/* The uprobe programs' bits (1 << PROG_*), from PROG_ALLOC_ENTER to PROG_RESET_ENTER. */
+#define TRACER_UPROBE_PROGS (1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN | 1u << PROG_FREE_ENTER | \
+			     1u << PROG_RESET_ENTER)
+/* The uprobe programs of want that no instance has, together.  0, or -errno (said). */
+int tracer_load_uprobes(struct tracer *tr, unsigned want);
+/* A program, loaded if not yet; NULL if it cannot be (said). */
+struct bpf_program *tracer_program(struct tracer *tr, enum tracer_prog prog);
 
 /* uprobe_obj.c: an instance of the uprobe programs' object (heaptrace.bpf.c, its checked-once functions inlined). */
 struct bpf_object_open_opts;

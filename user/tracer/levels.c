@@ -15,9 +15,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "tracer/state.h"  /* before the skeleton: it names our shared structs */
 #include "heaptrace.skel.h"
 #include "tracer/internal.h"
+#include "tracer/levels.h"
 #include "util/log.h"
 
 /* Blocks level k can hold: the first HT_LIVE_FIRST_LEVEL, each next one as many as all before it, the last the rest. */

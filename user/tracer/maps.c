@@ -7,10 +7,11 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 
-#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "tracer/state.h"  /* before the skeleton: it names our shared structs */
 #include "heaptrace.skel.h"
 #include "util/log.h"
 #include "tracer/internal.h"
+#include "tracer/maps.h"
 
 int tracer_attach_maps(struct tracer *tr)
 {

@@ -9,26 +9,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "tracer/state.h"  /* before the skeleton: it names our shared structs */
 #include "heaptrace.skel.h"
 #include "tracer/drain.h"
 #include "tracer/internal.h"
-
-uint64_t tracer_memlock_of(int fd)
-{
-	char path[64], line[256];
-	uint64_t v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "memlock: %lu", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
+#include "tracer/memory.h"
 
 /*
  * The kernel's memlock of an element of a hash map that is not

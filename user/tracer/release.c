@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tracer.h"
+#include "tracer/release.h"
 
 struct dirent64_raw {
 	unsigned long long ino;

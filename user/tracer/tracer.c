@@ -1,62 +1,27 @@
+/*
+ * The BPF object: opened, sized from the options and loaded (with the
+ * programs of other objects beside it: apart.c, programs.c), closed; and
+ * what the other stages read and write in its maps.  Its helpers get the
+ * struct tracer passed in (tracer/state.h) and never call back here.
+ */
 #include <errno.h>
-#include <pthread.h>
-#include <inttypes.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "tracer/tracer.h"  /* before the skeletons: they name our shared structs */
 #include "heaptrace.skel.h"
 #include "alloc_session.skel.h"
-#include "util/array.h"
 #include "util/log.h"
 #include "util/time.h"
-#include "tracer/uprobe_multi.h"
 #include "tracer/ktypes.h"
 #include "tracer/internal.h"
 #include "tracer/drain.h"
-
-
-/*
- * When libbpf said what, during a load: its phases have no hooks, but
- * their debug messages come in a known order (kernel BTF, maps, CO-RE
- * relocations, then the programs).
- */
-static __thread struct {
-	double btf, first_map, last_map, last_core;
-} marks;            /* per thread: the stub's programs load side by side (apart.c) */
-
-__attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level, const char *fmt,
-							    va_list ap)
-{
-	if (level == LIBBPF_DEBUG) {
-		if (strstr(fmt, "loading kernel BTF"))
-			marks.btf = now_ms();
-		else if (strstr(fmt, "created successfully")) {
-			marks.last_map = now_ms();
-			if (!marks.first_map)
-				marks.first_map = marks.last_map;
-		} else if (strstr(fmt, "CO-RE relocating")) {
-			marks.last_core = now_ms();
-		}
-		return 0;
-	}
-	/* libbpf's own chatter is for -v; heaptrace reports failures in one line itself. */
-	if (level == LIBBPF_WARN && !ht_verbose) {
-		tracer_vlog_libbpf(fmt, ap);
-		return 0;
-	}
-	if (!ht_verbose)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
 
 static void explain_load_error(int err)
 {
@@ -90,57 +55,6 @@ static uint64_t mmap_min_addr(void)
 		fclose(f);
 	}
 	return v ? v : 1;
-}
-
-/* A program of the main object (alloc_session is session.bpf.c's). */
-struct bpf_program *tracer_main_prog(const struct heaptrace *skel, enum tracer_prog prog)
-{
-	return prog == PROG_ALLOC_ENTER ? skel->progs.alloc_enter :
-	       prog == PROG_ALLOC_RETURN ? skel->progs.alloc_return :
-	       prog == PROG_FREE_ENTER ? skel->progs.free_enter :
-	       prog == PROG_RESET_ENTER ? skel->progs.reset_enter :
-	       prog == PROG_STUB_ALLOC ? skel->progs.stub_alloc :
-	       prog == PROG_STUB_FREE ? skel->progs.stub_free : NULL;
-}
-
-/* The uprobe programs' bits (1 << PROG_*), from PROG_ALLOC_ENTER to PROG_RESET_ENTER. */
-#define TRACER_UPROBE_PROGS (1u << PROG_ALLOC_ENTER | 1u << PROG_ALLOC_RETURN | 1u << PROG_FREE_ENTER | \
-			     1u << PROG_RESET_ENTER)
-
-static int load_uprobes(struct tracer *tr, unsigned want);
-
-/* libbpf 1.1 has no uprobe.multi nor uprobe.session section: the attach types by hand. */
-static void set_attach_types(struct bpf_object *obj, bool multi)
-{
-	struct bpf_program *p;
-
-	if (!multi)
-		return;
-	bpf_object__for_each_program(p, obj)
-		if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE)
-			bpf_program__set_expected_attach_type(p, strcmp(bpf_program__name(p), "alloc_session") ?
-								 HT_BPF_TRACE_UPROBE_MULTI :
-								 HT_BPF_TRACE_UPROBE_SESSION);
-}
-
-/* Load obj, with libbpf's phases added to *times. */
-static int timed_load(struct tracer_times *times, struct bpf_object_skeleton *s)
-{
-	double t0 = now_ms();
-
-	memset(&marks, 0, sizeof(marks));
-	tracer_vlog_arm(*s->obj);
-	int err = bpf_object__load_skeleton(s);
-	double t1 = now_ms();
-	tracer_vlog_report(*s->obj);
-	/* Each mark falls back on the one before it when libbpf did not say it. */
-	double btf = marks.btf ? marks.btf : t0, maps = marks.last_map ? marks.last_map : btf;
-	double core = marks.last_core > maps ? marks.last_core : maps;
-	times->btf_ms += btf - t0;
-	times->maps_ms += maps - btf;
-	times->core_ms += core - maps;
-	times->verify_ms += t1 - core;
-	return err;
 }
 
 /*
@@ -190,7 +104,7 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	int live = tracer_prepared_live(tr);
 	if (live >= 0 && bpf_map__reuse_fd(skel->maps.live, live))
 		tracer_stop_levels(tr);
-	set_attach_types(skel->obj, cfg->multi);
+	tracer_set_attach_types(skel->obj, cfg->multi);
 	for (int p = 0; p <= PROG_STUB_FREE; p++)
 		if (tracer_main_prog(skel, p))
 			bpf_program__set_autoload(tracer_main_prog(skel, p), progs & (1u << p));
@@ -203,110 +117,12 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	/* Forks are counted only when they are not followed (untraced_children). */
 	bpf_program__set_autoload(skel->progs.process_fork, !cfg->follow_fork);
 
-	*err = timed_load(&tr->times, skel->skeleton);
+	*err = tracer_timed_load(&tr->times, skel->skeleton);
 	if (*err) {
 		heaptrace__destroy(skel);
 		return NULL;
 	}
 	return skel;
-}
-
-/* An internal map's section (".bss" of "heaptrac.bss"); another map's name. */
-static const char *map_key(const struct bpf_map *m)
-{
-	const char *n = bpf_map__name(m), *dot = strchr(n, '.');
-
-	return dot && n[0] != '.' ? dot : n;
-}
-
-static struct bpf_map *map_like(struct bpf_object *obj, const struct bpf_map *m)
-{
-	struct bpf_map *x;
-
-	bpf_object__for_each_map(x, obj)
-		if (!strcmp(map_key(x), map_key(m)))
-			return x;
-	return NULL;
-}
-
-/*
- * Does every global of obj's data sections sit where it does in main's
- * (obj's programs read them in main's maps)?
- */
-static bool same_globals(struct bpf_object *main, struct bpf_object *obj)
-{
-	const struct btf *bm = bpf_object__btf(main), *bo = bpf_object__btf(obj);
-
-	for (__u32 id = 1; bm && bo && id < (__u32)btf__type_cnt(bo); id++) {
-		const struct btf_type *t = btf__type_by_id(bo, id);
-		const char *sec = btf__name_by_offset(bo, t->name_off);
-		if (!btf_is_datasec(t) || (strncmp(sec, ".bss", 4) && strncmp(sec, ".data", 5) && strncmp(sec, ".rodata", 7)))
-			continue;
-		__s32 other = btf__find_by_name_kind(bm, sec, BTF_KIND_DATASEC);
-		if (other < 0)
-			return false;
-		const struct btf_type *u = btf__type_by_id(bm, other);
-		const struct btf_var_secinfo *v = btf_var_secinfos(t);
-		for (int i = 0; i < btf_vlen(t); i++, v++) {
-			const char *name = btf__name_by_offset(bo, btf__type_by_id(bo, v->type)->name_off);
-			const struct btf_var_secinfo *w = btf_var_secinfos(u);
-			int k = 0;
-			for (; k < btf_vlen(u); k++, w++)
-				if (!strcmp(name, btf__name_by_offset(bm, btf__type_by_id(bm, w->type)->name_off)))
-					break;
-			if (k == btf_vlen(u) || w->offset != v->offset || w->size != v->size) {
-				ht_info("BPF objects: %s of %s is not where the main object has it", name, sec);
-				return false;
-			}
-		}
-	}
-	return bm && bo;
-}
-
-bool tracer_shares_map(const struct tracer *tr, const struct bpf_map *m)
-{
-	return map_like(tr->skel->obj, m) != NULL;
-}
-
-int tracer_share_maps(struct tracer *tr, struct bpf_object *obj)
-{
-	struct bpf_map *m;
-
-	if (!same_globals(tr->skel->obj, obj)) {
-		ht_err("BPF objects built apart: their globals differ; cannot load %s", bpf_object__name(obj));
-		return -EINVAL;
-	}
-	/* A map the main object does not have is the object's own (drain.bpf.c's ring_stacks). */
-	bpf_object__for_each_map(m, obj) {
-		struct bpf_map *mine = map_like(tr->skel->obj, m);
-		int err = mine ? bpf_map__reuse_fd(m, bpf_map__fd(mine)) : 0;
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/*
- * Load the program named want (and the uprobe programs of the list the
- * first load left out) into an object that has the main object's maps, by
- * fd: the programs it loads count and record into the same maps.
- */
-int tracer_load_into(struct tracer *tr, struct bpf_object *obj, struct bpf_object_skeleton *s, const char *want,
-		     const char *const *also, struct tracer_times *times)
-{
-	struct bpf_program *p;
-	int err = tracer_share_maps(tr, obj);
-
-	if (err)
-		return err;
-	set_attach_types(obj, tr->multi);
-	bpf_object__for_each_program(p, obj) {
-		bool load = !strcmp(bpf_program__name(p), want);
-		for (int i = 0; also && also[i]; i++)
-			load |= !strcmp(bpf_program__name(p), also[i]);
-		bpf_program__set_autoload(p, load);
-	}
-	return timed_load(times, s);
 }
 
 int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
@@ -317,7 +133,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	int err;
 
 	memset(tr, 0, sizeof(*tr));
-	libbpf_set_print(libbpf_log);
+	tracer_phases_hook();
 	double t0 = now_ms();
 	/* With sessions the allocators' entry and return are one program, of the session object. */
 	if (session)
@@ -365,7 +181,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	tr->skel = skel;
 	tr->multi = cfg->multi;
 	tr->session = session;
-	if (load_uprobes(tr, uprobes)) {
+	if (tracer_load_uprobes(tr, uprobes)) {
 		tracer_close(tr);
 		return -1;
 	}
@@ -426,242 +242,6 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 			strerror(errno));
 	tr->times.load_ms = now_ms() - t0;
 	return 0;
-}
-
-bool tracer_sessions(struct tracer *tr)
-{
-	if (!tr->session || tr->sess)
-		return tr->session;
-	double t0 = now_ms();
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = tr->ktypes[0] ? tr->ktypes : NULL);
-	struct alloc_session *s = alloc_session__open_opts(&opts);
-	int err = s ? tracer_load_into(tr, s->obj, s->skeleton, "alloc_session", NULL, &tr->times) : -errno;
-	if (err) {
-		/* A kernel before 6.13 (no bpf_session_is_return, no session attach type). */
-		ht_info("cannot load the uprobe session program (%s): plain return probes", strerror(-err));
-		alloc_session__destroy(s);
-		tr->session = false;
-		return false;
-	}
-	tr->sess = s;
-	ht_info("loaded the uprobe session program in %.1f ms", now_ms() - t0);
-	return true;
-}
-
-/* prog as loaded, in the main instance or another; NULL: in none yet. */
-static struct bpf_program *loaded(const struct tracer *tr, enum tracer_prog prog)
-{
-	for (int i = -1; i < tr->n_more; i++) {
-		struct bpf_program *p = tracer_main_prog(i < 0 ? tr->skel : tr->more[i], prog);
-		if (p && bpf_program__fd(p) >= 0)
-			return p;
-	}
-	return NULL;
-}
-
-/*
- * The uprobe programs of want (1 << PROG_*) that no instance has, together:
- * into instances of the uprobe programs' object (uprobe_obj.c), with the
- * main object's maps, alloc_return (by far the largest) beside the others
- * where two CPUs may run (apart.c); of the main object if that one cannot
- * be loaded.  0, or -errno (said).
- */
-static int load_uprobes(struct tracer *tr, unsigned want)
-{
-	const char *left[5] = { NULL };
-	char list[128] = "";
-	int n = 0, err = 0;
-
-	for (int k = PROG_ALLOC_ENTER; k <= PROG_RESET_ENTER; k++)
-		if ((want & 1u << k) && !loaded(tr, k)) {
-			left[n] = bpf_program__name(tracer_main_prog(tr->skel, k));
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", n ? ", " : "", left[n]);
-			n++;
-		}
-	if (!n)
-		return 0;
-	double t0 = now_ms();
-	for (int inlined = 1; inlined >= 0; inlined--) {
-		struct tracer_part parts[2] = { { .inlined = inlined }, { .inlined = inlined } };
-		bool apart = inlined && n > 1 && tracer_two_cpus();
-		int np = 1, m = 0;
-		/* With another program beside it, parts[0] is never empty. */
-		for (int k = 0; k < n; k++) {
-			if (apart && !strcmp(left[k], "alloc_return")) {
-				parts[1].names[0] = left[k];
-				np = 2;
-			} else {
-				parts[0].names[m++] = left[k];
-			}
-		}
-		if (!(err = tracer_load_parts(tr, parts, np))) {
-			ht_info("loaded %s in %.1f ms (%s)", list, now_ms() - t0,
-				inlined ? "the uprobe programs' object" : "an instance of the main object");
-			return 0;
-		}
-		if (inlined)
-			ht_info("cannot load the uprobe programs' object (%s): the main object's programs", strerror(-err));
-	}
-	ht_err("cannot load the BPF program %s: %s", left[0], strerror(-err));
-	return err;
-}
-
-/*
- * A program, loaded if not yet: an uprobe program with the other uprobe
- * programs not loaded yet (a fallback to uprobes wants them together),
- * another into an instance of the main object of its own.  NULL if it
- * cannot be loaded (said).
- */
-static struct bpf_program *program(struct tracer *tr, enum tracer_prog prog)
-{
-	if (prog == PROG_ALLOC_SESSION)
-		return tracer_sessions(tr) ? tr->sess->progs.alloc_session : NULL;
-	struct bpf_program *p = loaded(tr, prog);
-	if (p)
-		return p;
-	if (TRACER_UPROBE_PROGS & 1u << prog) {
-		if (load_uprobes(tr, TRACER_UPROBE_PROGS))
-			return NULL;
-	} else {
-		const char *name = bpf_program__name(tracer_main_prog(tr->skel, prog));
-		struct tracer_part part = { .names = { name } };
-		double t0 = now_ms();
-		int err = tracer_load_parts(tr, &part, 1);
-		if (err) {
-			ht_err("cannot load the BPF program %s: %s", name, strerror(-err));
-			return NULL;
-		}
-		ht_info("loaded %s in %.1f ms (an instance of the main object)", name, now_ms() - t0);
-	}
-	return loaded(tr, prog);
-}
-
-int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *path,
-			const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
-{
-	struct bpf_program *p = program(tr, prog);
-	if (!p)
-		return prog == PROG_ALLOC_SESSION ? -EPROTONOSUPPORT : -ENOENT;
-	int prog_fd = bpf_program__fd(p);
-	int fd = prog == PROG_ALLOC_SESSION ? uprobe_session_attach(prog_fd, path, offsets, cookies, n, pid) :
-		 uprobe_multi_attach(prog_fd, path, offsets, cookies, n, prog == PROG_ALLOC_RETURN, pid);
-
-	/* The first link of a type tells whether the kernel knows the type at all. */
-	if (fd == -EINVAL || fd == -EOPNOTSUPP) {
-		if (prog == PROG_ALLOC_SESSION && !tr->n_session)
-			return -EPROTONOSUPPORT;
-		if (!tr->n_multi)
-			return -EOPNOTSUPP;
-	}
-	if (fd < 0)
-		return fd;
-	tr->n_session += prog == PROG_ALLOC_SESSION;
-	if (ARRAY_RESERVE(tr->multi_links, tr->multi_cap, (size_t)tr->n_multi + 1, 16)) {
-		close(fd);
-		return -ENOMEM;
-	}
-	tr->multi_links[tr->n_multi++] = (struct tracer_multi){ .fd = fd, .pid = pid };
-	return 0;
-}
-
-void tracer_forget_pid(struct tracer *tr, pid_t pid)
-{
-	__u32 tgid = pid;
-
-	drain_now(tr);
-
-	for (int i = 0; i < tr->n_multi; i++)
-		if (tr->multi_links[i].pid == pid && tr->multi_links[i].fd >= 0) {
-			close(tr->multi_links[i].fd);
-			tr->multi_links[i].fd = -1;
-		}
-	/* Its entries go too: a pid used again is another process (its slot's stacks and totals stay). */
-	bpf_map_delete_elem(bpf_map__fd(tr->skel->maps.procs), &tgid);
-	bpf_map_delete_elem(bpf_map__fd(tr->skel->maps.stub_procs), &tgid);
-}
-
-int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
-		  uint32_t cookie, pid_t pid)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = prog == PROG_ALLOC_RETURN);
-	struct bpf_program *p = program(tr, prog);
-	if (!p)
-		return -ENOENT;
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
-
-	if (!l)
-		return -errno;
-	if (ARRAY_RESERVE(tr->links, tr->links_cap, (size_t)tr->n_links + 1, 16)) {
-		bpf_link__destroy(l);
-		return -ENOMEM;
-	}
-	tr->links[tr->n_links++] = l;
-	return 0;
-}
-
-/* What one closing thread takes: every step-th link from its first. */
-struct closer {
-	struct tracer *tr;
-	int first, step;
-	pthread_t thread;
-};
-
-static void *close_links(void *arg)
-{
-	const struct closer *c = arg;
-	struct tracer *tr = c->tr;
-
-	for (int i = c->first; i < tr->n_multi + tr->n_links; i += c->step) {
-		if (i < tr->n_multi) {
-			if (tr->multi_links[i].fd >= 0)
-				close(tr->multi_links[i].fd);
-		} else {
-			bpf_link__destroy(tr->links[i - tr->n_multi]);
-		}
-	}
-	return NULL;
-}
-
-void tracer_detach(struct tracer *tr)
-{
-	enum { CLOSERS = 16 };
-	struct closer c[CLOSERS];
-	int n = tr->n_multi + tr->n_links, started = 0;
-
-	/*
-	 * The programs ignore every event from now on, so the links may close
-	 * in any order, and at once: each close waits for a grace period of
-	 * its own (uprobe unregistration, ~40 ms each), which threads closing
-	 * side by side wait together.  Where a thread cannot start, this one
-	 * closes its share.
-	 */
-	/* Events the rings hold happened before the stop. */
-	drain_now(tr);
-	if (tr->skel && tr->skel->bss)
-		tr->skel->bss->tracing_stopped = 1;
-	int step = n < CLOSERS ? n : CLOSERS;
-	for (int k = 0; k < step; k++) {
-		c[k] = (struct closer){ .tr = tr, .first = k, .step = step };
-		if (k && !pthread_create(&c[k].thread, NULL, close_links, &c[k]))
-			started |= 1 << k;
-	}
-	if (step)
-		close_links(&c[0]);
-	for (int k = 1; k < step; k++) {
-		if (started & 1 << k)
-			pthread_join(c[k].thread, NULL);
-		else
-			close_links(&c[k]);
-	}
-	free(tr->multi_links);
-	tr->multi_links = NULL;
-	tr->multi_cap = 0;
-	tr->n_multi = 0;
-	tr->n_session = 0;
-	free(tr->links);
-	tr->links = NULL;
-	tr->links_cap = 0;
-	tr->n_links = 0;
 }
 
 void tracer_close(struct tracer *tr)

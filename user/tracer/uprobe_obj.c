@@ -8,7 +8,7 @@
  * object's other instances are.  Only this file includes it: its static
  * functions would clash with the main skeleton's.
  */
-#include "tracer/tracer.h"  /* before the skeleton: it names our shared structs */
+#include "tracer/state.h"  /* before the skeleton: it names our shared structs */
 #include "heaptrace_uprobes.skel.h"
 #include "tracer/internal.h"
 

@@ -15,7 +15,7 @@
 #include <zlib.h>
 
 #include "unwind/cache.h"
-#include "unwind/table.h"
+#include "unwind/rows.h"
 #include "util/cache.h"
 #include "util/io.h"
 #include "util/log.h"

@@ -14,22 +14,7 @@
 #include <stdint.h>
 
 #include "heaptrace.h"
-
-struct unwind_table {
-	/*
-	 * Sorted by strictly increasing pc.  A row holds up to the next
-	 * row's pc.  Where a function's CFI ends and the next function's
-	 * does not start, an HT_CFA_UNKNOWN row follows (the last row is
-	 * one), so that code without CFI never borrows a neighbour's rule.
-	 * Consecutive rows never hold the same rule.  HT_CFA_UNKNOWN and
-	 * HT_CFA_END rows carry no offsets (0, rbp HT_RBP_UNKNOWN) so that
-	 * equal rules compare equal; HT_CFA_PLT rows carry cfa_off 8, the
-	 * expression's base.
-	 */
-	struct ht_unwind_row *rows;
-	size_t n;
-	bool from_cache;
-};
+#include "unwind/rows.h"
 
 /*
  * Build (or load from the cache) the rows for the ELF file at path.  0 or

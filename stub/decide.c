@@ -272,12 +272,12 @@ static int set_has(__u64 ptr)
  * a signal handler that interrupted the call: a request of its own, which
  * would otherwise be lost (an allocation), or leave a block live (a free).
  */
-extern const char stub_entries[] __attribute__((visibility("hidden")));
+extern const char stub_file[] __attribute__((visibility("hidden")));   /* stub.lds: the file's first byte */
 
 static int returns_into_allocator(__u64 ra)
 {
 	/* The stub's own call of an original that tail-jumps to another traced function (valloc to memalign). */
-	if (ra - (__u64)stub_entries < STUB_FILE_SIZE)
+	if (ra - (__u64)stub_file < STUB_FILE_SIZE)
 		return 1;
 	for (__u32 i = 0; i < stub_cfg.n_fns && i < STUB_MAX_FNS; i++) {
 		const struct stub_fn *fn = &stub_cfg.fns[i];
