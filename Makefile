@@ -77,7 +77,7 @@ STUB_CFLAGS := -O2 -g -ffreestanding -fno-builtin -nostdlib -fPIC -fvisibility=h
 	-fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -fcf-protection=none -mstringop-strategy=unrolled_loop \
 	-Wall -Wextra -Werror -Ibpf -Istub
 
-$(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h stub/ring.h bpf/heaptrace.h bpf/sample.h
+$(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h stub/ring.h bpf/heaptrace.h bpf/heaptrace_ring.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -108,7 +108,7 @@ $(BUILD)/report_html.h: $(REPORT_SRCS) | $(BUILD)
 
 $(BUILD)/user/output/html.o: $(BUILD)/report_html.h
 
-$(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h) stub/stub.h bpf/heaptrace.h bpf/sample.h
+$(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h) stub/stub.h bpf/heaptrace.h bpf/heaptrace_ring.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -MMD -MP -c $< -o $@
 

@@ -20,6 +20,8 @@
 #ifndef HT_SITE_DELTAS_BPF_H
 #define HT_SITE_DELTAS_BPF_H
 
+#include "sites.bpf.h"
+
 #define SITE_DELTAS 64          /* entries, a power of 2 */
 
 struct site_delta {
@@ -40,8 +42,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct site_delta);
 } site_deltas SEC(".maps");
-
-HT_CHECKED_ONCE int totals_inuse(__u32 proc, const struct inuse_delta *d);
 
 /* An add to an entry's counter: the entries are the drain's alone (one run at a time). */
 #define site_add(p, v) (*(p) += (v))
@@ -172,7 +172,11 @@ static __always_inline void site_change(struct ht_site *s, __u32 proc, const str
 	s->inuse_bytes += d->bytes;
 	s->est_inuse_objects += d->est_objects;
 	s->est_inuse_bytes += d->est_bytes;
-	totals_inuse(proc, d);
+	/* The pending changes reach their sites in the epoch they were made in. */
+	if (totals_inuse(proc, d)) {
+		site_deltas_flush();
+		totals_epoch_up(proc);
+	}
 }
 
 #endif /* HT_SITE_DELTAS_BPF_H */
