@@ -16,6 +16,9 @@ mount -t sysfs sys /sys
 mountpoint -q /tmp || mount -t tmpfs -o mode=1777 tmp /tmp
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
+# What udev would make: bash's <(...) needs /dev/fd.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do [ -e "/dev/${i#*:}" ] || ln -s "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 mount -t tmpfs -o mode=1777 shm /dev/shm
 mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug

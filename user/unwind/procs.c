@@ -68,15 +68,31 @@ static int exec_delta(const char *path, struct ht_unwind_object *obj, char *inte
 	return rc;
 }
 
+/* The kernel's dev_t, as the BPF side reads it from the inode's superblock. */
+static struct ht_unwind_object_key object_key(dev_t dev, ino_t ino)
+{
+	return (struct ht_unwind_object_key){ .dev = ((uint64_t)major(dev) << 20) | minor(dev), .ino = ino };
+}
+
+/* The key of path as its mappings show it (on overlayfs, not as stat() does). */
+static int mapped_key(const char *path, struct ht_unwind_object_key *key)
+{
+	dev_t dev;
+	ino_t ino;
+
+	if (!path_map_id(path, &dev, &ino))
+		return -1;
+	*key = object_key(dev, ino);
+	return 0;
+}
+
 int unwind_object_key(const char *path, struct ht_unwind_object_key *key)
 {
 	struct stat st;
 
 	if (stat(path, &st) || !S_ISREG(st.st_mode))
 		return -1;
-	/* The kernel's dev_t, as the BPF side reads it from the inode's superblock. */
-	*key = (struct ht_unwind_object_key){ .dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
-					      .ino = st.st_ino };
+	*key = object_key(st.st_dev, st.st_ino);
 	return 0;
 }
 
@@ -116,6 +132,14 @@ static int publish(struct unwind *u, struct unwind_object *o)
 			ht_err("cannot load the unwind table of %s: %s", o->path, strerror(errno));
 			return -1;
 		}
+		/*
+		 * On overlayfs a mapping's inode (bpf_find_vma's, unwind.bpf.h) is
+		 * the layer's, not stat()'s (the executable's, and a spec's): the
+		 * object goes under both keys.
+		 */
+		struct ht_unwind_object_key mk;
+		if (!mapped_key(o->path, &mk) && (mk.dev != o->key.dev || mk.ino != o->key.ino))
+			bpf_map_update_elem(tracer_unwind_objects_fd(u->tr), &mk, &o->obj, BPF_ANY);
 	}
 	return 0;
 }

@@ -226,6 +226,18 @@ uint64_t maps_file_addr(const char *maps, int fd, uint64_t off)
 	return ino ? maps_exec_addr(maps, dev, ino, off) : 0;
 }
 
+bool path_map_id(const char *path, dev_t *dev, ino_t *ino)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*ino = 0;
+	if (fd >= 0) {
+		map_id(fd, dev, ino);
+		close(fd);
+	}
+	return *ino != 0;
+}
+
 uint64_t maps_path_addr(const char *maps, const char *path, uint64_t off)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -26,6 +26,8 @@ uint64_t maps_exec_addr(const char *maps, dev_t dev, ino_t ino, uint64_t off);
  */
 uint64_t maps_file_addr(const char *maps, int fd, uint64_t off);
 uint64_t maps_path_addr(const char *maps, const char *path, uint64_t off);
+/* The device and inode a mapping of path shows (map_id()); false if it cannot be opened. */
+bool path_map_id(const char *path, dev_t *dev, ino_t *ino);
 
 /* /proc/PID/maps, whole; NULL on error ("" for a process that is exiting or gone). */
 char *proc_maps(pid_t pid);
