@@ -384,9 +384,7 @@ struct {
 
 static __always_inline struct alloc_work *alloc_work_here(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&alloc_work, &zero);
+	return HT_HERE(alloc_work);
 }
 
 /* This CPU's record of the allocation to account (account_alloc()'s argument). */

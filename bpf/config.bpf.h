@@ -55,6 +55,12 @@ const volatile __u64 ht_zeroes[256 / 8] = {};
 			 (const void *)ht_zeroes; })
 
 /*
+ * This CPU's entry of a per-CPU array of one (a program's scratch, off its
+ * 512-byte stack); NULL only for the verifier.
+ */
+#define HT_HERE(map) ({ __u32 __ht_zero = 0; bpf_map_lookup_elem(&(map), &__ht_zero); })
+
+/*
  * Set by user space when tracing stops, before the links are closed: each
  * close waits for a grace period, while the target goes on allocating and
  * freeing, and the profile is to be the heap as it was at the stop.

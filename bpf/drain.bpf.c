@@ -86,8 +86,8 @@ struct drain {
  * seen them all published, and its scan faulted their pages in).  Off the
  * BPF stack, which the accounting's calls below the loop fill: where the
  * kernel gives BPF no private stack, the deepest chain (drain >
- * drain_step > ring_alloc > account_alloc > live_put > ...) has 512 bytes
- * in all, and the state on drain's stack took 120 of them.  A raw
+ * drain_step > ring_alloc > free_taken > ...) has 512 bytes in all, and
+ * the state on drain's stack took 120 of them.  A raw
  * tracepoint's test run holds its CPU (get_cpu()): no other pass, and no
  * probe, runs on it meanwhile.  bpf_loop's context must be on the stack,
  * so drain_step is given none and finds the state here.
@@ -209,8 +209,7 @@ static __always_inline void settle_thread(struct ht_ring_thread *t, __u32 proc)
  */
 __noinline int take_stack(struct drain *d, const struct ht_ev *ev, __u32 n)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct scratch *sc = scratch_here();
 	struct ht_ev_pcs c;
 
 	if (!sc || !d || !ev)
@@ -420,8 +419,7 @@ __noinline int ring_reset(__u32 proc, __u64 arena)
  */
 static long drain_step(__u32 i, void *unused)
 {
-	__u32 zero = 0;
-	struct drain_buf *b = bpf_map_lookup_elem(&drain_buf, &zero);
+	struct drain_buf *b = HT_HERE(drain_buf);
 	struct drain *d = b ? &b->d : NULL;
 
 	if (!d || d->pos >= d->end)
@@ -520,8 +518,8 @@ int drain(__u64 *ctx)
 	 * (8 bytes at a time), not copied to the stack to be cast.
 	 */
 	__u64 tail = ctx[1], tgid_max = ctx[2], exec_gen = ctx[3] >> 32;
-	__u32 tgid = tgid_max >> 32, zero = 0;
-	struct drain_buf *b = bpf_map_lookup_elem(&drain_buf, &zero);
+	__u32 tgid = tgid_max >> 32;
+	struct drain_buf *b = HT_HERE(drain_buf);
 	int proc = proc_of(tgid);
 
 	if (!b)

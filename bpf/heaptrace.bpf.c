@@ -60,12 +60,11 @@ SEC("uprobe")
 int free_enter(struct pt_regs *ctx)
 {
 	int proc = proc_slot();
-	__u32 zero = 0;
 
 	if (proc < 0)
 		return 0;
 
-	__u64 *args = bpf_map_lookup_elem(&free_args, &zero);
+	__u64 *args = HT_HERE(free_args);
 	if (!args)
 		return 0;
 	__u32 spec = bpf_get_attach_cookie(ctx);
@@ -110,8 +109,7 @@ struct {
 
 static __always_inline struct stub_scratch *stub_record(struct pt_regs *ctx, struct ht_call **call)
 {
-	__u32 zero = 0;
-	struct stub_scratch *s = bpf_map_lookup_elem(&stub_scratch, &zero);
+	struct stub_scratch *s = HT_HERE(stub_scratch);
 
 	if (!s || bpf_probe_read_user(&s->rec, sizeof(s->rec), (void *)PT_REGS_PARM1(ctx)))
 		return NULL;
@@ -158,8 +156,7 @@ static __always_inline bool stub_stack(struct stub_scratch *s, __u64 addr, __u32
 /* A stack the stub walked is used once: a capture that did not happen (a failed call) must not leave it. */
 static __always_inline void stub_stack_done(void)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct scratch *sc = scratch_here();
 
 	if (sc) {
 		sc->preset = 0;

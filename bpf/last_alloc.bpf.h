@@ -124,9 +124,7 @@ struct {
 
 static __always_inline struct ht_ring_thread *ring_thread_new_here(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&ring_thread_new, &zero);
+	return HT_HERE(ring_thread_new);
 }
 
 /*

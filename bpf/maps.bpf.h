@@ -164,9 +164,7 @@ struct {
 
 static __always_inline struct range_scan *range_scan_here(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&range_scans, &zero);
+	return HT_HERE(range_scans);
 }
 
 static long range_overlap(struct bpf_map *map, __u64 *key, __u64 *end, void *unused)
@@ -291,8 +289,7 @@ struct {
  */
 __noinline int map_stack(struct map_rec *r)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct scratch *sc = scratch_here();
 
 	if (!r || !sc)
 		return 0;
@@ -330,8 +327,7 @@ static __always_inline bool in_allocator_call(__u64 sp)
 static __always_inline void map_block(__u32 proc, struct pt_regs *regs, __u64 start, __u64 size, __u32 kind,
 				      __u64 reallocs)
 {
-	__u32 zero = 0;
-	struct map_rec *m = bpf_map_lookup_elem(&map_recs, &zero);
+	struct map_rec *m = HT_HERE(map_recs);
 
 	if (!size || !m)
 		return;

@@ -105,9 +105,7 @@ struct {
 /* This CPU's scratch (NULL only for the verifier: a per-CPU array's one entry is always there). */
 static __always_inline struct scratch *scratch_here(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&scratch, &zero);
+	return HT_HERE(scratch);
 }
 
 /* One bulk copy of the stack above sp, as much as is mapped: sc->copy holds the bytes read. */

@@ -222,8 +222,8 @@ static __always_inline __u64 store_stack(struct scratch *sc, __u32 proc)
  */
 __noinline __u64 capture_walk(__u64 ip, __u64 sp, __u64 fp, __u64 proc_spec, __u64 func_ip)
 {
-	__u32 zero = 0, proc = proc_spec >> 32, spec = (__u32)proc_spec;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	__u32 proc = proc_spec >> 32, spec = (__u32)proc_spec;
+	struct scratch *sc = scratch_here();
 
 	if (!sc)
 		return HT_STACK_LOST;
@@ -254,8 +254,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, struct pt_regs *
 		return capture_walk(PT_REGS_IP(regs), PT_REGS_SP(regs), PT_REGS_FP(regs),
 				    (__u64)proc << 32 | spec, func_ip);
 
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct scratch *sc = scratch_here();
 
 	if (!sc)
 		return HT_STACK_LOST;
