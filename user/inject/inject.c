@@ -695,13 +695,17 @@ void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
 	counters[HT_STUB_UNDELIVERED] += in->undelivered;
 }
 
-bool inject_check_delivery(struct inject *in, const uint64_t c[HT_COUNTER_MAX], double now)
+bool inject_check_delivery(struct inject *in, const struct tracer *tr, uint32_t slot, double now)
 {
+	uint64_t c[HT_COUNTER_MAX];
+
 	if (in->shared || !in->enabled || in->undelivered || in->delivered)
 		return false;
 	read_seen(in);
 	if (!in->seen.recorded)
 		return false;
+	/* Only until the answer is known: the counters' read drains the rings first. */
+	tracer_counters(tr, slot, c);
 	/* What a recorded call becomes at a record site or in the drain, whichever way it went. */
 	if (c[HT_ALLOCS] || c[HT_FREES] || c[HT_UNMATCHED_FREES] || c[HT_FAILED_ALLOCS] || c[HT_RING_EVENTS] ||
 	    c[HT_ARENA_RESETS] || c[HT_STUB_WALKS]) {

@@ -70,13 +70,13 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
 
 /*
- * Do the stub's recorded calls reach heaptrace?  c: the process's
- * counters; now: seconds.  True, once, when a second went by after the
- * stub first recorded a call and nothing of it arrived (stub_undelivered:
- * the kernel's uprobes do not fire at the record sites, the drain does not
- * run): the profile would be empty.
+ * Do the stub's recorded calls reach heaptrace?  slot: the process's in
+ * tr's counters; now: seconds.  True, once, when a second went by after
+ * the stub first recorded a call and nothing of it arrived
+ * (stub_undelivered: the kernel's uprobes do not fire at the record
+ * sites, the drain does not run): the profile would be empty.
  */
-bool inject_check_delivery(struct inject *in, const uint64_t c[HT_COUNTER_MAX], double now);
+bool inject_check_delivery(struct inject *in, const struct tracer *tr, uint32_t slot, double now);
 
 /* The process executed a new program: its stub is gone; install again (inject_arm) for the same functions. */
 void inject_reset(struct inject *in);

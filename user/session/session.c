@@ -216,15 +216,12 @@ static char *command_line(const struct trace_opts *o, const struct target *t)
 static bool session_poll(void *arg)
 {
 	struct session *s = arg;
-	uint64_t c[HT_COUNTER_MAX];
 	struct utsname u;
 
 	if (s->o->cgroup)
 		procset_poll(s);
-	if (!s->in.n || s->stopped)
-		return false;
-	tracer_counters(&s->tr, 0, c);
-	if (!inject_check_delivery(&s->in, c, now_ms() / 1000.0))
+	/* The target is slot 0. */
+	if (!s->in.n || s->stopped || !inject_check_delivery(&s->in, &s->tr, 0, now_ms() / 1000.0))
 		return false;
 	ht_err("fast path: PID %d's recorded calls do not reach heaptrace on Linux %s (none in a second): stopping, "
 	       "the profile would be empty (stub_undelivered); --no-inject traces it with uprobes alone",
