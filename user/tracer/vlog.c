@@ -82,8 +82,10 @@ void tracer_vlog_libbpf(const char *fmt, va_list ap)
 	va_copy(aq, ap);
 	int n = vasprintf(&text, fmt, aq);
 	va_end(aq);
+	if (n < 0)
+		return;         /* text is undefined then */
 	/* libbpf's warnings start "libbpf: " */
-	const char *body = n > 0 ? strstr(text, "-- BEGIN PROG LOAD LOG --\n") : NULL, *name = n > 0 ? strstr(text, "prog '") : NULL;
+	const char *body = strstr(text, "-- BEGIN PROG LOAD LOG --\n"), *name = strstr(text, "prog '");
 	if (body && name && sscanf(name, "prog '%63[^']'", prog) == 1)
 		note_refusal(prog, body + strlen("-- BEGIN PROG LOAD LOG --\n"));
 	free(text);
