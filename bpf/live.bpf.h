@@ -234,7 +234,12 @@ __noinline int live_insert(__u64 key, struct ht_block *bp, struct ht_block *stal
 		m = live_level(level);
 		if (!m)
 			continue;
-		err = bpf_map_update_elem(m, &key, b, BPF_NOEXIST);
+		/*
+		 * 32 bits: Linux 6.1's verifier calls the map's own update, which
+		 * returns an int (the upper half of R0 is not its sign: -EEXIST
+		 * read as 64 bits is 0xffffffef), where later kernels return long.
+		 */
+		err = (int)bpf_map_update_elem(m, &key, b, BPF_NOEXIST);
 		/* Else full, or out of memory for an element: an older level may have room. */
 		if (!err || err == -HT_EEXIST)
 			break;
