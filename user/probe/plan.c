@@ -610,12 +610,13 @@ int probes_attach(struct probe_plan *plan, struct tracer *tr, pid_t pid)
 		ht_info("probe %-14s %s+0x%lx = %s+%lu `%s` (%s): %s%s", p->func, p->path, p->offset, p->func,
 			p->delta, p->where.insn, probe_cost_name(p->where.cost), p->where.why,
 			p->kind != HT_SPEC_ALLOC ? "" :
-			!tr->session ? " (and its return)" :
+			!tr->n_session ? " (and its return)" :
 			plan->specs[p->spec].leaf ? " (a session: the return only when sampled)" :
 						    " (a session: the return always, since it may call traced functions)");
 	}
 	if (first)
-		ht_info("attached with %s", tr->session ? "uprobe_multi links, allocators as uprobe sessions" :
+		/* Sessions as made: the program loads only when an allocator keeps its uprobe, and may not load. */
+		ht_info("attached with %s", tr->n_session ? "uprobe_multi links, allocators as uprobe sessions" :
 					    tr->multi ? "uprobe_multi links" : "one perf event per probe");
 	plan->said = true;
 	return 0;

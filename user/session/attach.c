@@ -214,10 +214,16 @@ int session_attach(struct session *s, double t0)
 		session_python_running(s);
 		s->ph.inject += now_ms() - t1;
 	}
-	if (o->sample_rate)
+	if (o->sample_rate) {
+		/* What an unsampled call pays: where no allocator keeps a uprobe, the stub decides in the process. */
+		bool uprobed = false;
+		for (int k = 0; k < s->plan.n; k++)
+			uprobed |= s->plan.probes[k].kind == HT_SPEC_ALLOC && !s->plan.probes[k].stub;
 		ht_info("sampling one allocation per %" PRIu64 " bytes on average; %s", o->sample_rate,
-			s->tr.session ? "unsampled calls skip their return probe (uprobe sessions)" :
-					"unsampled calls still take their return probe");
+			!uprobed ? "unsampled calls stay in the process (the fast path)" :
+			s->tr.n_session ? "unsampled calls skip their return probe (uprobe sessions)" :
+					  "unsampled calls still take their return probe");
+	}
 	s->ex.upto[0] = s->plan.n;
 	char what[8400];
 	if (t->script)
