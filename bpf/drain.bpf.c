@@ -72,7 +72,9 @@ struct drain {
 	__u64 pos, end;         /* the next position; the first not to consume */
 	__u64 ahead, n_ahead;   /* drain_buf holds the slots from position ahead, n_ahead of them */
 	__u64 events;           /* allocations, frees and resets accounted */
-	__u64 now;              /* the pass's time, every event's: a slot has no room for a time of its own */
+	__u64 now;              /* the event's time (ring_time()) */
+	__u64 pass_ns;          /* the pass's time: an event's that the stub did not stamp */
+	__u64 clock_ns, clock_ticks, tick_mult;        /* struct ht_drain_ctx's */
 	__u64 seen_hash;        /* the last stack looked up in ring_stacks (0: none), and what it held: */
 	struct ring_stack seen; /* a program's allocations come in runs of one stack */
 	__u32 tgid, proc;
@@ -414,6 +416,23 @@ __noinline int ring_reset(__u32 proc, __u64 arena)
 }
 
 /*
+ * When the stub made the call (heaptrace_ring.h's HT_EV_TICKS): ticks
+ * before the pass's reference point, at the rate heaptrace measured.  One
+ * beyond the reference by more than a second, or more than half a lap
+ * before it, cannot be placed: the pass's time.
+ */
+static __always_inline __u64 ring_time(const struct drain *d, const struct ht_ev *ev)
+{
+	if (!ev->ticks || !d->tick_mult)
+		return d->pass_ns;
+	__s32 back = (__s32)((__u32)d->clock_ticks - ev->ticks);
+	__u64 ns = (__u64)(back < 0 ? -(__s64)back : back) * d->tick_mult >> HT_TICK_MULT_SHIFT;
+	if (back >= 0)
+		return ns < d->clock_ns ? d->clock_ns - ns : d->pass_ns;
+	return ns < 1000000000ull ? d->clock_ns + ns : d->pass_ns;
+}
+
+/*
  * One event at d->pos; 1 to stop: the slot is not published (or not
  * readable), or a stack's frames are not all within this pass.
  */
@@ -439,6 +458,8 @@ static long drain_step(__u32 i, void *unused)
 	struct ht_ev *ev = &b->ev[(d->pos - d->ahead) & (DRAIN_AHEAD - 1)];
 	if (ev->seq != d->pos + 1)
 		return 1;
+	if (ev->kind != HT_EV_STACK)
+		d->now = ring_time(d, ev);
 	switch (ev->kind) {
 	case HT_EV_STACK: {
 		__u32 n = HT_RING_STACK_SLOTS(ev->depth);
@@ -526,7 +547,9 @@ int drain(__u64 *ctx)
 		return 0;
 	struct drain *d = &b->d;
 	*d = (struct drain){ .ring = ctx[0], .pos = tail, .end = tail + (__u32)tgid_max, .tgid = tgid,
-			     .now = bpf_ktime_get_ns() };
+			     .pass_ns = bpf_ktime_get_ns(), .clock_ns = ctx[4], .clock_ticks = ctx[5],
+			     .tick_mult = ctx[6] };
+	d->now = d->pass_ns;
 	/* Not traced (any more): what it sent is consumed, so that its threads never wait on a full ring. */
 	d->discard = proc < 0;
 	d->proc = proc < 0 ? 0 : proc;

@@ -77,7 +77,8 @@ struct ht_ev {
 			__u64 ptr;      /* the block made or freed */
 			__u64 size;     /* its request size, evaluated by the stub as the BPF side would */
 			__u64 old;      /* a realloc's old block (0: none) */
-			__u64 objects;  /* the spec's objects expression */
+			__u32 objects;  /* the spec's objects expression (32 bits, as struct ht_block keeps it) */
+			__u32 ticks;    /* when the call was made: HT_EV_TICKS (0: not stamped, the drain's time) */
 			__u64 arena;    /* the spec's arena expression (HT_EV_RESET: the arena reset) */
 			__u64 stack;    /* the hash of its stack (ht_stack_hash), sent before in an HT_EV_STACK */
 		};
@@ -88,6 +89,25 @@ struct ht_ev {
 		};
 	};
 };
+
+/*
+ * The time of an event (HT_EV_ALLOC, HT_EV_FREE, HT_EV_RESET), taken by
+ * the stub at the call: the time-stamp counter's low 32 bits above
+ * HT_EV_TICK_SHIFT, 21 ns a tick at 3 GHz, a lap in 91 s.  The drain turns
+ * it into the kernel's monotonic time (bpf_ktime_get_ns(), the record
+ * sites' clock) from a pair of both taken by heaptrace at the pass and the
+ * rate it measured (struct ht_drain_ctx), so lifetimes, --min-age, the
+ * peak's moment and the timeline mean the same on every path.  heaptrace
+ * drains every HT_RING_PERIOD_MS: an event that waited half a lap (heaptrace
+ * stopped that long, ^Z) cannot be placed, and one that seems to come
+ * after its pass gets the pass's time.  The stub reads the counter only
+ * where heaptrace saw the process may (ht_ring's stamp: prctl(PR_SET_TSC)
+ * can forbid it).
+ */
+#define HT_EV_TICK_SHIFT 6
+#define HT_EV_TICKS(tsc) ((__u32)((tsc) >> HT_EV_TICK_SHIFT))
+/* struct ht_drain_ctx's tick_mult: nanoseconds a tick, in units of 2^-HT_TICK_MULT_SHIFT */
+#define HT_TICK_MULT_SHIFT 24
 
 /* A continuation slot of an HT_EV_STACK: the next HT_RING_PCS frames, innermost first. */
 struct ht_ev_pcs {
@@ -108,6 +128,8 @@ struct ht_ev_pcs {
 
 struct ht_ring {
 	__u64 head __attribute__((aligned(64)));
+	__u32 stamp;            /* 1: the stub stamps events (HT_EV_TICKS), set by heaptrace; read with head */
+	__u32 tsc_mode;         /* the target's prctl(PR_GET_TSC), written there at the ring's making */
 	__u64 tail __attribute__((aligned(64)));
 	__u32 bell __attribute__((aligned(64)));     /* producers add 1 and wake heaptrace when it sleeps */
 	__u32 sleeping;         /* heaptrace waits on bell */
@@ -133,6 +155,10 @@ struct ht_drain_ctx {
 	__u32 tgid;             /* the process the ring belongs to */
 	__u32 done;             /* out: slots consumed */
 	__u32 exec_gen;         /* the process's image when the ring was made: events of an older one are not live */
+	/* The events' clock: the time at the pass, the ticks then, ns a tick (<< HT_TICK_MULT_SHIFT; 0: unknown) */
+	__u64 clock_ns;
+	__u64 clock_ticks;
+	__u64 tick_mult;
 };
 
 /*

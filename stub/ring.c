@@ -73,6 +73,15 @@ static __u32 tid(void)
 	return t ? t : (__u32)sys4(SYS_gettid, 0, 0, 0, 0);
 }
 
+/* The event's time (HT_EV_TICKS): the time-stamp counter, no kernel entry. */
+static __u32 ticks(void)
+{
+	__u32 lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return HT_EV_TICKS((__u64)hi << 32 | lo);
+}
+
 static struct ht_ev *slot(struct ht_ring *h, __u64 pos)
 {
 	return (struct ht_ev *)((char *)h + HT_RING_OFF) + (pos & MASK);
@@ -299,6 +308,8 @@ static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct 
 			lose(h);
 			return 0;
 		}
+		if (!tries && __atomic_load_n(&h->stamp, __ATOMIC_RELAXED))
+			ev->ticks = ticks();
 		if (regs && !walked) {
 			if (!stub_walk(regs, tp, &st)) {
 				walked = 1;

@@ -31,9 +31,9 @@
 #include "heaptrace.h"
 
 #define STUB_MAX_FNS 32                 /* HT_MAX_SPECS: every probe of the plan could be redirected */
-#define STUB_TRAMP_OFF 0x3000
+#define STUB_TRAMP_OFF 0x3400
 #define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
-#define STUB_CFG_OFF 0x3800            /* right after the trampolines: the config and the gadget's page both fit in 64 KiB */
+#define STUB_CFG_OFF 0x3c00            /* right after the trampolines: the config and the gadget's page both fit in 64 KiB */
 #define STUB_FILE_SIZE 0x10000
 #define STUB_DATA_OFF 0x10000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -255,6 +256,30 @@ static int fresh(struct inject *in, struct remote *r, char *why, size_t len)
 	return at ? 0 : -1;
 }
 
+/*
+ * Whether the stub may stamp events with the time-stamp counter (HT_EV_TICKS):
+ * a process may have made rdtsc fault (prctl(PR_SET_TSC, PR_TSC_SIGSEGV),
+ * as rr does to its tracees).  Asked in the target, the answer written in
+ * the ring's header.  Unstamped, its events take the drain's time.
+ */
+static void stamp_or_not(struct ring *g, struct remote *r)
+{
+	const char *env = getenv("HEAPTRACE_STAMP");       /* a test and measuring hook: 0, no stamps */
+	int err = 0;
+
+	g->hdr->stamp = 0;
+	g->hdr->tsc_mode = 0;
+	if (env && !strcmp(env, "0"))
+		return;
+	remote_call(r, SYS_prctl, PR_GET_TSC, (long)(g->target_addr + offsetof(struct ht_ring, tsc_mode)), 0, 0, 0, 0,
+		    &err);
+	if (!err && __atomic_load_n(&g->hdr->tsc_mode, __ATOMIC_ACQUIRE) == PR_TSC_ENABLE)
+		__atomic_store_n(&g->hdr->stamp, 1, __ATOMIC_RELEASE);
+	else
+		ht_info("fast path: the ring's events take the drain's time: the process may not read the time-stamp "
+			"counter (%s)", err ? strerror(-err) : "PR_SET_TSC");
+}
+
 int ring_install(struct inject *in, struct remote *r, const struct probe_plan *plan, struct tracer *tr)
 {
 	uint64_t at = in->base + STUB_DATA_OFF + offsetof(struct stub_data, r);
@@ -293,6 +318,8 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 		ring_destroy(in->ring);
 		on = false;
 	}
+	if (on)
+		stamp_or_not(in->ring, r);
 	in->ring_tr = on && drain ? tr : NULL;
 	if (!on && !cur.ring) {
 		/* No ring before, none now: the stub's data stays as it is (sampled sessions write nothing more). */

@@ -16,6 +16,7 @@
 #include "drain.skel.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/ticks.h"
 #include "util/time.h"
 #include "tracer/drain.h"
 #include "tracer/pair.h"
@@ -69,6 +70,7 @@ struct drain_state {
 	__s64 over_seen;                /* ring_held[1] when settle_gone() last emptied gone threads' slots */
 	struct ht_ring_thread *threads; /* ring_threads, mapped (HT_RING_THREAD_SLOTS) */
 	struct pairing pairs;           /* a run's allocations freed in the same run (tracer/pair.h) */
+	struct tick_clock clock;        /* the events' time (HT_EV_TICKS) */
 	/* For -v. */
 	uint64_t passes, runs, events, run_ns, pair_ns;
 	double load_ms;
@@ -219,6 +221,10 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 		tracer_live_room(tr, c);
 		struct ht_drain_ctx ctx = { .ring = (uintptr_t)r->slots, .tail = tail, .max = c, .tgid = r->tgid,
 					    .exec_gen = r->exec_gen };
+		uint64_t clock_ns, clock_ticks;
+		ctx.tick_mult = tick_clock_now(&d->clock, &clock_ns, &clock_ticks);
+		ctx.clock_ns = clock_ns;
+		ctx.clock_ticks = clock_ticks;
 		LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
 		int err = bpf_prog_test_run_opts(d->prog_fd, &run);
 		d->run_ns += monotonic_ns() - t1;
@@ -465,6 +471,7 @@ static struct drain_state *state(struct tracer *tr)
 	/* A test and measuring hook: every event through the live map, as before pairs. */
 	const char *pair = getenv("HEAPTRACE_PAIR");
 	d->pairs.off = pair && !strcmp(pair, "0");
+	tick_clock_start(&d->clock);
 	tr->drain = d;
 	return d;
 }
