@@ -399,11 +399,21 @@ $(BENCH)/floor.bpf.o: bench/floor.bpf.c
 $(BENCH)/floor.skel.h: $(BENCH)/floor.bpf.o
 	$(BPFTOOL) gen skeleton $< name floor > $@
 
+$(BENCH)/lookup.bpf.o: bench/lookup.bpf.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH)/lookup.skel.h: $(BENCH)/lookup.bpf.o
+	$(BPFTOOL) gen skeleton $< name lookup > $@
+
+$(BENCH)/lookup: bench/lookup.c $(BENCH)/lookup.skel.h
+	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/lookup.c -o $@ -lbpf -lelf -lz
+
 $(BENCH)/floor: bench/floor.c user/tracer/uprobe_multi.c user/tracer/uprobe_multi.h $(BENCH)/floor.skel.h
 	$(CC) $(CFLAGS) $(HT_CFLAGS) -I$(BENCH) bench/floor.c user/tracer/uprobe_multi.c -o $@ -lbpf -lelf -lz
 
 bench: deps
-	$(MAKE) all $(BENCH)/churn $(BENCH)/resets $(BENCH)/floor $(BUILD)/tests/nofp/t_shop
+	$(MAKE) all $(BENCH)/churn $(BENCH)/resets $(BENCH)/floor $(BENCH)/lookup $(BUILD)/tests/nofp/t_shop
 	bash bench/run.sh
 
 # A real server: redis-server (jemalloc) under heaptrace -p, driven by

@@ -224,6 +224,10 @@ run_config() {
 		timeout $RUN_TIMEOUT "$HT" --no-inject --probe-at=entry -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
 	heaptrace_fp)
 		timeout $RUN_TIMEOUT "$HT" --unwind fp -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" || rc=$? ;;
+	heaptrace_nostamp)
+		# The ring's events without the time of their call (HEAPTRACE_STAMP=0): the drain's pass time, as before.
+		HEAPTRACE_STAMP=0 timeout $RUN_TIMEOUT "$HT" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" > "$out" 2> "$err" ||
+			rc=$? ;;
 	heaptrace_sites | heaptrace_fp_sites)
 		# Exact without the ring: one record site (a trap) per call, as before batching (HEAPTRACE_BATCH=0).
 		local smode=auto
@@ -438,7 +442,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_sites heaptrace_kwalk heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_fp_sites heaptrace_fp_kwalk heaptrace_entry fp16 dwarf16 dwarf32 dwarf32_kwalk fp32 fp32_kwalk heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_nostamp heaptrace_sites heaptrace_kwalk heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_fp_sites heaptrace_fp_kwalk heaptrace_entry fp16 dwarf16 dwarf32 dwarf32_kwalk fp32 fp32_kwalk heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 [ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && [ -z "${BENCH_CONFIGS:-}" ] &&
@@ -461,6 +465,7 @@ declare -A LABEL=(
 	[heaptrace_noinject]="heaptrace --no-inject (uprobes)"
 	[heaptrace_s512k_noinject]="  same, --no-inject (uprobe sessions)"
 	[heaptrace_fp]="heaptrace --unwind fp"
+	[heaptrace_nostamp]="  same, events not stamped (the drain's time)"
 	[heaptrace_sites]="  same, a record site a call (no ring)"
 	[heaptrace_fp_sites]="  same, a record site a call (no ring)"
 	[heaptrace_kwalk]="  same, the BPF side walks"
@@ -549,6 +554,8 @@ per_call() {
 echo "exact mode against heaptrack (in process, LD_PRELOAD), depth $DEPTH:"
 target "exact (CFI, the ring) / heaptrack" "$(ratio "${MED[heaptrace]:-}" "${MED[heaptrack]:-}")" "<=" 1.0
 target "exact --unwind fp / heaptrack" "$(ratio "${MED[heaptrace_fp]:-}" "${MED[heaptrack]:-}")" "<=" 1.0
+printf '  %-44s %8s   (%s ns a pair)\n' "exact: events stamped / not (HEAPTRACE_STAMP=0)" \
+	"$(ratio "${MED[heaptrace]:-}" "${MED[heaptrace_nostamp]:-}")" "$(diff_ns "${MED[heaptrace]:-}" "${MED[heaptrace_nostamp]:-}")"
 printf '  %-44s %8s\n' "exact: the ring / a record site a call" "$(ratio "${MED[heaptrace]:-}" "${MED[heaptrace_sites]:-}")"
 printf '  %-44s %8s\n' "--unwind fp: the ring / a record site a call" \
 	"$(ratio "${MED[heaptrace_fp]:-}" "${MED[heaptrace_fp_sites]:-}")"
@@ -719,6 +726,12 @@ RSS=$(sed -n 's/^heaptrace: heaptrace peak RSS: //p' "$TMP/live.err")
 EVENTS=$(sed -n 's/^heaptrace: events: //p' "$TMP/live.err")
 PROF_STACKS=$(grep -c ' @ 0x' "$TMP/live.prof" 2>/dev/null)
 
+# The per-CPU scratch areas that keep every program within 512 bytes of
+# stack (docs/kernels.md): a lookup's cost beside the stack pointer it replaced.
+LOOKUP=$("$PWD/build/bench/lookup" 2> "$TMP/lookup.err")
+LOOKUP_PCPU=$(echo "$LOOKUP" | sed -n 's/^percpu \([0-9.]*\) stack.*/\1/p')
+LOOKUP_STACK=$(echo "$LOOKUP" | sed -n 's/.* stack \([0-9.]*\)$/\1/p')
+
 startup_print
 echo
 echo "other measurements:"
@@ -739,3 +752,9 @@ target "attach to a running churn, ms (median)" "${ATTACH:--}" "<" 300
 printf '  %-44s %s\n' "unwind tables of t_shop (cached run)" "${TABLES:-n/a}"
 target "CFI tables, libc+libstdc++ & co, cold, ms" "${COLD:--}" "<" 200
 target "CFI tables, the same from the cache, ms" "${CACHED:--}" "<" 10
+if [ -n "$LOOKUP_PCPU" ] && [ -n "$LOOKUP_STACK" ]; then
+	printf '  %-44s %s (per-CPU scratch) / %s (stack), %s above\n' "a BPF loop step touching 64 bytes, ns" \
+		"$LOOKUP_PCPU" "$LOOKUP_STACK" "$(awk -v a="$LOOKUP_PCPU" -v b="$LOOKUP_STACK" 'BEGIN { printf "%.2f", a - b }')"
+else
+	printf '  %-44s failed: %s\n' "per-CPU scratch lookup" "$(tail -1 "$TMP/lookup.err")"
+fi
