@@ -82,6 +82,101 @@ scenario_overtime() {
 	overtime_peak
 	overtime_minage
 	overtime_diff_errors
+	overtime_lifetimes
+	overtime_diff_runs
+}
+
+# heaptrace diff of two runs of t_twice (a PIE: ASLR maps it and libc
+# elsewhere each run): 5 then 10 blocks of keep_fn kept, as many of temp_fn
+# freed at once.  Stacks match by their frames, not their addresses: keep_fn
+# grew by 5 x 4096 in use, both by 5 allocations; backwards, everything is
+# negative, printed signed.
+overtime_diff_runs() {
+	local d f
+	ht dr_a -o "$TMP/dr_a.heap" -- "$TB/t_twice" 5
+	ht dr_b -o "$TMP/dr_b.heap" -- "$TB/t_twice" 10
+	d=$(rc_diag dr_a 0)$(rc_diag dr_b 0)
+	[ "$(grep -m1 't_twice$' "$TMP/dr_a.heap" | cut -d- -f1)" != "$(grep -m1 't_twice$' "$TMP/dr_b.heap" | cut -d- -f1)" ] ||
+		d+="both runs mapped t_twice at the same address: ASLR off?"$'\n'
+	report "overtime: diff of runs: t_twice 5 and t_twice 10 traced, mapped at two addresses" "$d"
+
+	ht dr_col diff -f collapsed "$TMP/dr_a.heap" "$TMP/dr_b.heap"
+	d=$(rc_diag dr_col 0)
+	grep -qE '(^|;)main;keep_fn 20480$' "$TMP/dr_col.out" || d+="no '...;main;keep_fn 20480' line"$'\n'
+	[ "$(grep -c '' "$TMP/dr_col.out")" = 1 ] || d+="$(grep -c '' "$TMP/dr_col.out") lines, want 1"$'\n'
+	grep -q '0x' "$TMP/dr_col.out" && d+="an address where a frame was named"$'\n'
+	[ -s "$TMP/dr_col.err" ] && d+="stderr: $(head -2 "$TMP/dr_col.err")"$'\n'
+	[ -n "$d" ] && d+=$(cat "$TMP/dr_col.out")
+	report "overtime: diff of runs -f collapsed: one line, ...;main;keep_fn 20480, every frame named" "$d"
+
+	ht dr_back diff -f collapsed --value alloc_objects "$TMP/dr_b.heap" "$TMP/dr_a.heap"
+	d=$(rc_diag dr_back 0)
+	for f in keep_fn temp_fn; do
+		[ "$(signed_leafval dr_back $f)" = -5 ] || d+="$f $(signed_leafval dr_back $f), want -5"$'\n'
+	done
+	[ "$(grep -c '' "$TMP/dr_back.out")" = 2 ] || d+="$(grep -c '' "$TMP/dr_back.out") lines, want 2"$'\n'
+	report "overtime: diff of runs backwards --value alloc_objects: keep_fn -5, temp_fn -5" "$d"
+
+	ht dr_top diff --value alloc_objects "$TMP/dr_b.heap" "$TMP/dr_a.heap"
+	d=$(rc_diag dr_top 0)
+	grep -qE '^  allocated: +-20,980 bytes in -10 objects$' "$TMP/dr_top.out" ||
+		d+="no 'allocated: -20,980 bytes in -10 objects'"$'\n'
+	[ "$(grep -cE '^#[12] +-5 objects \(-50\.0%\) +in use -?[0-9,]+ B / -?[0-9]+ obj, allocated -[0-9,]+ B / -5 obj$' "$TMP/dr_top.out")" = 2 ] ||
+		d+="not two entries '#N -5 objects (-50.0%) ... allocated ... / -5 obj'"$'\n'
+	grep -q '18446744' "$TMP/dr_top.out" && d+="a negative count printed unsigned"$'\n'
+	[ "$(grep -A1 -E '^#[12] ' "$TMP/dr_top.out" | grep -cE '^ +(keep_fn|temp_fn)  tests/targets/t_twice.c:[0-9]+$')" = 2 ] ||
+		d+="not two entries whose first frames are keep_fn and temp_fn at t_twice.c"$'\n'
+	[ -n "$d" ] && d+=$(sed -n '1,12p' "$TMP/dr_top.out")
+	report "overtime: diff of runs backwards -f top: -5 objects (-50.0%) each, signed, frames named" "$d"
+
+	ht dr_pp diff -f pprof "$TMP/dr_a.heap" "$TMP/dr_b.heap"
+	d=$(rc_diag dr_pp 0)
+	cp "$TMP/dr_pp.out" "$TMP/dr_pp.heap"
+	pprof_has_record "$TMP/dr_pp.heap" 5 20480 5 20480 || d+="no record 5: 20480 [5: 20480] (keep_fn)"$'\n'
+	pprof_has_record "$TMP/dr_pp.heap" 0 0 5 500 || d+="no record 0: 0 [5: 500] (temp_fn)"$'\n'
+	[ "$(grep -c '@ 0x' "$TMP/dr_pp.heap")" = 2 ] || d+="$(grep -c '@ 0x' "$TMP/dr_pp.heap") records, want 2"$'\n'
+	report "overtime: diff of runs -f pprof: keep_fn 5: 20480 [5: 20480], temp_fn 0: 0 [5: 500], nothing else" "$d"
+
+	ht dr_proto diff -f proto "$TMP/dr_a.heap" "$TMP/dr_b.heap"
+	d=$(rc_diag dr_proto 0)
+	cp "$TMP/dr_proto.out" "$TMP/dr_proto.pb.gz"
+	pprof_tool dr_go go -traces "$TMP/dr_proto.pb.gz"
+	[ "$(cat "$TMP/dr_go.rc")" = 0 ] || d+="go tool pprof -traces: exit $(cat "$TMP/dr_go.rc"): $(head -2 "$TMP/dr_go.err")"$'\n'
+	grep -qE '^ +20kB +keep_fn$' "$TMP/dr_go.out" || d+="go tool pprof: no '20kB keep_fn' trace"$'\n'
+	[ -n "$d" ] && d+=$(head -20 "$TMP/dr_go.out")
+	report "overtime: diff of runs -f proto: go tool pprof -traces shows keep_fn +20kB" "$d"
+}
+
+# t_lifetimes: held_fn's 20 blocks each live >= 5 ms (nanosleep), brief_fn's
+# 200 are freed at once.  Every path gives held_fn's lifetimes in buckets of
+# 4 ms or more: the ring's events carry the time of their call (the stub
+# stamps them), not the drain's pass; HEAPTRACE_BATCH=0 (a record site a
+# call) and --no-inject take the kernel's time at the probe.
+overtime_lifetimes() {
+	local mode key e d
+	for mode in ring sites noinject; do
+		key=lt_$mode
+		case $mode in
+		ring) ht $key -v -f top -- "$TB/t_lifetimes" ;;
+		sites) HEAPTRACE_BATCH=0 ht $key -v -f top -- "$TB/t_lifetimes" ;;
+		noinject) ht $key --no-inject -v -f top -- "$TB/t_lifetimes" ;;
+		esac
+		d=$(rc_diag $key 0)
+		n=$(rl_events_num $key ring_events)
+		if [ $mode = ring ]; then
+			[ "${n:-0}" -ge 440 ] || d+="ring_events=${n:-?}, want >= 440 (the ring's path)"$'\n'
+		else
+			[ "${n:-0}" = 0 ] || d+="ring_events=$n, want 0"$'\n'
+		fi
+		e=$(top_entry "$TMP/$key.out" held_fn)
+		echo "$e" | sed -n 2p | grep -qE '^      freed 20, temporary [0-9]+; lifetimes:( >=([4-9]ms|[0-9]{2,}ms|[0-9]+s):[0-9]+)+$' ||
+			d+="held_fn's freed line: $(echo "$e" | sed -n 2p)"$'\n'
+		[ "$(lifetimes_sum "$(echo "$e" | sed -n 2p)")" = 20 ] || d+="held_fn's lifetimes add up to $(lifetimes_sum "$(echo "$e" | sed -n 2p)"), want 20"$'\n'
+		e=$(top_entry "$TMP/$key.out" brief_fn)
+		echo "$e" | sed -n 2p | grep -qE '^      freed 200, ' || d+="brief_fn's freed line: $(echo "$e" | sed -n 2p)"$'\n'
+		[ "$(lifetimes_sum "$(echo "$e" | sed -n 2p)")" = 200 ] || d+="brief_fn's lifetimes add up to $(lifetimes_sum "$(echo "$e" | sed -n 2p)"), want 200"$'\n'
+		report "overtime: lifetimes ($mode): held_fn's 20 blocks held 5 ms each in buckets >= 4ms, brief_fn's 200 counted" "$d"
+	done
 }
 
 # t_overtime FIFO, -i 0.5 --diff --at-peak --peak-step 500 -o PREFIX, -v.

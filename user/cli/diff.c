@@ -1,4 +1,5 @@
 /* `heaptrace diff OLD NEW`: what changed per stack between two profiles. */
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -128,7 +129,12 @@ int cmd_diff(int argc, char **argv)
 		free(maps_a);
 		return 1;
 	}
-	int bad = profile_diff(&a, &b, &d);
+	/* Two runs, two memory maps (ASLR): the old run's frames in the new run's places first. */
+	uint64_t left = 0;
+	int bad = profile_rebase(&a, maps_a, maps_b, &left) || profile_diff(&a, &b, &d);
+	if (left)
+		ht_err("diff: %" PRIu64 " frames of %s are in objects %s does not map (rebuilt in between?): "
+		       "they keep their addresses", left, argv[first], argv[first + 1]);
 	/* d holds copies of what it needs: the inputs' memory goes back before the output takes its own. */
 	profile_free(&a);
 	profile_free(&b);

@@ -219,12 +219,13 @@ stacks:
 		if (s->suppressed && (v == V_INUSE_SPACE || v == V_INUSE_OBJECTS))
 			continue;
 		shown++;
-		fprintf(f, "#%-3zu %s %s (%.1f%%)   in use %s B / %" PRId64 " obj, allocated %s B / %" PRIu64 " obj\n",
-			shown, grouped(val, a, sizeof(a)), unit(v), total ? 100.0 * val / total : 0.0,
+		/* A diff's counts fall as well as grow: signed, and a share of the total's size, in the change's sign. */
+		fprintf(f, "#%-3zu %s %s (%.1f%%)   in use %s B / %" PRId64 " obj, allocated %s B / %" PRId64 " obj\n",
+			shown, grouped(val, a, sizeof(a)), unit(v), total ? 100.0 * val / llabs(total) : 0.0,
 			grouped(s->c.inuse_bytes, b, sizeof(b)), (int64_t)s->c.inuse_objects,
-			grouped(s->c.alloc_bytes, c, sizeof(c)), (uint64_t)s->c.alloc_objects);
+			grouped(s->c.alloc_bytes, c, sizeof(c)), (int64_t)s->c.alloc_objects);
 		if (s->c.realloc_objects)
-			fprintf(f, "     reallocs %" PRIu64 ", %s bytes copied\n", (uint64_t)s->c.realloc_objects,
+			fprintf(f, "     reallocs %" PRId64 ", %s bytes copied\n", (int64_t)s->c.realloc_objects,
 				grouped(s->c.realloc_bytes, b, sizeof(b)));
 		print_lifetimes(f, &s->c);
 		print_frames(f, s, sym);

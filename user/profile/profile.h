@@ -211,6 +211,14 @@ int profile_read_proto(const uint8_t *gz, size_t len, const char *path, struct p
 /* The profile as it stood at the peak: in-use counters replaced by the at-peak ones. */
 void profile_at_peak(struct profile *p);
 
+/*
+ * Two runs' profiles compared (rebase.c): p's pcs, of the memory map from,
+ * moved into the map to, object by object (the same file at another
+ * address); p sorted again.  *left: frames of objects to has not (a file
+ * rebuilt in between), kept as they were.  0, or -1 out of memory.
+ */
+int profile_rebase(struct profile *p, const char *from, const char *to, uint64_t *left);
+
 /* new - old per stack (stacks matched by their frames); in p->stacks of a new profile. */
 int profile_diff(const struct profile *old, const struct profile *new, struct profile *diff);
 

@@ -253,7 +253,8 @@ static void read_mappings(const uint8_t *data, size_t len, const struct tables *
 		 * executable segment alone (offset 0x1000, say) would shift every
 		 * symbol.  Objects map their segments contiguously, so offset 0 is
 		 * at start - offset.  libdwfl takes inode 0 for anonymous memory and
-		 * one inode for one file: number them.
+		 * one inode for one file: number them (profile/rebase.c knows 00:01 for
+		 * such numbers, no file identity).
 		 */
 		if (mf && file < t->nstr && start >= off)
 			fprintf(mf, "%lx-%lx r-xp 00000000 00:01 %d %s\n", (unsigned long)(start - off),

@@ -4,9 +4,10 @@
  * So the old profile's pcs move into the new run's map, object by object:
  * a pc at file offset O of an object's executable mapping in the old run
  * becomes the address of O in the same object's mapping in the new one.
- * "The same object" is the same path, device and inode: a file rebuilt
- * between the runs is another object, whose offsets mean other code; its
- * frames stay where they were (said once, with their count).  Then the
+ * "The same object" is the same path, device and inode (the path alone
+ * where a map has no inode: a pprof protobuf's): a file rebuilt between
+ * the runs is another object, whose offsets mean other code; its frames
+ * stay where they were (said once, with their count).  Then the
  * stacks compare frame by frame where they run the same code, and the new
  * run's map names them all.
  */
@@ -49,7 +50,7 @@ static struct xmap *exec_maps(const char *maps, size_t *n)
 		int at = 0;
 		if (sscanf(p, "%lx-%lx %7s %lx %lx:%lx %lu %n", &m.lo, &m.hi, perms, &m.off, &m.dev_major,
 			   &m.dev_minor, &m.ino, &at) == 7 &&
-		    at > 0 && (size_t)at < len && perms[2] == 'x' && p[at] == '/' && m.ino) {
+		    at > 0 && (size_t)at < len && perms[2] == 'x' && p[at] == '/') {
 			m.path = p + at;
 			m.path_len = len - (size_t)at;
 			if (ARRAY_RESERVE(v, cap, *n + 1, 32)) {
@@ -66,10 +67,22 @@ static struct xmap *exec_maps(const char *maps, size_t *n)
 	return v;
 }
 
+/*
+ * Does the line say which file it maps?  A pprof protobuf's mappings carry
+ * no inode: read_proto.c numbers its files on device 00:01 (for libdwfl).
+ */
+static bool identified(const struct xmap *m)
+{
+	return m->ino && !(m->dev_major == 0 && m->dev_minor == 1);
+}
+
+/* The same path, and the same file where both maps say which. */
 static bool same_file(const struct xmap *a, const struct xmap *b)
 {
-	return a->ino == b->ino && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
-	       a->path_len == b->path_len && !memcmp(a->path, b->path, a->path_len);
+	if (a->path_len != b->path_len || memcmp(a->path, b->path, a->path_len))
+		return false;
+	return !identified(a) || !identified(b) ||
+	       (a->ino == b->ino && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor);
 }
 
 /* The mapping holding pc, or NULL. */
