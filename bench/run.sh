@@ -259,7 +259,7 @@ run_config() {
 	heaptrace_s512k_base)
 		timeout $RUN_TIMEOUT "$BASE_HT" --sample-rate 512K -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
-	heaptrace_s512k | heaptrace_s64k)
+	heaptrace_s512k | heaptrace_s64k | heaptrace_s4k)
 		timeout $RUN_TIMEOUT "$HT" --sample-rate "${name#heaptrace_s}" -o /dev/null -- "$CHURN" "${CHURN_ARGS[@]}" \
 			> "$out" 2> "$err" || rc=$? ;;
 	heaptrace_s512k_kid | heaptrace_s512k_kid_noinject)
@@ -442,7 +442,7 @@ echo
 
 # ---------------------------------------------------------------- the table
 
-CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_nostamp heaptrace_sites heaptrace_kwalk heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_fp_sites heaptrace_fp_kwalk heaptrace_entry fp16 dwarf16 dwarf32 dwarf32_kwalk fp32 fp32_kwalk heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
+CONFIGS=(bare trap stack entry entryonly heaptrace heaptrace_nostamp heaptrace_sites heaptrace_kwalk heaptrace_html heaptrace_mmap heaptrace_noinject heaptrace_fp heaptrace_fp_sites heaptrace_fp_kwalk heaptrace_entry fp16 dwarf16 dwarf32 dwarf32_kwalk fp32 fp32_kwalk heaptrace_s512k heaptrace_s512k_mmap heaptrace_s512k_noinject heaptrace_s64k heaptrace_s4k heaptrace_ff heaptrace_s512k_ff heaptrace_s512k_ff_noinject heaptrace_s512k_kid heaptrace_s512k_kid_noinject heaptrace_s512k_exec pool_bare pool_trap pool_heaptrace pool_heaptrace_noinject pool_heaptrace_s512k pool_heaptrace_s512k_noinject)
 # BENCH_CONFIGS="bare heaptrace_ff ...": only those rows (the ratios of rows not run print as "-").
 [ -n "${BENCH_CONFIGS:-}" ] && read -r -a CONFIGS <<<"$BENCH_CONFIGS"
 [ -n "$BASE_HT" ] && [[ " ${CONFIGS[*]} " != *" heaptrace_html_base "* ]] && [ -z "${BENCH_CONFIGS:-}" ] &&
@@ -485,6 +485,7 @@ declare -A LABEL=(
 	[entryonly]="entry-only floor (BPF, no returns)"
 	[heaptrace_s512k]="heaptrace --sample-rate 512K"
 	[heaptrace_s64k]="heaptrace --sample-rate 64K"
+	[heaptrace_s4k]="heaptrace --sample-rate 4K (a sample in 64 calls)"
 	[heaptrace_ff]="heaptrace --follow-fork (exact: uprobes)"
 	[heaptrace_s512k_ff]="  --follow-fork --sample-rate 512K"
 	[heaptrace_s512k_ff_noinject]="    same, --no-inject (sessions)"
@@ -609,6 +610,8 @@ echo
 echo "sampling (--sample-rate):"
 target "--sample-rate 512K / heaptrace (exact)" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[heaptrace]:-}")" "<=" 0.6
 target "--sample-rate 64K / heaptrace (exact)" "$(ratio "${MED[heaptrace_s64k]:-}" "${MED[heaptrace]:-}")" "<=" 0.6
+# Recorded samples ride the ring as exact events do: finer sampling never costs more than exact.
+target "--sample-rate 4K / heaptrace (exact)" "$(ratio "${MED[heaptrace_s4k]:-}" "${MED[heaptrace]:-}")" "<=" 1.0
 target "--sample-rate 512K / entry-only floor" "$(ratio "${MED[heaptrace_s512k]:-}" "${MED[entryonly]:-}")" "<=" 1.25
 printf '  %-44s %8s\n' "--no-inject 512K / entry-only floor (sessions)" \
 	"$(ratio "${MED[heaptrace_s512k_noinject]:-}" "${MED[entryonly]:-}")"

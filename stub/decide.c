@@ -436,10 +436,15 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 		if (mode == MODE_RECORD && ptr && !set_add(ptr))
 			mode = MODE_FREE_OLD;
 	}
-	/* Exact mode's batching: to the ring (ring.c), but for a stack the stub cannot walk: the site, in order. */
-	if (mode == MODE_RECORD && ring_of()) {
+	/*
+	 * The ring (ring.c), exact or sampled, but for a stack the stub cannot
+	 * walk: the site, in order.  A sampled block's old one an unsampled
+	 * realloc freed goes the same way, after the block's own event.
+	 */
+	if (ring_of()) {
 		__u64 old = fn->old_arg ? arg_of(f, fn->old_arg) : 0;
-		struct ht_ev ev = { .kind = HT_EV_ALLOC, .flags = HT_STUB_SAMPLED, .spec = (__u16)fn->spec };
+		struct ht_ev ev = { .kind = HT_EV_ALLOC, .flags = mode == MODE_RECORD ? HT_STUB_SAMPLED : 0,
+				    .spec = (__u16)fn->spec };
 		struct stub_regs regs = { f->ret_addr, (__u64)&f->ret_addr + 8, f->fp };
 		ev.ptr = ptr;
 		ev.size = size;
@@ -447,8 +452,8 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 		ev.old = old && (ptr || !size) ? old : 0;
 		ev.objects = eval(&fn->s.objects, r.args, ret);
 		ev.arena = eval(&fn->s.arena, r.args, ret);
-		/* A failed call makes no block: no stack. */
-		if (!ring_put(&ev, ptr ? &regs : 0, thread_pointer()))
+		/* A failed call makes no block, an unsampled one keeps none: no stack. */
+		if (!ring_put(&ev, ptr && mode == MODE_RECORD ? &regs : 0, thread_pointer()))
 			return ret;
 	}
 	r.ret = ret;

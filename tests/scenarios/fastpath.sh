@@ -298,7 +298,13 @@ scenario_inject_footprint() {
 	[ "$stubs" = 1 ] || d+="$stubs stub mappings, want 1"$'\n'
 	[ "$reused" = 29 ] || d+="$reused sessions used the stub again, want 29"$'\n'
 	[ "$maps" = "$maps1" ] || d+="mappings (count, stub and data) after the first session: $maps1; at the end: $maps"$'\n'
-	[ $((rss - rss0)) -le 512 ] || d+="RSS grew from $rss0 KiB to $rss KiB (after the first session: ${rss1:-?}), want at most 512 KiB"$'\n'
+	# Sampled sessions batch through the ring and the stub walks with the
+	# CFI tables, as exact ones: the ring (1 MiB, used again by each
+	# session, its positions going on, so its pages are touched once round)
+	# and the tables' pages (~600 KiB for libc) come once; beyond them,
+	# nothing may grow from session to session.
+	[ $((rss - rss0)) -le 2048 ] ||
+		d+="RSS grew from $rss0 KiB to $rss KiB (after the first session: ${rss1:-?}), want at most 2048 KiB (the ring's 1024, the tables')"$'\n'
 	timeout 10 bash -c 'echo quit >"$1"' _ "$TMP/$key.fifo"
 	if wait_exit "$tpid" 20; then
 		[ "$WRC" = 0 ] || d+="target exit status $WRC"$'\n'

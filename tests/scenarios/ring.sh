@@ -100,7 +100,7 @@ scenario_ringstub() {
 	# HEAPTRACE_BATCH=0: the record sites, as before; no ring mapped.
 	HEAPTRACE_BATCH=0 HEAPTRACE_RING_NODRAIN=1 ht ring_off -v -o /dev/null -- "$TB/t_entrypoints"
 	d=$(rc_diag ring_off 0)
-	grep -q '^heaptrace: fast path: no batching (HEAPTRACE_BATCH=0): one record site per call$' "$TMP/ring_off.err" ||
+	grep -q '^heaptrace: fast path: no batching (HEAPTRACE_BATCH=0): one record site per recorded call$' "$TMP/ring_off.err" ||
 		d+="no 'no batching (HEAPTRACE_BATCH=0)' line: $(grep 'fast path' "$TMP/ring_off.err")"$'\n'
 	grep -q 'events batched' "$TMP/ring_off.err" && d+="a ring with HEAPTRACE_BATCH=0"$'\n'
 	report "ringstub: HEAPTRACE_BATCH=0 turns batching off (-v says why), exit 0" "$d"

@@ -101,8 +101,6 @@ static const char *why_not(const struct inject *in, const struct probe_plan *pla
 {
 	if (ring_batch_off())
 		return snprintf(why, len, "HEAPTRACE_BATCH=0"), why;
-	if (in->sample_rate)
-		return snprintf(why, len, "sampled"), why;
 	if (in->walk == STUB_WALK_NONE)
 		return snprintf(why, len, "the stub does not walk stacks"), why;
 	for (int k = 0; k < plan->n; k++)
@@ -322,9 +320,8 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 		stamp_or_not(in->ring, r);
 	in->ring_tr = on && drain ? tr : NULL;
 	if (!on && !cur.ring) {
-		/* No ring before, none now: the stub's data stays as it is (sampled sessions write nothing more). */
-		if (!in->sample_rate)
-			ht_info("fast path: no batching (%s): one record site per call", why);
+		/* No ring before, none now: the stub's data stays as it is. */
+		ht_info("fast path: no batching (%s): one record site per recorded call", why);
 		return 0;
 	}
 	cur.ring = on ? in->ring->target_addr : 0;
@@ -339,8 +336,8 @@ int ring_install(struct inject *in, struct remote *r, const struct probe_plan *p
 	if (on)
 		ht_info("fast path: events batched in a ring at 0x%" PRIx64 " (thread ids %s)", (uint64_t)cur.ring,
 			cur.tid_off ? "read from the thread pointer" : "by gettid");
-	else if (!in->sample_rate)
-		ht_info("fast path: no batching (%s): one record site per call", why);
+	else
+		ht_info("fast path: no batching (%s): one record site per recorded call", why);
 	return 0;
 }
 

@@ -161,7 +161,7 @@ int session_attach(struct session *s, double t0)
 	for (int i = 0; i < o->n_syms; i++)
 		s->cfg.arenas |= o->syms[i].spec.arena.n > 0;
 	/* The injection decides (inject/ring.c); a preload it then finds unused costs start-up's CPU only. */
-	s->cfg.batch = s->in.n > 0 && !o->sample_rate && !ring_batch_off();
+	s->cfg.batch = s->in.n > 0 && !ring_batch_off();
 	s->cfg.maps = o->mmap;
 	if (o->mmap && o->sample_rate && mode != HT_STACK_DWARF) {
 		ht_err("--mmap with --sample-rate: the target's objects have no CFI to tell the allocator's own mappings by");

@@ -1,6 +1,6 @@
 /*
  * The stub's own stack walk (stub/unwind.c): how it walks, as --unwind
- * says (CFI only in exact mode), and its CFI tables in the target, which
+ * says, and its CFI tables in the target, which
  * user/unwind/ keeps filled once user/inject/ has mapped them.  HEAPTRACE_WALK=bpf (a test
  * hook) leaves every walk to the BPF side, as before the stub walked:
  * scenario stubwalk compares the two.
@@ -28,11 +28,10 @@ void session_plan_walk(struct session *s)
 	in->walk = s->cfg.stack_mode == HT_STACK_DWARF ? STUB_WALK_CFI :
 		   s->cfg.stack_mode == HT_STACK_WALK ? STUB_WALK_FP : STUB_WALK_NONE;
 	/*
-	 * Sampled, a recorded call is rare and the BPF walk's cost no matter:
-	 * the CFI tables would cost the target their pages for nothing.
+	 * Sampled too: a recorded sample then goes to the ring as an exact
+	 * event does, with no kernel entry (at 4K over 528-byte blocks, one
+	 * call in eight is recorded: a trap each cost more than exact mode).
 	 */
-	if (in->walk == STUB_WALK_CFI && s->o->sample_rate)
-		in->walk = STUB_WALK_NONE;
 	if (how && !strcmp(how, "bpf"))
 		in->walk = STUB_WALK_NONE;
 	else if (how && strcmp(how, "stub"))
