@@ -11,19 +11,18 @@
  * stacks compare frame by frame where they run the same code, and the new
  * run's map names them all.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "profile/profile.h"
 #include "util/array.h"
+#include "util/procfs.h"
 
 /* An executable mapping of a file, and where the same file's code is in the other map. */
 struct xmap {
 	uint64_t lo, hi, off;
 	unsigned long dev_major, dev_minor, ino;
-	const char *path;       /* into the maps text, up to the line's end */
-	size_t path_len;
+	char *path;             /* owned */
 	int64_t shift;          /* add to a pc of this mapping to have it in the other map */
 	uint64_t to_lo, to_hi;  /* the file offsets the other map has executable, of this mapping's */
 	bool placed;
@@ -35,36 +34,39 @@ static int cmp_lo(const void *a, const void *b)
 	return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* The executable file mappings of a maps text, sorted by address (*n of them; NULL: none or out of memory). */
-static struct xmap *exec_maps(const char *maps, size_t *n)
+static void free_maps(struct xmap *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+/* The executable file mappings of a maps text, sorted by address, in *out (*n of them); -1: out of memory. */
+static int exec_maps(const char *maps, struct xmap **out, size_t *n)
 {
 	struct xmap *v = NULL;
 	size_t cap = 0;
+	struct map_entry e;
 
+	*out = NULL;
 	*n = 0;
-	for (const char *p = maps ? maps : ""; *p;) {
-		const char *end = strchr(p, '\n');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		struct xmap m = { 0 };
-		char perms[8];
-		int at = 0;
-		if (sscanf(p, "%lx-%lx %7s %lx %lx:%lx %lu %n", &m.lo, &m.hi, perms, &m.off, &m.dev_major,
-			   &m.dev_minor, &m.ino, &at) == 7 &&
-		    at > 0 && (size_t)at < len && perms[2] == 'x' && p[at] == '/') {
-			m.path = p + at;
-			m.path_len = len - (size_t)at;
-			if (ARRAY_RESERVE(v, cap, *n + 1, 32)) {
-				free(v);
-				*n = 0;
-				return NULL;
-			}
-			v[(*n)++] = m;
+	for (const char *pos = maps; maps_next(&pos, &e);) {
+		if (e.perms[2] != 'x' || e.path[0] != '/')
+			continue;
+		char *path = strdup(e.path);
+		if (!path || ARRAY_RESERVE(v, cap, *n + 1, 32)) {
+			free(path);
+			free_maps(v, *n);
+			*n = 0;
+			return -1;
 		}
-		p += len + (end != NULL);
+		v[(*n)++] = (struct xmap){ .lo = e.lo, .hi = e.hi, .off = e.offset, .dev_major = e.dev_major,
+					   .dev_minor = e.dev_minor, .ino = e.ino, .path = path };
 	}
 	if (*n)
 		qsort(v, *n, sizeof(*v), cmp_lo);
-	return v;
+	*out = v;
+	return 0;
 }
 
 /*
@@ -79,7 +81,7 @@ static bool identified(const struct xmap *m)
 /* The same path, and the same file where both maps say which. */
 static bool same_file(const struct xmap *a, const struct xmap *b)
 {
-	if (a->path_len != b->path_len || memcmp(a->path, b->path, a->path_len))
+	if (strcmp(a->path, b->path))
 		return false;
 	return !identified(a) || !identified(b) ||
 	       (a->ino == b->ino && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor);
@@ -117,12 +119,13 @@ static uint64_t moved(struct xmap *v, size_t n, uint64_t pc, uint64_t *left)
 int profile_rebase(struct profile *p, const char *from, const char *to, uint64_t *left)
 {
 	size_t nf, nt;
-	struct xmap *f = exec_maps(from, &nf), *t = exec_maps(to, &nt);
+	struct xmap *f, *t;
 
 	*left = 0;
-	if ((!f && nf) || (!t && nt)) {
-		free(f);
-		free(t);
+	if (exec_maps(from, &f, &nf))
+		return -1;
+	if (exec_maps(to, &t, &nt)) {
+		free_maps(f, nf);
 		return -1;
 	}
 	for (size_t i = 0; i < nf; i++) {
@@ -143,8 +146,8 @@ int profile_rebase(struct profile *p, const char *from, const char *to, uint64_t
 	for (size_t s = 0; s < p->n_unmatched; s++)
 		for (uint32_t j = 0; j < p->unmatched[s].depth; j++)
 			p->unmatched[s].pcs[j] = moved(f, nf, p->unmatched[s].pcs[j], left);
-	free(f);
-	free(t);
+	free_maps(f, nf);
+	free_maps(t, nt);
 	/* Sorted by the new frames, for profile_diff's merge join. */
 	profile_normalize(p);
 	return 0;

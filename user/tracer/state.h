@@ -28,7 +28,7 @@ struct tracer_config {
 	const struct ht_alloc_spec *specs;
 	int n_specs;
 	bool multi;             /* attach with uprobe_multi links (kernel 6.6+) */
-	bool session;           /* allocators may be uprobe sessions (needs multi; the program loads on kernels with bpf_session_is_return) */
+	bool session;           /* allocators may be uprobe sessions (needs multi; the program loads from Linux 6.13) */
 	uint64_t sample_rate;   /* --sample-rate bytes, 0: every allocation */
 	bool follow_fork;       /* children added with tracer_add_proc are traced too */
 	uint32_t unwind_rows;   /* HT_STACK_DWARF: CFI rows the array holds */

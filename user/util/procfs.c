@@ -64,8 +64,8 @@ bool maps_next(const char **pos, struct map_entry *e)
 		/* A copy of the one line, so no conversion can run on into the next. */
 		memcpy(e->path, line, len);
 		e->path[len] = '\0';
-		if (sscanf(e->path, "%lx-%lx %7s %lx %*s %*s %n", &e->lo, &e->hi, e->perms, &e->offset, &n) < 4 ||
-		    !n)
+		if (sscanf(e->path, "%lx-%lx %7s %lx %lx:%lx %lu %n", &e->lo, &e->hi, e->perms, &e->offset, &e->dev_major,
+			   &e->dev_minor, &e->ino, &n) < 7 || !n)
 			continue;
 		memmove(e->path, e->path + n, len - n + 1);
 		return true;

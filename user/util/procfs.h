@@ -10,6 +10,7 @@
 /* One line of a /proc/PID/maps text. */
 struct map_entry {
 	unsigned long lo, hi, offset;
+	unsigned long dev_major, dev_minor, ino;        /* the file's device (hex) and inode; 0 for anonymous memory */
 	char perms[8];
 	char path[4200];        /* "" for anonymous memory */
 };
