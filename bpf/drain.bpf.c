@@ -75,11 +75,13 @@ struct drain {
 	__u64 now;              /* the event's time (ring_time()) */
 	__u64 pass_ns;          /* the pass's time: an event's that the stub did not stamp */
 	__u64 clock_ns, clock_ticks, tick_mult;        /* struct ht_drain_ctx's */
+	__u64 stop_bytes;       /* struct ht_drain_ctx's: stop before an allocation once alloc_bytes reach it */
 	__u64 seen_hash;        /* the last stack looked up in ring_stacks (0: none), and what it held: */
 	struct ring_stack seen; /* a program's allocations come in runs of one stack */
 	__u32 tgid, proc;
 	bool old_image;         /* the ring's process executed a new program since the ring was made */
 	bool discard;           /* the process is not traced (any more): consume, account nothing */
+	bool at_volume;         /* stopped before an allocation at stop_bytes */
 };
 
 /*
@@ -432,9 +434,18 @@ static __always_inline __u64 ring_time(const struct drain *d, const struct ht_ev
 	return ns < 1000000000ull ? d->clock_ns + ns : d->pass_ns;
 }
 
+/* --interval-bytes' multiple reached (struct ht_drain_ctx's stop_bytes): the key is in the map value, off the stack. */
+static __always_inline bool volume_reached(struct drain *d)
+{
+	struct ht_totals *t = bpf_map_lookup_elem(&totals, &d->proc);
+
+	return t && t->alloc_bytes >= d->stop_bytes;
+}
+
 /*
  * One event at d->pos; 1 to stop: the slot is not published (or not
- * readable), or a stack's frames are not all within this pass.
+ * readable), a stack's frames are not all within this pass, or an
+ * allocation would pass --interval-bytes' multiple before its snapshot.
  */
 static long drain_step(__u32 i, void *unused)
 {
@@ -476,6 +487,10 @@ static long drain_step(__u32 i, void *unused)
 		break;
 	}
 	case HT_EV_ALLOC:
+		if (d->stop_bytes && volume_reached(d)) {
+			d->at_volume = true;
+			return 1;
+		}
 		if (!d->discard && ring_alloc(d, ev))
 			ring_account(d, ev);
 		d->events++;
@@ -528,8 +543,9 @@ static long unpair_step(__u32 i, struct unpair *u)
 
 /*
  * ctx: struct ht_drain_ctx as a raw tracepoint's arguments (u64 words);
- * returns the slots consumed (done), which BPF_PROG_TEST_RUN hands back as
- * the run's retval (a raw tracepoint's context is not copied back).
+ * returns the slots consumed (done, with HT_DRAIN_AT_VOLUME), which
+ * BPF_PROG_TEST_RUN hands back as the run's retval (a raw tracepoint's
+ * context is not copied back).
  */
 SEC("raw_tp")
 int drain(__u64 *ctx)
@@ -548,10 +564,12 @@ int drain(__u64 *ctx)
 	struct drain *d = &b->d;
 	*d = (struct drain){ .ring = ctx[0], .pos = tail, .end = tail + (__u32)tgid_max, .tgid = tgid,
 			     .pass_ns = bpf_ktime_get_ns(), .clock_ns = ctx[4], .clock_ticks = ctx[5],
-			     .tick_mult = ctx[6] };
+			     .tick_mult = ctx[6], .stop_bytes = ctx[7] };
 	d->now = d->pass_ns;
 	/* Not traced (any more): what it sent is consumed, so that its threads never wait on a full ring. */
 	d->discard = proc < 0;
+	if (d->discard)
+		d->stop_bytes = 0;
 	d->proc = proc < 0 ? 0 : proc;
 	struct ht_totals *t = bpf_map_lookup_elem(&totals, &d->proc);
 	d->old_image = t && t->execs != exec_gen;
@@ -564,5 +582,5 @@ int drain(__u64 *ctx)
 		bpf_loop(d->pos - tail, unpair_step, &u, 0);
 	}
 	site_deltas_flush_all(1);
-	return d->pos - tail;
+	return (d->pos - tail) | (d->at_volume ? HT_DRAIN_AT_VOLUME : 0);
 }

@@ -159,7 +159,17 @@ struct ht_drain_ctx {
 	__u64 clock_ns;
 	__u64 clock_ticks;
 	__u64 tick_mult;
+	/*
+	 * --interval-bytes: no allocation is consumed once the process's
+	 * alloc_bytes have reached this (0: no limit), so the snapshot that
+	 * heaptrace takes then holds what was allocated up to the multiple,
+	 * however far ahead the program has run in the ring.
+	 */
+	__u64 stop_bytes;
 };
+
+/* Or'ed into the drain's slots consumed (its retval): it stopped at stop_bytes. */
+#define HT_DRAIN_AT_VOLUME (1u << 31)
 
 /*
  * A drained event's thread, by tid (bpf/account.bpf.h's ring_threads: the

@@ -257,3 +257,71 @@ scenario_oomfork() {
 	fi
 	report "$key: --follow-fork: the child's OOM kill in /metrics, on stderr and in its own report only" "$d${d:+$(ctx "$key")}"
 }
+
+# volume_snaps KEY: the snapshots' "objects bytes" allocated (-o
+# $TMP/KEY.d/p), in order, one a line.
+volume_snaps() {
+	local f
+	for f in $(find "$TMP/$1.d" -name 'p.0*' | sort); do
+		sed -n '1s/^heap profile: *[0-9]*: *[0-9]* \[ *\([0-9]*\): *\([0-9]*\)\].*/\1 \2/p' "$f"
+	done
+}
+
+# scenario volumepaths: --interval-bytes counts every path's allocations.
+# t_volume makes nothing but N x SIZE pairs.  Burst (100,000 x 528 bytes
+# as fast as the ring takes them, 4 MiB multiples): the ring is drained up
+# to each multiple, so the 12 snapshots hold exactly the allocations up to
+# it (the k-th: ceil(k x 4 MiB / 528) objects), though the program runs
+# far ahead of heaptrace's poll and ends 10 ms after its last multiple.
+# Paced (40,000 x 1,320 bytes, 5 ms asleep every 800: a multiple every 20
+# ms at least), every path writes the same 12, the k-th between k and
+# k + 1 multiples: the ring, the stub unbatched, --no-inject, the kernel's
+# stack capture, --sample-rate 1.
+scenario_volumepaths() {
+	local key d="" every=4194304 k n b want got path env args VOLUME_N
+	key=volumeburst
+	mkdir -p "$TMP/$key.d"
+	ht $key --interval-bytes $every -o "$TMP/$key.d/p" "$TB/t_volume" 100000 528
+	d=$(rc_diag $key 0)
+	got=$(volume_snaps $key)
+	VOLUME_N=$(find "$TMP/$key.d" -name 'p.0*' | wc -l)
+	[ "$VOLUME_N" = 12 ] || d+="$VOLUME_N snapshots, want 12"$'\n'
+	want=$(for k in $(seq 1 12); do n=$(((k * every + 527) / 528)); echo "$n $((n * 528))"; done)
+	if [ "$VOLUME_N" = 12 ] && [ "$got" != "$want" ] && [ -z "${HT_TEST_NO_INJECT:-}" ]; then
+		d+="snapshots' allocated 'objects bytes': $(echo $got), want $(echo $want)"$'\n'
+	fi
+	grep -q '^heap profile: *0: *0 \[100000: 52800000\]' "$TMP/$key.d/p" || d+="the final profile: $(head -1 "$TMP/$key.d/p")"$'\n'
+	report "$key: --interval-bytes 4 MiB over a burst of 100,000 x 528 bytes: 12 snapshots, each at its multiple" \
+		"$d${d:+$(ctx $key)}"
+
+	for path in ring unbatched noinject kernel sampled1; do
+		key=volume$path d="" env="" args=""
+		case $path in
+		unbatched) env=HEAPTRACE_BATCH=0 ;;
+		noinject) args=--no-inject ;;
+		kernel) args="--stack-capture kernel" ;;
+		sampled1) args="--sample-rate 1" ;;
+		esac
+		mkdir -p "$TMP/$key.d"
+		# shellcheck disable=SC2086
+		if [ -n "$env" ]; then
+			HEAPTRACE_BATCH=0 ht $key $args --interval-bytes $every -o "$TMP/$key.d/p" "$TB/t_volume" 40000 1320 800 5
+		else
+			ht $key $args --interval-bytes $every -o "$TMP/$key.d/p" "$TB/t_volume" 40000 1320 800 5
+		fi
+		d=$(rc_diag $key 0)
+		got=$(volume_snaps $key)
+		VOLUME_N=$(find "$TMP/$key.d" -name 'p.0*' | wc -l)
+		[ "$VOLUME_N" = 12 ] || d+="$VOLUME_N snapshots, want 12"$'\n'
+		k=0
+		while read -r _ b; do
+			k=$((k + 1))
+			[ "$b" -ge $((k * every)) ] && [ "$b" -lt $(((k + 1) * every)) ] ||
+				d+="snapshot $k: $b bytes allocated, want [$((k * every)), $(((k + 1) * every)))"$'\n'
+		done <<<"$got"
+		grep -q '^heap profile: *0: *0 \[ *40000: *52800000\]' "$TMP/$key.d/p" ||
+			d+="the final profile: $(head -1 "$TMP/$key.d/p")"$'\n'
+		report "$key: --interval-bytes 4 MiB over 40,000 x 1,320 bytes paced, ${args:-${env:-the ring}}: 12 snapshots" \
+			"$d${d:+$(ctx $key)}"
+	done
+}

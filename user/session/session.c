@@ -345,6 +345,7 @@ static int trace(struct session *s, double t0)
 	double t1 = now_ms();
 	struct stop st = monitor_run(&s->tc, o->duration, o->interval, snapshot_and_mark, s);
 	s->stopped = true;
+	session_watch_stop(s);
 	/* The fast path's installation happened during the run, at the target's traps. */
 	s->ph.run = now_ms() - t1 - s->ph.inject;
 	t1 = now_ms();

@@ -132,8 +132,9 @@ int session_write_children(struct session *s);
 /* walk.c: how the stub walks stacks, and its tables' mapping kept filled; after the tracer is loaded. */
 void session_plan_walk(struct session *s);
 
-/* volume.c: snapshots at monitor_run's poll (by volume, SIGUSR1, RSS); called before it runs. */
+/* volume.c: snapshots at monitor_run's poll (by volume, SIGUSR1, RSS); called before it runs, and stopped before the last drains. */
 void session_watch_start(struct session *s);
+void session_watch_stop(struct session *s);
 
 /* write.c: after the stop, every profile asked for and the -v reports.  heaptrace's status. */
 int session_write_profiles(struct session *s, struct snapshots *ss);

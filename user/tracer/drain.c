@@ -26,6 +26,7 @@ struct drained {
 	struct ring *r;
 	uint32_t slot;
 	uint64_t held;          /* the last scan's end: slots before it not consumed were held back (any_new() looks past it) */
+	uint64_t at_volume;     /* the --interval-bytes stop its last run stopped at (0: none): nothing new for it until it moves */
 };
 
 /*
@@ -197,14 +198,30 @@ static uint32_t to_consume(const struct drained *dr, uint64_t tail, uint32_t m, 
 }
 
 /*
+ * The target's ring stops before an allocation once its process has
+ * allocated the bytes tracer_volume_stop() set, until the snapshot moves
+ * the stop on: a program that runs ahead of the drain gets a snapshot at
+ * each multiple of --interval-bytes all the same.  Other processes' rings
+ * do not.
+ */
+static uint64_t volume_stop(const struct tracer *tr, const struct ring *r)
+{
+	return r->tgid == tr->skel->rodata->target_tgid ? __atomic_load_n(&tr->volume_stop, __ATOMIC_ACQUIRE) : 0;
+}
+
+/*
  * Drain one ring until nothing published is left (or the program stops
  * making progress); with hold, a single run that may hold back the last
- * slots (to_consume()).  Under the lock.
+ * slots (to_consume()); with volume, up to the target's volume stop.
+ * Under the lock.
  */
-static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *dr, bool hold)
+static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *dr, bool hold, bool volume)
 {
 	struct ring *r = dr->r;
 	struct ht_ring *h = r->hdr;
+	uint64_t stop = volume ? volume_stop(tr, r) : 0;
+
+	dr->at_volume = 0;
 
 	for (int round = 0; round < 64; round++) {
 		uint64_t tail = h->tail;
@@ -225,13 +242,16 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 		ctx.tick_mult = tick_clock_now(&d->clock, &clock_ns, &clock_ticks);
 		ctx.clock_ns = clock_ns;
 		ctx.clock_ticks = clock_ticks;
+		ctx.stop_bytes = stop;
 		LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
 		int err = bpf_prog_test_run_opts(d->prog_fd, &run);
 		d->run_ns += monotonic_ns() - t1;
 		d->runs++;
 		if (err)
 			return -errno;
-		ctx.done = run.retval;
+		ctx.done = run.retval & ~HT_DRAIN_AT_VOLUME;
+		if (run.retval & HT_DRAIN_AT_VOLUME)
+			dr->at_volume = stop;
 		if (ctx.done > c)
 			ctx.done = c;
 		/* Free each slot for its next lap, then move tail: a producer reads seq, not tail. */
@@ -243,7 +263,7 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 		if (__atomic_load_n(&h->waiting, __ATOMIC_ACQUIRE))
 			futex(&h->tail, FUTEX_WAKE, INT32_MAX, NULL);
 		if (ctx.done < n)
-			break;          /* held back, a stack whose frames are not all published yet, or a slot not read */
+			break;          /* held back, a stack whose frames are not all published yet, a slot not read, the volume stop */
 	}
 	return 0;
 }
@@ -253,15 +273,18 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
  * quarter of the ring of them when a pass may hold back (one ring): each
  * pass scans again what the last held back, so passes for a few slots
  * would cost more than the pairs save.  The producers ring the bell at
- * each quarter (and when they wait); the period takes what is left.
+ * each quarter (and when they wait); the period takes what is left.  A
+ * ring at the volume stop has nothing new until the stop moves.
  */
-static bool any_new(const struct drain_state *d)
+static bool any_new(const struct tracer *tr, const struct drain_state *d)
 {
 	uint32_t enough = d->n == 1 && !d->pairs.off ? HOLD : 1;
 
 	for (size_t i = 0; i < d->n; i++) {
 		const struct drained *dr = &d->rings[i];
 		uint64_t tail = dr->r->hdr->tail;
+		if (dr->at_volume && dr->at_volume == volume_stop(tr, dr->r))
+			continue;
 		if (published(dr->r, dr->held > tail ? dr->held : tail) >= enough)
 			return true;
 	}
@@ -371,9 +394,10 @@ static void settle_gone(struct drain_state *d)
 
 /*
  * Every ring, once; hold: a run may hold back the last slots (pairs across
- * runs), else every published slot is consumed.  Under the lock.
+ * runs), else every published slot is consumed; volume: up to the volume
+ * stop.  Under the lock.
  */
-static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold)
+static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold, bool volume)
 {
 	int rc = 0;
 
@@ -387,7 +411,7 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold)
 	 */
 	hold = hold && !sync && d->n == 1 && !d->pairs.off;
 	for (size_t i = 0; i < d->n; i++) {
-		int err = drain_ring(tr, d, &d->rings[i], hold);
+		int err = drain_ring(tr, d, &d->rings[i], hold, volume);
 		if (err && !rc) {
 			ht_err("cannot drain the event ring of process %u: %s", d->rings[i].r->tgid, strerror(-err));
 			rc = -1;
@@ -425,12 +449,12 @@ static void *drain_thread(void *arg)
 		/* The bell as it was before the pass: a producer's ring during the pass makes another. */
 		struct ht_ring *bell = d->n ? d->rings[0].r->hdr : NULL;
 		uint32_t seen = bell ? __atomic_load_n(&bell->bell, __ATOMIC_ACQUIRE) : 0;
-		pass(tr, d, false, hold);
+		pass(tr, d, false, hold, true);
 		bell = d->n ? d->rings[0].r->hdr : NULL;
 		for (size_t i = 0; i < d->n; i++)
 			__atomic_store_n(&d->rings[i].r->hdr->sleeping, 1, __ATOMIC_SEQ_CST);
 		/* A producer that published before it saw sleeping rang no bell: look once more. */
-		bool more = any_new(d);
+		bool more = any_new(tr, d);
 		pthread_mutex_unlock(&d->lock);
 		hold = true;
 		if (!more && bell)
@@ -523,7 +547,7 @@ int drain_register(struct tracer *tr, struct ring *r)
 	pthread_mutex_lock(&d->lock);
 	/* What the one ring held back is consumed before a second ring's runs use the pairs' array. */
 	if (d->n == 1)
-		drain_ring(tr, d, &d->rings[0], false);
+		drain_ring(tr, d, &d->rings[0], false, false);
 	int rc = ARRAY_RESERVE(d->rings, d->cap, d->n + 1, 4);
 	if (!rc)
 		d->rings[d->n++] = (struct drained){ .r = r, .slot = slot };
@@ -554,7 +578,7 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 		if (d->rings[i].r != r)
 			continue;
 		if (published(r, r->hdr->tail))
-			drain_ring(tr, d, &d->rings[i], false);
+			drain_ring(tr, d, &d->rings[i], false, false);
 		bpf_map_update_elem(bpf_map__fd(tr->skel->maps.ring_procs), &d->rings[i].slot, &(uint32_t){ 0 },
 				    BPF_ANY);
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
@@ -565,16 +589,21 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 	pthread_mutex_unlock(&d->lock);
 }
 
-int drain_now(const struct tracer *tr)
+static int drain_sync(const struct tracer *tr, bool volume)
 {
 	struct drain_state *d = tr->drain;
 
 	if (!d)
 		return 0;
 	pthread_mutex_lock(&d->lock);
-	int rc = pass((struct tracer *)tr, d, true, false);
+	int rc = pass((struct tracer *)tr, d, true, false, volume);
 	pthread_mutex_unlock(&d->lock);
 	return rc;
+}
+
+int drain_now(const struct tracer *tr)
+{
+	return drain_sync(tr, true);
 }
 
 int drain_through(const struct tracer *tr, const struct ring *r, unsigned timeout_ms)
@@ -582,7 +611,8 @@ int drain_through(const struct tracer *tr, const struct ring *r, unsigned timeou
 	uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE), t0 = monotonic_ns();
 
 	for (;;) {
-		if (drain_now(tr))
+		/* Past the volume stop: a position held there would never come. */
+		if (drain_sync(tr, false))
 			return -EIO;
 		if (__atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE) >= head)
 			return 0;

@@ -49,7 +49,8 @@ void drain_unregister(struct tracer *tr, struct ring *r);
  * the maps: by tracer_totals, tracer_counters and tracer_session_counters
  * (every profile, snapshot, /metrics and the end-of-run write read them
  * first), tracer_detach, tracer_forget_proc and tracer_forget_pid.  0, or -1 when
- * the drain's object could not be loaded (said once).
+ * the drain's object could not be loaded (said once).  The target's ring
+ * only up to its volume stop (tracer_volume_stop()).
  */
 int drain_now(const struct tracer *tr);
 

@@ -100,6 +100,7 @@ struct tracer {
 	} times;
 	uint64_t *base_memlock;         /* per map of the object, in its order: fdinfo memlock right after load */
 	struct drain_state *drain;      /* the event rings' consumer (drain.c), NULL: no ring yet */
+	uint64_t volume_stop;           /* tracer_volume_stop()'s bytes (atomic; 0: none) */
 	char ktypes[64];                /* the cut-down kernel BTF for CO-RE (tracer/ktypes.h); "": the whole one */
 	int ktypes_fd;                  /* the file ktypes names (/proc/self/fd/N) */
 };

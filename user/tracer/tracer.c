@@ -392,6 +392,11 @@ void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t)
 		memset(t, 0, sizeof(*t));
 }
 
+void tracer_volume_stop(struct tracer *tr, uint64_t bytes)
+{
+	__atomic_store_n(&tr->volume_stop, bytes, __ATOMIC_RELEASE);
+}
+
 int tracer_set_specs(struct tracer *tr, const struct ht_alloc_spec *specs, int from, int n)
 {
 	if (from < 0 || from + n > HT_MAX_SPECS || !tr->skel->bss)

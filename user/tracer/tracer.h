@@ -54,6 +54,14 @@ int tracer_arenas_fd(const struct tracer *tr);
 /* The totals and peak the BPF side keeps for a process slot (0: the target). */
 void tracer_totals(const struct tracer *tr, uint32_t proc, struct ht_totals *t);
 
+/*
+ * --interval-bytes: the target's event ring is drained no further than the
+ * allocation that brings its alloc_bytes to bytes, until the next call
+ * moves it on (0: no stop; set it so before the last drains).  The record
+ * sites and uprobes count as they go: the poll sees them within its period.
+ */
+void tracer_volume_stop(struct tracer *tr, uint64_t bytes);
+
 /* --follow-fork: trace a child in a slot (1 .. HT_MAX_PROCS-1) whose parent is in another. */
 int tracer_add_proc(struct tracer *tr, pid_t pid, uint32_t slot, uint32_t parent);
 
