@@ -61,10 +61,10 @@ top_entry() {
 	}' "$1" 2>/dev/null
 }
 
-# lifetimes_sum LINE: the sum of the ">=BUCKET:COUNT" counts of a
-# "freed F, temporary T; lifetimes: ..." line.
+# lifetimes_sum LINE: the sum of the "<2us:COUNT" and ">=BUCKET:COUNT"
+# counts of a "freed F, temporary T; lifetimes: ..." line.
 lifetimes_sum() {
-	echo "$1" | tr ' ' '\n' | sed -nE 's/^>=[0-9]+(us|ms|s):([0-9]+)$/\2/p' |
+	echo "$1" | tr ' ' '\n' | sed -nE 's/^(<2us|>=[0-9]+(us|ms|s)):([0-9]+)$/\3/p' |
 		awk '{ s += $1 } END { print s + 0 }'
 }
 
@@ -397,7 +397,7 @@ overtime_top() {
 	d=""
 	echo "$e" | head -1 | grep -qE '^#[0-9]+ +16 objects \([0-9.]+%\) +in use 0 B / 0 obj, allocated 16,777,216 B / 16 obj$' ||
 		d+="entry: $(echo "$e" | head -1)"$'\n'
-	echo "$e" | sed -n 2p | grep -qE '^      freed 16, temporary 16; lifetimes:( >=[0-9]+(us|ms|s):[0-9]+)+$' ||
+	echo "$e" | sed -n 2p | grep -qE '^      freed 16, temporary 16; lifetimes:( <2us:[0-9]+)?( >=[0-9]+(us|ms|s):[0-9]+)*$' ||
 		d+="freed line: $(echo "$e" | sed -n 2p)"$'\n'
 	[ "$(lifetimes_sum "$(echo "$e" | sed -n 2p)")" = 16 ] || d+="lifetime counts add up to $(lifetimes_sum "$(echo "$e" | sed -n 2p)"), want 16"$'\n'
 	report "overtime: -f top: churn_fn allocated 16, in use 0, freed 16, temporary 16, lifetimes add up to 16" "$d"

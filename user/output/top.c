@@ -28,10 +28,10 @@ static const char *unit(enum ht_value v)
 	return v == V_INUSE_SPACE || v == V_ALLOC_SPACE || v == V_REALLOC_SPACE ? "bytes" : "objects";
 }
 
-/* "1us", "512us", "2ms", "4s": the lower bound of a log2 microsecond bucket. */
+/* "2us", "512us", "2ms", "4s": the lower bound of a log2 microsecond bucket (i >= 1). */
 static const char *bucket_name(int i, char *buf, size_t len)
 {
-	uint64_t us = i ? 1ull << i : 0;
+	uint64_t us = 1ull << i;
 
 	if (us < 1000)
 		snprintf(buf, len, "%luus", (unsigned long)us);
@@ -57,7 +57,10 @@ static void print_lifetimes(FILE *f, const struct ht_site *c)
 	if (!freed)
 		return;
 	fprintf(f, "      freed %lu, temporary %lu; lifetimes:", (unsigned long)freed, (unsigned long)c->temporary);
-	for (int i = 0; i < HT_LIFE_BUCKETS; i++)
+	/* The first bucket holds [0, 2) us: "<2us", not ">=0us", which reads as "lived 0 us". */
+	if (c->lifetimes[0])
+		fprintf(f, " <2us:%u", c->lifetimes[0]);
+	for (int i = 1; i < HT_LIFE_BUCKETS; i++)
 		if (c->lifetimes[i])
 			fprintf(f, " >=%s:%u", bucket_name(i, b, sizeof(b)), c->lifetimes[i]);
 	fputc('\n', f);
