@@ -46,11 +46,16 @@ cleanup() {
 pass() { PASS=$((PASS + 1)); echo "ok - $1"; }
 
 # fail NAME [DIAG]: DIAG may hold several lines.
+# The failures are listed again above the summary line: CI keeps only the
+# tail of a long run, and a failure 2000 lines up was otherwise lost.
+FAILURES=()
 fail() {
 	FAIL=$((FAIL + 1))
 	echo "not ok - $1"
+	FAILURES+=("not ok - $1")
 	if [ -n "${2:-}" ]; then
 		printf '%s\n' "$2" | sed -e '/^$/d' -e 's/^/#   /' | head -40
+		FAILURES+=("$(printf '%s\n' "$2" | sed -e '/^$/d' -e 's/^/#   /' | head -6)")
 	fi
 }
 

@@ -129,6 +129,10 @@ main() {
 		echo "# --- $s"
 		"scenario_$s"
 	done
+	if [ "$FAIL" -gt 0 ]; then
+		echo "# --- the failures again"
+		printf '%s\n' "${FAILURES[@]}"
+	fi
 	echo "$PASS passed, $FAIL failed"
 	[ "$FAIL" -eq 0 ]
 }
