@@ -89,8 +89,9 @@ static void summary(FILE *f, const struct profile *p)
 		(int64_t)p->total.inuse_bytes, (int64_t)p->total.inuse_objects, (uint64_t)p->total.alloc_bytes,
 		(uint64_t)p->total.alloc_objects, (uint64_t)p->total.temporary, (int64_t)p->total.peak_bytes);
 	if (p->rss.known)
-		fprintf(f, ",\n\"rss\":{\"anon\":%" PRIu64 ",\"file\":%" PRIu64 ",\"shmem\":%" PRIu64 ",\"at_exit\":%s}",
-			p->rss.anon, p->rss.file, p->rss.shmem, p->rss.last ? "true" : "false");
+		fprintf(f, ",\n\"rss\":{\"anon\":%" PRIu64 ",\"file\":%" PRIu64 ",\"shmem\":%" PRIu64
+			   ",\"heaptrace\":%" PRIu64 ",\"at_exit\":%s}",
+			p->rss.anon, p->rss.file, p->rss.shmem, p->rss.own, p->rss.last ? "true" : "false");
 	fprintf(f, ",\n\"realloc\":{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", (uint64_t)p->total.realloc_objects,
 		(uint64_t)p->total.realloc_bytes);
 	fprintf(f, ",\n\"suppressed\":{\"bytes\":%" PRIu64 ",\"objects\":%" PRIu64 ",\"stacks\":%" PRIu64 "}",
@@ -105,6 +106,14 @@ static void summary(FILE *f, const struct profile *p)
 	for (int i = 0; i < HT_SIZE_BUCKETS; i++)
 		fprintf(f, "%s%" PRId64, i ? "," : "", (int64_t)ht_q16_round(p->totals.alloc_sizes[i]));
 	fputc(']', f);
+}
+
+static void rss_value(FILE *f, size_t i, int64_t v)
+{
+	if (v == TL_NO_RSS)
+		fprintf(f, "%snull", i ? "," : "");
+	else
+		fprintf(f, "%s%" PRId64, i ? "," : "", v);
 }
 
 /* The heap over time: milliseconds since the start, bytes, objects (null at the inserted peak). */
@@ -132,12 +141,12 @@ static void timeline(FILE *f, const struct profile *p)
 	}
 	/* Resident bytes of the process at each point (null at the inserted peak, and once it is gone). */
 	fputs("],\n\"rss\":[", f);
-	for (size_t i = 0; i < tl->n; i++) {
-		if (tl->pt[i].rss == TL_NO_RSS)
-			fprintf(f, "%snull", i ? "," : "");
-		else
-			fprintf(f, "%s%" PRId64, i ? "," : "", tl->pt[i].rss);
-	}
+	for (size_t i = 0; i < tl->n; i++)
+		rss_value(f, i, tl->pt[i].rss);
+	/* Of that, heaptrace's own mappings' (read at most a second before). */
+	fputs("],\n\"rss_heaptrace\":[", f);
+	for (size_t i = 0; i < tl->n; i++)
+		rss_value(f, i, tl->pt[i].rss_own);
 	fputs("],\n\"marks\":[", f);
 	for (size_t i = 0; i < tl->n_marks; i++)
 		fprintf(f, "%s%.1f", i ? "," : "", since_start(p, tl->marks[i]) * 1e3);

@@ -492,8 +492,11 @@ static int write_comments(struct writer *w)
 	    (p->name && asprintf(&comments[ncomments++], "program: %s", p->name) < 0) ||
 	    /* The heap beside what the kernel counts (what an OOM kill goes by). */
 	    (!p->is_diff && p->rss.known &&
-	     asprintf(&comments[ncomments++], "rss: %" PRIu64 " bytes%s (anon %" PRIu64 ", file %" PRIu64 ", shmem %" PRIu64 ")",
-		      rss_total(&p->rss), p->rss.last ? " at exit" : "", p->rss.anon, p->rss.file, p->rss.shmem) < 0) ||
+	     asprintf(&comments[ncomments++],
+		      "rss: %" PRIu64 " bytes%s (anon %" PRIu64 ", file %" PRIu64 ", shmem %" PRIu64
+		      "; heaptrace's own mappings %" PRIu64 " of it)",
+		      rss_total(&p->rss), p->rss.last ? " at exit" : "", p->rss.anon, p->rss.file, p->rss.shmem,
+		      p->rss.own) < 0) ||
 	    /* --suppressions: what left the leak views, said where the profile goes too. */
 	    (p->suppressed.stacks &&
 	     asprintf(&comments[ncomments++], "suppressed: %" PRIu64 " bytes in %" PRIu64 " blocks of %" PRIu64

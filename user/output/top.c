@@ -160,6 +160,10 @@ int output_top(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht
 			grouped(rss_total(&p->rss), a, sizeof(a)), p->rss.last ? " at its exit" : "",
 			grouped(p->rss.anon, b, sizeof(b)), grouped(p->rss.file, c, sizeof(c)),
 			grouped(p->rss.shmem, d, sizeof(d)));
+	/* What the process holds because heaptrace traces it, so that it is not taken for the program's. */
+	if (!p->is_diff && p->rss.known)
+		fprintf(f, "  of which:  %14s bytes in heaptrace's own mappings (its stub, ring and tables)\n",
+			grouped(p->rss.own, a, sizeof(a)));
 	if (p->is_diff)
 		goto stacks;
 	/* heaptrack's summary: how much churn, how high it got, what stayed. */

@@ -27,7 +27,9 @@ static void halve(struct tl_series *s)
 			p = s->pt[i + 1];
 		if (i + 1 < s->n) {
 			int64_t r0 = s->pt[i].rss, r1 = s->pt[i + 1].rss;
+			int64_t o0 = s->pt[i].rss_own, o1 = s->pt[i + 1].rss_own;
 			p.rss = r0 > r1 ? r0 : r1;
+			p.rss_own = o0 > o1 ? o0 : o1;
 		}
 		s->pt[out++] = p;
 	}
@@ -55,14 +57,15 @@ static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t
 	    (!s->n || t->peak_ns > s->pt[s->n - 1].ns)) {
 		s->peak_ns = t->peak_ns;
 		if ((int64_t)t->peak_bytes > t->inuse_bytes)
-			push(s, (struct tl_point){ t->peak_ns, (int64_t)t->peak_bytes, TL_NO_OBJECTS, TL_NO_RSS });
+			push(s, (struct tl_point){ t->peak_ns, (int64_t)t->peak_bytes, TL_NO_OBJECTS, TL_NO_RSS, TL_NO_RSS });
 	}
 	struct ht_rss r = { 0 };
 	if (pid)
-		rss_read(pid, &r);
+		rss_read_often(pid, &r);
 	/* After the exit its last RSS would draw a flat line that is not there: none. */
+	bool rss = r.known && !r.last;
 	push(s, (struct tl_point){ now, t->inuse_bytes, ht_q16_round(t->inuse_objects),
-				   r.known && !r.last ? (int64_t)rss_total(&r) : TL_NO_RSS });
+				   rss ? (int64_t)rss_total(&r) : TL_NO_RSS, rss ? (int64_t)r.own : TL_NO_RSS });
 }
 
 static void sample(struct timeline *tl)

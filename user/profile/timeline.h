@@ -29,6 +29,7 @@ struct tl_point {
 	int64_t bytes;
 	int64_t objects;                /* TL_NO_OBJECTS at the peak point */
 	int64_t rss;                    /* resident bytes (anon + file + shmem), or TL_NO_RSS */
+	int64_t rss_own;                /* of rss, heaptrace's own mappings' (at most a second old); TL_NO_RSS with it */
 };
 
 /*

@@ -59,6 +59,14 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 			   "heaptrace_rss_bytes{kind=\"anon\"} %" PRIu64 "\nheaptrace_rss_bytes{kind=\"file\"} %" PRIu64 "\n"
 			   "heaptrace_rss_bytes{kind=\"shmem\"} %" PRIu64 "\n",
 			rss.anon, rss.file, rss.shmem);
+	/*
+	 * A metric of its own, not a kind: it is part of anon and shmem, and
+	 * sum(heaptrace_rss_bytes) must stay the process's RSS.
+	 */
+	if (rss.known && !rss.last)
+		fprintf(m, "# HELP heaptrace_rss_own_bytes Of heaptrace_rss_bytes (counted in its anon and shmem), the bytes resident in heaptrace's own mappings in the process: its stub, ring and unwind tables (0 with --no-inject; --merge: the tree's, summed).\n"
+			   "# TYPE heaptrace_rss_own_bytes gauge\nheaptrace_rss_own_bytes %" PRIu64 "\n",
+			rss.own);
 	/* Every traced process's, --merge or not: a killed worker is news even when the profile is the parent's. */
 	tracer_session_counters(h->src.tr, counters);
 	fprintf(m, "# HELP heaptrace_oom_kills_total Traced processes the kernel's OOM killer chose (all of them, children too).\n"

@@ -141,6 +141,11 @@
     row('leaked', amount(total.inuse_bytes - SUP.bytes, 'bytes') + leakNote, 'leaked');
     if (D.realloc && D.realloc.objects) row('reallocs', group(D.realloc.objects) + ' reallocs of a block, ' +
       amount(D.realloc.bytes, 'bytes') + ' copied by those that moved it', 'realloc');
+    /* The process's memory beside the heap, and what of it only heaptrace put there. */
+    if (D.rss) row('RSS', amount(D.rss.anon + D.rss.file + D.rss.shmem, 'bytes') + ' resident' +
+      (D.rss.at_exit ? ' at its exit' : '') + ' (anon ' + bytes(D.rss.anon) + ', file ' + bytes(D.rss.file) +
+      ', shmem ' + bytes(D.rss.shmem) + "), of which heaptrace's own mappings (its stub, ring and tables) " +
+      amount(D.rss.heaptrace, 'bytes'), 'rss');
     row('allocated', amount(total.alloc_bytes, 'bytes') + ' in ' + group(total.alloc_objects) + ' allocations', 'allocated');
     row('temporary', group(total.temporary) + ' allocations freed within 1 ms (' + pct(total.temporary, total.alloc_objects) + ')', 'temporary');
     row('allocations/s', dur > 0 ? group(total.alloc_objects / dur) : '-', 'rate');
@@ -187,11 +192,12 @@
     }
     var W = 1000, H = 240, ml = 74, mr = 62, mt = 16, mb = 26, pw = W - ml - mr, ph = H - mt - mb;
     var n = T.t.length, tmax = Math.max(D.duration * 1000, T.t[n - 1], 1), bmax = 0, omax = 0, ipeak = 0, rmax = 0;
-    var R = T.rss || [];
+    var R = T.rss || [], RH = T.rss_heaptrace || [], hmax = 0;
     for (var i = 0; i < n; i++) {
       if (T.bytes[i] > bmax) { bmax = T.bytes[i]; ipeak = i; }
       if (T.objects[i] !== null && T.objects[i] > omax) omax = T.objects[i];
       if (R[i] != null && R[i] > rmax) rmax = R[i];
+      if (RH[i] != null && RH[i] > hmax) hmax = RH[i];
     }
     /* RSS on the bytes axis: the heap is part of it, and the gap is what the heap does not explain. */
     var ytop = niceBytes(Math.max(bmax, rmax)), otop = niceMax(omax);
@@ -199,7 +205,7 @@
     function y(b) { return mt + ph - Math.max(b, 0) / ytop * ph; }
     function yo(o) { return mt + ph - Math.max(o, 0) / otop * ph; }
     var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', id: 'chart-svg',
-      'data-points': n, 'data-max': bmax, 'data-peak-ms': T.t[ipeak], 'data-rss-max': rmax });
+      'data-points': n, 'data-max': bmax, 'data-peak-ms': T.t[ipeak], 'data-rss-max': rmax, 'data-rss-heaptrace-max': hmax });
     for (var g = 0; g <= 4; g++) {
       var gy = mt + ph - g / 4 * ph;
       svg('line', { x1: ml, x2: ml + pw, y1: gy, y2: gy, 'class': 'grid' }, s);
@@ -231,7 +237,7 @@
       lbl.textContent = 'peak ' + bytes(bmax) + ' at ' + secs(T.t[ipeak] / 1000);
     }
     var legend = svg('text', { x: ml + 6, y: mt + 10, 'class': 'legend' }, s);
-    legend.textContent = '\u2014 in-use bytes   ' + (rmax > 0 ? '\u2014 RSS (green)   ' : '') + '- - live blocks (right axis)   ' + n + ' samples, one per ' + secs(T.period);
+    legend.textContent = '\u2014 in-use bytes   ' + (rmax > 0 ? '\u2014 RSS (green; heaptrace\'s own mappings at most ' + bytes(hmax) + ' of it)   ' : '') + '- - live blocks (right axis)   ' + n + ' samples, one per ' + secs(T.period);
     var sel = svg('rect', { x: 0, y: mt, width: 0, height: ph, 'class': 'selection', visibility: 'hidden' }, s);
     box.appendChild(s);
     chart = { svg: s, sel: sel, x: x, ml: ml, pw: pw, W: W, tmax: tmax };
