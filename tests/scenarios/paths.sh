@@ -117,8 +117,10 @@ pt_recorder() {
 # pt_recorder_want PATH WAY: what must record PATH's allocations started
 # WAY (docs/fast-path.md, "How the paths differ"): a followed child that
 # forked has a stub of its own but no ring, one that executed a program
-# has uprobes; --stack-capture kernel turns the fast path off.
+# has uprobes; --stack-capture kernel turns the fast path off.  Under
+# tests/run.sh --no-inject every run has uprobes.
 pt_recorder_want() {
+	[ -n "${HT_TEST_NO_INJECT:-}" ] && set -- noinject "$2"
 	case $1/$2 in
 	noinject/* | kernel/* | */execd) echo uprobes ;;
 	sites/* | */forked) echo sites ;;
@@ -194,6 +196,7 @@ pt_life_diag() {
 	$1 == "B" { s = all ? "all" : $2; n[s]++; lo[s, n[s]] = $3; hi[s, n[s]] = $4; next }
 	$1 == "H" {
 		if (!($2 in name)) { print "lifetimes for " $2 ", which frees nothing"; next }
+		if ($3 !~ /^[0-9]+$/ || $3 > 31) { print $2 ": an unknown lifetime bucket " $3; next }
 		h[name[$2], $3] += $4; tot[name[$2]] += $4
 	}
 	END {
