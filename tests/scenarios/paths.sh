@@ -227,6 +227,7 @@ pt_life_diag() {
 
 # pt_html FILE: the facts of a -f html report, one a line: "peak BYTES MS",
 # "bin MS", "counter NAME N" (allocs, frees and every loss), "sizes ...",
+# "timeline max BYTES" (the highest point of the heap over time),
 # "lifetimes ..." (all stacks'), "stack FRAME@FILE:LINE;... inuse_bytes=N
 # ..." (innermost frame first) and "live LEAF BIN OBJECTS BYTES".
 pt_html() {
@@ -251,6 +252,8 @@ pt_html() {
 			if (f[3] == 1 || f[1] == "allocs" || f[1] == "frees") print "counter", f[1], f[2]
 		}
 	}
+	# The heap over time: its highest point (the peak goes in as a point of its own).
+	/^"bytes":\[/ { n = split(arr($0), v, ","); m = 0; for (i = 1; i <= n; i++) if (v[i] + 0 > m) m = v[i] + 0; print "timeline max", m }
 	/^"sizes":|^"lifetimes":/ { k = $0; sub(/^"/, "", k); sub(/".*/, "", k); s = arr($0); gsub(/,/, " ", s); print k, s }
 	/^"live":/ {
 		s = $0; sub(/.*"bin_ms":/, "", s); sub(/,.*/, "", s); print "bin", s
@@ -373,9 +376,10 @@ pt_ref_truth() {
 	d=$(awk '$1 == "counter" && $2 != "allocs" && $2 != "frees" && $3 != 0' "$TMP/$key.h.facts")
 	grep -qx 'counter allocs 58' "$TMP/$key.h.facts" || d+=$'\n'"no 'allocs 58': $(grep allocs "$TMP/$key.h.facts")"
 	grep -qx 'counter frees 51' "$TMP/$key.h.facts" || d+=$'\n'"no 'frees 51': $(grep frees "$TMP/$key.h.facts")"
+	grep -qx 'timeline max 2103202' "$TMP/$key.h.facts" || d+=$'\n'"the heap over time does not reach the peak: $(grep '^timeline' "$TMP/$key.h.facts")"
 	grep -qx "$PATHS_SIZES" "$TMP/$key.h.facts" || d+=$'\n'"want $PATHS_SIZES"$'\n'"got  $(grep '^sizes' "$TMP/$key.h.facts")"
 	d+=$(diff <(echo "$PATHS_ATPEAK") <(sed -n 's/^stack \([a-z_]*\)@.* peak_bytes=\([0-9]*\) .*/\1 \2/p' "$TMP/$key.h.facts"))
-	report "paths: ring launched: -f html: allocs 58, frees 51, every loss 0, the sizes histogram, each stack's bytes at the peak" "$d"
+	report "paths: ring launched: -f html: allocs 58, frees 51, every loss 0, the sizes histogram, each stack's bytes at the peak, the peak in the heap over time" "$d"
 }
 
 scenario_differential() {
