@@ -10,18 +10,23 @@
 #   ways:  launched, attached (-p, before the target allocates), forked
 #          (--follow-fork: a child forked, its own profile), execd
 #          (--follow-fork: a child that executed the program)
-# Each combination runs twice: -f top (counts, bytes, stacks with file:line,
-# temporary, realloc figures, losses, lifetimes, the peak's bytes) and -f
-# html (the peak's moment, leak age: live blocks by allocation time, each
-# stack's at-peak bytes, the size histogram, the counters).  What differs by
-# design (docs/fast-path.md, "How the paths differ") is normalised here, and
-# only that: the PID, the program's name as it was started, RSS, the peak's
-# and the live blocks' times relative to the start of tracing (checked
-# against the target's own clock instead), the sampled header of
-# --sample-rate, the callers of __libc_start_call_main under --stack-capture
-# kernel (frame pointers only: glibc's start-up code has none), and the
-# lifetimes, checked block by block against the target's own timing of each
-# block (a trap's cost moves a short lifetime up a bucket or more).
+# Every combination runs with -f html (counts and bytes per stack and in
+# total, the stacks with file:line, temporary, realloc figures, allocs,
+# frees and every loss counter, the peak's bytes and moment, each stack's
+# bytes at the peak, the heap over time's highest point, the size and
+# lifetime histograms, leak age: the live blocks by allocation time); every
+# path launched and the ring every way with -f top too (the same, and each
+# stack's lifetimes), which keeps the area near 30-50 s on 2 busy cores.
+# Each run's -v events line says which path recorded it (pt_recorder).
+# What differs by design (docs/fast-path.md, "How the paths differ") is
+# normalised here, and only that: the PID, the program's name as it was
+# started, RSS, the peak's and the live blocks' times relative to the start
+# of tracing (checked against the target's own clock instead), the sampled
+# header of --sample-rate, the callers of __libc_start_call_main under
+# --stack-capture kernel (frame pointers only: glibc's start-up code has
+# none), and the lifetimes, checked block by block against the target's own
+# timing of each block (a trap's cost moves a short lifetime up a bucket or
+# more).
 
 PATHS_PATHS="ring sites noinject kernel sampled"
 PATHS_WAYS="launched attached forked execd"
