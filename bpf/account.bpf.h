@@ -531,6 +531,7 @@ __noinline int account_alloc(struct alloc_rec *r)
 	/* The address was handed out again: the block it replaced may have had an arena entry at the key. */
 	bool stale_arena = put == LIVE_REPLACED && (stale->flags & HT_BLOCK_ARENA);
 	struct inuse_delta d = block_delta(b, 1);
+	d.ns = b->time_ns;
 	site_change(s, proc, &d);
 	/* A block its arena's maps cannot hold is counted in its stack alone: a reset cannot release it. */
 	bool in_arena = arena && arena_add(b, arena, proc, 1);

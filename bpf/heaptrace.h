@@ -420,7 +420,7 @@ struct ht_totals {
 	__s64 inuse_bytes;
 	__s64 inuse_objects;
 	__u64 peak_bytes;
-	__u64 peak_ns;                  /* bpf_ktime_get_ns() when the peak was reached */
+	__u64 peak_ns;                  /* bpf_ktime_get_ns()'s clock: the allocation that reached the peak */
 	__u64 epoch;
 	__u64 epoch_bytes;              /* in-use bytes when the current epoch started */
 	__u64 epoch_ns;

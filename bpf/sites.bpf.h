@@ -38,6 +38,7 @@ struct {
 struct inuse_delta {
 	__s64 objects, bytes;
 	__s64 est_objects, est_bytes;   /* Q16, bytes */
+	__u64 ns;                       /* an allocation's time (a drained event's is its stamp); 0: now */
 };
 
 /* What one block adds to (sign 1) or takes off (-1) the in-use counters. */
@@ -108,8 +109,12 @@ HT_CHECKED_ONCE int totals_inuse(__u32 proc, const struct inuse_delta *d)
 	__s64 now = __sync_fetch_and_add(&t->inuse_bytes, bytes) + bytes;
 	if (bytes <= 0 || now <= (__s64)t->peak_bytes)
 		return 0;
-	/* Racing CPUs may each see a new peak; the last writer wins, off by one allocation at most. */
-	__u64 ns = bpf_ktime_get_ns();
+	/*
+	 * Racing CPUs may each see a new peak; the last writer wins, off by one
+	 * allocation at most.  The moment is the allocation's: a drained
+	 * event's stamp, not its drain pass's time (up to a period later).
+	 */
+	__u64 ns = d->ns ? d->ns : bpf_ktime_get_ns();
 	t->peak_bytes = now;
 	t->peak_ns = ns;
 	__u64 step = peak_step;

@@ -37,13 +37,29 @@ static void halve(struct tl_series *s)
 	s->period *= 2;
 }
 
-static void push(struct tl_series *s, struct tl_point p)
+static bool push(struct tl_series *s, struct tl_point p)
 {
 	if (s->n == TL_MAX_POINTS)
 		halve(s);
 	if (ARRAY_RESERVE(s->pt, s->cap, s->n + 1, 1024))
-		return;
+		return false;
 	s->pt[s->n++] = p;
+	return true;
+}
+
+/*
+ * A point in its time's place: a peak the ring's drain accounted after a
+ * sample carries its allocation's time, which may come before that
+ * sample's.
+ */
+static void put_in_order(struct tl_series *s, struct tl_point p)
+{
+	if (!push(s, p))
+		return;
+	size_t i = s->n - 1;
+	for (; i > 0 && s->pt[i - 1].ns > p.ns; i--)
+		s->pt[i] = s->pt[i - 1];
+	s->pt[i] = p;
 }
 
 static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t now, pid_t pid)
@@ -53,11 +69,10 @@ static void sample_slot(struct tl_series *s, const struct ht_totals *t, uint64_t
 	 * period) would fall through the grid: the BPF side keeps its exact value
 	 * and time, so it goes in as a point of its own.
 	 */
-	if (t->peak_bytes && t->peak_ns != s->peak_ns && t->peak_ns <= now &&
-	    (!s->n || t->peak_ns > s->pt[s->n - 1].ns)) {
+	if (t->peak_bytes && t->peak_ns != s->peak_ns && t->peak_ns <= now) {
 		s->peak_ns = t->peak_ns;
 		if ((int64_t)t->peak_bytes > t->inuse_bytes)
-			push(s, (struct tl_point){ t->peak_ns, (int64_t)t->peak_bytes, TL_NO_OBJECTS, TL_NO_RSS, TL_NO_RSS });
+			put_in_order(s, (struct tl_point){ t->peak_ns, (int64_t)t->peak_bytes, TL_NO_OBJECTS, TL_NO_RSS, TL_NO_RSS });
 	}
 	struct ht_rss r = { 0 };
 	if (pid)
