@@ -152,7 +152,7 @@ pt_compact() {
 	cont && /^             [^ ]/ { next }
 	{ cont = 0; gsub(/  +/, " ") }
 	/^heaptrace: PID [0-9]+, / { sub(/PID [0-9]+/, "PID *"); print; next }
-	/^ program: |^ rss: / { next }
+	/^ program: |^ rss: |^ of which: / { next }
 	/^ peak: / { sub(/ bytes in use, .*/, " bytes in use") }
 	/^#[0-9]+ / { flush(); st = $0; sub(/^#[0-9]+ /, "", st); next }
 	st != "" && /^ (reallocs|freed|missed|unmatched)/ { sub(/; lifetimes:.*/, ""); st = st " |" $0; next }
