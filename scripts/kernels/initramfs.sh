@@ -7,8 +7,10 @@ set -eu
 kdir=${1:?usage: initramfs.sh KDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$kdir/initrd.gz
-# Rebuilt when init or this script changed, else kept.
-if [ -f "$out" ] && [ "$out" -nt "$here/init" ] && [ "$out" -nt "$0" ]; then
+# Rebuilt when init or this script changed (their contents: a fresh clone's
+# files are all newer than the cache), else kept.
+sum=$(cat "$here/init" "$0" | sha256sum | cut -d' ' -f1)
+if [ -f "$out" ] && [ "$(cat "$out.sum" 2>/dev/null)" = "$sum" ]; then
 	echo "$out"
 	exit 0
 fi
@@ -57,7 +59,11 @@ rm "$tmp/order"
 # busybox's own cpio: one package less on the host.  A file, not a pipe, so
 # that a failure stops here.
 (cd "$tmp" && find . | "$busybox" cpio -o -H newc >"$tmp.cpio" 2>/dev/null)
-gzip -1 <"$tmp.cpio" >"$out.tmp"
+# Under a name of its own, renamed into place: two builders at once (two
+# guests of one kernel) each put a whole file there.
+gzip -1 <"$tmp.cpio" >"$out.$$"
 rm "$tmp.cpio"
-mv "$out.tmp" "$out"
+mv "$out.$$" "$out"
+echo "$sum" >"$out.sum.$$"
+mv "$out.sum.$$" "$out.sum"
 echo "$out"

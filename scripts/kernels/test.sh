@@ -32,6 +32,14 @@ one() {
 	} >"$log"
 }
 
+# Each kernel fetched and its initramfs made before any guest starts: the
+# guests of one kernel, started at once, would both unpack and build it
+# (stop 45's CI: one guest lost its initrd.gz.tmp to the other's rename).
+for k in $kernels; do
+	kdir=$(sh scripts/kernels/fetch.sh "$k") && sh scripts/kernels/initramfs.sh "$kdir" >/dev/null ||
+		echo "# kernel $k: cannot be prepared (said above); its guests will say so too"
+done
+
 logs=()
 running=0
 for k in $kernels; do
