@@ -515,7 +515,8 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 		}
 		/* Entry, then exit; not a PTRACE_EVENT_STOP with SIGTRAP (a SIGCONT's notification). */
 		if ((WSTOPSIG(st) & 0x7f) == SIGTRAP && !(st >> 16)) {
-			if (++stops == 2)
+			inject_phase(++stops == 1 ? "syscall-entry" : "syscall-exit");
+			if (stops == 2)
 				break;
 		} else if (!(st >> 16)) {
 			/* Another signal first (the thread holds our registers): kept for the resume, go on. */
