@@ -387,9 +387,12 @@ scenario_inject_fpu() {
 	# Four times with the registers borrowed, before the call; then in its
 	# entry and exit stops (the thread then resumes from a system call's
 	# stop with no tracer), and in the exit stop of the second call, the
-	# gadget's.
-	local at=(syscall:1 syscall:1 syscall:1 syscall:1 syscall-entry:1 syscall-exit:1 syscall-exit:2)
-	for i in 1 2 3 4 5 6 7; do
+	# gadget's; then with those stops reached but not yet reaped (before
+	# PTRACE_O_TRACESYSGOOD the thread resumed with the stop's SIGTRAP as
+	# a signal and the process died of it: forkstorm's exec'd children).
+	local at=(syscall:1 syscall:1 syscall:1 syscall:1 syscall-entry:1 syscall-exit:1 syscall-exit:2
+		syscall-entry-unreaped:1 syscall-exit-unreaped:1 syscall-exit-unreaped:2 syscall-entry-unreaped:3)
+	for i in $(seq 1 ${#at[@]}); do
 		HEAPTRACE_KILL_AT=${at[i - 1]} timeout -k 5 60 "$HT" -d 0.1 -o /dev/null -p "$tp" >/dev/null 2>"$TMP/$key.$i.err"
 		rc=$?
 		[ "$rc" = 137 ] || d+="kill $i: heaptrace exited $rc, not killed at ${at[i - 1]}: $(tail -1 "$TMP/$key.$i.err")"$'\n'
@@ -402,7 +405,7 @@ scenario_inject_fpu() {
 	rc=$?
 	grep -q '^bye rounds=[1-9][0-9]* errors=0$' "$TMP/$key.tout" && [ "$rc" = 0 ] ||
 		d+="target: status $rc, says: $(tr '\n' ' ' <"$TMP/$key.tout")"$'\n'
-	report "inject_fpu: 7 SIGKILLs inside remote calls (4 before the first, in its entry and exit stops, in the second's exit stop): the borrowed thread keeps its vector registers, MXCSR and signal mask" "$d"
+	report "inject_fpu: 11 SIGKILLs inside remote calls (4 before the first, in its entry and exit stops, in the second's exit stop, and 4 with such a stop not yet reaped): the borrowed thread keeps its vector registers, MXCSR and signal mask" "$d"
 }
 
 # Another tool's uprobe on a function the stub took (bpftrace on malloc and

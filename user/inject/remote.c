@@ -160,7 +160,7 @@ static int wait_stopped(struct remote *r, struct remote_thread *t)
 		 * sent again from here; the interrupt's stop comes after it, with
 		 * the thread at its handler's first instruction.
 		 */
-		ptrace(PTRACE_CONT, t->tid, 0, !event && sig != SIGTRAP ? sig : 0);
+		ptrace(PTRACE_CONT, t->tid, 0, !event && (sig & 0x7f) != SIGTRAP ? sig : 0);
 	}
 }
 
@@ -172,7 +172,7 @@ static int stop_one(struct remote *r, pid_t tid, bool traced)
 	if (!t)
 		return -ENOMEM;
 	if (!traced) {
-		if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
+		if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD)) {
 			int e = errno;
 			drop(r, t);
 			return e == ESRCH ? 0 : -e;
@@ -505,6 +505,18 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 	if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
 		return -errno;
 	for (int stops = 0;;) {
+		/*
+		 * The stop reached, not yet reaped: a heaptrace killed here
+		 * leaves the stop's code (SIGTRAP) with the thread, and the
+		 * kernel sends it that as a signal when it resumes: the
+		 * process died of SIGTRAP.  With PTRACE_O_TRACESYSGOOD (every
+		 * seize of ours) the code is SIGTRAP | 0x80, no signal, and
+		 * the kernel sends nothing.  Phases of their own for scenario
+		 * inject_fpu.
+		 */
+		siginfo_t si;
+		if (!waitid(P_PID, t->tid, &si, WSTOPPED | WEXITED | WNOWAIT | __WALL))
+			inject_phase(stops ? "syscall-exit-unreaped" : "syscall-entry-unreaped");
 		int st, err = wait_tid(t->tid, &st);
 
 		if (err)

@@ -16,7 +16,7 @@
 
 static int ptrace_options(const struct tracee *tc)
 {
-	return PTRACE_O_TRACEEXIT | (tc->on_exec || tc->on_child_exec ? PTRACE_O_TRACEEXEC : 0) |
+	return PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD | (tc->on_exec || tc->on_child_exec ? PTRACE_O_TRACEEXEC : 0) |
 	       (tc->follow || tc->all ? PTRACE_O_TRACECLONE : 0) |
 	       (tc->follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK : 0);
 }
@@ -367,6 +367,9 @@ void tracee_reap(struct tracee *f, bool wait)
 			ptrace(is_stop_signal(sig) ? PTRACE_LISTEN : PTRACE_CONT, r, 0, 0);
 			break;
 		default:
+			/* A remote call's system-call stop left unreaped: no signal of its own to pass on. */
+			if (sig == (SIGTRAP | 0x80))
+				sig = 0;
 			if (sig == SIGTRAP && f->on_trap && f->on_trap(f->hook_arg, r))
 				sig = 0;
 			ptrace(PTRACE_CONT, r, 0, sig);
