@@ -54,8 +54,10 @@ fail() {
 	echo "not ok - $1"
 	FAILURES+=("not ok - $1")
 	if [ -n "${2:-}" ]; then
-		printf '%s\n' "$2" | sed -e '/^$/d' -e 's/^/#   /' | head -40
-		FAILURES+=("$(printf '%s\n' "$2" | sed -e '/^$/d' -e 's/^/#   /' | head -6)")
+		local diag
+		diag=$(printf '%s\n' "$2" | sed -e '/^$/d' -e 's/^/#   /' | head -40)
+		printf '%s\n' "$diag"
+		FAILURES+=("$(printf '%s\n' "$diag" | head -6)")
 	fi
 }
 

@@ -18,7 +18,7 @@ static struct {
 	int n;
 } ph;
 
-void inject_phase(const char *name)
+static void read_env(void)
 {
 	if (!ph.read) {
 		const char *k = getenv("HEAPTRACE_KILL_AT"), *p = getenv("HEAPTRACE_PHASES");
@@ -32,7 +32,17 @@ void inject_phase(const char *name)
 				*colon = '\0';
 		}
 	}
-	if (!ph.print && !ph.kill_at[0])
+}
+
+bool inject_phases_on(void)
+{
+	read_env();
+	return ph.print || ph.kill_at[0];
+}
+
+void inject_phase(const char *name)
+{
+	if (!inject_phases_on())
 		return;
 	int i = 0;
 	while (i < ph.n && strcmp(ph.names[i], name))

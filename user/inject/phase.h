@@ -9,6 +9,10 @@
 #ifndef HT_INJECT_PHASE_H
 #define HT_INJECT_PHASE_H
 
+#include <stdbool.h>
+
 void inject_phase(const char *name);
+/* Whether either is asked for: a phase that costs a call of its own to reach is marked only then. */
+bool inject_phases_on(void);
 
 #endif

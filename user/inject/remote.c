@@ -515,7 +515,7 @@ int remote_syscall(struct remote *r, long nr, const long args[6], long *ret)
 		 * inject_fpu.
 		 */
 		siginfo_t si;
-		if (!waitid(P_PID, t->tid, &si, WSTOPPED | WEXITED | WNOWAIT | __WALL))
+		if (inject_phases_on() && !waitid(P_PID, t->tid, &si, WSTOPPED | WEXITED | WNOWAIT | __WALL))
 			inject_phase(stops ? "syscall-exit-unreaped" : "syscall-entry-unreaped");
 		int st, err = wait_tid(t->tid, &st);
 
