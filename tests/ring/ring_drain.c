@@ -171,6 +171,25 @@ static void *brief(void *arg)
 	return NULL;
 }
 
+/*
+ * A thread run to its end and gone: pthread_join() returns once the kernel
+ * clears the thread's tid, before the thread is released, and until then
+ * tgkill() still finds it (drain.c's test of a gone thread).  The window
+ * is wide under emulation (Debian's 6.1 under QEMU): wait it out, at most
+ * 2 s.  Its tid.
+ */
+static int brief_thread(void)
+{
+	int tid = 0;
+	pthread_t g;
+
+	pthread_create(&g, NULL, brief, &tid);
+	pthread_join(g, NULL);
+	for (int i = 0; i < 2000 && !(syscall(SYS_tgkill, getpid(), tid, 0) && errno == ESRCH); i++)
+		usleep(1000);
+	return tid;
+}
+
 static void *other(void *arg)
 {
 	(void)arg;
@@ -545,8 +564,7 @@ static void collisions(struct tracer *tr, struct ring *r, __u32 me)
 	const __u32 S = HT_RING_THREAD_SLOTS;
 	__u64 e[3] = { 0x406100, 0x406200, 0x406300 }, he = hash_of(e, 3);
 	struct ht_ring_thread t;
-	int gone = 0;
-	pthread_t g;
+	int gone;
 
 	send_stack(r, e, 3, me, false);
 	put(r, alloc_ev(me, 0x50000000, 1, 0, he));
@@ -574,8 +592,7 @@ static void collisions(struct tracer *tr, struct ring *r, __u32 me)
 	check("collision: x gone: out of ring_threads_over", in_over(tr, x), 0);
 
 	/* C2: a gone thread's slot; y meets it held and goes to the hash, drain.c empties it, z takes it. */
-	pthread_create(&g, NULL, brief, &gone);
-	pthread_join(g, NULL);
+	gone = brief_thread();
 	__u32 y = gone + S, z = gone + 2 * S;
 	check("collision: tids sharing a gone thread's slot are no threads here", no_thread(y) && no_thread(z), 1);
 	put(r, alloc_ev(gone, 0x50000040, 40, 0, he));
@@ -730,10 +747,7 @@ int main(int argc, char **argv)
 	 * thread; a thread that has exited made them at its exit, a living one
 	 * that makes another call did not.
 	 */
-	int gone = 0;
-	pthread_t g;
-	pthread_create(&g, NULL, brief, &gone);
-	pthread_join(g, NULL);
+	int gone = brief_thread();
 	struct ht_ev f = free_ev(gone, 0xa000);
 	f.flags = HT_EV_FREE_IN_ALLOCATOR;
 	put(&r, f);
