@@ -362,6 +362,7 @@ static void carried(struct tracer *tr, struct ring *r, __u32 me)
 	long long unmatched = counter(tr, HT_UNMATCHED_FREES), missed = counter(tr, HT_MISSED_FREES);
 	tracer_totals(tr, 0, &t0);
 	drain_pairs(tr, &pairs0, &carried0);
+	uint64_t waits0 = __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 	for (long i = 0; i < n + live; i++) {
 		if (i < n)
 			put(r, alloc_ev(me, 0x40000000 + i * 32, 32, 0, hd));
@@ -373,9 +374,17 @@ static void carried(struct tracer *tr, struct ring *r, __u32 me)
 		usleep(1000);
 	check("carried: every slot drained by the thread", r->hdr->tail, r->hdr->head);
 	drain_pairs(tr, &pairs1, &carried1);
-	printf("# carried: %lu pairs, %lu across runs\n", (unsigned long)(pairs1 - pairs0),
-	       (unsigned long)(carried1 - carried0));
-	check("carried: pairs across runs found", carried1 - carried0 > 0, on);
+	uint64_t waits = __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED) - waits0;
+	printf("# carried: %lu pairs, %lu across runs, %lu waits on a full ring\n", (unsigned long)(pairs1 - pairs0),
+	       (unsigned long)(carried1 - carried0), (unsigned long)waits);
+	/*
+	 * A run holds back only while no producer waits on a full ring: one
+	 * that outruns the drain (one emulated CPU, Debian's kernels under
+	 * QEMU: 0 across runs, 4500 blocks through the live map) gets every
+	 * slot.  Where the drain kept up, pairs across runs must be found.
+	 */
+	check("carried: pairs across runs found (none only when the producer waited on a full ring)",
+	      carried1 - carried0 > 0 || (on && waits > 0), on);
 	check("carried: at most a pair a block", pairs1 - pairs0 <= (uint64_t)n, 1);
 	check("carried: allocs", counter(tr, HT_ALLOCS) - allocs, n);
 	check("carried: frees", counter(tr, HT_FREES) - frees, n);
