@@ -372,7 +372,6 @@ void tracee_reap(struct tracee *f, bool wait)
 				sig = 0;
 			if (sig && f->on_signal && f->on_signal(f->hook_arg, r, sig))
 				sig = 0;
-				sig = 0;
 			ptrace(PTRACE_CONT, r, 0, sig);
 		}
 	}
