@@ -127,14 +127,14 @@ pt_recorder() {
 
 # pt_recorder_want PATH WAY: what must record PATH's allocations started
 # WAY (docs/fast-path.md, "How the paths differ"): a followed child that
-# forked has a stub of its own but no ring, one that executed a program
-# has uprobes; --stack-capture kernel turns the fast path off.  Under
+# forked or executed a program has a stub of its own but no ring;
+# --stack-capture kernel turns the fast path off.  Under
 # tests/run.sh --no-inject every run has uprobes.
 pt_recorder_want() {
 	[ -n "${HT_TEST_NO_INJECT:-}" ] && set -- noinject "$2"
 	case $1/$2 in
-	noinject/* | kernel/* | */execd) echo uprobes ;;
-	sites/* | */forked) echo sites ;;
+	noinject/* | kernel/*) echo uprobes ;;
+	sites/* | */forked | */execd) echo sites ;;
 	*) echo ring ;;
 	esac
 }
