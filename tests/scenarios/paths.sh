@@ -118,6 +118,11 @@ pt_recorder() {
 		echo "ring"
 	elif [ "$((walks + handed))" = 58 ] && [ "$ring" = 0 ]; then
 		echo "sites"
+	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ] &&
+		grep -qE '^heaptrace: PID [0-9]+: the fast path: a stub of its own at ' "$TMP/$1.err"; then
+		# An exec'd child's stub, which walks no stack (no CFI tables of its
+		# own): every recorded call goes to a record site, and -v says so.
+		echo "sites"
 	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ]; then
 		echo "uprobes"
 	else
