@@ -312,6 +312,20 @@ int process_exec(void *ctx)
  * a new thread (same thread group) is no child.  The fork runs in the
  * parent, so the current task's thread group is the parent's.
  */
+/*
+ * A program a followed child executed, at its loader's _dl_debug_state
+ * (the link is for that process alone): a signal heaptrace's ptrace loop
+ * stops it at, to install its stub once the allocator is mapped.  No
+ * breakpoint written: were heaptrace SIGKILLed, the link goes with it and
+ * a signal already sent is ignored.
+ */
+SEC("uprobe")
+int loader_state(struct pt_regs *ctx)
+{
+	bpf_send_signal_thread(HT_LOADER_SIGNAL);
+	return 0;
+}
+
 SEC("raw_tp/sched_process_fork")
 int process_fork(__u64 *ctx)
 {

@@ -27,6 +27,14 @@
  */
 #define HT_MAX_PROCS 256
 
+/*
+ * The signal loader_state sends a process a followed parent executed, at
+ * its loader's _dl_debug_state (user/session/procstub.c): SIGURG, ignored
+ * by default, so that it is nothing to the process should heaptrace be
+ * gone before the signal arrives (a tracer sees it even so).
+ */
+#define HT_LOADER_SIGNAL 23
+
 /* A followed child (procs map, keyed by tgid). */
 struct ht_proc {
 	__u32 slot;

@@ -115,6 +115,13 @@ scenario_spawn() {
 		grep -qxE "heaptrace: following child PID [0-9]+: now $TB/nofp/t_deep" "$TMP/$key.err" ||
 			d+=$'\n'"no 'following child PID N: now $(rel "$TB")/nofp/t_deep'"
 		report "$key: one child profile; -v says the child now runs nofp/t_deep" "$d"
+		# The exec'd program gets a stub of its own (procstub_arm), not uprobes.
+		if [ -z "${HT_TEST_NO_INJECT:-}" ]; then
+			d=$(grep -cE '^heaptrace: PID [0-9]+: the fast path: a stub of its own at 0x[0-9a-f]+, 9 functions redirected$' \
+				"$TMP/$key.err")
+			report "$key: the exec'd nofp/t_deep gets a stub of its own" \
+				"$([ "$d" = 1 ] || echo "$d lines 'PID N: the fast path: a stub of its own', want 1")"
+		fi
 		# t_deep's numbers (scenario unwind): the deep line is 64 frames, the
 		# innermost of 301; shallow_leaf's stack reaches main.
 		uw_expect_line $key.child "$deep"

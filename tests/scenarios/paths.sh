@@ -118,6 +118,11 @@ pt_recorder() {
 		echo "ring"
 	elif [ "$((walks + handed))" = 58 ] && [ "$ring" = 0 ]; then
 		echo "sites"
+	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ] &&
+		grep -qE '^heaptrace: PID [0-9]+: the fast path: a stub of its own at ' "$TMP/$1.err"; then
+		# An exec'd child's stub, which walks no stack (no CFI tables of its
+		# own): every recorded call goes to a record site, and -v says so.
+		echo "sites"
 	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ]; then
 		echo "uprobes"
 	else
@@ -127,14 +132,14 @@ pt_recorder() {
 
 # pt_recorder_want PATH WAY: what must record PATH's allocations started
 # WAY (docs/fast-path.md, "How the paths differ"): a followed child that
-# forked has a stub of its own but no ring, one that executed a program
-# has uprobes; --stack-capture kernel turns the fast path off.  Under
+# forked or executed a program has a stub of its own but no ring;
+# --stack-capture kernel turns the fast path off.  Under
 # tests/run.sh --no-inject every run has uprobes.
 pt_recorder_want() {
 	[ -n "${HT_TEST_NO_INJECT:-}" ] && set -- noinject "$2"
 	case $1/$2 in
-	noinject/* | kernel/* | */execd) echo uprobes ;;
-	sites/* | */forked) echo sites ;;
+	noinject/* | kernel/*) echo uprobes ;;
+	sites/* | */forked | */execd) echo sites ;;
 	*) echo ring ;;
 	esac
 }

@@ -42,27 +42,51 @@ static uint64_t loader_base(pid_t pid, char *path, size_t len)
 	return path[0] ? base : 0;
 }
 
-int inject_arm(struct inject *in, struct remote *r)
+/*
+ * The loader's r_brk and r_state in in->pid, and path and the file offset
+ * of r_brk (its _dl_debug_state) in it.  -1: a static program (everything
+ * is mapped already), or a loader without the symbols.
+ */
+static int loader_debug(struct inject *in, char *path, size_t len, uint64_t *file_off)
 {
-	char path[4300];
 	struct elfobj o;
-	uint64_t base = loader_base(in->pid, path, sizeof(path)), brk, rdebug, size;
-	uint8_t int3 = 0xcc;
+	uint64_t base = loader_base(in->pid, path, len), brk, rdebug, size;
 
 	if (!base)
-		return -1;      /* a static program: everything is mapped already */
+		return -1;
 	if (elfobj_open(&o, path, false))
 		return -1;
 	bool found = elfobj_func(&o, "_dl_debug_state", &brk, &size);
 	bool have_r_debug = elfobj_object(&o, "_r_debug", &rdebug);
+	int64_t off = found ? elfobj_file_offset(&o, brk) : -1;
 	elfobj_close(&o);
-	if (!found || !have_r_debug)
+	if (off < 0 || !have_r_debug)
 		return -1;
 	in->r_brk = base + brk;
 	in->r_state = base + rdebug + 24;       /* struct r_debug: r_version, r_map, r_brk, then r_state */
+	*file_off = off;
+	return 0;
+}
+
+int inject_arm(struct inject *in, struct remote *r)
+{
+	char path[4300];
+	uint64_t off;
+	uint8_t int3 = 0xcc;
+
+	if (loader_debug(in, path, sizeof(path), &off))
+		return -1;
 	if (remote_read(r, in->r_brk, &in->r_brk_byte, 1) || remote_write(r, in->r_brk, &int3, 1))
 		return -1;
 	in->armed = true;
+	return 0;
+}
+
+int inject_arm_hook(struct inject *in, char *path, size_t len, uint64_t *offset)
+{
+	if (loader_debug(in, path, len, offset))
+		return -1;
+	in->armed = in->hooked = true;
 	return 0;
 }
 
@@ -75,6 +99,25 @@ static bool allocator_mapped(struct inject *in, const struct probe_plan *plan)
 	bool mapped = maps && maps_path_addr(maps, p->path, p->offset - p->delta);
 	free(maps);
 	return mapped;
+}
+
+int inject_on_loader(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr)
+{
+	struct remote r;
+	int32_t state = -1;
+
+	if (!in->armed || !in->hooked || remote_adopt(&r, in->pid, tid))
+		return 0;
+	/* Nothing of ours in its memory to undo: only whether the loader is done. */
+	remote_read(&r, in->r_state, &state, sizeof(state));
+	if (state == 0 /* RT_CONSISTENT */) {
+		in->armed = false;
+		if (allocator_mapped(in, plan))
+			inject_install(in, &r, plan, tr);
+		remote_sync(&r);
+	}
+	remote_free(&r);
+	return 1;
 }
 
 int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr)

@@ -689,10 +689,18 @@ void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
 		return;         /* the parent's stub: counted there */
 	/* --follow-fork reads a child's at its exit stop. */
 	read_seen(in);
-	counters[HT_SAMPLED_SET_FULL] += in->seen.set_full;
-	counters[HT_CALL_MAP_FULL] += in->seen.depth_full;
-	counters[HT_MISSED_RETURNS] += in->seen.stale;
-	counters[HT_STUB_UNDELIVERED] += in->undelivered;
+	counters[HT_SAMPLED_SET_FULL] += in->seen.set_full + in->earlier.set_full;
+	counters[HT_CALL_MAP_FULL] += in->seen.depth_full + in->earlier.depth_full;
+	counters[HT_MISSED_RETURNS] += in->seen.stale + in->earlier.stale;
+	counters[HT_STUB_UNDELIVERED] += in->undelivered + in->earlier_undelivered;
+}
+
+void inject_carry(struct inject *to, const struct inject *from)
+{
+	to->earlier.set_full = from->earlier.set_full + from->seen.set_full;
+	to->earlier.depth_full = from->earlier.depth_full + from->seen.depth_full;
+	to->earlier.stale = from->earlier.stale + from->seen.stale;
+	to->earlier_undelivered = from->earlier_undelivered + from->undelivered;
 }
 
 bool inject_check_delivery(struct inject *in, const struct tracer *tr, uint32_t slot, double now)
@@ -729,6 +737,9 @@ bool inject_check_delivery(struct inject *in, const struct tracer *tr, uint32_t 
 
 void inject_reset(struct inject *in)
 {
+	inject_carry(in, in);
+	memset(&in->seen, 0, sizeof(in->seen));
+	in->undelivered = in->delivered = false;
 	inject_free(in);
 	in->base = 0;
 	in->done = in->armed = in->enabled = false;

@@ -49,6 +49,23 @@ void inject_remove(struct inject *in, struct remote *r);
 int inject_arm(struct inject *in, struct remote *r);   /* arm.c, as inject_on_trap */
 
 /*
+ * A followed child stopped at its exec: the loader's _dl_debug_state as a
+ * file offset of path, where the caller hooks bpf/heaptrace.bpf.c's
+ * loader_state (which sends HT_LOADER_SIGNAL) rather than writing a
+ * breakpoint: nothing is left in the process were heaptrace to die.  0, or
+ * -1: a static program, or a loader without the symbols.
+ */
+int inject_arm_hook(struct inject *in, char *path, size_t len, uint64_t *offset);
+
+/*
+ * The child of inject_arm_hook() stopped with HT_LOADER_SIGNAL.  1: ours
+ * (the caller drops the signal); once the loader is consistent no longer
+ * armed, with the stub in when the target's allocator is mapped (enabled),
+ * else not (the caller gives it uprobes).  0: not ours.
+ */
+int inject_on_loader(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr);
+
+/*
  * The command stopped with SIGTRAP.  1: at our breakpoint (handled: the
  * stub is installed once the allocator is mapped; resume the thread without
  * a signal), 0: not ours.
@@ -68,6 +85,9 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 
 /* The stub's losses, added to the BPF side's counters (read while the process lives, then the last reading). */
 void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
+
+/* to, the stub of from's process's next program (exec): from's losses, as earlier ones (to may be from). */
+void inject_carry(struct inject *to, const struct inject *from);
 
 /*
  * Do the stub's recorded calls reach heaptrace?  slot: the process's in

@@ -41,6 +41,7 @@ struct inject {
 	uint64_t r_brk, r_state;
 	uint8_t r_brk_byte;
 	bool armed;
+	bool hooked;                    /* armed by a uprobe on r_brk (inject_arm_hook), not a breakpoint */
 	bool done;                      /* installed, or given up: the uprobes took over */
 	bool enabled;                   /* the stub is on in this process */
 	bool shared;                    /* a child sharing its parent's memory (vfork): the parent's stub */
@@ -51,6 +52,8 @@ struct inject {
 	bool whole;
 	char why[200];
 	struct stub_counters seen;      /* the stub's counters as last read */
+	struct stub_counters earlier;   /* the stubs of the process's earlier programs (exec), as last read */
+	uint64_t earlier_undelivered;
 	/* inject_check_delivery(): when the stub first recorded a call (0: not yet seen), and what came of it. */
 	double recorded_at;
 	bool delivered, undelivered;

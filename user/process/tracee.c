@@ -370,7 +370,7 @@ void tracee_reap(struct tracee *f, bool wait)
 			/* A remote call's system-call stop left unreaped: no signal of its own to pass on. */
 			if (sig == (SIGTRAP | 0x80))
 				sig = 0;
-			if (sig == SIGTRAP && f->on_trap && f->on_trap(f->hook_arg, r))
+			if (sig && f->on_signal && f->on_signal(f->hook_arg, r, sig))
 				sig = 0;
 			ptrace(PTRACE_CONT, r, 0, sig);
 		}

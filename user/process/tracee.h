@@ -61,12 +61,14 @@ struct tracee {
 	size_t n_tids, cap_tids;
 	size_t not_followed;            /* children left untraced (no slot, attach failed) */
 	/*
-	 * The target's own stops, for the in-process fast path: its exec (the
-	 * new image is mapped, nothing of it has run), and a SIGTRAP, which
-	 * on_trap takes (returns true) when it is a breakpoint of heaptrace's.
+	 * The stops of the in-process fast path: the target's exec (the new
+	 * image is mapped, nothing of it has run), and a signal's delivery to
+	 * any traced thread, which on_signal takes (returns true: not
+	 * delivered) when it is heaptrace's (the target's breakpoint, a
+	 * followed child's loader hook).
 	 */
 	void (*on_exec)(void *arg, pid_t tid);
-	bool (*on_trap)(void *arg, pid_t tid);
+	bool (*on_signal)(void *arg, pid_t tid, int sig);
 	/*
 	 * A followed child's exec, stopped before the new program's first
 	 * instruction, its maps and name read afresh (k).  Exec events are

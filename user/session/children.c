@@ -12,6 +12,7 @@
 
 #include "output/output.h"
 #include "session/limits.h"
+#include "session/procstub.h"
 #include "session/state.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -58,6 +59,7 @@ static void child_stub_gone(struct session *s, uint32_t slot)
 {
 	struct inject *kid = s->kin[slot];
 
+	procstub_unhook(s, slot);
 	if (slot && kid) {
 		inject_free(kid);
 		kid->base = 0;
@@ -74,9 +76,15 @@ void session_on_child_exec(void *arg, struct tracee_child *k)
 	if (s->stopped)
 		return;
 	session_proc_root(s, k->pid, root, sizeof(root));
-	/* The new image has no stub and no jump: the stub's functions, as uprobes, are its. */
+	/*
+	 * The new image has no stub and no jump: a stub of its own once the
+	 * loader has mapped the allocator, or (a static program, no stub to
+	 * model it on) the stub's functions as uprobes.  A child that had
+	 * their uprobes keeps them: a jump over one would break it.
+	 */
 	child_stub_gone(s, k->slot);
-	if (!s->stub_uprobes[k->slot] && !probes_attach_stubbed(&s->plan, &s->tr, k->pid))
+	if (!s->stub_uprobes[k->slot] && procstub_arm(s, k->pid, k->slot) &&
+	    !probes_attach_stubbed(&s->plan, &s->tr, k->pid))
 		s->stub_uprobes[k->slot] = true;
 	exec_follow(&s->ex, k->pid, k->slot, k->maps, root);
 	session_python_at_exec(s, k->pid, k->pid);
@@ -112,6 +120,8 @@ void session_remove_child_stubs(struct session *s)
 		struct inject *kid = s->kin[k];
 		struct remote r;
 		int err;
+
+		procstub_unhook(s, k);
 
 		if (!kid || !kid->enabled || kid->shared)
 			continue;

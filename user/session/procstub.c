@@ -33,17 +33,13 @@ static const char *no_model(const struct session *s)
 	return NULL;
 }
 
-/* A stub for pid, the target's functions; NULL and why (which is set) when none. */
-static struct inject *install(struct session *s, pid_t pid, char *why, size_t len)
+/* pid's stub, made on the target's (not yet in it); NULL: out of memory. */
+static struct inject *model(const struct session *s, pid_t pid)
 {
 	struct inject *kid = calloc(1, sizeof(*kid));
-	struct remote r;
-	int err;
 
-	if (!kid) {
-		snprintf(why, len, "out of memory");
+	if (!kid)
 		return NULL;
-	}
 	/*
 	 * The target's walk, but never its CFI tables' mapping: that index
 	 * holds the target's mappings alone (session/walk.c), so a stub walks
@@ -56,6 +52,20 @@ static struct inject *install(struct session *s, pid_t pid, char *why, size_t le
 	for (int i = 0; i < s->in.n; i++)
 		kid->fns[i] = (struct inject_fn){ .probe = s->in.fns[i].probe, .len = s->in.fns[i].len,
 						  .skip = s->in.fns[i].skip };
+	return kid;
+}
+
+/* A stub for pid, the target's functions; NULL and why (which is set) when none. */
+static struct inject *install(struct session *s, pid_t pid, char *why, size_t len)
+{
+	struct inject *kid = model(s, pid);
+	struct remote r;
+	int err = 0;
+
+	if (!kid) {
+		snprintf(why, len, "out of memory");
+		return NULL;
+	}
 	if ((err = remote_stop(&r, pid, session_traced_by_us, s)))
 		snprintf(why, len, "cannot stop its threads: %s", strerror(-err));
 	else if (!remote_can_call(&r))
@@ -107,4 +117,91 @@ pid_t procstub_shares(const struct session *s, pid_t pid)
 		if (s->kin[k] && s->kin[k]->base && s->kin[k]->pid != pid && inject_shares_memory(s->kin[k]->pid, pid))
 			return s->kin[k]->pid;
 	return 0;
+}
+
+/*
+ * Does HT_LOADER_SIGNAL reach pid now (/proc/PID/status's SigBlk)?  A mask
+ * kept across the exec that blocks it would hold it back past the loader.
+ */
+static bool signal_reaches(pid_t pid)
+{
+	char path[64], *text, *at;
+	bool reaches = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((text = read_text_file(path)) && (at = strstr(text, "\nSigBlk:")))
+		reaches = !(strtoull(at + 8, NULL, 16) >> (HT_LOADER_SIGNAL - 1) & 1);
+	free(text);
+	return reaches;
+}
+
+int procstub_arm(struct session *s, pid_t pid, uint32_t slot)
+{
+	struct tracer_hook *h = &s->arm_hooks[slot];
+	struct inject *kid;
+	char loader[4300];
+	uint64_t off;
+	int err;
+
+	tracer_unhook(h);
+	if (no_model(s) || !signal_reaches(pid) || !(kid = model(s, pid)))
+		return -1;
+	/* A static program (no loader to wait for) keeps uprobes: its allocator is not the target's. */
+	if (inject_arm_hook(kid, loader, sizeof(loader), &off) || (err = tracer_hook_loader(&s->tr, loader, off, pid, h))) {
+		free(kid);
+		return -1;
+	}
+	/* The stub of its earlier program (inject_free()d at the exec): its losses stay counted. */
+	if (s->kin[slot]) {
+		inject_carry(kid, s->kin[slot]);
+		free(s->kin[slot]);
+	}
+	s->kin[slot] = kid;
+	return 0;
+}
+
+/*
+ * An exec'd child's stub once its loader is done: in, or (its program does
+ * not map the target's allocator, or the install failed) uprobes on the
+ * stub's functions, as before the exec.
+ */
+static void settle(struct session *s, struct inject *kid, uint32_t slot)
+{
+	pid_t pid = kid->pid;
+
+	tracer_unhook(&s->arm_hooks[slot]);
+	if (kid->enabled) {
+		ht_info("PID %d: the fast path: a stub of its own at 0x%" PRIx64 ", %d functions redirected", pid,
+			kid->base, kid->n);
+		return;
+	}
+	ht_info("PID %d: uprobes, not the fast path: %s", pid,
+		kid->why[0] ? kid->why : "its program does not map the target's allocator");
+	s->kin[slot] = NULL;
+	inject_free(kid);
+	free(kid);
+	if (!probes_attach_stubbed(&s->plan, &s->tr, pid))
+		s->stub_uprobes[slot] = true;
+}
+
+bool procstub_on_signal(struct session *s, pid_t tid, int sig)
+{
+	if (sig != HT_LOADER_SIGNAL)
+		return false;
+	/* The loader runs in the process's only thread. */
+	for (uint32_t k = 1; k < HT_MAX_PROCS; k++) {
+		struct inject *kid = s->kin[k];
+		if (!kid || !kid->armed || kid->pid != tid)
+			continue;
+		bool ours = inject_on_loader(kid, tid, &s->plan, &s->tr) == 1;
+		if (ours && !kid->armed)
+			settle(s, kid, k);
+		return ours;
+	}
+	return false;
+}
+
+void procstub_unhook(struct session *s, uint32_t slot)
+{
+	tracer_unhook(&s->arm_hooks[slot]);
 }

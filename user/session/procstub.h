@@ -6,6 +6,7 @@
 #ifndef HT_PROCSTUB_H
 #define HT_PROCSTUB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,26 @@ struct session;
  * one line saying why.  0, or -1 when even the uprobes failed (printed).
  */
 int procstub_attach(struct session *s, pid_t pid, uint32_t slot);
+
+/*
+ * --follow-fork: pid, in slot, executed a new program (stopped at the
+ * exec): a stub of its own (s->kin[slot]) waits for its loader, hooked by
+ * a uprobe that signals it (HT_LOADER_SIGNAL), and goes in at
+ * procstub_on_signal() once the target's allocator is mapped.  0: armed;
+ * -1: not (no stub to model it on, a static program, the signal blocked):
+ * the caller attaches uprobes.
+ */
+int procstub_arm(struct session *s, pid_t pid, uint32_t slot);
+
+/*
+ * tid stopped with signal sig: an exec'd child's hook (procstub_arm),
+ * handled (drop the signal): its stub in once its loader is done, else
+ * its uprobes.  False: not one of ours.
+ */
+bool procstub_on_signal(struct session *s, pid_t tid, int sig);
+
+/* slot's hook closed (its process exits or executes again). */
+void procstub_unhook(struct session *s, uint32_t slot);
 
 /*
  * A process whose memory is that of one with a stub of ours (a vfork child

@@ -32,6 +32,7 @@
 #include "session/exec.h"
 #include "session/monitor.h"
 #include "session/procset.h"
+#include "session/procstub.h"
 #include "session/state.h"
 #include "tracer/tracer.h"
 #include "unwind/procs.h"
@@ -162,11 +163,11 @@ static void on_exiting(void *arg)
 		inject_counters(&s->in, (uint64_t[HT_COUNTER_MAX]){ 0 });
 }
 
-static bool on_trap(void *arg, pid_t tid)
+static bool on_signal(void *arg, pid_t tid, int sig)
 {
 	struct session *s = arg;
 	double t0 = now_ms();
-	bool ours = inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1;
+	bool ours = sig == SIGTRAP ? inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1 : procstub_on_signal(s, tid, sig);
 
 	s->ph.inject += now_ms() - t0;
 	return ours;
@@ -462,7 +463,7 @@ int session_run(struct trace_opts *o)
 		s.tc.on_child_exiting = session_on_child_exiting;
 	}
 	if (s.in.n)
-		s.tc.on_trap = on_trap;
+		s.tc.on_signal = on_signal;
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
 	bool profile_on_stdout = !o->output && (!o->interval || (o->format == FMT_TOP && isatty(STDOUT_FILENO)));
 	if (o->argv) {

@@ -16,6 +16,7 @@
 #include "inject/inject.h"
 #include "inject/pytables.h"
 #include "probe/plan.h"
+#include "tracer/links.h"
 #include "process/target.h"
 #include "process/tracee.h"
 #include "profile/profile.h"
@@ -46,6 +47,8 @@ struct session {
 	 */
 	struct inject *kin[HT_MAX_PROCS];
 	bool stub_uprobes[HT_MAX_PROCS];
+	/* An exec'd child waiting at its loader for its stub (procstub_arm): the link that signals it. */
+	struct tracer_hook arm_hooks[HT_MAX_PROCS];
 	uint32_t next_slot;     /* --follow-fork: the next child's process slot */
 	bool stopped;           /* tracing is over: later children run untraced */
 	bool bad_input;         /* a --sym spec named nothing in the target: exit status 2 */

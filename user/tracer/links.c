@@ -81,6 +81,39 @@ int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, ui
 	return 0;
 }
 
+int tracer_hook_loader(struct tracer *tr, const char *path, uint64_t offset, pid_t pid, struct tracer_hook *h)
+{
+	struct bpf_program *p = tr->skel->progs.loader_state;
+	uint64_t cookie = 0;
+
+	*h = (struct tracer_hook){ .fd = -1 };
+	if (bpf_program__fd(p) < 0)
+		return -ENOENT;
+	/* Where uprobe_multi links are the rule, the object's uprobe programs expect them (tracer_set_attach_types). */
+	if (tr->multi) {
+		int fd = uprobe_multi_attach(bpf_program__fd(p), path, &offset, &cookie, 1, false, pid);
+		if (fd < 0)
+			return fd;
+		h->fd = fd;
+		h->on = true;
+		return 0;
+	}
+	LIBBPF_OPTS(bpf_uprobe_opts, opts);
+	h->link = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
+	h->on = h->link != NULL;
+	return h->on ? 0 : -errno;
+}
+
+void tracer_unhook(struct tracer_hook *h)
+{
+	if (!h->on)
+		return;
+	if (h->fd >= 0)
+		close(h->fd);
+	bpf_link__destroy(h->link);
+	*h = (struct tracer_hook){ .fd = -1 };
+}
+
 /* What one closing thread takes: every step-th link from its first. */
 struct closer {
 	struct tracer *tr;

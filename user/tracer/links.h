@@ -8,6 +8,8 @@
 
 #include "tracer/state.h"
 
+struct bpf_link;
+
 /* Attach a program at a file offset of an object, for one process, with a cookie. */
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
 		  uint32_t cookie, pid_t pid);
@@ -31,6 +33,20 @@ int tracer_attach_multi(struct tracer *tr, enum tracer_prog prog, const char *pa
  * Its entries of the process and stub maps go too.
  */
 void tracer_forget_pid(struct tracer *tr, pid_t pid);
+
+/*
+ * bpf/heaptrace.bpf.c's loader_state at a file offset of pid's dynamic
+ * loader (its _dl_debug_state): one link of its own, which the caller
+ * closes with tracer_unhook() once the process has its stub.  0 or -errno
+ * (-ENOENT: the program is not loaded, no --follow-fork with a stub).
+ */
+struct tracer_hook {
+	bool on;                /* made (a zeroed one is none) */
+	int fd;                 /* a uprobe_multi link, or -1 */
+	struct bpf_link *link;  /* a single uprobe's, or NULL */
+};
+int tracer_hook_loader(struct tracer *tr, const char *path, uint64_t offset, pid_t pid, struct tracer_hook *h);
+void tracer_unhook(struct tracer_hook *h);
 
 /* Stop tracing: remove every uprobe, keep the maps readable. */
 void tracer_detach(struct tracer *tr);
