@@ -44,6 +44,18 @@ int alloc_enter(struct pt_regs *ctx)
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx)
 {
+	/*
+	 * A link of one process has its pid in the cookie's high half
+	 * (tracer_attach()).  Debian's 6.1 applies a perf event uprobe's
+	 * process filter at the entry but not at the return (6.12 at both):
+	 * every process's link on one function ran at every return, and a
+	 * followed child's calls had one returns_without_entry each.
+	 * uprobe_multi links (6.6 on) filter both and carry no pid.
+	 */
+	__u32 only = bpf_get_attach_cookie(ctx) >> 32;
+
+	if (only && only != bpf_get_current_pid_tgid() >> 32)
+		return 0;
 	alloc_exit(ctx);
 	return 0;
 }

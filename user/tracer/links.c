@@ -65,7 +65,10 @@ void tracer_forget_pid(struct tracer *tr, pid_t pid)
 int tracer_attach(struct tracer *tr, enum tracer_prog prog, const char *path, uint64_t offset,
 		  uint32_t cookie, pid_t pid)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = prog == PROG_ALLOC_RETURN);
+	bool ret = prog == PROG_ALLOC_RETURN;
+	/* A return probe of one process: its pid for alloc_return's own filter (bpf/heaptrace.bpf.c). */
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = (ret && pid > 0 ? (uint64_t)pid << 32 : 0) | cookie,
+		    .retprobe = ret);
 	struct bpf_program *p = tracer_program(tr, prog);
 	if (!p)
 		return -ENOENT;
