@@ -50,11 +50,16 @@ int alloc_return(struct pt_regs *ctx)
 	 * process filter at the entry but not at the return (6.12 at both):
 	 * every process's link on one function ran at every return, and a
 	 * followed child's calls had one returns_without_entry each.
-	 * uprobe_multi links (6.6 on) filter both and carry no pid.
+	 * uprobe_multi links (6.6 on) filter both and carry no pid.  The
+	 * kernel's filter is by memory, not process: a vfork child (the
+	 * parent's mm, whose owner the parent is) runs the parent's entry
+	 * link too, so its return does as well.
 	 */
 	__u32 only = bpf_get_attach_cookie(ctx) >> 32;
 
-	if (only && only != bpf_get_current_pid_tgid() >> 32)
+	if (only && only != bpf_get_current_pid_tgid() >> 32 &&
+	    (!bpf_core_field_exists(struct mm_struct, owner) ||
+	     only != BPF_CORE_READ(bpf_get_current_task_btf(), mm, owner, tgid)))
 		return 0;
 	alloc_exit(ctx);
 	return 0;

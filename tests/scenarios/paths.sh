@@ -108,7 +108,8 @@ pt_run() {
 # a stack goes to the BPF walk (stub_walks_handed 1); the profile is the
 # same (docs/fast-path.md, "How the paths differ").
 pt_recorder() {
-	local walks handed ring
+	local walks handed ring pid
+	pid=$(cd "$TMP" && ls "$1".file.[0-9]* 2>/dev/null | head -1 | sed 's/.*\.//')
 	walks=$(rl_events_num "$1" stub_walks)
 	handed=$(rl_events_num "$1" stub_walks_handed)
 	ring=$(rl_events_num "$1" ring_events)
@@ -118,10 +119,11 @@ pt_recorder() {
 		echo "ring"
 	elif [ "$((walks + handed))" = 58 ] && [ "$ring" = 0 ]; then
 		echo "sites"
-	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ] &&
-		grep -qE '^heaptrace: PID [0-9]+: the fast path: a stub of its own at ' "$TMP/$1.err"; then
-		# An exec'd child's stub, which walks no stack (no CFI tables of its
-		# own): every recorded call goes to a record site, and -v says so.
+	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ] && [ -n "$pid" ] &&
+		grep -qE "^heaptrace: PID $pid: the fast path: a stub of its own at " "$TMP/$1.err"; then
+		# An exec'd child's stub (the child of the profile KEY.file.PID),
+		# which walks no stack (no CFI tables of its own): every recorded
+		# call goes to a record site, and -v says so.
 		echo "sites"
 	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ]; then
 		echo "uprobes"

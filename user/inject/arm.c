@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,18 +102,45 @@ static bool allocator_mapped(struct inject *in, const struct probe_plan *plan)
 	return mapped;
 }
 
+/* How many threads pid has (/proc/PID/status); 0: unknown. */
+static long threads_of(pid_t pid)
+{
+	char path[64], *text, *at;
+	long n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((text = read_text_file(path)) && (at = strstr(text, "\nThreads:")))
+		n = strtol(at + 9, NULL, 10);
+	free(text);
+	return n;
+}
+
 int inject_on_loader(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr)
 {
 	struct remote r;
 	int32_t state = -1;
 
-	if (!in->armed || !in->hooked || remote_adopt(&r, in->pid, tid))
+	if (!in->armed || !in->hooked)
 		return 0;
-	/* Nothing of ours in its memory to undo: only whether the loader is done. */
-	remote_read(&r, in->r_state, &state, sizeof(state));
-	if (state == 0 /* RT_CONSISTENT */) {
+	/*
+	 * Whatever goes wrong settles it (armed no more, not enabled: the
+	 * caller gives it uprobes), so that no process runs on with neither.
+	 */
+	if (remote_adopt(&r, in->pid, tid)) {
 		in->armed = false;
-		if (allocator_mapped(in, plan))
+		snprintf(in->why, sizeof(in->why), "its thread could not be taken at its loader");
+		return 1;
+	}
+	/* Nothing of ours in its memory to undo: only whether the loader is done. */
+	if (remote_read(&r, in->r_state, &state, sizeof(state))) {
+		in->armed = false;
+		snprintf(in->why, sizeof(in->why), "its loader's state could not be read");
+	} else if (state == 0 /* RT_CONSISTENT */) {
+		in->armed = false;
+		/* One thread stopped: another running (a later dlopen's) could be inside a function we patch. */
+		if (threads_of(in->pid) != 1)
+			snprintf(in->why, sizeof(in->why), "it has threads when its loader is done");
+		else if (allocator_mapped(in, plan))
 			inject_install(in, &r, plan, tr);
 		remote_sync(&r);
 	}

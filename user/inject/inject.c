@@ -713,7 +713,7 @@ bool inject_check_delivery(struct inject *in, const struct tracer *tr, uint32_t 
 	 * A ring another reader drains (HEAPTRACE_RING_NODRAIN, the ring
 	 * tests'): its events never reach our counters, so nothing tells.
 	 */
-	if (in->ring && !in->ring_tr)
+	if (in->batching && !in->ring_tr)
 		return false;
 	read_seen(in);
 	if (!in->seen.recorded)

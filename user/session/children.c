@@ -59,7 +59,7 @@ static void child_stub_gone(struct session *s, uint32_t slot)
 {
 	struct inject *kid = s->kin[slot];
 
-	procstub_unhook(s, slot);
+	procstub_disarm(s, slot);
 	if (slot && kid) {
 		inject_free(kid);
 		kid->base = 0;
@@ -121,7 +121,7 @@ void session_remove_child_stubs(struct session *s)
 		struct remote r;
 		int err;
 
-		procstub_unhook(s, k);
+		procstub_disarm(s, k);
 
 		if (!kid || !kid->enabled || kid->shared)
 			continue;

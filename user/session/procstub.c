@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/ptrace.h>
 
 #include "session/procstub.h"
 #include "session/state.h"
@@ -119,6 +121,8 @@ pid_t procstub_shares(const struct session *s, pid_t pid)
 	return 0;
 }
 
+_Static_assert(HT_LOADER_SIGNAL == SIGURG, "bpf/heaptrace.h's HT_LOADER_SIGNAL is SIGURG");
+
 /*
  * Does HT_LOADER_SIGNAL reach pid now (/proc/PID/status's SigBlk)?  A mask
  * kept across the exec that blocks it would hold it back past the loader.
@@ -143,20 +147,40 @@ int procstub_arm(struct session *s, pid_t pid, uint32_t slot)
 	uint64_t off;
 	int err;
 
+	const char *why = no_model(s);
 	tracer_unhook(h);
-	if (no_model(s) || !signal_reaches(pid) || !(kid = model(s, pid)))
+	if (!why && !signal_reaches(pid))
+		why = "it blocks SIGURG, which would arm its stub";
+	if (!why && !(kid = model(s, pid)))
+		why = "out of memory";
+	if (why) {
+		if (*why)
+			ht_info("PID %d: uprobes, not the fast path: %s", pid, why);
 		return -1;
+	}
 	/* A static program (no loader to wait for) keeps uprobes: its allocator is not the target's. */
-	if (inject_arm_hook(kid, loader, sizeof(loader), &off) || (err = tracer_hook_loader(&s->tr, loader, off, pid, h))) {
+	if (inject_arm_hook(kid, loader, sizeof(loader), &off))
+		why = "a static program, or a loader without _dl_debug_state and _r_debug";
+	else if ((err = tracer_hook_loader(&s->tr, loader, off, pid, h)))
+		why = strerror(-err);
+	if (why) {
+		ht_info("PID %d: uprobes, not the fast path: %s", pid, why);
 		free(kid);
 		return -1;
 	}
-	/* The stub of its earlier program (inject_free()d at the exec): its losses stay counted. */
-	if (s->kin[slot]) {
-		inject_carry(kid, s->kin[slot]);
-		free(s->kin[slot]);
+	/*
+	 * The stub of its earlier program (inject_free()d at the exec): its
+	 * losses stay counted, and its struct stays where it is, made over:
+	 * --http's thread may be reading it (session_stub_counters).
+	 */
+	struct inject *old = s->kin[slot];
+	if (old) {
+		inject_carry(kid, old);
+		*old = *kid;
+		free(kid);
+	} else {
+		s->kin[slot] = kid;
 	}
-	s->kin[slot] = kid;
 	return 0;
 }
 
@@ -170,6 +194,7 @@ static void settle(struct session *s, struct inject *kid, uint32_t slot)
 	pid_t pid = kid->pid;
 
 	tracer_unhook(&s->arm_hooks[slot]);
+	kid->hooked = false;
 	if (kid->enabled) {
 		ht_info("PID %d: the fast path: a stub of its own at 0x%" PRIx64 ", %d functions redirected", pid,
 			kid->base, kid->n);
@@ -177,22 +202,36 @@ static void settle(struct session *s, struct inject *kid, uint32_t slot)
 	}
 	ht_info("PID %d: uprobes, not the fast path: %s", pid,
 		kid->why[0] ? kid->why : "its program does not map the target's allocator");
-	s->kin[slot] = NULL;
+	/* Kept, disabled: the counters it carries stay counted, and --http's thread may read it. */
 	inject_free(kid);
-	free(kid);
+	kid->base = 0;
 	if (!probes_attach_stubbed(&s->plan, &s->tr, pid))
 		s->stub_uprobes[slot] = true;
 }
 
+/*
+ * Was sig sent by the kernel (loader_state's bpf_send_signal_thread:
+ * SI_KERNEL), not by a process (kill, tgkill: SI_USER, SI_TKILL)?  A
+ * program's own SIGURG is delivered, never taken for ours.
+ */
+static bool from_kernel(pid_t tid)
+{
+	siginfo_t si;
+
+	return !ptrace(PTRACE_GETSIGINFO, tid, 0, &si) && si.si_code == SI_KERNEL;
+}
+
 bool procstub_on_signal(struct session *s, pid_t tid, int sig)
 {
-	if (sig != HT_LOADER_SIGNAL)
+	if (sig != HT_LOADER_SIGNAL || s->stopped)
 		return false;
 	/* The loader runs in the process's only thread. */
 	for (uint32_t k = 1; k < HT_MAX_PROCS; k++) {
 		struct inject *kid = s->kin[k];
-		if (!kid || !kid->armed || kid->pid != tid)
+		if (!kid || !kid->armed || !kid->hooked || kid->pid != tid)
 			continue;
+		if (!from_kernel(tid))
+			return false;
 		bool ours = inject_on_loader(kid, tid, &s->plan, &s->tr) == 1;
 		if (ours && !kid->armed)
 			settle(s, kid, k);
@@ -201,7 +240,9 @@ bool procstub_on_signal(struct session *s, pid_t tid, int sig)
 	return false;
 }
 
-void procstub_unhook(struct session *s, uint32_t slot)
+void procstub_disarm(struct session *s, uint32_t slot)
 {
 	tracer_unhook(&s->arm_hooks[slot]);
+	if (s->kin[slot] && s->kin[slot]->hooked)
+		s->kin[slot]->armed = s->kin[slot]->hooked = false;
 }

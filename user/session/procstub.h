@@ -36,8 +36,11 @@ int procstub_arm(struct session *s, pid_t pid, uint32_t slot);
  */
 bool procstub_on_signal(struct session *s, pid_t tid, int sig);
 
-/* slot's hook closed (its process exits or executes again). */
-void procstub_unhook(struct session *s, uint32_t slot);
+/*
+ * slot's hook closed and its stub no longer armed (its process exits or
+ * executes again, or tracing stops): no later signal is taken for it.
+ */
+void procstub_disarm(struct session *s, uint32_t slot);
 
 /*
  * A process whose memory is that of one with a stub of ours (a vfork child
