@@ -109,7 +109,7 @@ pt_run() {
 # same (docs/fast-path.md, "How the paths differ").
 pt_recorder() {
 	local walks handed ring pid
-	pid=$(cd "$TMP" && ls "$1".file.[0-9]* 2>/dev/null | head -1 | sed 's/.*\.//')
+	pid=$(cd "$TMP" && ls "$1".file.[0-9]* 2>/dev/null | head -1 | sed -n 's/^.*\.file\.\([0-9]*\).*$/\1/p')
 	walks=$(rl_events_num "$1" stub_walks)
 	handed=$(rl_events_num "$1" stub_walks_handed)
 	ring=$(rl_events_num "$1" ring_events)
