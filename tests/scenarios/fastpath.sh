@@ -271,7 +271,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()
 # one stub's worth (the 64 KiB stub file and the data's first pages) of
 # where it started (the old build: a new stub and ~1 MB more each time).
 scenario_inject_footprint() {
-	local key=fp_fp d="" tpid i k rss0 rss1 rss maps1 maps stubs reused=0 t0=$SECONDS
+	local key=fp_fp d="" tpid i k rss0 rss1="" rss maps1="" maps stubs reused=0 t0=$SECONDS
 	mkfifo "$TMP/$key.fifo"
 	"$TB/t_inject" churn "$TMP/$key.fifo" 4 >"$TMP/$key.tout" 2>&1 &
 	tpid=$!
