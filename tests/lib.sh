@@ -68,15 +68,17 @@ report() {
 
 # Timeout for the next command: 60 s; 20 s once a run has timed out, and
 # 10 s once the time budget is used up, so a tracer that hangs everywhere
-# fails the whole run in bounded time.
+# fails the whole run in bounded time.  HT_TEST_SLOW multiplies each (a
+# slower machine: make test-kernels's emulated guests).
 TIMEOUTS=0
 tmo() {
+	local slow=${HT_TEST_SLOW:-1}
 	if [ $((SECONDS - START)) -ge "$BUDGET" ]; then
-		echo 10
+		echo $((10 * slow))
 	elif [ "$TIMEOUTS" -gt 0 ]; then
-		echo 20
+		echo $((20 * slow))
 	else
-		echo 60
+		echo $((60 * slow))
 	fi
 }
 
