@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,19 +101,6 @@ static bool allocator_mapped(struct inject *in, const struct probe_plan *plan)
 	return mapped;
 }
 
-/* How many threads pid has (/proc/PID/status); 0: unknown. */
-static long threads_of(pid_t pid)
-{
-	char path[64], *text, *at;
-	long n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((text = read_text_file(path)) && (at = strstr(text, "\nThreads:")))
-		n = strtol(at + 9, NULL, 10);
-	free(text);
-	return n;
-}
-
 int inject_on_loader(struct inject *in, pid_t tid, struct probe_plan *plan, struct tracer *tr)
 {
 	struct remote r;
@@ -138,7 +124,8 @@ int inject_on_loader(struct inject *in, pid_t tid, struct probe_plan *plan, stru
 	} else if (state == 0 /* RT_CONSISTENT */) {
 		in->armed = false;
 		/* One thread stopped: another running (a later dlopen's) could be inside a function we patch. */
-		if (threads_of(in->pid) != 1)
+		unsigned long long threads = 0;
+		if (!proc_status_num(in->pid, "Threads:", 10, &threads) || threads != 1)
 			snprintf(in->why, sizeof(in->why), "it has threads when its loader is done");
 		else if (allocator_mapped(in, plan))
 			inject_install(in, &r, plan, tr);

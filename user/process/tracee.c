@@ -24,16 +24,9 @@ static int ptrace_options(const struct tracee *tc)
 /* The thread group a task belongs to (/proc/TID/status), or -1 when it is gone. */
 static pid_t tgid_of(pid_t tid)
 {
-	char path[64], *s, *p;
-	pid_t tgid = -1;
+	unsigned long long tgid;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	if (!(s = read_text_file(path)))
-		return -1;
-	if ((p = strstr(s, "\nTgid:")))
-		tgid = atoi(p + 6);
-	free(s);
-	return tgid;
+	return proc_status_num(tid, "Tgid:", 10, &tgid) ? (pid_t)tgid : -1;
 }
 
 static struct tracee_tid *find_tid(struct tracee *f, pid_t tid)

@@ -129,14 +129,9 @@ _Static_assert(HT_LOADER_SIGNAL == SIGURG, "bpf/heaptrace.h's HT_LOADER_SIGNAL i
  */
 static bool signal_reaches(pid_t pid)
 {
-	char path[64], *text, *at;
-	bool reaches = false;
+	unsigned long long blocked;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((text = read_text_file(path)) && (at = strstr(text, "\nSigBlk:")))
-		reaches = !(strtoull(at + 8, NULL, 16) >> (HT_LOADER_SIGNAL - 1) & 1);
-	free(text);
-	return reaches;
+	return proc_status_num(pid, "SigBlk:", 16, &blocked) && !(blocked >> (HT_LOADER_SIGNAL - 1) & 1);
 }
 
 int procstub_arm(struct session *s, pid_t pid, uint32_t slot)

@@ -276,3 +276,19 @@ int proc_take_threads(pid_t pid, int (*take)(void *arg, pid_t tid), void *arg)
 	}
 	return err < 0 ? err : 0;
 }
+
+bool proc_status_num(pid_t pid, const char *field, int base, unsigned long long *v)
+{
+	char path[64], key[40], *text, *at, *end = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	/* A field starts a line (Name: is the first, never asked for). */
+	snprintf(key, sizeof(key), "\n%s", field);
+	if (!(text = read_text_file(path)))
+		return false;
+	if ((at = strstr(text, key)))
+		*v = strtoull(at += strlen(key), &end, base);
+	bool found = at && end != at;
+	free(text);
+	return found;
+}

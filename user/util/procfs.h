@@ -39,6 +39,12 @@ char *read_text_file(const char *path);
 /* The same, NULs and all (cmdline, environ): *size bytes, then a NUL; size may be NULL. */
 char *read_file_len(const char *path, size_t *size);
 
+/*
+ * A number of /proc/PID/status (field with its colon, "Threads:"), in
+ * base (10, or 16 for the signal masks); false when unreadable or absent.
+ */
+bool proc_status_num(pid_t pid, const char *field, int base, unsigned long long *v);
+
 /* The file a process runs (/proc/PID/exe), as the process's mount namespace names it; NULL if gone. */
 char *proc_exe(pid_t pid);
 
