@@ -60,7 +60,8 @@ fi
 # text patch (a static key flipped as heaptrace attaches a tracepoint)
 # before the other CPU sees it, and the guest dies on the patch's int3
 # (seen once in 6.12's kernel_clone), a failure of the emulation's.
-if [ -w /dev/kvm ]; then
+acc=$(sh "$here/accel.sh") || exit 2
+if [ "$acc" = kvm ]; then
 	accel="-accel kvm -cpu host" cpus=2
 else
 	accel="-accel tcg -cpu max" cpus=1

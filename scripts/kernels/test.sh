@@ -6,6 +6,7 @@
 # guest's output is kept in build/kernels/SERIES-MODE.log.
 set -u
 cd "$(dirname "$0")/../.."
+accel=$(sh scripts/kernels/accel.sh) || exit 2
 kernels=${KERNELS:-6.1 6.12}
 areas=${KERNEL_AREAS:-core custom sampling unwinding fork mmap fastpath batch}
 noinject=${KERNEL_NOINJECT_AREAS-core custom sampling unwinding fork mmap batch}
@@ -16,14 +17,14 @@ secs=${KERNEL_TIMEOUT:-1800}
 # under QEMU without KVM a program taking a signal every 100 us, t_inject's
 # and t_batch's, ran past 60 s on Debian's 6.1; past the budget, 10 s cut
 # every later run of the full set short).
-export HT_TEST_BUDGET=${HT_TEST_BUDGET:-$([ -w /dev/kvm ] && echo 340 || echo $((secs * 5 / 6)))}
-export HT_TEST_SLOW=${HT_TEST_SLOW:-$([ -w /dev/kvm ] && echo 1 || echo 3)}
+export HT_TEST_BUDGET=${HT_TEST_BUDGET:-$([ "$accel" = kvm ] && echo 340 || echo $((secs * 5 / 6)))}
+export HT_TEST_SLOW=${HT_TEST_SLOW:-$([ "$accel" = kvm ] && echo 1 || echo 3)}
 mkdir -p build/kernels
 
 # Without KVM each guest is one emulated CPU, one host thread: as many
 # guests run at once as the host has CPUs, so CI's part takes half the time
 # on two.  With KVM a guest has two CPUs, and they run one at a time.
-jobs=${KERNEL_JOBS:-$([ -w /dev/kvm ] && echo 1 || nproc)}
+jobs=${KERNEL_JOBS:-$([ "$accel" = kvm ] && echo 1 || nproc)}
 
 # one SERIES MODE [--no-inject] AREA...: one guest, its output in its log.
 one() {
