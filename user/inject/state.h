@@ -42,6 +42,13 @@ struct inject {
 	uint8_t r_brk_byte;
 	bool armed;
 	bool hooked;                    /* armed by a uprobe on r_brk (inject_arm_hook), not a breakpoint */
+	/*
+	 * Armed only to learn when the loader is done (no stub: --no-inject
+	 * with CFI tables), then told through on_loaded.
+	 */
+	bool watch_only;
+	void (*on_loaded)(void *arg);
+	void *on_loaded_arg;
 	bool done;                      /* installed, or given up: the uprobes took over */
 	bool enabled;                   /* the stub is on in this process */
 	bool shared;                    /* a child sharing its parent's memory (vfork): the parent's stub */

@@ -119,6 +119,37 @@ static void follow_target_exec(struct session *s)
 	ht_info("tracing PID %d: now %s", t->pid, what);
 }
 
+static void loader_done(void *arg)
+{
+	struct session *s = arg;
+
+	target_refresh_maps(&s->t);
+}
+
+/*
+ * Without the stub, the BPF side walks with the CFI tables of the objects
+ * in its module index, which the maps' refresh fills: a library the loader
+ * maps after the exec would be missing from it until the next refresh, and
+ * the walks of every call before it stop short (46 of t_shop's first 1,000
+ * operator new under QEMU).  So the loader's breakpoint, as for the stub,
+ * only to refresh the maps before any of the program's code runs.
+ */
+static void watch_loader(struct session *s, pid_t tid)
+{
+	struct remote r;
+
+	if (s->cfg.stack_mode != HT_STACK_DWARF || s->stopped || remote_adopt(&r, s->t.pid, tid))
+		return;
+	s->in.pid = s->t.pid;
+	s->in.watch_only = true;
+	s->in.on_loaded = loader_done;
+	s->in.on_loaded_arg = s;
+	if (inject_arm(&s->in, &r))
+		s->in.armed = false;
+	remote_sync(&r);
+	remote_free(&r);
+}
+
 /*
  * The target's exec: a launched command's first is its own (planned
  * before it started); later ones are followed.  Then the fast path: arm
@@ -133,8 +164,10 @@ static void on_exec(void *arg, pid_t tid)
 		follow_target_exec(s);
 	s->target_execs++;
 	bool stepped = session_python_at_exec(s, s->t.pid, tid);
-	if (!s->in.n)
+	if (!s->in.n) {
+		watch_loader(s, tid);
 		return;
+	}
 	double t0 = now_ms();
 	/* A later exec replaced the image: the stub and its patches went with it; the same functions again. */
 	if (s->in.done)
@@ -462,8 +495,8 @@ int session_run(struct trace_opts *o)
 		s.tc.on_child_exit = session_on_child_exit;
 		s.tc.on_child_exiting = session_on_child_exiting;
 	}
-	if (s.in.n)
-		s.tc.on_signal = on_signal;
+	/* Also without the stub: the loader's breakpoint of watch_loader(). */
+	s.tc.on_signal = on_signal;
 	/* The command's stdout moves to stderr only when the profile (or the live view) takes stdout. */
 	bool profile_on_stdout = !o->output && (!o->interval || (o->format == FMT_TOP && isatty(STDOUT_FILENO)));
 	if (o->argv) {
