@@ -108,8 +108,7 @@ pt_run() {
 # a stack goes to the BPF walk (stub_walks_handed 1); the profile is the
 # same (docs/fast-path.md, "How the paths differ").
 pt_recorder() {
-	local walks handed ring pid
-	pid=$(cd "$TMP" && ls "$1".file.[0-9]* 2>/dev/null | head -1 | sed -n 's/^.*\.file\.\([0-9]*\).*$/\1/p')
+	local walks handed ring
 	walks=$(rl_events_num "$1" stub_walks)
 	handed=$(rl_events_num "$1" stub_walks_handed)
 	ring=$(rl_events_num "$1" ring_events)
@@ -119,12 +118,6 @@ pt_recorder() {
 		echo "ring"
 	elif [ "$((walks + handed))" = 58 ] && [ "$ring" = 0 ]; then
 		echo "sites"
-	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ] && [ -n "$pid" ] &&
-		grep -qE "^heaptrace: PID $pid: the fast path: a stub of its own at " "$TMP/$1.err"; then
-		# An exec'd child's stub (the child of the profile KEY.file.PID),
-		# which walks no stack (no CFI tables of its own): every recorded
-		# call goes to a record site, and -v says so.
-		echo "sites"
 	elif [ "$walks" = 0 ] && [ "$handed" = 0 ] && [ "$ring" = 0 ]; then
 		echo "uprobes"
 	else
@@ -133,15 +126,16 @@ pt_recorder() {
 }
 
 # pt_recorder_want PATH WAY: what must record PATH's allocations started
-# WAY (docs/fast-path.md, "How the paths differ"): a followed child that
-# forked or executed a program has a stub of its own but no ring;
-# --stack-capture kernel turns the fast path off.  Under
+# WAY (docs/fast-path.md, "How the paths differ"): a forked child has its
+# parent's stub but no ring (fork wipes the stub's data); a child that
+# executed a program has a stub, CFI tables and a ring of its own, as the
+# target; --stack-capture kernel turns the fast path off.  Under
 # tests/run.sh --no-inject every run has uprobes.
 pt_recorder_want() {
 	[ -n "${HT_TEST_NO_INJECT:-}" ] && set -- noinject "$2"
 	case $1/$2 in
 	noinject/* | kernel/*) echo uprobes ;;
-	sites/* | */forked | */execd) echo sites ;;
+	sites/* | */forked) echo sites ;;
 	*) echo ring ;;
 	esac
 }

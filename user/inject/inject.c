@@ -525,7 +525,7 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	in->enabled = true;
 	inject_phase("enabled");
 	if (in->share_map && in->on_share)
-		in->on_share(in->on_share_arg, in->share_map, in->share_rows, maps);
+		in->on_share(in->on_share_arg, in, in->share_map, in->share_rows, maps);
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
 		in->sample_rate ? "unsampled calls stay in the process" :
 		in->batching ? "events batched" : "one record site per call");
@@ -757,6 +757,6 @@ void inject_free(struct inject *in)
 		close(in->file_fd);
 	in->file_fd = -1;
 	if (in->share_map && in->on_share)
-		in->on_share(in->on_share_arg, NULL, 0, NULL);
+		in->on_share(in->on_share_arg, in, NULL, 0, NULL);
 	share_free(in);
 }

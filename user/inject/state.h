@@ -74,8 +74,9 @@ struct inject {
 	 * HT_SHARE_ROWS_OFF) once installed, with the process's memory map
 	 * then; NULL when it goes.
 	 */
-	void (*on_share)(void *arg, struct ht_share *map, uint32_t rows, const char *maps);
+	void (*on_share)(void *arg, const struct inject *in, struct ht_share *map, uint32_t rows, const char *maps);
 	void *on_share_arg;
+	uint32_t slot;                  /* the process's slot, told to on_share: each has its tables' index */
 	int share_fd;
 	struct ht_share *share_map;     /* heaptrace's side; the target's is at share_addr */
 	uint64_t share_size, share_addr;

@@ -36,31 +36,31 @@ static const char *no_model(const struct session *s)
 }
 
 /* pid's stub, made on the target's (not yet in it); NULL: out of memory. */
-static struct inject *model(const struct session *s, pid_t pid)
+static struct inject *model(struct session *s, pid_t pid, uint32_t slot)
 {
 	struct inject *kid = calloc(1, sizeof(*kid));
 
 	if (!kid)
 		return NULL;
 	/*
-	 * The target's walk, but never its CFI tables' mapping: that index
-	 * holds the target's mappings alone (session/walk.c), so a stub walks
-	 * here by frame pointers or leaves the walk to the BPF side.
+	 * The target's walk, with CFI tables a mapping of its own (walk.c):
+	 * its stacks are walked in it and its events batched in a ring of its
+	 * own, as the target's are.
 	 */
 	*kid = (struct inject){ .pid = pid, .sample_rate = s->in.sample_rate, .max_live = s->in.max_live,
-				.file_fd = -1, .share_fd = -1, .whole = true, .n = s->in.n,
-				.walk = s->in.walk == STUB_WALK_FP ? STUB_WALK_FP : STUB_WALK_NONE,
+				.file_fd = -1, .share_fd = -1, .whole = true, .n = s->in.n, .walk = s->in.walk,
 				.max_depth = s->in.max_depth, .min_frame_addr = s->in.min_frame_addr };
 	for (int i = 0; i < s->in.n; i++)
 		kid->fns[i] = (struct inject_fn){ .probe = s->in.fns[i].probe, .len = s->in.fns[i].len,
 						  .skip = s->in.fns[i].skip };
+	session_walk_share(s, kid, slot);
 	return kid;
 }
 
 /* A stub for pid, the target's functions; NULL and why (which is set) when none. */
-static struct inject *install(struct session *s, pid_t pid, char *why, size_t len)
+static struct inject *install(struct session *s, pid_t pid, uint32_t slot, char *why, size_t len)
 {
-	struct inject *kid = model(s, pid);
+	struct inject *kid = model(s, pid, slot);
 	struct remote r;
 	int err = 0;
 
@@ -91,7 +91,7 @@ int procstub_attach(struct session *s, pid_t pid, uint32_t slot)
 	struct inject *kid = NULL;
 
 	/* Its time counts as the adoption's (procset.c, -v), not as the target's fast path phase. */
-	if (!off && (kid = install(s, pid, why, sizeof(why)))) {
+	if (!off && (kid = install(s, pid, slot, why, sizeof(why)))) {
 		s->kin[slot] = kid;
 		ht_info("PID %d: the fast path: a stub of its own at 0x%" PRIx64 ", %d functions redirected", pid,
 			kid->base, kid->n);
@@ -146,7 +146,7 @@ int procstub_arm(struct session *s, pid_t pid, uint32_t slot)
 	tracer_unhook(h);
 	if (!why && !signal_reaches(pid))
 		why = "it blocks SIGURG, which would arm its stub";
-	if (!why && !(kid = model(s, pid)))
+	if (!why && !(kid = model(s, pid, slot)))
 		why = "out of memory";
 	if (why) {
 		if (*why)

@@ -11,13 +11,27 @@
 #include "session/state.h"
 #include "util/log.h"
 
-static void shared(void *arg, struct ht_share *map, uint32_t rows, const char *maps)
+static void shared(void *arg, const struct inject *in, struct ht_share *map, uint32_t rows, const char *maps)
 {
 	struct session *s = arg;
 	char root[64];
 
-	session_proc_root(s, s->t.pid, root, sizeof(root));
-	unwind_share(&s->uw, map, rows, maps, root);
+	session_proc_root(s, in->pid, root, sizeof(root));
+	unwind_share(&s->uw, in->slot, map, rows, maps, root);
+}
+
+/*
+ * A stub of another process (procstub.c), walking as the target's: with
+ * CFI tables, a mapping of its own in it, indexed with its own code.
+ */
+void session_walk_share(struct session *s, struct inject *kid, uint32_t slot)
+{
+	kid->slot = slot;
+	if (kid->walk != STUB_WALK_CFI)
+		return;
+	kid->share_rows = s->in.share_rows;
+	kid->on_share = shared;
+	kid->on_share_arg = s;
 }
 
 void session_plan_walk(struct session *s)

@@ -105,15 +105,6 @@ static struct unwind_object *find(struct unwind *u, const char *path, const stru
 	return NULL;
 }
 
-/* The object's rows into the target's tables too, at the same indices (rows are only appended). */
-static void share_rows(struct unwind *u, const struct unwind_object *o)
-{
-	if (!u->share || !o->loaded || o->obj.row_begin + (size_t)o->obj.row_count > u->share_rows)
-		return;
-	memcpy((char *)u->share + HT_SHARE_ROWS_OFF + (size_t)o->obj.row_begin * sizeof(struct ht_unwind_row),
-	       o->rows, (size_t)o->obj.row_count * sizeof(struct ht_unwind_row));
-}
-
 /* The object's rows into the mapped array, and its entry into the objects map. */
 static int publish(struct unwind *u, struct unwind_object *o)
 {
@@ -127,7 +118,6 @@ static int publish(struct unwind *u, struct unwind_object *o)
 		for (uint32_t i = 0; i < o->obj.row_count; i++)
 			m[i].r = o->rows[i];
 		o->loaded = true;
-		share_rows(u, o);
 		if (bpf_map_update_elem(tracer_unwind_objects_fd(u->tr), &o->key, &o->obj, BPF_ANY)) {
 			ht_err("cannot load the unwind table of %s: %s", o->path, strerror(errno));
 			return -1;
@@ -241,7 +231,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
  * the BPF side's cache holds them: at most max.
  */
 static uint32_t modules(struct unwind *u, const char *maps, const char *root, struct ht_unwind_module *mods,
-			uint32_t max)
+			size_t *objs, uint32_t max)
 {
 	struct map_entry e;
 	uint32_t n = 0;
@@ -259,6 +249,8 @@ static uint32_t modules(struct unwind *u, const char *maps, const char *root, st
 			o = find(u, path, &key);
 		if (!o)
 			continue;
+		if (objs)
+			objs[n] = (size_t)(o - u->objs);
 		struct ht_unwind_module *m = &mods[n++];
 		memset(m, 0, sizeof(*m));
 		m->start = e.lo;
@@ -273,31 +265,58 @@ static uint32_t modules(struct unwind *u, const char *maps, const char *root, st
 	return n;
 }
 
-/*
- * The target's code mappings as the index of its tables (the stub's
- * walk): the index not in force is written, then made the one in force.
- * A walk reading the other one meanwhile sees gen move and gives up.
- * Modules whose rows did not fit the mapping are left out (the BPF side
- * walks their frames).
- */
-static void share_index(struct unwind *u)
+/* Object i's rows into the share, at the same indices as in the BPF array, once. */
+static bool share_rows(struct unwind *u, struct unwind_share *sh, size_t i)
 {
-	if (!u->share || !u->last_maps)
+	const struct unwind_object *o = &u->objs[i];
+
+	if (!o->loaded || o->obj.row_begin + (size_t)o->obj.row_count > sh->rows)
+		return false;
+	if (i >= sh->copied_cap) {
+		size_t cap = u->cap > i ? u->cap : i + 1;
+		bool *c = realloc(sh->copied, cap * sizeof(*c));
+		if (!c)
+			return false;
+		memset(c + sh->copied_cap, 0, (cap - sh->copied_cap) * sizeof(*c));
+		sh->copied = c;
+		sh->copied_cap = cap;
+	}
+	if (!sh->copied[i]) {
+		memcpy((char *)sh->map + HT_SHARE_ROWS_OFF + (size_t)o->obj.row_begin * sizeof(struct ht_unwind_row),
+		       o->rows, (size_t)o->obj.row_count * sizeof(struct ht_unwind_row));
+		sh->copied[i] = true;
+	}
+	return true;
+}
+
+/*
+ * A process's code mappings as the index of its tables (the stub's
+ * walk), their rows copied first: the index not in force is written, then
+ * made the one in force.  A walk reading the other one meanwhile sees gen
+ * move and gives up.  Modules whose rows did not fit the mapping are left
+ * out (the BPF side walks their frames).
+ */
+static void share_index(struct unwind *u, uint32_t slot)
+{
+	struct unwind_share *us = &u->shares[slot];
+
+	if (!us->map || !us->maps)
 		return;
-	struct ht_share *sh = u->share;
+	struct ht_share *sh = us->map;
 	uint32_t gen = __atomic_load_n(&sh->gen, __ATOMIC_RELAXED);
 	struct ht_share_index *ix = &sh->index[(gen + 1) & 1];
 	static struct ht_unwind_module mods[HT_SHARE_MODULES];
-	uint32_t n = modules(u, u->last_maps, u->last_root, mods, HT_SHARE_MODULES), k = 0;
+	static size_t objs[HT_SHARE_MODULES];
+	uint32_t n = modules(u, us->maps, us->root, mods, objs, HT_SHARE_MODULES), k = 0;
 
 	for (uint32_t i = 0; i < n; i++)
-		if (mods[i].row_begin + (uint64_t)mods[i].row_count <= u->share_rows)
+		if (!mods[i].row_count || share_rows(u, us, objs[i]))
 			ix->mods[k++] = mods[i];
 	ix->n = k;
 	__atomic_store_n(&sh->gen, gen + 1, __ATOMIC_RELEASE);
 }
 
-static void keep_maps(struct unwind *u, const char *maps, const char *root)
+static void keep_maps(struct unwind_share *us, const char *maps, const char *root)
 {
 	char *m = strdup(maps), *r = strdup(root);
 
@@ -306,23 +325,36 @@ static void keep_maps(struct unwind *u, const char *maps, const char *root)
 		free(r);
 		return;
 	}
-	free(u->last_maps);
-	free(u->last_root);
-	u->last_maps = m;
-	u->last_root = r;
+	free(us->maps);
+	free(us->root);
+	us->maps = m;
+	us->root = r;
 }
 
-void unwind_share(struct unwind *u, struct ht_share *map, uint32_t rows, const char *maps, const char *root)
+static void share_drop(struct unwind_share *us)
 {
-	u->share = map;
-	u->share_rows = map ? rows : 0;
-	if (!map)
-		return;
-	if (maps)
-		keep_maps(u, maps, root);
-	for (size_t i = 0; i < u->n; i++)
-		share_rows(u, &u->objs[i]);
-	share_index(u);
+	free(us->maps);
+	free(us->root);
+	free(us->copied);
+	memset(us, 0, sizeof(*us));
+}
+
+void unwind_share(struct unwind *u, uint32_t slot, struct ht_share *map, uint32_t rows, const char *maps,
+		  const char *root)
+{
+	struct unwind_share *us = &u->shares[slot % HT_MAX_PROCS];
+
+	/* Another mapping, or none: none of the rows copied are in it. */
+	if (us->map != map) {
+		free(us->copied);
+		us->copied = NULL;
+		us->copied_cap = 0;
+	}
+	us->map = map;
+	us->rows = map ? rows : 0;
+	if (map && maps)
+		keep_maps(us, maps, root);
+	share_index(u, slot % HT_MAX_PROCS);
 }
 
 /*
@@ -336,11 +368,11 @@ static void populate(struct unwind *u, uint32_t slot, const char *maps, const ch
 	static struct ht_unwind_proc p;
 
 	memset(&p, 0, sizeof(p));
-	p.n = modules(u, maps, root, p.mods, HT_UNWIND_MAX_MODULES);
+	p.n = modules(u, maps, root, p.mods, NULL, HT_UNWIND_MAX_MODULES);
 	tracer_unwind_set(u->tr, slot, &p);
-	if (slot == 0) {
-		keep_maps(u, maps, root);
-		share_index(u);
+	if (slot < HT_MAX_PROCS) {
+		keep_maps(&u->shares[slot], maps, root);
+		share_index(u, slot);
 	}
 }
 
@@ -413,8 +445,8 @@ void unwind_free(struct unwind *u)
 		free(u->objs[i].rows);
 	}
 	free(u->objs);
-	free(u->last_maps);
-	free(u->last_root);
+	for (uint32_t k = 0; k < HT_MAX_PROCS; k++)
+		share_drop(&u->shares[k]);
 	if (u->map)
 		munmap(u->map, u->capacity * sizeof(struct map_row));
 	memset(u, 0, sizeof(*u));

@@ -24,6 +24,21 @@ struct unwind_object {
 	bool loaded;                    /* its rows are in the BPF array */
 };
 
+/*
+ * A process's tables for its stub's walk (struct ht_share): heaptrace's
+ * side of the mapping, the rows it has room for, the process's code as
+ * last seen (its index), and which objects' rows are in it (only those of
+ * its own mappings are copied: a compiler's child need not carry the
+ * driver's).
+ */
+struct unwind_share {
+	struct ht_share *map;
+	uint32_t rows;
+	char *maps, *root;
+	bool *copied;                   /* by object (struct unwind's objs) */
+	size_t copied_cap;
+};
+
 struct unwind {
 	struct unwind_object *objs;
 	size_t n, cap;
@@ -36,10 +51,8 @@ struct unwind {
 	size_t from_cache;
 	uint64_t code_maps;             /* a hash of the code mappings last seen: cached by the BPF side */
 	bool execs;                     /* new programs may be executed (a script, --follow-fork): more room */
-	/* The tables in the target, for the stub's walk (struct ht_share; user/inject/share.c maps it). */
-	struct ht_share *share;
-	uint32_t share_rows;
-	char *last_maps, *last_root;    /* the target's code, as last seen: the share's index */
+	/* Each stub's tables in its process, by the process's slot (user/inject/share.c maps them). */
+	struct unwind_share shares[HT_MAX_PROCS];
 };
 
 /*
@@ -70,12 +83,13 @@ void unwind_maps_changed(struct unwind *u, const char *maps, const char *root);
 void unwind_exec(struct unwind *u, uint32_t slot, char *const *paths, int n, const char *maps, const char *root);
 
 /*
- * The tables' mapping in the target (heaptrace's side of it, rows its
- * room), or NULL when it goes: every table loaded is copied there, and the
- * target's code mappings (maps, its memory map now; paths under root) are
- * published as its index, now and at each change.
+ * The tables' mapping in the process of this slot (heaptrace's side of
+ * it, rows its room), or NULL when it goes: its code mappings (maps, its
+ * memory map now; paths under root) are published as its index with their
+ * objects' tables, now and at each change the slot is told of.
  */
-void unwind_share(struct unwind *u, struct ht_share *map, uint32_t rows, const char *maps, const char *root);
+void unwind_share(struct unwind *u, uint32_t slot, struct ht_share *map, uint32_t rows, const char *maps,
+		  const char *root);
 
 void unwind_free(struct unwind *u);
 
