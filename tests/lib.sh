@@ -82,6 +82,15 @@ tmo() {
 	fi
 }
 
+# The period factor of the signal-storm targets (t_inject and t_batch
+# signals N F): 1, and 10 on a slow machine.  Emulated (HT_TEST_SLOW > 1),
+# a trap costs a hundred times what it does on the host: a handler that
+# traps, signalled every 200 us, would then take all the thread's time and
+# the loop would never reach its count.
+sig_factor() {
+	if [ "${HT_TEST_SLOW:-1}" -gt 1 ]; then echo 10; else echo 1; fi
+}
+
 rel() { local s=$*; s=${s//$TB\//build\/tests\/}; s=${s//$TMP\//\$TMP\/}; echo "$s"; }
 
 # ht KEY ARG...: run heaptrace; exit status in RC.

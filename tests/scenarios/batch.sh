@@ -351,7 +351,8 @@ scenario_batchfork() {
 
 # ---------------------------------------------------------------------------
 # Signal handlers that malloc while the interrupted thread is in malloc/free
-# loops (t_batch signals: SIGALRM every 200 us, SIGUSR1 every 300 us, both on
+# loops (t_batch signals: SIGALRM every 200 us, SIGUSR1 every 300 us, ten
+# times less often on a slow machine (sig_factor in tests/lib.sh), both on
 # the main thread; the target counts what it and its handlers did): every
 # allocation counted exactly, the handlers' included, no block left live,
 # with CFI and with --unwind fp (where the stub leaves a signal frame's walk
@@ -361,7 +362,7 @@ scenario_batchsig() {
 	for uw in dwarf fp; do
 		key=bsig_$uw
 		BD=""
-		ht $key -v --unwind $uw -f pprof -o "$TMP/$key.prof" -- "$TB/t_batch" signals 20000
+		ht $key -v --unwind $uw -f pprof -o "$TMP/$key.prof" -- "$TB/t_batch" signals 20000 "$(sig_factor)"
 		bt_diag "$(rc_diag $key 0)"
 		m=$(sed -n 's/^main //p' "$TMP/$key.out")
 		a=$(sed -n 's/^alarm //p' "$TMP/$key.out")

@@ -28,12 +28,12 @@
  *       3 x malloc(900) freed, frees 100 of the burst's blocks (inherited),
  *       _exit(0).  The parent meanwhile: fork_post 50 x malloc(2500) kept;
  *       after the child's exit it frees 200 burst blocks and joins the worker.
- *   t_batch signals N    The main thread: sig_prime (8 x malloc(80) for the
+ *   t_batch signals N [F]  The main thread: sig_prime (8 x malloc(80) for the
  *       SIGUSR1 handler's ring, free(malloc(48)) for the SIGALRM handler's
  *       tcache bin), then sig_loop: N rounds (and on until each handler ran 200
  *       times, at most 100 N) of malloc(100..1123)/check/free, while a timer
- *       sends SIGALRM every 200 us (on_alarm: malloc(48), check, free) and a
- *       thread sends the main thread SIGUSR1 every 300 us (on_usr1: frees its
+ *       sends SIGALRM every 200 x F us (on_alarm: malloc(48), check, free) and a
+ *       thread sends the main thread SIGUSR1 every 300 x F us (F: 1) (on_usr1: frees its
  *       ring's oldest block, mallocs 80 bytes in its place).  Sizes of their
  *       own tcache bins: glibc takes no lock the interrupted code may hold.
  *       Then the 8 ring blocks are freed; prints "main M", "alarm A", "usr1 U",
@@ -409,12 +409,14 @@ NOINLINE static long sig_loop(long n)
 	return i;
 }
 
+static long sig_f = 1;  /* the signals' period factor */
+
 static void *sig_kicker(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&sig_stop)) {
 		pthread_kill(sig_main, SIGUSR1);
-		usleep(300);
+		usleep((useconds_t)(300 * sig_f));
 	}
 	return NULL;
 }
@@ -422,7 +424,7 @@ static void *sig_kicker(void *arg)
 static int do_signals(long n)
 {
 	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
-	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	struct itimerval it = { { 0, 200 * sig_f }, { 0, 200 * sig_f } };
 	sigset_t both;
 	pthread_t th;
 
@@ -514,10 +516,13 @@ int main(int argc, char **argv)
 		return do_exit(argv[2], argc == 4);
 	if (argc == 2 && !strcmp(argv[1], "fork"))
 		return do_fork();
-	if (argc == 3 && !strcmp(argv[1], "signals"))
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "signals")) {
+		if (argc == 4 && atol(argv[3]) > 0)
+			sig_f = atol(argv[3]);
 		return do_signals(atol(argv[2]));
+	}
 	if (argc == 2 && !strcmp(argv[1], "burst"))
 		return do_burst();
-	say("usage: t_batch fresh FIFO | exit FIFO [wait] | fork | signals N | burst\n");
+	say("usage: t_batch fresh FIFO | exit FIFO [wait] | fork | signals N [F] | burst\n");
 	return 2;
 }

@@ -17,10 +17,10 @@
  *       "done" must count exactly 100 blocks, 100 x (1000 + K) bytes in
  *       use, under phase_keep, whatever the threads do meanwhile.
  *
- *   t_inject signals N
+ *   t_inject signals N [F]
  *       One thread: N rounds (and on until the handler ran 200 times) of
  *       malloc/free of 100-1123 bytes while a
- *       timer sends SIGALRM every 200 us; the handler mallocs and frees 48
+ *       timer sends SIGALRM every 200 x F us (F: 1); the handler mallocs and frees 48
  *       bytes (a size the main loop never uses, served from its own tcache
  *       bin, so glibc takes no lock the interrupted code may hold) and
  *       checks its pattern.  Prints "main M handler H errors N" and exits 0
@@ -221,10 +221,10 @@ NOINLINE static long signal_loop(long n)
 	return i;
 }
 
-static int do_signals(long n)
+static int do_signals(long n, long f)
 {
 	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
-	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	struct itimerval it = { { 0, 200 * f }, { 0, 200 * f } };
 	char out[96];
 
 	/* The handler's size class in this thread's tcache before the first signal. */
@@ -244,8 +244,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "churn"))
 		return do_churn(argv[2], atoi(argv[3]));
-	if (argc == 3 && !strcmp(argv[1], "signals"))
-		return do_signals(atol(argv[2]));
-	say("usage: t_inject churn FIFO THREADS | signals N\n");
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "signals"))
+		return do_signals(atol(argv[2]), argc == 4 && atol(argv[3]) > 0 ? atol(argv[3]) : 1);
+	say("usage: t_inject churn FIFO THREADS | signals N [F]\n");
 	return 2;
 }
