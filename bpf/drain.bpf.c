@@ -79,6 +79,7 @@ struct drain {
 	__u64 seen_hash;        /* the last stack looked up in ring_stacks (0: none), and what it held: */
 	struct ring_stack seen; /* a program's allocations come in runs of one stack */
 	__u32 tgid, proc;
+	__u32 lane;             /* struct ht_drain_ctx's */
 	bool old_image;         /* the ring's process executed a new program since the ring was made */
 	bool discard;           /* the process is not traced (any more): consume, account nothing */
 	bool at_volume;         /* stopped before an allocation at stop_bytes */
@@ -119,8 +120,10 @@ static __always_inline void *slot_at(const struct drain *d, __u64 pos)
  * The blocks of paired allocations (HT_EV_PAIRED: user/tracer/pair.c
  * found the free that ends each later in the same run), by the
  * allocation's slot, kept for that free: such a block never enters the
- * live map.  One run at a time (drain.c's lock), so one array for all
- * rings; pos says whose an entry is (~0: none).
+ * live map.  One run at a time (drain.c's lock); a lane a ring
+ * (HT_DRAIN_LANES: what a run held back waits for the ring's next run
+ * there, whatever other rings run between); pos says whose an entry is
+ * (~0: none).
  */
 struct pair_block {
 	struct ht_block b;
@@ -130,14 +133,14 @@ struct pair_block {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, HT_RING_SLOTS);
+	__uint(max_entries, HT_RING_SLOTS * HT_DRAIN_LANES);
 	__type(key, __u32);
 	__type(value, struct pair_block);
 } pair_blocks SEC(".maps");
 
-static __always_inline struct pair_block *pair_at(__u64 pos)
+static __always_inline struct pair_block *pair_at(__u64 pos, __u32 lane)
 {
-	__u32 i = pos & (HT_RING_SLOTS - 1);
+	__u32 i = (lane & (HT_DRAIN_LANES - 1)) * HT_RING_SLOTS + (pos & (HT_RING_SLOTS - 1));
 
 	return bpf_map_lookup_elem(&pair_blocks, &i);
 }
@@ -323,7 +326,7 @@ __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 	struct ht_ring_thread *th = thread_of(d, ev->tid, true);
 	__u64 copied = 0, stack = ring_stack_of(d, ev->stack, record && ev->ptr, true);
 	/* Freed later in this run: the block waits for its free in pair_blocks, not in the live map. */
-	struct pair_block *pb = (ev->flags & HT_EV_PAIRED) && !ev->arena ? pair_at(d->pos) : NULL;
+	struct pair_block *pb = (ev->flags & HT_EV_PAIRED) && !ev->arena ? pair_at(d->pos, d->lane) : NULL;
 
 	if (pb)
 		pb->pos = ~0ull;
@@ -345,7 +348,7 @@ __noinline int ring_alloc(struct drain *d, const struct ht_ev *ev)
 static __always_inline void ring_account(const struct drain *d, const struct ht_ev *ev)
 {
 	struct alloc_rec *r = alloc_rec_here();
-	struct pair_block *pb = r && (r->flags & ALLOC_PAIRED) ? pair_at(d->pos) : NULL;
+	struct pair_block *pb = r && (r->flags & ALLOC_PAIRED) ? pair_at(d->pos, d->lane) : NULL;
 
 	if (r && account_alloc(r) && pb) {
 		pb->b = alloc_block(r);
@@ -372,7 +375,7 @@ __noinline int ring_free(struct drain *d, const struct ht_ev *ev)
 		return 0;
 	struct ht_ring_thread *th = thread_of(d, ev->tid, false);
 	/* The free of a paired allocation (its position in old): its block, kept by the allocation. */
-	struct pair_block *pb = ev->flags & HT_EV_PAIRED ? pair_at(ev->old) : NULL;
+	struct pair_block *pb = ev->flags & HT_EV_PAIRED ? pair_at(ev->old, d->lane) : NULL;
 
 	if (pb && pb->pos == ev->old && pb->ptr == ev->ptr) {
 		struct ht_block b = pb->b;
@@ -515,7 +518,7 @@ static long drain_step(__u32 i, void *unused)
 
 struct unpair {
 	__u64 from;
-	__u32 proc;
+	__u32 proc, lane;
 };
 
 /*
@@ -529,7 +532,7 @@ struct unpair {
 static long unpair_step(__u32 i, struct unpair *u)
 {
 	__u64 pos = u->from + i;
-	struct pair_block *pb = pair_at(pos);
+	struct pair_block *pb = pair_at(pos, u->lane);
 
 	if (!pb || pb->pos != pos)
 		return 0;
@@ -564,7 +567,7 @@ int drain(__u64 *ctx)
 	struct drain *d = &b->d;
 	*d = (struct drain){ .ring = ctx[0], .pos = tail, .end = tail + (__u32)tgid_max, .tgid = tgid,
 			     .pass_ns = bpf_ktime_get_ns(), .clock_ns = ctx[4], .clock_ticks = ctx[5],
-			     .tick_mult = ctx[6], .stop_bytes = ctx[7] };
+			     .tick_mult = ctx[6], .stop_bytes = ctx[7], .lane = ctx[8] };
 	d->now = d->pass_ns;
 	/* Not traced (any more): what it sent is consumed, so that its threads never wait on a full ring. */
 	d->discard = proc < 0;
@@ -578,7 +581,7 @@ int drain(__u64 *ctx)
 		count_n(d->proc, HT_RING_EVENTS, d->events);
 	/* Stopped short of what drain.c paired (a slot it could not read): the blocks whose frees wait go live. */
 	if (d->pos < d->end && !d->discard && !d->old_image) {
-		struct unpair u = { .from = tail, .proc = d->proc };
+		struct unpair u = { .from = tail, .proc = d->proc, .lane = d->lane };
 		bpf_loop(d->pos - tail, unpair_step, &u, 0);
 	}
 	site_deltas_flush_all(1);

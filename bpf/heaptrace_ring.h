@@ -166,7 +166,17 @@ struct ht_drain_ctx {
 	 * however far ahead the program has run in the ring.
 	 */
 	__u64 stop_bytes;
+	/*
+	 * The ring's lane of the drain's pair_blocks (bpf/drain.bpf.c): a run
+	 * that held back frees leaves their allocations' blocks there for the
+	 * ring's next run, so each ring that holds back has a lane of its own
+	 * (HT_DRAIN_LANES - 1 of them); the last lane is for the rings
+	 * without one, which never hold back.
+	 */
+	__u64 lane;
 };
+
+#define HT_DRAIN_LANES 4
 
 /* Or'ed into the drain's slots consumed (its retval): it stopped at stop_bytes. */
 #define HT_DRAIN_AT_VOLUME (1u << 31)

@@ -27,7 +27,11 @@ struct drained {
 	uint32_t slot;
 	uint64_t held;          /* the last scan's end: slots before it not consumed were held back (any_new() looks past it) */
 	uint64_t at_volume;     /* the --interval-bytes stop its last run stopped at (0: none): nothing new for it until it moves */
+	uint32_t lane;          /* its lane of pair_blocks (struct ht_drain_ctx's); SHARED_LANE: it never holds back */
 };
+
+/* The lane of the rings that have none of their own (more rings than lanes): runs there hold nothing back. */
+#define SHARED_LANE (HT_DRAIN_LANES - 1)
 
 /*
  * Slots a run holds back at most (a quarter of the ring), so that the frees
@@ -71,6 +75,7 @@ struct drain_state {
 	__s64 over_seen;                /* ring_held[1] when settle_gone() last emptied gone threads' slots */
 	struct ht_ring_thread *threads; /* ring_threads, mapped (HT_RING_THREAD_SLOTS) */
 	struct pairing pairs;           /* a run's allocations freed in the same run (tracer/pair.h) */
+	uint32_t lanes;                 /* the lanes of pair_blocks taken, a bit each */
 	struct tick_clock clock;        /* the events' time (HT_EV_TICKS) */
 	/* For -v. */
 	uint64_t passes, runs, events, run_ns, pair_ns;
@@ -243,6 +248,7 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 		ctx.clock_ns = clock_ns;
 		ctx.clock_ticks = clock_ticks;
 		ctx.stop_bytes = stop;
+		ctx.lane = dr->lane;
 		LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
 		int err = bpf_prog_test_run_opts(d->prog_fd, &run);
 		d->run_ns += monotonic_ns() - t1;
@@ -270,7 +276,7 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 
 /*
  * Anything for a pass now: slots published past those held back, a
- * quarter of the ring of them when a pass may hold back (one ring): each
+ * quarter of the ring of them when a pass may hold back (a ring with a lane): each
  * pass scans again what the last held back, so passes for a few slots
  * would cost more than the pairs save.  The producers ring the bell at
  * each quarter (and when they wait); the period takes what is left.  A
@@ -278,11 +284,10 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
  */
 static bool any_new(const struct tracer *tr, const struct drain_state *d)
 {
-	uint32_t enough = d->n == 1 && !d->pairs.off ? HOLD : 1;
-
 	for (size_t i = 0; i < d->n; i++) {
 		const struct drained *dr = &d->rings[i];
 		uint64_t tail = dr->r->hdr->tail;
+		uint32_t enough = dr->lane != SHARED_LANE && !d->pairs.off ? HOLD : 1;
 		if (dr->at_volume && dr->at_volume == volume_stop(tr, dr->r))
 			continue;
 		if (published(dr->r, dr->held > tail ? dr->held : tail) >= enough)
@@ -406,12 +411,12 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold, 
 		return 0;
 	d->passes++;
 	/*
-	 * Holding back only with one ring: a held-back free's allocation keeps
-	 * its block in an array all rings share, indexed by position.
+	 * Holding back only in a lane of its own: a held-back free's
+	 * allocation keeps its block in the ring's lane, by position.
 	 */
-	hold = hold && !sync && d->n == 1 && !d->pairs.off;
+	hold = hold && !sync && !d->pairs.off;
 	for (size_t i = 0; i < d->n; i++) {
-		int err = drain_ring(tr, d, &d->rings[i], hold, volume);
+		int err = drain_ring(tr, d, &d->rings[i], hold && d->rings[i].lane != SHARED_LANE, volume);
 		if (err && !rc) {
 			ht_err("cannot drain the event ring of process %u: %s", d->rings[i].r->tgid, strerror(-err));
 			rc = -1;
@@ -589,12 +594,16 @@ int drain_register(struct tracer *tr, struct ring *r)
 	bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.totals), &slot, &t);
 	r->exec_gen = t.execs;
 	pthread_mutex_lock(&d->lock);
-	/* What the one ring held back is consumed before a second ring's runs use the pairs' array. */
-	if (d->n == 1)
-		drain_ring(tr, d, &d->rings[0], false, false);
 	int rc = ARRAY_RESERVE(d->rings, d->cap, d->n + 1, 4);
-	if (!rc)
-		d->rings[d->n++] = (struct drained){ .r = r, .slot = slot };
+	if (!rc) {
+		/* A lane of its own while one is free: the target's first, then the first children's. */
+		uint32_t lane = 0;
+		while (lane < SHARED_LANE && (d->lanes >> lane & 1))
+			lane++;
+		if (lane < SHARED_LANE)
+			d->lanes |= 1u << lane;
+		d->rings[d->n++] = (struct drained){ .r = r, .slot = slot, .lane = lane };
+	}
 	pthread_mutex_unlock(&d->lock);
 	if (rc)
 		return -ENOMEM;
@@ -627,6 +636,9 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 				    BPF_ANY);
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
+		/* Its last run above consumed what it held back: nothing of it is left in its lane. */
+		if (d->rings[i].lane != SHARED_LANE)
+			d->lanes &= ~(1u << d->rings[i].lane);
 		d->rings[i] = d->rings[--d->n];
 		break;
 	}

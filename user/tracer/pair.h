@@ -48,7 +48,7 @@ __u32 pair_mark(struct pairing *p, struct ht_ev *slots, __u64 tail, __u32 n);
  * find their frees: a free held back whose allocation is consumed keeps
  * its mark through the next scans (its allocation's block waits for it),
  * so the next run must consume what this one held back before any other
- * ring's run (drain.c holds back only with one ring).
+ * ring's run (drain.c gives each ring that holds back a lane of its own).
  */
 __u32 pair_boundary(const struct ht_ev *slots, __u64 tail, __u32 m, __u32 want);
 
