@@ -286,7 +286,11 @@ scenario_inject_footprint() {
 		k=$key.$i
 		ht "$k" -v --sample-rate 64K -d 0.2 -o "$TMP/$k.prof" -p "$tpid"
 		[ "$(cat "$TMP/$k.rc")" = 0 ] || { d+="session $i: exit status $(cat "$TMP/$k.rc"): $(tail -2 "$TMP/$k.err")"$'\n'; break; }
-		grep -q 'fast path: the stub an earlier heaptrace left at 0x[0-9a-f]* is used again' "$TMP/$k.err" && reused=$((reused + 1))
+		if grep -q 'fast path: the stub an earlier heaptrace left at 0x[0-9a-f]* is used again' "$TMP/$k.err"; then
+			reused=$((reused + 1))
+		elif [ "$i" -gt 1 ]; then
+			d+="session $i made a stub of its own: $(grep -E 'fast path|stub' "$TMP/$k.err" | head -4 | tr '\n' ' ')"$'\n'
+		fi
 		if [ "$i" = 1 ]; then
 			rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$tpid/status")
 			maps1="$(wc -l <"/proc/$tpid/maps") $(grep -A1 'memfd:heaptrace-stub' "/proc/$tpid/maps" | cut -d' ' -f1 | tr '\n' ' ')"

@@ -304,11 +304,22 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 			memcpy(now + sites[i], img + sites[i], JMP_REL32_LEN);
 		/* The gadget's page is scratch for remote calls (their names: share.c's too): not the stub's. */
 		memcpy(now + STUB_GADGET_OFF, img + STUB_GADGET_OFF, STUB_FILE_SIZE - STUB_GADGET_OFF);
-		if (memcmp(now, img, STUB_FILE_SIZE) || remote_pc_in(r, e.lo + STUB_SITE_ALLOC, e.lo + STUB_SITE_FREE + 8))
+		if (memcmp(now, img, STUB_FILE_SIZE)) {
+			ht_info("fast path: the stub an earlier heaptrace left at 0x%" PRIx64 " is another build's", e.lo);
 			continue;
+		}
+		/* Its record sites are rewritten below: not under a thread stopped on one. */
+		if (remote_pc_in(r, e.lo + STUB_SITE_ALLOC, e.lo + STUB_SITE_FREE + 8)) {
+			ht_info("fast path: the stub an earlier heaptrace left at 0x%" PRIx64 " has a thread at its record "
+				"sites: a new one", e.lo);
+			continue;
+		}
 		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, in->pid, e.lo, e.hi);
-		if ((in->file_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		if ((in->file_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			ht_info("fast path: the stub an earlier heaptrace left at 0x%" PRIx64 ": %s: %s", e.lo, path,
+				strerror(errno));
 			continue;
+		}
 		found = true;
 		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]) && found; i++)
 			found = !remote_write(r, e.lo + sites[i], stub_blob + sites[i], JMP_REL32_LEN);
