@@ -238,6 +238,20 @@ presets_python_objects() {
 	grep -qE '^heaptrace: python: PID [0-9]+: 8 allocator table slots point at jumps to their own functions' \
 		"$TMP/ppys.alloc_objects.err" || d+="no -v line: 8 slots point at jumps"$'\n'
 	report "presets python: -v says which table slots were found (the wrappers' code) and that 8 were redirected" "$d"
+	# The functions behind the slots (LTO locals without a symbol: their
+	# extent from their FDE) and the wrappers ride the fast path; on
+	# Debian's non-PIE python3.11, more than 2 GiB from libc, the
+	# interpreter's twelve take the stub and libc's nine keep uprobes.
+	d=""
+	local fns
+	fns=$(grep -cE '^heaptrace: probe 0x[0-9a-f]+ +/usr/bin/python3.11\+0x[0-9a-f]+: the fast path \(stub\)' "$TMP/ppys.alloc_objects.err")
+	[ "$fns" = 4 ] || d+="$fns of the 4 functions behind the table slots on the fast path: $(grep -E '^heaptrace: (probe|fast path: )0x' "$TMP/ppys.alloc_objects.err" | head -4)"$'\n'
+	grep -E '^heaptrace: fast path: .*(in /usr/bin/python3.11 keeps|0x[0-9a-f]+ keeps)' "$TMP/ppys.alloc_objects.err" | head -3 |
+		sed 's/^/a function of the interpreter keeps its uprobes: /' >"$TMP/ppys.kept"
+	d+=$(cat "$TMP/ppys.kept")
+	grep -qE '^heaptrace: fast path: a stub at 0x[0-9a-f]+ .*, 12 functions redirected' "$TMP/ppys.alloc_objects.err" ||
+		d+="not 12 functions redirected: $(grep 'fast path: a stub at' "$TMP/ppys.alloc_objects.err")"$'\n'
+	report "presets python: the interpreter's 12 allocator functions on the fast path (the 4 behind the slots by their FDE's extent), libc's out of one stub's reach" "$d"
 
 	# The same through a #!/usr/bin/env bash shim that execs it (a pyenv shim's shape).
 	printf '#!/usr/bin/env bash\nexec %s "$@"\n' "$py" >"$shim"

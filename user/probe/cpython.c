@@ -6,6 +6,7 @@
 
 #include "probe/cpython.h"
 #include "probe/symspec.h"
+#include "unwind/table.h"
 #include "util/elfobj.h"
 #include "util/log.h"
 
@@ -264,7 +265,9 @@ static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct el
 		snprintf(fname, sizeof(fname), "%s", name);
 	} else {
 		snprintf(fname, sizeof(fname), "0x%lx", func);
-		fsize = 0;
+		/* Its extent from its FDE: the fast path must know where its code ends (plan.c's check_movable). */
+		if (unwind_fde_extent(o->path, func, &start, &fsize) || start != func)
+			fsize = 0;
 	}
 	char via[64] = "";
 	if (f.slot.got)

@@ -632,6 +632,37 @@ int unwind_table_get(const char *path, struct unwind_table *out)
 	return table_get(path, out, true);
 }
 
+int unwind_fde_extent(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *size)
+{
+	struct fde_range *f = NULL;
+	struct elfobj o;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	size_t n = 0;
+	bool eh;
+	int r;
+
+	if ((r = open_object(path, &o, &scn, &eh)))
+		return r;
+	r = -ENOENT;
+	struct cfi_section sec = { .eh = eh, .ident = o.ehdr.e_ident };
+	if (scn && eh && (sec.data = elf_getdata(scn, NULL)) && gelf_getshdr(scn, &sh)) {
+		sec.addr = sh.sh_addr;
+		if (collect_fdes(&sec, &f, &n))
+			n = 0;
+		for (size_t i = 0; i < n; i++)
+			if (vaddr >= f[i].start && vaddr < f[i].end) {
+				*start = f[i].start;
+				*size = f[i].end - f[i].start;
+				r = 0;
+				break;
+			}
+		free(f);
+	}
+	elfobj_close(&o);
+	return r;
+}
+
 void unwind_table_free(struct unwind_table *t)
 {
 	free(t->rows);

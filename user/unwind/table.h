@@ -29,6 +29,13 @@ int unwind_table_build(const char *path, struct unwind_table *out);
 
 void unwind_table_free(struct unwind_table *t);
 
+/*
+ * The extent of the .eh_frame entry (FDE) of path that holds vaddr: where
+ * a function without a symbol (an LTO build's local one) starts and how
+ * long it is.  0, or -errno (-ENOENT: no entry holds it).
+ */
+int unwind_fde_extent(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *size);
+
 /* The row that holds pc (an ELF virtual address), as the BPF search finds it; NULL before the first row. */
 const struct ht_unwind_row *unwind_table_find(const struct unwind_table *t, uint64_t pc);
 
