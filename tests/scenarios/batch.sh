@@ -351,7 +351,7 @@ scenario_batchfork() {
 
 # ---------------------------------------------------------------------------
 # Signal handlers that malloc while the interrupted thread is in malloc/free
-# loops (t_batch signals: SIGALRM every 200 us, SIGUSR1 every 300 us, ten
+# loops (t_batch signals: SIGALRM every 200 us, SIGUSR1 every 300 us, fifty
 # times less often on a slow machine (sig_factor in tests/lib.sh), both on
 # the main thread; the target counts what it and its handlers did): every
 # allocation counted exactly, the handlers' included, no block left live,

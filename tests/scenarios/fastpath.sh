@@ -43,7 +43,7 @@ scenario_inject() {
 	expect_leaf $key um_alloc 600
 	expect_events $key allocs=10 frees=4 unmatched_frees=0 missed_frees=0
 
-	# Signal handlers that malloc, 5,000 times a second (500 on a slow machine: sig_factor), in exact and sampled mode.
+	# Signal handlers that malloc, 5,000 times a second (100 on a slow machine: sig_factor), in exact and sampled mode.
 	for mode in exact sampled; do
 		key=fp_sig_$mode
 		if [ $mode = exact ]; then
