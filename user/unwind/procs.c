@@ -305,13 +305,24 @@ static void share_index(struct unwind *u, uint32_t slot)
 	struct ht_share *sh = us->map;
 	uint32_t gen = __atomic_load_n(&sh->gen, __ATOMIC_RELAXED);
 	struct ht_share_index *ix = &sh->index[(gen + 1) & 1];
+	const struct ht_share_index *now = &sh->index[gen & 1];
 	static struct ht_unwind_module mods[HT_SHARE_MODULES];
 	static size_t objs[HT_SHARE_MODULES];
 	uint32_t n = modules(u, us->maps, us->root, mods, objs, HT_SHARE_MODULES), k = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		if (!mods[i].row_count || share_rows(u, us, objs[i]))
-			ix->mods[k++] = mods[i];
+			mods[k++] = mods[i];
+	/*
+	 * The index in force already: gen stays.  A move of gen sends every
+	 * walk under way to a record site (the ring's ordered fallback) and
+	 * empties the walks' caches of rows; the first refresh of the maps
+	 * after the stub's install (the loader's libraries, which the install
+	 * indexed already) did that to one run of t_paths in ~30.
+	 */
+	if (now->n == k && !memcmp(now->mods, mods, k * sizeof(mods[0])))
+		return;
+	memcpy(ix->mods, mods, k * sizeof(mods[0]));
 	ix->n = k;
 	__atomic_store_n(&sh->gen, gen + 1, __ATOMIC_RELEASE);
 }
