@@ -27,11 +27,8 @@ struct drained {
 	uint32_t slot;
 	uint64_t held;          /* the last scan's end: slots before it not consumed were held back (any_new() looks past it) */
 	uint64_t at_volume;     /* the --interval-bytes stop its last run stopped at (0: none): nothing new for it until it moves */
-	uint32_t lane;          /* its lane of pair_blocks (struct ht_drain_ctx's); SHARED_LANE: it never holds back */
+	uint32_t lane;          /* its lane of pair_blocks (struct ht_drain_ctx's) */
 };
-
-/* The lane of the rings that have none of their own (more rings than lanes): runs there hold nothing back. */
-#define SHARED_LANE (HT_DRAIN_LANES - 1)
 
 /*
  * Slots a run holds back at most (a quarter of the ring), so that the frees
@@ -76,12 +73,31 @@ struct drain_state {
 	struct ht_ring_thread *threads; /* ring_threads, mapped (HT_RING_THREAD_SLOTS) */
 	struct pairing pairs;           /* a run's allocations freed in the same run (tracer/pair.h) */
 	uint32_t lanes;                 /* the lanes of pair_blocks taken, a bit each */
+	uint32_t nlanes;                /* pair_blocks' lanes (lanes_of()) */
 	struct tick_clock clock;        /* the events' time (HT_EV_TICKS) */
 	/* For -v. */
 	uint64_t passes, runs, events, run_ns, pair_ns;
 	double load_ms;
 	uint32_t verified;              /* instructions the verifier walked for the program */
 };
+
+/*
+ * pair_blocks' lanes: HT_DRAIN_LANES where several processes may be
+ * traced (--follow-fork, -p A,B, --cgroup), the last one shared by the
+ * rings beyond the first ones, which hold nothing back there; else one
+ * (768 KiB, not 3 MiB of kernel memory), whose ring holds back while it
+ * is the only one.
+ */
+static uint32_t lanes_of(const struct tracer *tr)
+{
+	return tr->skel->rodata->follow_fork ? HT_DRAIN_LANES : 1;
+}
+
+/* May a run of this ring hold back?  In a lane of its own, or alone in the only lane. */
+static bool may_hold(const struct drain_state *d, const struct drained *dr)
+{
+	return dr->lane + 1 < d->nlanes || (d->nlanes == 1 && d->n == 1);
+}
 
 static int futex(void *addr, int op, uint32_t val, const struct timespec *timeout)
 {
@@ -98,6 +114,8 @@ static void load_object(struct tracer *tr, struct loaded *l)
 	/* Its own map: as many stacks as the stacks map holds. */
 	if (!err)
 		err = bpf_map__set_max_entries(o->maps.ring_stacks, bpf_map__max_entries(tr->skel->maps.stacks));
+	if (!err)
+		err = bpf_map__set_max_entries(o->maps.pair_blocks, HT_RING_SLOTS * lanes_of(tr));
 	if (!err)
 		err = drain__load(o);
 	*l = (struct loaded){ .err = err, .ms = now_ms() - t0 };
@@ -287,7 +305,7 @@ static bool any_new(const struct tracer *tr, const struct drain_state *d)
 	for (size_t i = 0; i < d->n; i++) {
 		const struct drained *dr = &d->rings[i];
 		uint64_t tail = dr->r->hdr->tail;
-		uint32_t enough = dr->lane != SHARED_LANE && !d->pairs.off ? HOLD : 1;
+		uint32_t enough = may_hold(d, dr) && !d->pairs.off ? HOLD : 1;
 		if (dr->at_volume && dr->at_volume == volume_stop(tr, dr->r))
 			continue;
 		if (published(dr->r, dr->held > tail ? dr->held : tail) >= enough)
@@ -416,7 +434,7 @@ static int pass(struct tracer *tr, struct drain_state *d, bool sync, bool hold, 
 	 */
 	hold = hold && !sync && !d->pairs.off;
 	for (size_t i = 0; i < d->n; i++) {
-		int err = drain_ring(tr, d, &d->rings[i], hold && d->rings[i].lane != SHARED_LANE, volume);
+		int err = drain_ring(tr, d, &d->rings[i], hold && may_hold(d, &d->rings[i]), volume);
 		if (err && !rc) {
 			ht_err("cannot drain the event ring of process %u: %s", d->rings[i].r->tgid, strerror(-err));
 			rc = -1;
@@ -541,6 +559,7 @@ static struct drain_state *state(struct tracer *tr)
 		return NULL;
 	pthread_mutex_init(&d->lock, NULL);
 	d->prog_fd = -1;
+	d->nlanes = lanes_of(tr);
 	/* A test and measuring hook: every event through the live map, as before pairs. */
 	const char *pair = getenv("HEAPTRACE_PAIR");
 	d->pairs.off = pair && !strcmp(pair, "0");
@@ -596,11 +615,14 @@ int drain_register(struct tracer *tr, struct ring *r)
 	pthread_mutex_lock(&d->lock);
 	int rc = ARRAY_RESERVE(d->rings, d->cap, d->n + 1, 4);
 	if (!rc) {
+		/* One lane: what the lone ring held back is consumed before another ring's runs use it. */
+		if (d->nlanes == 1 && d->n == 1)
+			drain_ring(tr, d, &d->rings[0], false, false);
 		/* A lane of its own while one is free: the target's first, then the first children's. */
 		uint32_t lane = 0;
-		while (lane < SHARED_LANE && (d->lanes >> lane & 1))
+		while (lane + 1 < d->nlanes && (d->lanes >> lane & 1))
 			lane++;
-		if (lane < SHARED_LANE)
+		if (lane + 1 < d->nlanes)
 			d->lanes |= 1u << lane;
 		d->rings[d->n++] = (struct drained){ .r = r, .slot = slot, .lane = lane };
 	}
@@ -637,7 +659,7 @@ void drain_unregister(struct tracer *tr, struct ring *r)
 		d->full_waits[d->rings[i].slot] += __atomic_load_n(&r->hdr->full_waits, __ATOMIC_RELAXED);
 		d->lost[d->rings[i].slot] += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
 		/* Its last run above consumed what it held back: nothing of it is left in its lane. */
-		if (d->rings[i].lane != SHARED_LANE)
+		if (d->rings[i].lane + 1 < d->nlanes)
 			d->lanes &= ~(1u << d->rings[i].lane);
 		d->rings[i] = d->rings[--d->n];
 		break;
