@@ -11,6 +11,7 @@
  * call's exit stop and sets the registers back itself; the frame is left
  * below the thread's stack pointer (and red zone), unused.
  */
+#include <cpuid.h>
 #include <elf.h>
 #include <errno.h>
 #include <signal.h>
@@ -65,6 +66,30 @@ _Static_assert(FRAME_ROOM + XSTATE_MAX + 4 <= SIGFRAME_MAX, "a frame's room");
 #define UC_SIGCONTEXT_SS 0x2
 #define UC_STRICT_RESTORE_SS 0x4
 
+/* The XSAVE header's XSTATE_BV, after the legacy area: the components not in their initial state. */
+#define XSTATE_BV_AT 512
+/* AMX's tile data: a component a process has only once it asked (arch_prctl ARCH_REQ_XCOMP_PERM). */
+#define XFEATURE_XTILE_DATA 18
+
+/*
+ * The size of the standard-format XSAVE image of the components in
+ * xfeatures: the end of the last one (CPUID leaf 0xd gives each one's
+ * offset and size), the legacy area and the header at least.
+ */
+static uint32_t xstate_size_of(uint64_t xfeatures)
+{
+	uint32_t size = 512 + 64;
+
+	for (unsigned i = 2; i < 64; i++) {
+		unsigned a, b, c, d;
+		if (!(xfeatures >> i & 1) || !__get_cpuid_count(0xd, i, &a, &b, &c, &d))
+			continue;
+		if (b + a > size)
+			size = b + a;
+	}
+	return size;
+}
+
 static const uint8_t restorer_code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 }; /* mov $15,%rax; syscall */
 static const uint8_t syscall_ret_code[] = { 0x0f, 0x05, 0xc3 };                                  /* syscall; ret */
 
@@ -107,13 +132,27 @@ int sigframe_build(pid_t tid, const struct user_regs_struct *regs, const struct 
 		 * every component (without them it takes the legacy area only, and
 		 * the upper halves of the vector registers would be lost).
 		 */
-		uint64_t xcr0;
-		uint32_t sw[12] = { FP_XSTATE_MAGIC1, (uint32_t)iov.iov_len + 4 };
+		/*
+		 * Only the components the process has: rt_sigreturn takes the
+		 * legacy area alone from a frame larger than the thread's own
+		 * XSAVE size.  ptrace gives every component the CPU has, AMX's
+		 * tile data included (8 KiB), which a process has only once it
+		 * asked for it (the kernel then sizes its state for it; seen in
+		 * use here by its bit in XSTATE_BV): on an Intel machine with AMX
+		 * the frame of 11,008 bytes was refused, and the thread came back
+		 * with the upper halves of its ymm registers zeroed.
+		 */
+		uint64_t xcr0, bv;
 		memcpy(&xcr0, xs + SW_RESERVED_AT, 8);
-		memcpy(&sw[2], &xcr0, 8);
-		sw[4] = (uint32_t)iov.iov_len;
+		memcpy(&bv, xs + XSTATE_BV_AT, 8);
+		uint64_t xfeatures = bv >> XFEATURE_XTILE_DATA & 1 ? xcr0 : xcr0 & ~(1ull << XFEATURE_XTILE_DATA);
+		xsize = xstate_size_of(xfeatures);
+		if (xsize > iov.iov_len)
+			xsize = (uint32_t)iov.iov_len;
+		uint32_t sw[12] = { FP_XSTATE_MAGIC1, xsize + 4 };
+		memcpy(&sw[2], &xfeatures, 8);
+		sw[4] = xsize;
 		memcpy(xs + SW_RESERVED_AT, sw, sizeof(sw));
-		xsize = (uint32_t)iov.iov_len;
 	}
 	uint32_t magic2 = FP_XSTATE_MAGIC2;
 	memcpy(xs + xsize, &magic2, 4);
