@@ -28,7 +28,7 @@ TEST_BINS := $(patsubst tests/targets/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # called the allocator is the innermost frame of every stack.
 TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer -fno-inline -pthread -Wall -Wextra
 
-.PHONY: all clean install deb deps demo test test-noinject test-kernels check golden bench bench-redis bench-gcc bench-postgres bench-postgres-fork bench-postgres-cgroup test-targets fuzz check-asan
+.PHONY: all clean install deb deps demo test test-noinject test-kernels check golden bench bench-redis bench-gcc bench-python bench-postgres bench-postgres-fork bench-postgres-cgroup test-targets fuzz check-asan
 # heaptrace(8) and the bash completion come from the binary's own option
 # tables (heaptrace --dump-options, dist/), so that they list what it parses.
 MAN_PAGE := $(BUILD)/heaptrace.8
@@ -427,6 +427,12 @@ bench-redis: deps
 bench-gcc: deps
 	$(MAKE) all
 	bash bench/gcc.sh
+
+# A Python program under --preset python against tracemalloc, exact and
+# sampled (bench/python.sh; PY_ITEMS, PY_RUNS, PY_BIN).
+bench-python: deps
+	$(MAKE) all
+	bash bench/python.sh
 
 # PostgreSQL: one backend under heaptrace -p (malloc, then palloc specs),
 # driven by pgbench -c 1 on 127.0.0.1 (bench/postgres.sh installs postgresql).
