@@ -35,6 +35,11 @@ fi
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "run.sh: needs qemu-system-x86_64 (apt-get install qemu-system-x86)" >&2; exit 1; }
 
+# The guest's /tmp is a tmpfs of its own (guest.sh): a command run from a
+# tree under the host's /tmp would find nothing there.
+case $(pwd)/ in
+/tmp/*) echo "run.sh: the guest's /tmp is its own: run from a directory outside /tmp (here $(pwd))" >&2; exit 2 ;;
+esac
 kdir=$(sh "$here/fetch.sh" "$series")
 initrd=$(sh "$here/initramfs.sh" "$kdir")
 vmlinuz=$(ls "$kdir"/boot/vmlinuz-*)
