@@ -20,15 +20,8 @@ cd "$(dirname "$0")/.."
 
 FUNCS=${GCC_FUNCS:-150}
 RUNS=${GCC_RUNS:-3}
-HT=$PWD/build/heaptrace
-TMP=$(mktemp -d /tmp/heaptrace-gcc.XXXXXX)
 RUN_TIMEOUT=900
-trap 'rm -rf "$TMP"' EXIT
-trap 'exit 130' INT TERM
-
-note() { echo "bench-gcc: $*" >&2; }
-
-[ -x "$HT" ] || { note "build/heaptrace missing: make first"; exit 1; }
+bench_start gcc
 command -v gcc >/dev/null || { note "needs gcc"; exit 1; }
 
 # FUNCS functions of loops, switches and snprintf calls: cc1 allocates

@@ -48,3 +48,17 @@ rounds() {
 	done
 	for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
 }
+
+# bench_start NAME: a bench that starts no server of its own (gcc.sh,
+# python.sh): TMP (/tmp/heaptrace-NAME.*, gone at the exit), HT, note()
+# ("bench-NAME: ..." on stderr), and an exit now when build/heaptrace is
+# not built.
+bench_start() {
+	BENCH_NAME=$1
+	note() { echo "bench-$BENCH_NAME: $*" >&2; }
+	HT=$PWD/build/heaptrace
+	TMP=$(mktemp -d "/tmp/heaptrace-$1.XXXXXX")
+	trap 'rm -rf "$TMP"' EXIT
+	trap 'exit 130' INT TERM
+	[ -x "$HT" ] || { note "build/heaptrace missing: make first"; exit 1; }
+}

@@ -20,15 +20,8 @@ cd "$(dirname "$0")/.."
 ITEMS=${PY_ITEMS:-300000}
 RUNS=${PY_RUNS:-3}
 PY=${PY_BIN:-/usr/bin/python3}
-HT=$PWD/build/heaptrace
-TMP=$(mktemp -d /tmp/heaptrace-python.XXXXXX)
 RUN_TIMEOUT=600
-trap 'rm -rf "$TMP"' EXIT
-trap 'exit 130' INT TERM
-
-note() { echo "bench-python: $*" >&2; }
-
-[ -x "$HT" ] || { note "build/heaptrace missing: make first"; exit 1; }
+bench_start python
 [ -x "$PY" ] || { note "no $PY"; exit 1; }
 
 # Small strings (pymalloc), lists growing (realloc) and a dict, some of it
