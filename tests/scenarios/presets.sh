@@ -246,9 +246,8 @@ presets_python_objects() {
 	local fns
 	fns=$(grep -cE '^heaptrace: probe 0x[0-9a-f]+ +/usr/bin/python3.11\+0x[0-9a-f]+: the fast path \(stub\)' "$TMP/ppys.alloc_objects.err")
 	[ "$fns" = 4 ] || d+="$fns of the 4 functions behind the table slots on the fast path: $(grep -E '^heaptrace: (probe|fast path: )0x' "$TMP/ppys.alloc_objects.err" | head -4)"$'\n'
-	grep -E '^heaptrace: fast path: .*(in /usr/bin/python3.11 keeps|0x[0-9a-f]+ keeps)' "$TMP/ppys.alloc_objects.err" | head -3 |
-		sed 's/^/a function of the interpreter keeps its uprobes: /' >"$TMP/ppys.kept"
-	d+=$(cat "$TMP/ppys.kept")
+	d+=$(grep -E '^heaptrace: fast path: .*(in /usr/bin/python3.11 keeps|0x[0-9a-f]+ keeps)' "$TMP/ppys.alloc_objects.err" |
+		head -3 | sed 's/^/a function of the interpreter keeps its uprobes: /')
 	grep -qE '^heaptrace: fast path: a stub at 0x[0-9a-f]+ .*, 12 functions redirected' "$TMP/ppys.alloc_objects.err" ||
 		d+="not 12 functions redirected: $(grep 'fast path: a stub at' "$TMP/ppys.alloc_objects.err")"$'\n'
 	report "presets python: the interpreter's 12 allocator functions on the fast path (the 4 behind the slots by their FDE's extent), libc's out of one stub's reach" "$d"

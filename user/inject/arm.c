@@ -150,11 +150,10 @@ int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct
 	r.t[0].regs.rip = in->r_brk;
 	remote_read(&r, in->r_state, &state, sizeof(state));
 	remote_write(&r, in->r_brk, &in->r_brk_byte, 1);
-	if (state == 0 /* RT_CONSISTENT */ && in->watch_only) {
+	if (state == 0 /* RT_CONSISTENT */ && in->on_loaded) {
 		in->armed = false;
 		remote_sync(&r);
-		if (in->on_loaded)
-			in->on_loaded(in->on_loaded_arg);
+		in->on_loaded(in->on_loaded_arg);
 	} else if (state == 0 /* RT_CONSISTENT */ && allocator_mapped(in, plan)) {
 		in->armed = false;
 		/* A failed install gives every function back; a good one may have given back some (probes_attach_fallback). */

@@ -84,7 +84,7 @@ int place_reach(struct inject *in, const struct probe_plan *plan, const char *ma
 		 uint64_t *hi, char *why, size_t len)
 {
 	const char *taken = NULL;
-	int order[STUB_MAX_FNS], n = 0;
+	int order[STUB_MAX_FNS], count[STUB_MAX_FNS], n = 0;
 
 	/* The first function of each object, the objects with more functions first (a stable insertion sort). */
 	for (int i = 0; i < in->n; i++) {
@@ -94,11 +94,13 @@ int place_reach(struct inject *in, const struct probe_plan *plan, const char *ma
 		if (seen || !in->fns[i].addr)
 			continue;
 		int k = n++, c = object_fns(in, plan, i);
-		while (k > 0 && object_fns(in, plan, order[k - 1]) < c) {
+		while (k > 0 && count[k - 1] < c) {
 			order[k] = order[k - 1];
+			count[k] = count[k - 1];
 			k--;
 		}
 		order[k] = i;
+		count[k] = c;
 	}
 	*lo = UINT64_MAX, *hi = 0;
 	for (int oi = 0; oi < n; oi++) {

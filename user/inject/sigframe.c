@@ -130,17 +130,15 @@ int sigframe_build(pid_t tid, const struct user_regs_struct *regs, const struct 
 		 * where a signal frame has its software bytes: those made here as
 		 * the kernel makes them for a handler, so that rt_sigreturn restores
 		 * every component (without them it takes the legacy area only, and
-		 * the upper halves of the vector registers would be lost).
-		 */
-		/*
-		 * Only the components the process has: rt_sigreturn takes the
-		 * legacy area alone from a frame larger than the thread's own
-		 * XSAVE size.  ptrace gives every component the CPU has, AMX's
-		 * tile data included (8 KiB), which a process has only once it
-		 * asked for it (the kernel then sizes its state for it; seen in
-		 * use here by its bit in XSTATE_BV): on an Intel machine with AMX
-		 * the frame of 11,008 bytes was refused, and the thread came back
-		 * with the upper halves of its ymm registers zeroed.
+		 * the upper halves of the vector registers would be lost).  Only
+		 * the components the process has: rt_sigreturn takes the legacy
+		 * area alone from a frame larger than the thread's own XSAVE size
+		 * too, and ptrace gives every component the CPU has, AMX's tile
+		 * data included (8 KiB), which a process has only once it asked for
+		 * it (the kernel then sizes its state for it; seen in use here by
+		 * its bit in XSTATE_BV): on an Intel machine with AMX the frame of
+		 * 11,008 bytes was refused, and the thread came back with the upper
+		 * halves of its ymm registers zeroed.
 		 */
 		uint64_t xcr0, bv;
 		memcpy(&xcr0, xs + SW_RESERVED_AT, 8);

@@ -43,10 +43,9 @@ struct inject {
 	bool armed;
 	bool hooked;                    /* armed by a uprobe on r_brk (inject_arm_hook), not a breakpoint */
 	/*
-	 * Armed only to learn when the loader is done (no stub: --no-inject
-	 * with CFI tables), then told through on_loaded.
+	 * Set: armed only to learn when the loader is done (no stub:
+	 * --no-inject with CFI tables), told here rather than installing.
 	 */
-	bool watch_only;
 	void (*on_loaded)(void *arg);
 	void *on_loaded_arg;
 	bool done;                      /* installed, or given up: the uprobes took over */

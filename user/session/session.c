@@ -141,11 +141,9 @@ static void watch_loader(struct session *s, pid_t tid)
 	if (s->cfg.stack_mode != HT_STACK_DWARF || s->stopped || remote_adopt(&r, s->t.pid, tid))
 		return;
 	s->in.pid = s->t.pid;
-	s->in.watch_only = true;
 	s->in.on_loaded = loader_done;
 	s->in.on_loaded_arg = s;
-	if (inject_arm(&s->in, &r))
-		s->in.armed = false;
+	inject_arm(&s->in, &r);         /* a static program: nothing to wait for */
 	remote_sync(&r);
 	remote_free(&r);
 }

@@ -353,7 +353,8 @@ static void share_drop(struct unwind_share *us)
 void unwind_share(struct unwind *u, uint32_t slot, struct ht_share *map, uint32_t rows, const char *maps,
 		  const char *root)
 {
-	struct unwind_share *us = &u->shares[slot % HT_MAX_PROCS];
+	slot %= HT_MAX_PROCS;
+	struct unwind_share *us = &u->shares[slot];
 
 	/* Another mapping, or none: none of the rows copied are in it. */
 	if (us->map != map) {
@@ -365,7 +366,7 @@ void unwind_share(struct unwind *u, uint32_t slot, struct ht_share *map, uint32_
 	us->rows = map ? rows : 0;
 	if (map && maps)
 		keep_maps(us, maps, root);
-	share_index(u, slot % HT_MAX_PROCS);
+	share_index(u, slot);
 }
 
 /*

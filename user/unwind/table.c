@@ -541,9 +541,21 @@ static bool is_x86_64(const struct elfobj *o)
 	       o->ehdr.e_ident[EI_DATA] == ELFDATA2LSB;
 }
 
+/* The section's data and address, for collect_fdes(); false when unreadable. */
+static bool section_of(struct elfobj *o, Elf_Scn *scn, bool eh, struct cfi_section *sec)
+{
+	GElf_Shdr sh;
+
+	*sec = (struct cfi_section){ .eh = eh, .ident = o->ehdr.e_ident };
+	if (!(sec->data = elf_getdata(scn, NULL)) || !gelf_getshdr(scn, &sh))
+		return false;
+	sec->addr = sh.sh_addr;
+	return true;
+}
+
 static int build_rows(struct elfobj *o, Elf_Scn *scn, bool eh, struct unwind_table *out)
 {
-	struct cfi_section sec = { .eh = eh, .ident = o->ehdr.e_ident };
+	struct cfi_section sec;
 	struct rowbuf b = { 0 };
 	Dwarf *dw = NULL;
 	Dwarf_CFI *cfi;
@@ -557,12 +569,10 @@ static int build_rows(struct elfobj *o, Elf_Scn *scn, bool eh, struct unwind_tab
 		dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
 	}
 	cfi = eh ? dwarf_getcfi_elf(o->elf) : dw ? dwarf_getcfi(dw) : NULL;
-	sec.data = elf_getdata(scn, NULL);
-	if (!cfi || !sec.data || !gelf_getshdr(scn, &sh)) {
+	if (!cfi || !section_of(o, scn, eh, &sec)) {
 		r = -EINVAL;
 		goto out;
 	}
-	sec.addr = sh.sh_addr;
 	r = compile(cfi, &sec, &b);
 out:
 	if (eh && cfi)
@@ -634,10 +644,10 @@ int unwind_table_get(const char *path, struct unwind_table *out)
 
 int unwind_fde_extent(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *size)
 {
+	struct cfi_section sec;
 	struct fde_range *f = NULL;
 	struct elfobj o;
 	Elf_Scn *scn;
-	GElf_Shdr sh;
 	size_t n = 0;
 	bool eh;
 	int r;
@@ -645,9 +655,7 @@ int unwind_fde_extent(const char *path, uint64_t vaddr, uint64_t *start, uint64_
 	if ((r = open_object(path, &o, &scn, &eh)))
 		return r;
 	r = -ENOENT;
-	struct cfi_section sec = { .eh = eh, .ident = o.ehdr.e_ident };
-	if (scn && eh && (sec.data = elf_getdata(scn, NULL)) && gelf_getshdr(scn, &sh)) {
-		sec.addr = sh.sh_addr;
+	if (scn && eh && section_of(&o, scn, eh, &sec)) {
 		if (collect_fdes(&sec, &f, &n))
 			n = 0;
 		for (size_t i = 0; i < n; i++)
