@@ -1,6 +1,10 @@
 /*
  * NTHREADS threads (argv[1] if given, at most MAXTHREADS) released together
- * by a barrier, racing through the allocator.  Each thread:
+ * by a barrier, racing through the allocator, and held by a second one until
+ * all are done: a thread that exited early would hand its arena to one that
+ * had not yet allocated, and glibc would stash the chunks the first left in
+ * its bins into the second's tcache (more frees at that thread's exit, as
+ * many as the scheduling decides).  Each thread:
  *   - thr_churn:   CHURN x malloc(48), each freed at once
  *   - thr_rseed / thr_realloc: RCHAIN x (malloc(32) grown by realloc to 96),
  *                  then freed
@@ -21,7 +25,7 @@
 #define KEEP 50
 #define HANDOFF 25
 
-static pthread_barrier_t start;
+static pthread_barrier_t start, done;
 static int nthreads = NTHREADS;
 void *volatile keep[MAXTHREADS][KEEP];
 void *volatile handoff[MAXTHREADS][HANDOFF];
@@ -70,6 +74,7 @@ static void *worker(void *arg)
 		if (i < HANDOFF)
 			handoff[t][i] = thr_handoff();
 	}
+	pthread_barrier_wait(&done);
 	return NULL;
 }
 
@@ -89,6 +94,7 @@ int main(int argc, char **argv)
 	if (nthreads < 1 || nthreads > MAXTHREADS)
 		return 2;
 	pthread_barrier_init(&start, NULL, nthreads);
+	pthread_barrier_init(&done, NULL, nthreads);
 	for (long t = 0; t < nthreads; t++)
 		if (pthread_create(&th[t], NULL, worker, (void *)t) != 0)
 			return 1;
