@@ -77,7 +77,7 @@ STUB_CFLAGS := -O2 -g -ffreestanding -fno-builtin -nostdlib -fPIC -fvisibility=h
 	-fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -fcf-protection=none -mstringop-strategy=unrolled_loop \
 	-Wall -Wextra -Werror -Ibpf -Istub
 
-$(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h stub/ring.h bpf/heaptrace.h bpf/heaptrace_ring.h bpf/sample.h
+$(BUILD)/stub/%.o: stub/%.c stub/stub.h stub/unwind.h stub/ring.h stub/python.h bpf/heaptrace.h bpf/heaptrace_ring.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -85,7 +85,7 @@ $(BUILD)/stub/%.o: stub/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(STUB_CFLAGS) -c $< -o $@
 
-STUB_OBJS := $(BUILD)/stub/entry.o $(BUILD)/stub/sites.o $(BUILD)/stub/decide.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o
+STUB_OBJS := $(BUILD)/stub/entry.o $(BUILD)/stub/sites.o $(BUILD)/stub/decide.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o $(BUILD)/stub/python.o
 # entry.o, then sites.o: the entry points, then the record sites, at the offsets stub.h fixes.
 $(BUILD)/stub/stub.bin: $(STUB_OBJS) stub/stub.lds
 	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(STUB_OBJS)
@@ -115,7 +115,7 @@ $(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/stub_blob.h $(wildcard user/*/*.h)
 # What each object included, as the compiler saw it: a header listed by
 # hand above can be missed, and a stale object after a merge is a wrong
 # binary (a stub whose layout the injector no longer shares).
--include $(USER_OBJS:.o=.d) $(BUILD)/stub/decide.d $(BUILD)/stub/unwind.d $(BUILD)/stub/ring.d
+-include $(USER_OBJS:.o=.d) $(BUILD)/stub/decide.d $(BUILD)/stub/unwind.d $(BUILD)/stub/ring.d $(BUILD)/stub/python.d
 
 $(BUILD)/heaptrace: $(USER_OBJS)
 	$(CC) $(CFLAGS) $(HT_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -86,6 +86,41 @@ enum ht_stack_mode {
 #define HT_STACK_TRUNCATED 1    /* the walk failed before the outermost frame: unreadable frame, code of no file */
 #define HT_STACK_MAX_DEPTH 2    /* more frames than --max-depth: the outermost are cut */
 
+/*
+ * A Python frame among a stack's frames (stub/python.c puts them in place
+ * of the interpreter loop's native frame): bit 63 set, which no user
+ * address has; the code object's address in the low 47 bits; the index of
+ * the instruction it runs in that code, in code units, in bits 47-62
+ * (HT_PY_INSTR_MAX for any beyond).  user/symbolize/pyframes.c names it.
+ */
+#define HT_PY_FRAME (1ull << 63)
+#define HT_PY_CODE_MASK ((1ull << 47) - 1)
+#define HT_PY_INSTR_SHIFT 47
+#define HT_PY_INSTR_MAX 0xffffull
+
+/*
+ * A code object is 16-byte aligned: the low 4 bits of its address in a
+ * frame's word are these bits of what it holds instead (its name's and
+ * file's addresses, its first line), so that another code object that
+ * takes a freed one's address (pymalloc reuses blocks at once) makes other
+ * stacks, and its name is not read as the first one's (1 in 16 would be).
+ */
+static inline __u64 ht_py_ident(__u64 name, __u64 file, __u32 firstlineno)
+{
+	__u64 h = (name >> 4) ^ (file >> 3) ^ firstlineno;
+
+	h ^= h >> 32;
+	h ^= h >> 16;
+	h ^= h >> 8;
+	h ^= h >> 4;
+	return h & 15;
+}
+
+static inline int ht_pc_python(__u64 pc)
+{
+	return (pc & HT_PY_FRAME) && pc < HT_PC_KIND_BASE;
+}
+
 struct ht_stack {
 	__u32 depth;
 	__u32 flags;

@@ -31,9 +31,9 @@
 #include "heaptrace.h"
 
 #define STUB_MAX_FNS 32                 /* HT_MAX_SPECS: every probe of the plan could be redirected */
-#define STUB_TRAMP_OFF 0x3400
+#define STUB_TRAMP_OFF 0x3780
 #define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
-#define STUB_CFG_OFF 0x3c00            /* right after the trampolines: the config and the gadget's page both fit in 64 KiB */
+#define STUB_CFG_OFF 0x3f80            /* right after the trampolines: the config and the gadget's page both fit in 64 KiB */
 #define STUB_FILE_SIZE 0x10000
 #define STUB_DATA_OFF 0x10000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
@@ -104,6 +104,47 @@ struct stub_fn {
 /* The stub's own stack walk (stub/unwind.c): as --unwind says, or none (the BPF side walks). */
 enum stub_walk_mode { STUB_WALK_NONE, STUB_WALK_FP, STUB_WALK_CFI };
 
+/*
+ * Python frames (stub/python.c): where CPython keeps the running thread's
+ * frames, for the version heaptrace found (user/probe/pyframes.c).  Each
+ * native frame of the interpreter's loop (eval_lo..eval_hi) is replaced
+ * in a walked stack by the Python frames it was running, innermost first,
+ * one word each (HT_PY_FRAME: the code object and the instruction).
+ */
+enum stub_py_kind {
+	STUB_PY_NONE,
+	STUB_PY_FRAMEOBJ,       /* 3.10: PyFrameObject, f_lasti; one a loop */
+	STUB_PY_ENTRY_FLAG,     /* 3.11: _PyInterpreterFrame, prev_instr; is_entry ends a loop's frames */
+	STUB_PY_OWNER,          /* 3.12, 3.13: an entry frame owned by the C stack ends them (skipped) */
+};
+
+enum stub_py_tstate {
+	STUB_PY_GLOBAL,         /* *tstate: the thread holding the GIL's (3.10, 3.11); ours if its thread_id is us */
+	STUB_PY_TLS,            /* the thread's own, in libpython's TLS block (3.12+): non-zero while it holds the GIL */
+};
+
+#define STUB_PY_NO_FIELD 0xffff
+
+struct stub_py {
+	__u32 kind;             /* enum stub_py_kind */
+	__u32 tstate_from;      /* enum stub_py_tstate */
+	__u64 tstate;           /* GLOBAL: tstate_current's address; TLS: the variable's offset in its module's block */
+	__u64 modid_got;        /* TLS: the GOT slot that the loader fills with the module's dtv index; 0: modid */
+	__u64 modid;            /* TLS: the executable's (1), when its TLS is the executable's own */
+	__u64 eval_lo[2], eval_hi[2];   /* the interpreter loop's code (its .cold part second) */
+	__u16 thread_id;        /* PyThreadState: pthread_self() of its thread */
+	__u16 cframe;           /* PyThreadState: the _PyCFrame (STUB_PY_NO_FIELD: the frame is in the state itself) */
+	__u16 current_frame;    /* in the _PyCFrame (or the state): the innermost frame */
+	__u16 frame_code;       /* a frame's code object */
+	__u16 frame_instr;      /* its instruction: a pointer into the code (3.11+), or f_lasti (3.10) */
+	__u16 frame_previous;   /* the frame it was called from */
+	__u16 frame_mark;       /* ENTRY_FLAG: is_entry; OWNER: owner */
+	__u16 code_units;       /* the code object's bytecode (co_code_adaptive) */
+	__u8 owner_cstack;      /* OWNER: the entry frame's owner */
+	__u8 pad;
+	__u16 code_name, code_filename, code_firstlineno;       /* what tells one code object from another (ht_py_ident) */
+};
+
 struct stub_cfg {
 	__u32 n_fns;
 	__u32 page_size;
@@ -112,6 +153,7 @@ struct stub_cfg {
 	__u32 walk;                     /* enum stub_walk_mode */
 	__u32 max_depth;                /* --max-depth, as the BPF side's */
 	__u64 min_frame_addr;           /* vm.mmap_min_addr, at least 1, as the BPF side's */
+	struct stub_py py;
 	struct stub_fn fns[STUB_MAX_FNS];
 };
 

@@ -21,6 +21,7 @@
  * BPF walk then reads it, or fails to, as before.  The tables are read
  * only within their mapping: a row index out of it gives up too.
  */
+#include "python.h"
 #include "unwind.h"
 
 extern const struct stub_cfg stub_cfg __attribute__((visibility("hidden")));
@@ -586,6 +587,17 @@ static void memo_release(const struct walk *w, struct stub_memo *m, __u32 q, int
 	__atomic_store_n(&m->seq, q + 2, __ATOMIC_RELEASE);
 }
 
+/*
+ * The memo keeps native frames only: the same registers in CPython's loop
+ * run other Python lines from one call to the next.
+ */
+static int with_python(struct ht_stub_stack *out, __u64 tp)
+{
+	if (py_merge(out, tp))
+		stub_hash_frames(out);
+	return 0;
+}
+
 int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 {
 	struct walk w;
@@ -611,7 +623,7 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 		return -1;
 	struct stub_memo *m = memo_of(tp);
 	if (memo_get(&w, m, r, tp))
-		return 0;
+		return with_python(out, tp);
 	out->depth = out->flags = out->fp_frames = 0;
 	__u32 q;
 	w.mw = memo_hold(m, &q);
@@ -620,5 +632,5 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 		out->hash = ht_stack_hash_end(w.hash);
 	if (w.mw)
 		memo_release(&w, w.mw, q, !rc, r, tp);
-	return rc;
+	return rc ? rc : with_python(out, tp);
 }

@@ -26,6 +26,7 @@
 #include "inject/phase.h"
 #include "inject/place.h"
 #include "probe/plan.h"
+#include "probe/pyframes.h"
 #include "tracer/tracer.h"
 #include "insn/relocate.h"
 #include "inject/spec_stub.h"
@@ -116,6 +117,7 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 	cfg->walk = in->walk;
 	cfg->max_depth = in->max_depth;
 	cfg->min_frame_addr = in->min_frame_addr;
+	cfg->py = in->py;
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
 		const struct probe *p = &plan->probes[f->probe];
@@ -425,6 +427,9 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		snprintf(why, sizeof(why), "cannot read its memory map");
 		goto fail;
 	}
+	in->py = (struct stub_py){ 0 };
+	if (in->pyf && in->pyf->on && pyframes_stub(in->pyf, maps, &in->py, &in->py_code_type))
+		ht_info("Python frames: off in PID %d: %s is not mapped where its file says", in->pid, in->pyf->path);
 	/* Where each function is, and that its bytes are the file's: no breakpoint, no earlier stub. */
 	for (int i = 0; i < in->n; i++) {
 		struct inject_fn *f = &in->fns[i];
@@ -537,6 +542,8 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	inject_phase("enabled");
 	if (in->share_map && in->on_share)
 		in->on_share(in->on_share_arg, in, in->share_map, in->share_rows, maps);
+	if (in->py.kind && in->on_python)
+		in->on_python(in->on_python_arg, in);
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
 		in->sample_rate ? "unsampled calls stay in the process" :
 		in->batching ? "events batched" : "one record site per call");
@@ -617,6 +624,8 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 			goto fail;
 		ht_info("fast path: PID %d shares the memory of PID %d: its recorded calls reach the same stub", pid,
 			parent->pid);
+		if (kid->py.kind && kid->on_python)
+			kid->on_python(kid->on_python_arg, kid);
 		return 0;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
@@ -660,6 +669,8 @@ int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, str
 	kid->enabled = true;
 	close(r.mem_fd);
 	ht_info("fast path: PID %d has its own copy of the stub, enabled", pid);
+	if (kid->py.kind && kid->on_python)
+		kid->on_python(kid->on_python_arg, kid);
 	return 0;
 fail:
 	if (r.mem_fd >= 0)

@@ -13,6 +13,8 @@
 #include "heaptrace.h"
 #include "stub/stub.h"
 
+struct cpy_frames;
+
 struct probe_plan;
 struct ring;
 struct tracer;
@@ -80,6 +82,16 @@ struct inject {
 	struct ht_share *share_map;     /* heaptrace's side; the target's is at share_addr */
 	uint64_t share_size, share_addr;
 	uint64_t restorer;              /* libc's signal restorer in the process, 0: not known */
+	/*
+	 * Python frames (stub/python.c), set by the caller: what the
+	 * interpreter's file says (NULL: none); on_python is told once the
+	 * stub of this process reads them (its PyCode_Type in py_code_type).
+	 */
+	const struct cpy_frames *pyf;
+	struct stub_py py;
+	uint64_t py_code_type;
+	void (*on_python)(void *arg, const struct inject *in);
+	void *on_python_arg;
 	/* Exact mode's batching (inject/ring.c): the process's ring, when on (NULL: none). */
 	struct ring *ring;
 	bool batching;

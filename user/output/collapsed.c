@@ -47,7 +47,7 @@ static char *stack_text(const struct prof_stack *s, struct symbolizer *sym)
 		int n = sym_lookup(sym, s->pcs[i], true, &fr);
 
 		for (int k = n; k-- > 0;)
-			err |= append(&buf, &len, &cap, sym_frame_name(&fr[k], s->pcs[i], name, sizeof(name)));
+			err |= append(&buf, &len, &cap, sym_frame_label(&fr[k], s->pcs[i], name, sizeof(name)));
 	}
 	if (err) {
 		free(buf);

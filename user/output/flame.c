@@ -124,7 +124,7 @@ static uint32_t add_stack(struct flame *fl, const struct prof_stack *s, struct s
 		int n = sym_lookup(sym, s->pcs[i], true, &fr);
 
 		for (int k = n; k-- > 0 && node != FLAME_NONE;)
-			node = add_node(fl, node, add_frame(fl, sym_frame_name(&fr[k], s->pcs[i], name, sizeof(name)), &fr[k]));
+			node = add_node(fl, node, add_frame(fl, sym_frame_label(&fr[k], s->pcs[i], name, sizeof(name)), &fr[k]));
 	}
 	return node;
 }

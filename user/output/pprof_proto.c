@@ -452,6 +452,28 @@ static int write_sample(struct writer *w, const struct prof_stack *s)
 }
 
 /* After the samples: only then are the mappings' has_* flags known. */
+/*
+ * Python frames (HT_PY_FRAME) in a mapping of their own, "[python]", whose
+ * functions, files and lines the profile holds: pprof takes a location of
+ * no mapping for one to symbolize, and shows <unknown> for it.
+ */
+static void add_python_mapping(struct writer *w)
+{
+	size_t cap = w->nmap;
+	bool any = false;
+
+	for (size_t i = 0; i < w->p->n && !any; i++)
+		for (uint32_t d = 0; d < w->p->stacks[i].depth && !any; d++)
+			any = ht_pc_python(w->p->stacks[i].pcs[d]);
+	if (!any || ARRAY_RESERVE(w->maps, cap, w->nmap + 1, 1))
+		return;
+	struct mapping *x = &w->maps[w->nmap++];
+	memset(x, 0, sizeof(*x));
+	x->start = HT_PY_FRAME;
+	x->limit = HT_PC_KIND_BASE;
+	x->path = strdup("[python]");
+}
+
 static void write_mappings(struct writer *w)
 {
 	for (size_t i = 0; i < w->nmap; i++) {
@@ -565,6 +587,7 @@ int output_pprof_proto(FILE *f, const struct profile *p, struct symbolizer *sym,
 	(void)top;
 
 	w.maps = read_mappings(p->maps, &w.nmap);
+	add_python_mapping(&w);
 	/* gzip, as pprof and the profilers that scrape /debug/pprof expect. */
 	if (!w.zo || deflateInit2(&w.zo->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		goto done;

@@ -321,6 +321,13 @@ int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct obj
 			if ((rc = plan_wrapper(t, plan, &o, cs, w, option)) > 0)
 				found++;
 		cs_close(&cs);
+		if (!t->frames.on && !*t->frames.why) {
+			pyframes_plan(&t->frames, &o);
+			if (t->frames.on)
+				ht_info("%s: Python frames of CPython 3.%d (%s)", option, t->frames.lay->minor, o.path);
+			else
+				ht_err("%s: Python frames are off: %s; stacks stay native", option, t->frames.why);
+		}
 		elfobj_close(&o);
 		if (rc < 0)
 			return -1;
@@ -343,4 +350,5 @@ void cpython_free(struct cpy_tables *t)
 	for (int i = 0; i < t->n; i++)
 		free(t->s[i].path);
 	t->n = 0;
+	pyframes_free(&t->frames);
 }

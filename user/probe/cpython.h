@@ -18,6 +18,7 @@
 
 #include "probe/allocator.h"
 #include "probe/plan.h"
+#include "probe/pyframes.h"
 
 #define CPY_MAX_SLOTS 16
 
@@ -38,6 +39,7 @@ struct cpy_slot {
 struct cpy_tables {
 	struct cpy_slot s[CPY_MAX_SLOTS];
 	int n;
+	struct cpy_frames frames;       /* where the interpreter found keeps its frames */
 };
 
 /*

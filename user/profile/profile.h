@@ -141,6 +141,8 @@ struct profile_source {
  * followed children's, -i snapshots and --http's.
  */
 int profile_take(const struct profile_source *src, uint32_t slot, pid_t pid, const char *maps, struct profile *p);
+/* The code objects of every Python frame the stacks hold, read from pid now (it is about to exit). */
+int profile_note_python(const struct tracer *tr, pid_t pid);
 /*
  * The profile that snapshots, --http and the final write take: the
  * target's (profile_take of slot 0), or with src->tree the whole tree's

@@ -11,6 +11,7 @@
 #include "profile/profile.h"
 #include "util/procfs.h"
 #include "profile/timeline.h"
+#include "symbolize/pyframes.h"
 #include "tracer/tracer.h"
 #include "util/time.h"
 
@@ -51,6 +52,9 @@ static void trim_stacks(struct profile *p)
 	for (size_t i = 0; i < p->n; i++) {
 		struct prof_stack *s = &p->stacks[i];
 		for (uint32_t k = 0; k < s->depth; k++) {
+			/* A Python frame or a mapping's kind is no address. */
+			if (ht_pc_python(s->pcs[k]) || ht_pc_kind(s->pcs[k]))
+				continue;
 			/* maps lists mappings in address order: binary search. */
 			size_t a = 0, b = nr;
 			while (a < b) {
@@ -451,6 +455,30 @@ void profile_session_counters(const struct profile_source *src, uint64_t counter
 		src->more_counters(src->more_arg, HT_ALL_PROCS, counters);
 }
 
+struct py_scan {
+	pid_t pid;
+	uint32_t max_depth;
+};
+
+static int note_python(const void *key, const void *value, void *arg)
+{
+	const struct py_scan *ps = arg;
+	const struct ht_stack *st = value;
+
+	(void)key;
+	pyf_note_stack(ps->pid, (const uint64_t *)st->pcs, st->depth < ps->max_depth ? st->depth : ps->max_depth);
+	return 0;
+}
+
+int profile_note_python(const struct tracer *tr, pid_t pid)
+{
+	struct py_scan ps = { pid, (tracer_stack_value_size(tr) - offsetof(struct ht_stack, pcs)) / sizeof(uint64_t) };
+
+	if (!pyf_active())
+		return 0;
+	return read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), note_python, &ps);
+}
+
 int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, const char *maps, struct profile *p)
 {
 	const struct tracer *tr = src->tr;
@@ -499,8 +527,12 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 		return -1;
 	}
 
-	for (size_t i = 0; i < p->n; i++)
+	for (size_t i = 0; i < p->n; i++) {
 		to_estimates(&p->stacks[i]);
+		/* Python frames not seen yet (sampled: no drain sees the stacks): their code, while pid lives. */
+		if (pyf_active())
+			pyf_note_stack(pid, p->stacks[i].pcs, p->stacks[i].depth);
+	}
 	trim_stacks(p);
 	profile_normalize(p);
 	return 0;

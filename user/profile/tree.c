@@ -176,7 +176,8 @@ static int add_process(struct profile *p, struct profile *q, size_t *cap, uint64
 		struct prof_stack *s = &q->stacks[i];
 		s->pid = q->pid;
 		for (uint32_t d = 0; d < s->depth; d++)
-			s->pcs[d] += shift;
+			if (!ht_pc_python(s->pcs[d]) && !ht_pc_kind(s->pcs[d]))
+				s->pcs[d] += shift;
 		p->stacks[p->n++] = *s;
 	}
 	q->n = 0;       /* the stacks are p's now */

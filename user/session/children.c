@@ -111,6 +111,7 @@ void session_on_child_exiting(void *arg, struct tracee_child *k)
 
 	if (s->kin[k->slot])
 		inject_counters(s->kin[k->slot], c);
+	session_python_exiting(s, k->pid);
 }
 
 /* --follow-fork, the end: each child's own stub off and its bytes back, as the target's. */

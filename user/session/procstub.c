@@ -54,6 +54,7 @@ static struct inject *model(struct session *s, pid_t pid, uint32_t slot)
 		kid->fns[i] = (struct inject_fn){ .probe = s->in.fns[i].probe, .len = s->in.fns[i].len,
 						  .skip = s->in.fns[i].skip };
 	session_walk_share(s, kid, slot);
+	session_walk_python(s, kid);
 	return kid;
 }
 

@@ -68,6 +68,9 @@ static int plan_probes(struct session *s)
 		s->bad_input = true;
 		goto out;
 	}
+	if (s->specs.py.frames.on && o->no_inject)
+		ht_err("Python frames are off: the stub reads them, and --no-inject writes nothing into the target; "
+		       "stacks stay native");
 	for (int i = 0; o->no_inject && i < s->specs.py.n; i++)
 		if (s->specs.py.s[i].inlined) {
 			ht_info("python: the build inlines its allocator where its table holds the default: those calls are "
@@ -192,6 +195,7 @@ static void on_exiting(void *arg)
 
 	if (s->in.base)
 		inject_counters(&s->in, (uint64_t[HT_COUNTER_MAX]){ 0 });
+	session_python_exiting(s, s->t.pid);
 }
 
 static bool on_signal(void *arg, pid_t tid, int sig)

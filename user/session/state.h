@@ -134,6 +134,8 @@ int session_write_children(struct session *s);
 
 /* walk.c: how the stub walks stacks, and its tables' mapping kept filled; after the tracer is loaded. */
 void session_plan_walk(struct session *s);
+void session_walk_python(const struct session *s, struct inject *kid);
+void session_python_exiting(struct session *s, pid_t pid);
 void session_walk_share(struct session *s, struct inject *kid, uint32_t slot);
 
 /* volume.c: snapshots at monitor_run's poll (by volume, SIGUSR1, RSS); called before it runs, and stopped before the last drains. */

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "session/state.h"
+#include "profile/profile.h"
+#include "symbolize/pyframes.h"
 #include "util/log.h"
 
 static void shared(void *arg, const struct inject *in, struct ht_share *map, uint32_t rows, const char *maps)
@@ -34,6 +36,35 @@ void session_walk_share(struct session *s, struct inject *kid, uint32_t slot)
 	kid->on_share_arg = s;
 }
 
+/* A process whose stub reads Python frames: their code objects are read from it (user/symbolize/pyframes.c). */
+static void python_read(void *arg, const struct inject *in)
+{
+	(void)arg;
+	pyf_process(in->pid, in->pyf->lay, in->py_code_type);
+	ht_info("Python frames: read in PID %d (CPython 3.%d)", in->pid, in->pyf->lay->minor);
+}
+
+/* What a stub of another process (procstub.c) takes of the target's Python frames. */
+void session_walk_python(const struct session *s, struct inject *kid)
+{
+	kid->pyf = s->in.pyf;
+	kid->on_python = s->in.on_python;
+	kid->on_python_arg = s->in.on_python_arg;
+}
+
+/*
+ * pid is about to exit: the code objects of the Python frames its stacks
+ * hold are read now, the last moment they can be (a sampled stack went
+ * through the record site, past the drain).
+ */
+void session_python_exiting(struct session *s, pid_t pid)
+{
+	if (!pyf_active())
+		return;
+	tracer_drain(&s->tr);
+	profile_note_python(&s->tr, pid);
+}
+
 void session_plan_walk(struct session *s)
 {
 	const char *how = getenv("HEAPTRACE_WALK");
@@ -55,4 +86,8 @@ void session_plan_walk(struct session *s)
 	in->share_rows = in->walk == STUB_WALK_CFI ? tracer_unwind_capacity(&s->tr) : 0;
 	in->on_share = shared;
 	in->on_share_arg = s;
+	/* Python frames are the stub's to read: none where the BPF side walks. */
+	in->pyf = in->walk != STUB_WALK_NONE ? &s->specs.py.frames : NULL;
+	in->on_python = python_read;
+	in->on_python_arg = s;
 }

@@ -6,6 +6,7 @@
  * separate debug files are opened from disk by path and build id.
  */
 #include "heaptrace.h"
+#include "symbolize/pyframes.h"
 #include "symbolize/symbolize.h"
 #include "util/array.h"
 #include "util/time.h"
@@ -44,6 +45,8 @@ struct symbolizer {
 	size_t strs_cap, strs_len;
 	struct frame_vec *scratch; /* a lookup past SYM_CACHE_MAX: valid until the next one */
 	uint64_t busy_ns;          /* time spent symbolizing (cache misses) */
+	struct sym_frame py;       /* a Python frame's, valid until the next lookup */
+	char py_unknown[48];
 };
 
 /* Returned when memory runs out, so callers can always rely on one frame. */
@@ -693,6 +696,17 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 		*frames = &kinds[ht_pc_kind(pc)];
 		return 1;
 	}
+	/* A Python frame (stub/python.c): its code object's names, read while it lived. */
+	if (ht_pc_python(pc)) {
+		s->py = (struct sym_frame){ .module = NULL };
+		if (!pyf_frame(pc, &s->py.func, &s->py.file, &s->py.line)) {
+			snprintf(s->py_unknown, sizeof(s->py_unknown), "<python code 0x%" PRIx64 ">", (uint64_t)(pc & HT_PY_CODE_MASK));
+			s->py.func = s->py_unknown;
+		}
+		s->py.system = s->py.func;
+		*frames = &s->py;
+		return 1;
+	}
 	/*
 	 * A pc in no module has nothing to keep: no entry, so a profile of
 	 * made-up addresses costs no memory here (issue 19 item 7).
@@ -740,6 +754,15 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 	s->busy_ns += monotonic_ns() - t0;
 	*frames = e->frames;
 	return e->nframes;
+}
+
+const char *sym_frame_label(const struct sym_frame *f, uint64_t pc, char *buf, size_t len)
+{
+	if (!ht_pc_python(pc) || !f->file)
+		return sym_frame_name(f, pc, buf, len);
+	const char *b = strrchr(f->file, '/');
+	snprintf(buf, len, "%s (%s:%d)", f->func, b ? b + 1 : f->file, f->line);
+	return buf;
 }
 
 const char *sym_frame_name(const struct sym_frame *f, uint64_t pc, char *buf, size_t len)

@@ -68,4 +68,11 @@ double sym_busy_ms(const struct symbolizer *s);
 /* "func" or "[module+0xoff]" or "[0xpc]": the name flame graphs show. */
 const char *sym_frame_name(const struct sym_frame *f, uint64_t pc, char *buf, size_t len);
 
+/*
+ * sym_frame_name, but a Python frame (a pc of HT_PY_FRAME) is
+ * "qualname (file.py:LINE)", its file's base name, as py-spy and Austin
+ * name them: a frame of a collapsed stack or a flame graph is one line.
+ */
+const char *sym_frame_label(const struct sym_frame *f, uint64_t pc, char *buf, size_t len);
+
 #endif

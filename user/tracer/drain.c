@@ -20,6 +20,7 @@
 #include "util/time.h"
 #include "tracer/drain.h"
 #include "tracer/pair.h"
+#include "symbolize/pyframes.h"
 #include "tracer/internal.h"
 
 struct drained {
@@ -238,6 +239,30 @@ static uint64_t volume_stop(const struct tracer *tr, const struct ring *r)
  * slots (to_consume()); with volume, up to the target's volume stop.
  * Under the lock.
  */
+/*
+ * The Python frames of the stacks about to be consumed: their code objects
+ * are read now, while the process most likely still has them (the frames
+ * were running a moment ago).
+ */
+static void note_python(const struct ring *r, uint64_t tail, uint32_t c)
+{
+	for (uint32_t k = 0; k < c;) {
+		const struct ht_ev *ev = &r->slots[(tail + k) & (HT_RING_SLOTS - 1)];
+		if (ev->kind != HT_EV_STACK) {
+			k++;
+			continue;
+		}
+		uint32_t left = ev->depth, slots = HT_RING_STACK_SLOTS(ev->depth);
+		for (uint32_t j = 0; j < slots && k + 1 + j < c; j++) {
+			const struct ht_ev_pcs *p = (const void *)&r->slots[(tail + k + 1 + j) & (HT_RING_SLOTS - 1)];
+			uint32_t n = left < HT_RING_PCS ? left : HT_RING_PCS;
+			pyf_note_stack((pid_t)r->tgid, (const uint64_t *)p->pcs, n);
+			left -= n;
+		}
+		k += 1 + slots;
+	}
+}
+
 static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *dr, bool hold, bool volume)
 {
 	struct ring *r = dr->r;
@@ -259,6 +284,8 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 		if (!c)
 			break;          /* a stack whose frames are not all published yet, or all held back */
 		tracer_live_room(tr, c);
+		if (pyf_active())
+			note_python(r, tail, c);
 		struct ht_drain_ctx ctx = { .ring = (uintptr_t)r->slots, .tail = tail, .max = c, .tgid = r->tgid,
 					    .exec_gen = r->exec_gen };
 		uint64_t clock_ns, clock_ticks;

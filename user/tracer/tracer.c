@@ -295,6 +295,11 @@ static void add_counters(const struct tracer *tr, uint32_t from, uint32_t to, ui
 	drain_counters(tr, from, to, out);
 }
 
+void tracer_drain(const struct tracer *tr)
+{
+	drain_now(tr);
+}
+
 void tracer_counters(const struct tracer *tr, uint32_t slot, uint64_t out[HT_COUNTER_MAX])
 {
 	drain_now(tr);

@@ -34,6 +34,8 @@ void tracer_close(struct tracer *tr);
 void tracer_counters(const struct tracer *tr, uint32_t slot, uint64_t out[HT_COUNTER_MAX]);
 /* The same summed over every process slot: the whole session's. */
 void tracer_session_counters(const struct tracer *tr, uint64_t out[HT_COUNTER_MAX]);
+/* Every event the rings hold, into the maps now (as the readers above do first). */
+void tracer_drain(const struct tracer *tr);
 
 /* --unwind dwarf: the CFI row array (mmappable), the objects map, and flushing the per-process caches. */
 uint32_t tracer_unwind_capacity(const struct tracer *tr);

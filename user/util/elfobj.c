@@ -128,6 +128,50 @@ bool elfobj_object(struct elfobj *o, const char *name, uint64_t *vaddr)
 	       search_symtab(o, SHT_DYNSYM, name, true, vaddr, &size);
 }
 
+static bool tls_in(struct elfobj *o, Elf64_Word type, const char *name, uint64_t *off)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section(o, type, &shdr);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	GElf_Sym sym;
+
+	for (size_t i = 0; d && shdr.sh_entsize && i < shdr.sh_size / shdr.sh_entsize; i++) {
+		const char *s;
+		if (gelf_getsym(d, i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_TLS && sym.st_shndx != SHN_UNDEF &&
+		    (s = elf_strptr(o->elf, shdr.sh_link, sym.st_name)) && !strcmp(s, name)) {
+			*off = sym.st_value;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool elfobj_tls(struct elfobj *o, const char *name, uint64_t *off)
+{
+	return tls_in(o, SHT_SYMTAB, name, off) || tls_in(o, SHT_DYNSYM, name, off);
+}
+
+bool elfobj_tls_modid_slot(struct elfobj *o, uint64_t *vaddr)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || !shdr.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
+			GElf_Rela r;
+			if (gelf_getrela(d, i, &r) && GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64 && !GELF_R_SYM(r.r_info)) {
+				*vaddr = r.r_offset;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 static void best_start_in(struct elfobj *o, Elf64_Word type, uint64_t vaddr, uint64_t *best)
 {
 	struct sym_iter it;

@@ -26,6 +26,15 @@ bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *
 /* A defined data symbol (STT_OBJECT) by name: its virtual address. */
 bool elfobj_object(struct elfobj *o, const char *name, uint64_t *vaddr);
 
+/* A thread-local variable (STT_TLS, .symtab then .dynsym): its offset in the object's TLS block. */
+bool elfobj_tls(struct elfobj *o, const char *name, uint64_t *off);
+
+/*
+ * Where the loader puts the object's own TLS module id (a GOT slot of an
+ * R_X86_64_DTPMOD64 relocation with no symbol: the local-dynamic model's).
+ */
+bool elfobj_tls_modid_slot(struct elfobj *o, uint64_t *vaddr);
+
 /*
  * The highest function symbol start <= vaddr (.symtab and .dynsym): a known
  * instruction boundary to decode from.  False when there is none.

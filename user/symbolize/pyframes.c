@@ -1,0 +1,283 @@
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "heaptrace.h"
+#include "probe/pyframes.h"
+#include "symbolize/pyframes.h"
+
+#define MAX_PROCS 64
+#define NAME_MAX_BYTES 512
+#define LINETABLE_MAX (1u << 20)
+
+struct code {
+	uint64_t addr;          /* 0: a free entry */
+	const struct py_layout *lay;
+	char *func, *file;      /* NULL: could not be read */
+	int firstlineno;
+	uint8_t *lt;
+	uint32_t lt_len;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct {
+		pid_t pid;
+		const struct py_layout *lay;
+		uint64_t code_type;
+	} procs[MAX_PROCS];
+	int n_procs;
+	struct code *codes;
+	size_t cap, len;
+	uint64_t lost;
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type)
+{
+	pthread_mutex_lock(&g.lock);
+	int i;
+	for (i = 0; i < g.n_procs && g.procs[i].pid != pid; i++)
+		;
+	if (i == g.n_procs && g.n_procs < MAX_PROCS)
+		g.n_procs++;
+	if (i < g.n_procs) {
+		g.procs[i].pid = pid;
+		g.procs[i].lay = lay;
+		g.procs[i].code_type = code_type;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+bool pyf_active(void)
+{
+	return __atomic_load_n(&g.n_procs, __ATOMIC_RELAXED) > 0;
+}
+
+static int rd(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)addr, len };
+
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static uint64_t rd64(pid_t pid, uint64_t addr, int *err)
+{
+	uint64_t v = 0;
+
+	if (rd(pid, addr, &v, sizeof(v)))
+		*err = 1;
+	return v;
+}
+
+/* A str object's text, UTF-8; NULL: not a compact string, or unreadable. */
+static char *read_str(pid_t pid, const struct py_layout *l, uint64_t s)
+{
+	int err = 0;
+	uint64_t len = rd64(pid, s + 16, &err);
+	uint32_t state = (uint32_t)rd64(pid, s + 32, &err);
+	unsigned kind = state >> 2 & 7, compact = state >> 5 & 1, ascii = state >> 6 & 1;
+
+	if (err || !compact || !kind || kind == 3 || kind > 4 || len > NAME_MAX_BYTES)
+		return NULL;
+	uint8_t raw[NAME_MAX_BYTES * 4];
+	if (rd(pid, s + (ascii ? l->unicode_ascii : l->unicode_compact), raw, len * kind))
+		return NULL;
+	char *out = malloc(len * 4 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? ((uint16_t *)raw)[i] : ((uint32_t *)raw)[i];
+		if (c < 0x80) {
+			*o++ = (char)c;
+		} else if (c < 0x800) {
+			*o++ = (char)(0xc0 | c >> 6), *o++ = (char)(0x80 | (c & 63));
+		} else if (c < 0x10000) {
+			*o++ = (char)(0xe0 | c >> 12), *o++ = (char)(0x80 | (c >> 6 & 63)), *o++ = (char)(0x80 | (c & 63));
+		} else {
+			*o++ = (char)(0xf0 | c >> 18), *o++ = (char)(0x80 | (c >> 12 & 63));
+			*o++ = (char)(0x80 | (c >> 6 & 63)), *o++ = (char)(0x80 | (c & 63));
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+/* The code object at c->addr, of pid: its names and line table (c->func NULL: not read). */
+static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, struct code *c)
+{
+	int err = 0;
+	uint64_t a = c->addr & ~15ull;
+
+	if (rd64(pid, a + 8, &err) != code_type || err)
+		return;
+	uint64_t name = rd64(pid, a + l->code_name, &err), file = rd64(pid, a + l->code_filename, &err);
+	uint64_t lt = rd64(pid, a + l->code_linetable, &err);
+	int32_t first = 0;
+	if (err || rd(pid, a + l->code_firstlineno, &first, sizeof(first)))
+		return;
+	/* Another code object at its address since (the first one freed): not its name. */
+	if (ht_py_ident(name, file, (uint32_t)first) != (c->addr & 15))
+		return;
+	uint64_t lt_len = rd64(pid, lt + 16, &err);
+	if (err || lt_len > LINETABLE_MAX)
+		return;
+	c->lt = malloc(lt_len ? lt_len : 1);
+	c->func = read_str(pid, l, name);
+	c->file = read_str(pid, l, file);
+	if (!c->lt || !c->func || !c->file || rd(pid, lt + 32, c->lt, lt_len)) {
+		free(c->lt), free(c->func), free(c->file);
+		c->lt = NULL, c->func = c->file = NULL;
+		return;
+	}
+	c->lt_len = (uint32_t)lt_len;
+	c->firstlineno = first;
+	c->lay = l;
+}
+
+static size_t slot(uint64_t addr, size_t cap)
+{
+	size_t i = (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+
+	while (g.codes[i].addr && g.codes[i].addr != addr)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+static int grow(void)
+{
+	size_t cap = g.cap ? g.cap * 2 : 1024;
+	struct code *old = g.codes, *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return -1;
+	g.codes = n;
+	for (size_t i = 0; i < g.cap; i++)
+		if (old[i].addr)
+			n[slot(old[i].addr, cap)] = old[i];
+	g.cap = cap;
+	free(old);
+	return 0;
+}
+
+void pyf_note(pid_t pid, uint64_t word)
+{
+	uint64_t addr = word & HT_PY_CODE_MASK;
+
+	if (!ht_pc_python(word) || !addr)
+		return;
+	pthread_mutex_lock(&g.lock);
+	if ((g.len + 1) * 2 > g.cap && grow()) {
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	size_t i = slot(addr, g.cap);
+	if (!g.codes[i].addr) {
+		int p;
+		for (p = 0; p < g.n_procs && g.procs[p].pid != pid; p++)
+			;
+		if (p < g.n_procs) {
+			g.codes[i].addr = addr;
+			g.len++;
+			read_code(pid, g.procs[p].lay, g.procs[p].code_type, &g.codes[i]);
+			if (!g.codes[i].func)
+				g.lost++;
+		}
+	} else if (!g.codes[i].func) {
+		/* Not readable when first seen (a process that was exiting): another process's may be. */
+		for (int p = 0; p < g.n_procs; p++)
+			if (g.procs[p].pid == pid) {
+				read_code(pid, g.procs[p].lay, g.procs[p].code_type, &g.codes[i]);
+				g.lost -= g.codes[i].func != NULL;
+			}
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+void pyf_note_stack(pid_t pid, const uint64_t *pcs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (ht_pc_python(pcs[i]))
+			pyf_note(pid, pcs[i]);
+}
+
+static uint32_t varint(const uint8_t *p, uint32_t len, uint32_t *i)
+{
+	uint32_t v = 0, shift = 0;
+	uint8_t b;
+
+	do {
+		if (*i >= len || shift > 28)
+			return v;
+		b = p[(*i)++];
+		v |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	return v;
+}
+
+/* The line of instruction units (code units) in c: 3.10's line table, or 3.11+'s location table. */
+static int line_of(const struct code *c, uint32_t units)
+{
+	int line = c->firstlineno;
+	uint32_t addr = 0, i = 0;
+
+	if (c->lay->minor == 10) {
+		/* (bytes, line delta) pairs; a delta of -128: no line. */
+		for (; i + 1 < c->lt_len; i += 2) {
+			int8_t d = (int8_t)c->lt[i + 1];
+			if (d != -128)
+				line += d;
+			addr += c->lt[i];
+			if (units * 2 < addr)
+				return d == -128 ? 0 : line;
+		}
+		return 0;
+	}
+	while (i < c->lt_len) {
+		uint8_t b = c->lt[i++];
+		unsigned code = b >> 3 & 15, n = (b & 7) + 1;
+		int d = 0;
+		if (code == 14 || code == 13) {
+			uint32_t v = varint(c->lt, c->lt_len, &i);
+			d = v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
+		} else if (code >= 10 && code <= 12) {
+			d = (int)code - 10;
+		}
+		line += d;
+		/* The rest of the entry (columns), up to the next entry's first byte. */
+		while (i < c->lt_len && !(c->lt[i] & 0x80))
+			i++;
+		addr += n;
+		if (units < addr)
+			return code == 15 ? 0 : line;
+	}
+	return 0;
+}
+
+bool pyf_frame(uint64_t word, const char **func, const char **file, int *line)
+{
+	uint64_t addr = word & HT_PY_CODE_MASK;
+	bool ok = false;
+
+	pthread_mutex_lock(&g.lock);
+	if (g.cap) {
+		const struct code *c = &g.codes[slot(addr, g.cap)];
+		if (c->addr && c->func) {
+			*func = c->func;
+			*file = c->file;
+			*line = line_of(c, (uint32_t)(word >> HT_PY_INSTR_SHIFT & HT_PY_INSTR_MAX));
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	return ok;
+}
+
+void pyf_counts(uint64_t *codes, uint64_t *lost)
+{
+	pthread_mutex_lock(&g.lock);
+	*codes = g.len - g.lost;
+	*lost = g.lost;
+	pthread_mutex_unlock(&g.lock);
+}
