@@ -88,37 +88,37 @@ enum ht_stack_mode {
 
 /*
  * A Python frame among a stack's frames (stub/python.c puts them in place
- * of the interpreter loop's native frame): bit 63 set, which no user
- * address has; the code object's address in the low 47 bits; the index of
- * the instruction it runs in that code, in code units, in bits 47-62
- * (HT_PY_INSTR_MAX for any beyond).  user/symbolize/pyframes.c names it.
+ * of the interpreter loop's native frame): two words, both with bit 63
+ * set, which no user address has.  The first: the code object's address
+ * in the low 47 bits, the index of the instruction it runs in that code
+ * (code units) in bits 47-61 (HT_PY_INSTR_MAX for any beyond).  The
+ * second (bit 62 set): what tells that code object from another that
+ * takes its address once it is freed (pymalloc reuses blocks at once):
+ * its name's and file's addresses and first line, mixed.  heaptrace
+ * names the pair (user/symbolize/pyframes.c) and, in a profile, makes it
+ * one word: the first's instruction and the index of the code it read.
  */
 #define HT_PY_FRAME (1ull << 63)
+#define HT_PY_IDENT (1ull << 62)
 #define HT_PY_CODE_MASK ((1ull << 47) - 1)
 #define HT_PY_INSTR_SHIFT 47
-#define HT_PY_INSTR_MAX 0xffffull
+#define HT_PY_INSTR_MAX 0x7fffull
 
-/*
- * A code object is 16-byte aligned: the low 4 bits of its address in a
- * frame's word are these bits of what it holds instead (its name's and
- * file's addresses, its first line), so that another code object that
- * takes a freed one's address (pymalloc reuses blocks at once) makes other
- * stacks, and its name is not read as the first one's (1 in 16 would be).
- */
 static inline __u64 ht_py_ident(__u64 name, __u64 file, __u32 firstlineno)
 {
-	__u64 h = (name >> 4) ^ (file >> 3) ^ firstlineno;
+	__u64 h = name * 0x9e3779b97f4a7c15ull ^ file * 0xc2b2ae3d27d4eb4full ^ firstlineno;
 
-	h ^= h >> 32;
-	h ^= h >> 16;
-	h ^= h >> 8;
-	h ^= h >> 4;
-	return h & 15;
+	return HT_PY_FRAME | HT_PY_IDENT | (h >> 3);	/* below HT_PC_KIND_BASE */
 }
 
 static inline int ht_pc_python(__u64 pc)
 {
 	return (pc & HT_PY_FRAME) && pc < HT_PC_KIND_BASE;
+}
+
+static inline int ht_pc_py_ident(__u64 pc)
+{
+	return ht_pc_python(pc) && (pc & HT_PY_IDENT);
 }
 
 struct ht_stack {

@@ -13,9 +13,9 @@
  * reference to its code object, and only the thread itself pushes or
  * pops them, which it cannot do while it is in here.  Of the code object
  * (live: the frame holds a reference) only what tells it from another is
- * read; its address, those bits and the instruction's offset are the
- * frame's word, and heaptrace reads the name, file and line table later
- * (user/symbolize/pyframes.c).  A thread without the GIL (a C extension
+ * read; its address and the instruction's offset, and that identity, are
+ * the frame's two words, and heaptrace reads the name, file and line
+ * table later (user/symbolize/pyframes.c).  A thread without the GIL (a C extension
  * that released it) keeps its native stack.
  */
 #include "python.h"
@@ -65,16 +65,16 @@ static inline int in_eval(__u64 pc)
 	return (pc > PY.eval_lo[0] && pc <= PY.eval_hi[0]) || (pc > PY.eval_lo[1] && pc <= PY.eval_hi[1]);
 }
 
-/* The frame's word: its code object and instruction (HT_PY_FRAME); 0: none to show. */
-static __u64 frame_word(__u64 f)
+/* The frame's two words (HT_PY_FRAME): its code object and instruction, and the code's identity; 0: none to show. */
+static __u64 frame_word(__u64 f, __u64 *ident)
 {
 	__u64 code = ld64(f + PY.frame_code), units;
 
-	if (!plausible(code) || (code & 15))
+	if (!plausible(code))
 		return 0;
 	/* The frame holds a reference to its code: the code object is live, and these fields with it. */
-	__u64 ident = ht_py_ident(ld64(code + PY.code_name), ld64(code + PY.code_filename),
-				  *(const volatile __u32 *)(code + PY.code_firstlineno));
+	*ident = ht_py_ident(ld64(code + PY.code_name), ld64(code + PY.code_filename),
+			     *(const volatile __u32 *)(code + PY.code_firstlineno));
 	if (PY.kind == STUB_PY_FRAMEOBJ) {
 		__s32 lasti = *(const volatile __s32 *)(f + PY.frame_instr);
 		units = lasti < 0 ? 0 : (__u64)lasti;
@@ -85,7 +85,7 @@ static __u64 frame_word(__u64 f)
 	}
 	if (units > HT_PY_INSTR_MAX)
 		units = HT_PY_INSTR_MAX;
-	return HT_PY_FRAME | units << HT_PY_INSTR_SHIFT | code | ident;
+	return HT_PY_FRAME | units << HT_PY_INSTR_SHIFT | code;
 }
 
 int py_merge(struct ht_stub_stack *st, __u64 tp)
@@ -128,12 +128,14 @@ int py_merge(struct ht_stub_stack *st, __u64 tp)
 			if (PY.kind == STUB_PY_ENTRY_FLAG && *(const volatile __u8 *)(f + PY.frame_mark))
 				last = 1;
 			budget--;
-			if ((w = frame_word(f))) {
-				if (out == max) {
+			__u64 ident;
+			if ((w = frame_word(f, &ident))) {
+				if (out + 2 > max) {
 					cut = 1;
 					break;
 				}
 				st->pcs[out++] = w;
+				st->pcs[out++] = ident;
 			}
 			f = next;
 			if (last)

@@ -530,8 +530,14 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 	for (size_t i = 0; i < p->n; i++) {
 		to_estimates(&p->stacks[i]);
 		/* Python frames not seen yet (sampled: no drain sees the stacks): their code, while pid lives. */
-		if (pyf_active())
+		if (pyf_active()) {
 			pyf_note_stack(pid, p->stacks[i].pcs, p->stacks[i].depth);
+			p->stacks[i].depth = pyf_compact(p->stacks[i].pcs, p->stacks[i].depth);
+		}
+	}
+	for (size_t i = 0; pyf_active() && i < p->n_unmatched; i++) {
+		pyf_note_stack(pid, p->unmatched[i].pcs, p->unmatched[i].depth);
+		p->unmatched[i].depth = pyf_compact(p->unmatched[i].pcs, p->unmatched[i].depth);
 	}
 	trim_stacks(p);
 	profile_normalize(p);

@@ -13,6 +13,7 @@
 
 #include "output/output.h"
 #include "session/state.h"
+#include "symbolize/pyframes.h"
 #include "symbolize/symbolize.h"
 #include "util/log.h"
 
@@ -195,6 +196,16 @@ int session_write_profiles(struct session *s, struct snapshots *ss)
 	s->ph.symbolize = output_symbolize_ms;
 	s->ph.write = now_ms() - t1 - s->ph.symbolize;
 	ht_info("wrote the profile in %.1f ms", now_ms() - t1);
+	if (pyf_active()) {
+		uint64_t named, lost;
+		pyf_counts(&named, &lost);
+		/* A loss, said: frames of code that died before the drain read it (an imported module's body, a class's). */
+		if (lost)
+			ht_err("Python frames: %" PRIu64 " code objects were gone before heaptrace could read them (their frames "
+			       "read '<python code 0x...>'); %" PRIu64 " named", lost, named);
+		else
+			ht_info("Python frames: %" PRIu64 " code objects named", named);
+	}
 	if (o->at_peak && write_at_peak(s, &prof, o->interval ? ss->prefix : NULL))
 		rc = 1;
 	if (o->several && !o->merge && session_write_children(s))

@@ -6,13 +6,15 @@
 #include "heaptrace.h"
 #include "probe/pyframes.h"
 #include "symbolize/pyframes.h"
+#include "util/array.h"
 
 #define MAX_PROCS 64
 #define NAME_MAX_BYTES 512
 #define LINETABLE_MAX (1u << 20)
 
 struct code {
-	uint64_t addr;          /* 0: a free entry */
+	uint64_t addr;          /* the code object's address */
+	uint64_t ident;         /* its identity word (ht_py_ident) */
 	const struct py_layout *lay;
 	char *func, *file;      /* NULL: could not be read */
 	int firstlineno;
@@ -28,8 +30,10 @@ static struct {
 		uint64_t code_type;
 	} procs[MAX_PROCS];
 	int n_procs;
-	struct code *codes;
-	size_t cap, len;
+	struct code *codes;     /* by index; a profile's word holds index + 1 */
+	size_t len, codes_cap;
+	uint32_t *slots;        /* open addressing over (addr, ident): index + 1, 0 free */
+	size_t cap;
 	uint64_t lost;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -107,7 +111,7 @@ static char *read_str(pid_t pid, const struct py_layout *l, uint64_t s)
 static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, struct code *c)
 {
 	int err = 0;
-	uint64_t a = c->addr & ~15ull;
+	uint64_t a = c->addr;
 
 	if (rd64(pid, a + 8, &err) != code_type || err)
 		return;
@@ -117,7 +121,7 @@ static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, 
 	if (err || rd(pid, a + l->code_firstlineno, &first, sizeof(first)))
 		return;
 	/* Another code object at its address since (the first one freed): not its name. */
-	if (ht_py_ident(name, file, (uint32_t)first) != (c->addr & 15))
+	if (ht_py_ident(name, file, (uint32_t)first) != c->ident)
 		return;
 	uint64_t lt_len = rd64(pid, lt + 16, &err);
 	if (err || lt_len > LINETABLE_MAX)
@@ -135,11 +139,11 @@ static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, 
 	c->lay = l;
 }
 
-static size_t slot(uint64_t addr, size_t cap)
+static size_t slot_of(uint64_t addr, uint64_t ident, const uint32_t *slots, size_t cap)
 {
-	size_t i = (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+	size_t i = (size_t)(((addr >> 4) ^ ident) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
 
-	while (g.codes[i].addr && g.codes[i].addr != addr)
+	while (slots[i] && (g.codes[slots[i] - 1].addr != addr || g.codes[slots[i] - 1].ident != ident))
 		i = (i + 1) & (cap - 1);
 	return i;
 }
@@ -147,58 +151,79 @@ static size_t slot(uint64_t addr, size_t cap)
 static int grow(void)
 {
 	size_t cap = g.cap ? g.cap * 2 : 1024;
-	struct code *old = g.codes, *n = calloc(cap, sizeof(*n));
+	uint32_t *n = calloc(cap, sizeof(*n));
 
 	if (!n)
 		return -1;
-	g.codes = n;
-	for (size_t i = 0; i < g.cap; i++)
-		if (old[i].addr)
-			n[slot(old[i].addr, cap)] = old[i];
+	for (size_t i = 0; i < g.len; i++)
+		n[slot_of(g.codes[i].addr, g.codes[i].ident, n, cap)] = (uint32_t)i + 1;
+	free(g.slots);
+	g.slots = n;
 	g.cap = cap;
-	free(old);
 	return 0;
 }
 
-void pyf_note(pid_t pid, uint64_t word)
+/* The entry of (addr, ident), made (and read from pid) if new; NULL when memory runs out. */
+static struct code *entry(pid_t pid, uint64_t addr, uint64_t ident)
 {
-	uint64_t addr = word & HT_PY_CODE_MASK;
-
-	if (!ht_pc_python(word) || !addr)
-		return;
-	pthread_mutex_lock(&g.lock);
-	if ((g.len + 1) * 2 > g.cap && grow()) {
-		pthread_mutex_unlock(&g.lock);
-		return;
-	}
-	size_t i = slot(addr, g.cap);
-	if (!g.codes[i].addr) {
-		int p;
-		for (p = 0; p < g.n_procs && g.procs[p].pid != pid; p++)
-			;
-		if (p < g.n_procs) {
-			g.codes[i].addr = addr;
-			g.len++;
-			read_code(pid, g.procs[p].lay, g.procs[p].code_type, &g.codes[i]);
-			if (!g.codes[i].func)
-				g.lost++;
+	if ((g.len + 1) * 2 > g.cap && grow())
+		return NULL;
+	size_t i = slot_of(addr, ident, g.slots, g.cap);
+	int p;
+	for (p = 0; p < g.n_procs && g.procs[p].pid != pid; p++)
+		;
+	if (g.slots[i]) {
+		struct code *c = &g.codes[g.slots[i] - 1];
+		/* Not readable when first seen (a process that was exiting): this one's may be. */
+		if (!c->func && p < g.n_procs) {
+			read_code(pid, g.procs[p].lay, g.procs[p].code_type, c);
+			g.lost -= c->func != NULL;
 		}
-	} else if (!g.codes[i].func) {
-		/* Not readable when first seen (a process that was exiting): another process's may be. */
-		for (int p = 0; p < g.n_procs; p++)
-			if (g.procs[p].pid == pid) {
-				read_code(pid, g.procs[p].lay, g.procs[p].code_type, &g.codes[i]);
-				g.lost -= g.codes[i].func != NULL;
-			}
+		return c;
 	}
-	pthread_mutex_unlock(&g.lock);
+	if (p == g.n_procs || g.len >= UINT32_MAX - 1 ||
+	    (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
+		return NULL;
+	struct code *c = &g.codes[g.len];
+	memset(c, 0, sizeof(*c));
+	c->addr = addr;
+	c->ident = ident;
+	g.slots[i] = (uint32_t)++g.len;
+	read_code(pid, g.procs[p].lay, g.procs[p].code_type, c);
+	if (!c->func)
+		g.lost++;
+	return c;
 }
 
 void pyf_note_stack(pid_t pid, const uint64_t *pcs, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (ht_pc_python(pcs[i]))
-			pyf_note(pid, pcs[i]);
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t i = 0; i + 1 < n; i++)
+		if (ht_pc_python(pcs[i]) && !ht_pc_py_ident(pcs[i]) && ht_pc_py_ident(pcs[i + 1]))
+			entry(pid, pcs[i] & HT_PY_CODE_MASK, pcs[i + 1]);
+	pthread_mutex_unlock(&g.lock);
+}
+
+uint32_t pyf_compact(uint64_t *pcs, uint32_t n)
+{
+	uint32_t out = 0;
+
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!ht_pc_python(pcs[i])) {
+			pcs[out++] = pcs[i];
+			continue;
+		}
+		/* A pair's first word: its code's index in place of its address; a word alone is dropped. */
+		if (ht_pc_py_ident(pcs[i]) || i + 1 == n || !ht_pc_py_ident(pcs[i + 1]))
+			continue;
+		size_t k = g.cap ? slot_of(pcs[i] & HT_PY_CODE_MASK, pcs[i + 1], g.slots, g.cap) : 0;
+		uint64_t index = g.cap && g.slots[k] ? g.slots[k] : 0;
+		pcs[out++] = (pcs[i] & ~HT_PY_CODE_MASK) | index;
+		i++;
+	}
+	pthread_mutex_unlock(&g.lock);
+	return out;
 }
 
 static uint32_t varint(const uint8_t *p, uint32_t len, uint32_t *i)
@@ -257,21 +282,30 @@ static int line_of(const struct code *c, uint32_t units)
 
 bool pyf_frame(uint64_t word, const char **func, const char **file, int *line)
 {
-	uint64_t addr = word & HT_PY_CODE_MASK;
+	uint64_t index = word & HT_PY_CODE_MASK;
 	bool ok = false;
 
 	pthread_mutex_lock(&g.lock);
-	if (g.cap) {
-		const struct code *c = &g.codes[slot(addr, g.cap)];
-		if (c->addr && c->func) {
-			*func = c->func;
-			*file = c->file;
-			*line = line_of(c, (uint32_t)(word >> HT_PY_INSTR_SHIFT & HT_PY_INSTR_MAX));
-			ok = true;
-		}
+	if (index && index <= g.len && g.codes[index - 1].func) {
+		const struct code *c = &g.codes[index - 1];
+		*func = c->func;
+		*file = c->file;
+		*line = line_of(c, (uint32_t)(word >> HT_PY_INSTR_SHIFT & HT_PY_INSTR_MAX));
+		ok = true;
 	}
 	pthread_mutex_unlock(&g.lock);
 	return ok;
+}
+
+uint64_t pyf_code_address(uint64_t word)
+{
+	uint64_t index = word & HT_PY_CODE_MASK, a = 0;
+
+	pthread_mutex_lock(&g.lock);
+	if (index && index <= g.len)
+		a = g.codes[index - 1].addr;
+	pthread_mutex_unlock(&g.lock);
+	return a;
 }
 
 void pyf_counts(uint64_t *codes, uint64_t *lost)

@@ -21,17 +21,25 @@ void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type);
 /* Any process of Python frames: the drain looks for their words only then. */
 bool pyf_active(void);
 
-/* word (a Python frame) seen in a stack of pid: its code object is read now, if it was not. */
-void pyf_note(pid_t pid, uint64_t word);
-
-/* Every Python frame among pcs. */
+/* The Python frames (word pairs) of a stack of pid seen: their code objects are read now, those not read yet. */
 void pyf_note_stack(pid_t pid, const uint64_t *pcs, uint32_t n);
 
 /*
- * word's frame: qualified name, file, line (0: unknown).  false: its code
- * object was never read (gone before it was seen: counted by pyf_lost()).
+ * A stack's Python frames as a profile holds them: each pair of words one
+ * word, its code's index (+ 1; 0: never noted) in place of its address.
+ * The new depth.
+ */
+uint32_t pyf_compact(uint64_t *pcs, uint32_t n);
+
+/*
+ * A profile's Python frame: qualified name, file, line (0: unknown).
+ * false: its code object could not be read (gone before it was seen:
+ * counted by pyf_counts()).
  */
 bool pyf_frame(uint64_t word, const char **func, const char **file, int *line);
+
+/* The code object's address of a profile's Python frame (0: unknown). */
+uint64_t pyf_code_address(uint64_t word);
 
 /* Code objects read, and those that could not be (gone, or not a code object any more). */
 void pyf_counts(uint64_t *codes, uint64_t *lost);

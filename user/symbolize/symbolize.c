@@ -700,7 +700,7 @@ int sym_lookup(struct symbolizer *s, uint64_t pc, bool is_return_addr,
 	if (ht_pc_python(pc)) {
 		s->py = (struct sym_frame){ .module = NULL };
 		if (!pyf_frame(pc, &s->py.func, &s->py.file, &s->py.line)) {
-			snprintf(s->py_unknown, sizeof(s->py_unknown), "<python code 0x%" PRIx64 ">", (uint64_t)(pc & HT_PY_CODE_MASK));
+			snprintf(s->py_unknown, sizeof(s->py_unknown), "<python code 0x%" PRIx64 ">", pyf_code_address(pc));
 			s->py.func = s->py_unknown;
 		}
 		s->py.system = s->py.func;

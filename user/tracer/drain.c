@@ -246,19 +246,21 @@ static uint64_t volume_stop(const struct tracer *tr, const struct ring *r)
  */
 static void note_python(const struct ring *r, uint64_t tail, uint32_t c)
 {
+	uint64_t pcs[HT_MAX_STACK_DEPTH];
+
 	for (uint32_t k = 0; k < c;) {
 		const struct ht_ev *ev = &r->slots[(tail + k) & (HT_RING_SLOTS - 1)];
 		if (ev->kind != HT_EV_STACK) {
 			k++;
 			continue;
 		}
-		uint32_t left = ev->depth, slots = HT_RING_STACK_SLOTS(ev->depth);
+		uint32_t n = 0, slots = HT_RING_STACK_SLOTS(ev->depth);
 		for (uint32_t j = 0; j < slots && k + 1 + j < c; j++) {
 			const struct ht_ev_pcs *p = (const void *)&r->slots[(tail + k + 1 + j) & (HT_RING_SLOTS - 1)];
-			uint32_t n = left < HT_RING_PCS ? left : HT_RING_PCS;
-			pyf_note_stack((pid_t)r->tgid, (const uint64_t *)p->pcs, n);
-			left -= n;
+			for (uint32_t i = 0; i < HT_RING_PCS && n < ev->depth && n < HT_MAX_STACK_DEPTH; i++)
+				pcs[n++] = p->pcs[i];
 		}
+		pyf_note_stack((pid_t)r->tgid, pcs, n);
 		k += 1 + slots;
 	}
 }

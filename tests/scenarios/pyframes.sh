@@ -1,0 +1,129 @@
+# shellcheck shell=bash
+# Area "pyframes" of tests/run.sh (sourced by it; helpers in tests/lib.sh):
+# scenario pyframes: --preset python's stacks with Python frames in place
+# of CPython's loop (stub/python.c), on Debian's python3.11 (LTO+PGO, not
+# PIE) and pyenv's 3.10, 3.12 and 3.13 (libpython shared), each judged
+# against tracemalloc on the same script, line by line.
+
+# The CPythons whose frames are read: the interpreter, then its name.
+PF_PYTHONS=(/usr/bin/python3.11 /root/.pyenv/versions/3.10.13/bin/python3
+	/root/.pyenv/versions/3.12.1/bin/python3 /root/.pyenv/versions/3.13.0/bin/python3)
+
+# pf_lines COL FILE: "LINE BYTES" of a collapsed profile, each stack's bytes
+# on the line of its innermost Python frame ("name (file:line)") when that
+# frame is FILE's (tracemalloc's statistics('lineno') of one frame).
+pf_lines() {
+	awk -v F="$2" '{
+		v = $NF; $NF = ""; n = split($0, fr, ";")
+		for (i = n; i > 0; i--)
+			if (fr[i] ~ /\([^()]*:[0-9]+\) *$/) {
+				m = fr[i]; sub(/.*\(/, "", m); sub(/\) *$/, "", m)
+				if (index(m, F ":") == 1) { sub(/.*:/, "", m); s[m] += v }
+				break
+			}
+	} END { for (k in s) print k, s[k] }' "$1" | sort -n
+}
+
+# The line of TAG ("# @TAG") in t_pyknown.py.
+pf_at() { grep -n "# @$1\b" "$PF_SCRIPT" | cut -d: -f1; }
+
+scenario_pyframes() {
+	PF_SCRIPT=$TMP/t_pyknown.py
+	cp "$ROOT/tests/targets/t_pyknown.py" "$PF_SCRIPT"
+	local py v key d tm
+	for py in "${PF_PYTHONS[@]}"; do
+		v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+		key=pf${v//./}
+		if [ -z "$v" ]; then
+			fail "pyframes: $py runs (the machine's CPythons: Debian's python3.11, pyenv's 3.10, 3.12, 3.13)" "$(ls -l "$py" 2>&1)"
+			continue
+		fi
+		ht "$key" -v --preset python -f collapsed -o "$TMP/$key.col" -- "$py" "$PF_SCRIPT" 50
+		d=$(rc_diag "$key" 0)
+		grep -q "^heaptrace: preset python: Python frames of CPython $v " "$TMP/$key.err" ||
+			d+=$'\n'"-v does not say 'Python frames of CPython $v'"
+		report "pyframes $v: heaptrace --preset python -f collapsed -- $py t_pyknown.py exits 0, Python frames read" "$d"
+		pf_lines "$TMP/$key.col" t_pyknown.py >"$TMP/$key.lines"
+		"$py" -X tracemalloc=1 "$PF_SCRIPT" 50 tm | sed -n 's/^TM t_pyknown.py:\([0-9]*\) \([0-9]*\) .*/\1 \2/p' | sort -n >"$TMP/$key.tm"
+		pf_expect "$key" "$v" blob 5002850 "50 bytearray(100000): 50 x 100,001 bytes and 50 objects of 56"
+		pf_expect "$key" "$v" worker 1200740 "4 threads' bytearray(300000): 4 x (300,001 + 56), and the list's growth by 4 (512)"
+		pf_tracemalloc "$key" "$v"
+		pf_stack "$key" "$v"
+	done
+	pf_pprof
+	pf_off
+}
+
+# pf_expect KEY VERSION TAG BYTES WHAT: the line of TAG holds BYTES in use.
+pf_expect() {
+	local key=$1 v=$2 at got
+	at=$(pf_at "$3")
+	got=$(awk -v l="$at" '$1 == l { print $2 }' "$TMP/$key.lines")
+	report "pyframes $v: line $at ($3) holds $4 bytes in use ($5)" \
+		"$([ "$got" = "$4" ] || echo "line $at: ${got:-nothing} bytes; lines: $(tr '\n' ' ' <"$TMP/$key.lines")")"
+}
+
+# Every line of the script that holds 1% or more of what tracemalloc saw of it: heaptrace's bytes within 5%.
+pf_tracemalloc() {
+	local key=$1 v=$2 d
+	d=$(awk 'NR == FNR { h[$1] = $2; next } { t[$1] = $2; sum += $2 }
+		END {
+			for (l in t) {
+				if (t[l] * 100 < sum) continue
+				n++
+				if (h[l] < t[l] * 0.95 || h[l] > t[l] * 1.05)
+					printf "line %s: heaptrace %d bytes, tracemalloc %d\n", l, h[l], t[l]
+			}
+			if (n < 4) printf "%d lines of 1%% or more in tracemalloc, want 4 or more\n", n
+		}' "$TMP/$key.lines" "$TMP/$key.tm")
+	report "pyframes $v: every line with 1% or more of the script's heap within 5% of tracemalloc's in-use" \
+		"${d:+$d$'\n'tracemalloc: $(tr '\n' ' ' <"$TMP/$key.tm")}"
+}
+
+# The Python frames sit where the loop ran them, innermost first, native frames kept above and below.
+pf_stack() {
+	local key=$1 v=$2 d="" call blob main worker
+	call=$(grep -n '^main(int' "$PF_SCRIPT" | cut -d: -f1)
+	blob=$(pf_at blob) main=$(pf_at main_blob) worker=$(pf_at worker)
+	# 3.10 runs each Python call in a loop of its own: its native call frames stay between them;
+	# it names a function without its class (no co_qualname before 3.11).
+	grep -qE "PyEval_EvalCode;.*<module> \(t_pyknown.py:$call\);([^;(]*;)*main \(t_pyknown.py:$main\);([^;(]*;)*blob \(t_pyknown.py:$blob\);[^;(]*;([^;(]*;)*PyByteArray_Resize [0-9]+$" \
+		"$TMP/$key.col" || d+="no stack PyEval_EvalCode;...;<module> (t_pyknown.py:$call);main (...:$main);blob (...:$blob);<C>...;PyByteArray_Resize"$'\n'
+	grep -qE "(Thread\.)?run \(threading\.py:[0-9]+\);([^;(]*;)*worker \(t_pyknown.py:$worker\);([^;(]*;)*PyByteArray_Resize 1200004$" \
+		"$TMP/$key.col" || d+="no stack Thread.run (threading.py:N);worker (t_pyknown.py:$worker);...;PyByteArray_Resize 1200004 (4 threads)"$'\n'
+	# A loop frame left native: a stack the BPF side walked, of libc's functions, which keep
+	# their uprobes where no stub reaches both them and the interpreter (Debian's python3.11,
+	# not PIE, is more than 2 GiB from libc): a few small blocks, under 0.1% of the heap.
+	local left total
+	left=$(awk '/_PyEval_EvalFrameDefault/ { s += $NF } END { print s + 0 }' "$TMP/$key.col")
+	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/$key.col")
+	[ "$v" != 3.11 ] && [ "$left" != 0 ] && d+="a native _PyEval_EvalFrameDefault is left: $left bytes"$'\n'
+	[ "$v" = 3.11 ] && [ $((left * 1000)) -ge "$total" ] && d+="native _PyEval_EvalFrameDefault frames hold $left of $total bytes"$'\n'
+	report "pyframes $v: Python frames in place of the loop's native frames, innermost first, each thread its own" "$d"
+}
+
+# pprof's proto: function, file and line, as go tool pprof -list reads them.
+pf_pprof() {
+	local d blob
+	blob=$(pf_at blob)
+	ht pfproto --preset python -f proto -o "$TMP/pf.pb.gz" -- /usr/bin/python3.11 "$PF_SCRIPT" 50
+	d=$(rc_diag pfproto 0)
+	go tool pprof -list '^blob$' -sample_index=inuse_space "$TMP/pf.pb.gz" >"$TMP/pf.list" 2>&1
+	grep -qE "^ROUTINE =+ blob in $PF_SCRIPT$" "$TMP/pf.list" || d+="no 'ROUTINE ... blob in $PF_SCRIPT'"$'\n'
+	# 5,002,850 bytes: pprof's 4.77MB.
+	grep -qE "^ +\. +4\.77MB +$blob: +return bytearray\(n\)" "$TMP/pf.list" ||
+		d+="line $blob not listed with 4.77MB: $(head -14 "$TMP/pf.list")"$'\n'
+	report "pyframes: -f proto: go tool pprof -list blob shows its line $blob with the 5,002,850 bytes" "$d"
+}
+
+# A CPython whose frames are not read (3.9): one line says so and why; native stacks.
+pf_off() {
+	local py=/root/.pyenv/versions/3.9.18/bin/python3 d n
+	ht pfoff --preset python -f collapsed -o "$TMP/pfoff.col" -- "$py" -c 'x = bytearray(1000)'
+	d=$(rc_diag pfoff 0)
+	n=$(grep -c 'Python frames are off' "$TMP/pfoff.err")
+	grep -qx "heaptrace: preset python: Python frames are off: CPython 3.9: its frames are read for 3.10 to 3.13; stacks stay native" \
+		"$TMP/pfoff.err" && [ "$n" = 1 ] || d+="want one line 'Python frames are off: CPython 3.9: ...', got $n: $(grep 'Python' "$TMP/pfoff.err")"$'\n'
+	grep -q '_PyEval_EvalFrameDefault' "$TMP/pfoff.col" || d+="no native _PyEval_EvalFrameDefault frame in its stacks"$'\n'
+	report "pyframes: CPython 3.9 (pyenv): one line says Python frames are off and why, stacks stay native" "$d"
+}
