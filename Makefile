@@ -225,10 +225,11 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 # Unit tests link the one module they test.
 $(BUILD)/unit/test_symbolize: tests/unit/test_symbolize.c tests/unit/check.h user/symbolize/symbolize.c user/symbolize/symbolize.h \
-		user/util/time.c user/util/time.h bpf/heaptrace.h
+		user/symbolize/pyframes.c user/symbolize/pyframes.h user/util/time.c user/util/time.h bpf/heaptrace.h
 	@mkdir -p $(dir $@)
-	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf \
-		tests/unit/test_symbolize.c user/symbolize/symbolize.c user/util/time.c -o $@ -ldw -lelf -ldl -lstdc++
+	$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I. \
+		tests/unit/test_symbolize.c user/symbolize/symbolize.c user/symbolize/pyframes.c user/util/time.c -o $@ \
+		-ldw -lelf -ldl -lstdc++ -lpthread
 
 # unwind_table reads ELF files through elfobj.  Its fixtures are shared
 # objects with known CFI (tests/unit/unwind_fixture.c), outside build/unit/

@@ -6,7 +6,9 @@
 #   bare           python3 alone
 #   tracemalloc1   python3 -X tracemalloc=1 (the standard library, one frame)
 #   tracemalloc25  python3 -X tracemalloc=25
-#   exact          heaptrace --preset python
+#   exact          heaptrace --preset python (Python frames in its stacks)
+#   exact_native   the same without Python frames (HEAPTRACE_PYFRAMES=off):
+#                  what reading them costs
 #   s512k          heaptrace --preset python --sample-rate 512K
 #   noinject       heaptrace --preset python --no-inject (uprobes)
 #
@@ -39,7 +41,7 @@ for i in range($ITEMS):
 print("secs %.4f" % (time.perf_counter() - t))
 EOF
 
-CONFIGS=(${PY_CONFIGS:-bare tracemalloc1 tracemalloc25 exact s512k noinject})
+CONFIGS=(${PY_CONFIGS:-bare tracemalloc1 tracemalloc25 exact exact_native s512k noinject})
 SECS=
 
 run() {
@@ -49,6 +51,9 @@ run() {
 	tracemalloc1) timeout $RUN_TIMEOUT "$PY" -X tracemalloc=1 "$TMP/load.py" >"$TMP/out" 2>"$TMP/err" || rc=$? ;;
 	tracemalloc25) timeout $RUN_TIMEOUT "$PY" -X tracemalloc=25 "$TMP/load.py" >"$TMP/out" 2>"$TMP/err" || rc=$? ;;
 	exact) timeout $RUN_TIMEOUT "$HT" --preset python -o /dev/null -- "$PY" "$TMP/load.py" >"$TMP/out" 2>"$TMP/err" || rc=$? ;;
+	exact_native)
+		HEAPTRACE_PYFRAMES=off timeout $RUN_TIMEOUT "$HT" --preset python -o /dev/null -- "$PY" "$TMP/load.py" \
+			>"$TMP/out" 2>"$TMP/err" || rc=$? ;;
 	s512k)
 		timeout $RUN_TIMEOUT "$HT" --preset python --sample-rate 512K -o /dev/null -- "$PY" "$TMP/load.py" \
 			>"$TMP/out" 2>"$TMP/err" || rc=$? ;;
@@ -73,5 +78,6 @@ echo
 target "exact / -X tracemalloc=25" "$(ratio "${MED[exact]:-}" "${MED[tracemalloc25]:-}")" "<" 1.0
 target "bare / 512K (speed kept)" "$(ratio "${MED[bare]:-}" "${MED[s512k]:-}")" ">=" 0.95
 printf '  %-44s %8s\n' "exact / bare" "$(ratio "${MED[exact]:-}" "${MED[bare]:-}")"
+printf '  %-44s %8s\n' "exact / exact without Python frames" "$(ratio "${MED[exact]:-}" "${MED[exact_native]:-}")"
 printf '  %-44s %8s\n' "-X tracemalloc=25 / bare" "$(ratio "${MED[tracemalloc25]:-}" "${MED[bare]:-}")"
 printf '  %-44s %8s\n' "--no-inject / exact" "$(ratio "${MED[noinject]:-}" "${MED[exact]:-}")"

@@ -51,6 +51,7 @@ scenario_pyframes() {
 		pf_stack "$key" "$v"
 	done
 	pf_pprof
+	pf_attach
 	pf_off
 }
 
@@ -126,4 +127,34 @@ pf_off() {
 		"$TMP/pfoff.err" && [ "$n" = 1 ] || d+="want one line 'Python frames are off: CPython 3.9: ...', got $n: $(grep 'Python' "$TMP/pfoff.err")"$'\n'
 	grep -q '_PyEval_EvalFrameDefault' "$TMP/pfoff.col" || d+="no native _PyEval_EvalFrameDefault frame in its stacks"$'\n'
 	report "pyframes: CPython 3.9 (pyenv): one line says Python frames are off and why, stacks stay native" "$d"
+}
+
+# -p on a running interpreter (3.12: its thread state is libpython's TLS):
+# the ticks it makes after the attach, each at its line with its own frames.
+pf_attach() {
+	local d="" pp out=$TMP/pfa.out tick n
+	cat >"$TMP/pfa.py" <<'PYEOF'
+import os, time
+keep = [None] * 100
+def tick(i):
+    keep[i] = bytearray(50000)  # @tick: 50,001 bytes and the 56-byte object
+print("ready", flush=True)
+for i in range(80):
+    tick(i)
+    time.sleep(0.05)
+os._exit(0)
+PYEOF
+	tick=$(grep -n '# @tick' "$TMP/pfa.py" | cut -d: -f1)
+	/root/.pyenv/versions/3.12.1/bin/python3 "$TMP/pfa.py" >"$out" 2>&1 &
+	pp=$!
+	wait_for "$out" '^ready' 10 "$pp"
+	ht pfa --preset python -f collapsed -o "$TMP/pfa.col" -p "$pp"
+	d=$(rc_diag pfa 0)
+	wait "$pp" 2>/dev/null
+	n=$(pf_lines "$TMP/pfa.col" pfa.py | awk -v l="$tick" '$1 == l { print $2 }')
+	[ -n "$n" ] && [ $((n % 50057)) = 0 ] && [ "$n" -ge $((10 * 50057)) ] ||
+		d+="line $tick: ${n:-no} bytes, want a multiple of 50,057, 10 ticks or more"$'\n'
+	grep -qE "tick \(pfa.py:$tick\);([^;(]*;)*PyByteArray_Resize [0-9]+$" "$TMP/pfa.col" ||
+		d+="no stack ...;tick (pfa.py:$tick);...;PyByteArray_Resize"$'\n'
+	report "pyframes: -p on a running python3.12: each tick after the attach at its line ($n bytes: 50,057 a tick)" "$d"
 }

@@ -7,37 +7,6 @@
 #include "probe/pyframes.h"
 #include "util/procfs.h"
 
-/*
- * Offsets measured with offsetof() against each version's own internal
- * headers (Py_BUILD_CORE); scenario pyframes compiles the same check.
- */
-static const struct py_layout layouts[] = {
-	{ .minor = 10, .kind = STUB_PY_FRAMEOBJ, .tstate_current = 568, .thread_id = 176,
-	  .cframe = STUB_PY_NO_FIELD, .current_frame = 24, .frame_code = 32, .frame_instr = 96, .frame_previous = 24,
-	  .frame_mark = STUB_PY_NO_FIELD, .code_units = 0, .code_name = 112, .code_filename = 104,
-	  .code_firstlineno = 40, .code_linetable = 120, .unicode_ascii = 48, .unicode_compact = 72 },
-	{ .minor = 11, .kind = STUB_PY_ENTRY_FLAG, .tstate_current = 576, .thread_id = 152, .cframe = 56,
-	  .current_frame = 8, .frame_code = 32, .frame_instr = 56, .frame_previous = 48, .frame_mark = 68,
-	  .code_units = 184, .code_name = 128, .code_filename = 112, .code_firstlineno = 72, .code_linetable = 136,
-	  .unicode_ascii = 48, .unicode_compact = 72 },
-	{ .minor = 12, .kind = STUB_PY_OWNER, .thread_id = 136, .cframe = 56, .current_frame = 0, .frame_code = 0,
-	  .frame_instr = 56, .frame_previous = 8, .frame_mark = 70, .owner_cstack = 3, .code_units = 192,
-	  .code_name = 128, .code_filename = 112, .code_firstlineno = 68, .code_linetable = 136,
-	  .unicode_ascii = 40, .unicode_compact = 56 },
-	{ .minor = 13, .kind = STUB_PY_OWNER, .thread_id = 152, .cframe = STUB_PY_NO_FIELD, .current_frame = 72,
-	  .frame_code = 0, .frame_instr = 56, .frame_previous = 8, .frame_mark = 70, .owner_cstack = 3,
-	  .code_units = 200, .code_name = 128, .code_filename = 112, .code_firstlineno = 68, .code_linetable = 136,
-	  .unicode_ascii = 40, .unicode_compact = 56 },
-};
-
-const struct py_layout *py_layout_of(int minor)
-{
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
-		if (layouts[i].minor == minor)
-			return &layouts[i];
-	return NULL;
-}
-
 /* 3.minor: Py_Version (3.11+, PY_VERSION_HEX), else the file's name (libpython3.10.so, python3.10); -1: unknown. */
 static int minor_of(struct elfobj *o, unsigned *micro_hex)
 {

@@ -1,9 +1,7 @@
 /*
- * Python frames: where each CPython version keeps the running thread's
- * frames and what a code object holds (the layouts of 3.10-3.13's x86-64
- * release builds, as their internal headers define them), and what an
- * interpreter's file says of where they are.  The stub reads the frames
- * (stub/python.c); user/symbolize/pyframes.c the code objects they name.
+ * Python frames: what an interpreter's file says of where its frames are
+ * (its version's layout: user/symbolize/pyframes.h), and the stub's part
+ * of it for a process (stub/python.c reads the frames).
  */
 #ifndef HT_PYFRAMES_H
 #define HT_PYFRAMES_H
@@ -12,21 +10,8 @@
 #include <stdint.h>
 
 #include "stub/stub.h"
+#include "symbolize/pyframes.h"
 #include "util/elfobj.h"
-
-struct py_layout {
-	int minor;                      /* 3.minor */
-	enum stub_py_kind kind;
-	uint16_t tstate_current;        /* in _PyRuntime: the GIL holder's state (3.10, 3.11); 0: a TLS variable */
-	uint16_t thread_id, cframe, current_frame;
-	uint16_t frame_code, frame_instr, frame_previous, frame_mark;
-	uint8_t owner_cstack;
-	uint16_t code_units, code_name, code_filename, code_firstlineno, code_linetable;
-	uint16_t unicode_ascii, unicode_compact;        /* where a compact string's characters start */
-};
-
-/* The layout of CPython 3.minor, or NULL: frames of another are not read. */
-const struct py_layout *py_layout_of(int minor);
 
 /* What the interpreter's file says (ELF virtual addresses); on false, why. */
 struct cpy_frames {

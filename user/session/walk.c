@@ -86,8 +86,13 @@ void session_plan_walk(struct session *s)
 	in->share_rows = in->walk == STUB_WALK_CFI ? tracer_unwind_capacity(&s->tr) : 0;
 	in->on_share = shared;
 	in->on_share_arg = s;
-	/* Python frames are the stub's to read: none where the BPF side walks. */
-	in->pyf = in->walk != STUB_WALK_NONE ? &s->specs.py.frames : NULL;
+	/*
+	 * Python frames are the stub's to read: none where the BPF side walks.
+	 * HEAPTRACE_PYFRAMES=off (make bench-python's hook) leaves them out,
+	 * to measure what they cost.
+	 */
+	const char *py = getenv("HEAPTRACE_PYFRAMES");
+	in->pyf = in->walk != STUB_WALK_NONE && !(py && !strcmp(py, "off")) ? &s->specs.py.frames : NULL;
 	in->on_python = python_read;
 	in->on_python_arg = s;
 }

@@ -4,13 +4,44 @@
 #include <sys/uio.h>
 
 #include "heaptrace.h"
-#include "probe/pyframes.h"
+#include "heaptrace_ring.h"
 #include "symbolize/pyframes.h"
 #include "util/array.h"
 
 #define MAX_PROCS 64
 #define NAME_MAX_BYTES 512
 #define LINETABLE_MAX (1u << 20)
+
+/*
+ * Offsets measured with offsetof() against each version's own internal
+ * headers (Py_BUILD_CORE); scenario pyframes compiles the same check.
+ */
+static const struct py_layout layouts[] = {
+	{ .minor = 10, .kind = STUB_PY_FRAMEOBJ, .tstate_current = 568, .thread_id = 176,
+	  .cframe = STUB_PY_NO_FIELD, .current_frame = 24, .frame_code = 32, .frame_instr = 96, .frame_previous = 24,
+	  .frame_mark = STUB_PY_NO_FIELD, .code_units = 0, .code_name = 112, .code_filename = 104,
+	  .code_firstlineno = 40, .code_linetable = 120, .unicode_ascii = 48, .unicode_compact = 72 },
+	{ .minor = 11, .kind = STUB_PY_ENTRY_FLAG, .tstate_current = 576, .thread_id = 152, .cframe = 56,
+	  .current_frame = 8, .frame_code = 32, .frame_instr = 56, .frame_previous = 48, .frame_mark = 68,
+	  .code_units = 184, .code_name = 128, .code_filename = 112, .code_firstlineno = 72, .code_linetable = 136,
+	  .unicode_ascii = 48, .unicode_compact = 72 },
+	{ .minor = 12, .kind = STUB_PY_OWNER, .thread_id = 136, .cframe = 56, .current_frame = 0, .frame_code = 0,
+	  .frame_instr = 56, .frame_previous = 8, .frame_mark = 70, .owner_cstack = 3, .code_units = 192,
+	  .code_name = 128, .code_filename = 112, .code_firstlineno = 68, .code_linetable = 136,
+	  .unicode_ascii = 40, .unicode_compact = 56 },
+	{ .minor = 13, .kind = STUB_PY_OWNER, .thread_id = 152, .cframe = STUB_PY_NO_FIELD, .current_frame = 72,
+	  .frame_code = 0, .frame_instr = 56, .frame_previous = 8, .frame_mark = 70, .owner_cstack = 3,
+	  .code_units = 200, .code_name = 128, .code_filename = 112, .code_firstlineno = 68, .code_linetable = 136,
+	  .unicode_ascii = 40, .unicode_compact = 56 },
+};
+
+const struct py_layout *py_layout_of(int minor)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].minor == minor)
+			return &layouts[i];
+	return NULL;
+}
 
 struct code {
 	uint64_t addr;          /* the code object's address */
@@ -224,6 +255,32 @@ uint32_t pyf_compact(uint64_t *pcs, uint32_t n)
 	}
 	pthread_mutex_unlock(&g.lock);
 	return out;
+}
+
+/*
+ * The Python frames of the stacks about to be consumed: their code objects
+ * are read now, while the process most likely still has them (the frames
+ * were running a moment ago).
+ */
+void pyf_note_ring(pid_t pid, const struct ht_ev *slots, uint64_t tail, uint32_t c)
+{
+	uint64_t pcs[HT_MAX_STACK_DEPTH];
+
+	for (uint32_t k = 0; k < c;) {
+		const struct ht_ev *ev = &slots[(tail + k) & (HT_RING_SLOTS - 1)];
+		if (ev->kind != HT_EV_STACK) {
+			k++;
+			continue;
+		}
+		uint32_t n = 0, frames = HT_RING_STACK_SLOTS(ev->depth);
+		for (uint32_t j = 0; j < frames && k + 1 + j < c; j++) {
+			const struct ht_ev_pcs *p = (const void *)&slots[(tail + k + 1 + j) & (HT_RING_SLOTS - 1)];
+			for (uint32_t i = 0; i < HT_RING_PCS && n < ev->depth && n < HT_MAX_STACK_DEPTH; i++)
+				pcs[n++] = p->pcs[i];
+		}
+		pyf_note_stack(pid, pcs, n);
+		k += 1 + frames;
+	}
 }
 
 static uint32_t varint(const uint8_t *p, uint32_t len, uint32_t *i)

@@ -13,7 +13,27 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct py_layout;
+#include "stub/stub.h"
+
+/*
+ * Where each CPython version keeps the running thread's frames and what a
+ * code object holds: the layouts of 3.10-3.13's x86-64 release builds, as
+ * their internal headers define them.
+ */
+struct py_layout {
+	int minor;                      /* 3.minor */
+	enum stub_py_kind kind;
+	uint16_t tstate_current;        /* in _PyRuntime: the GIL holder's state (3.10, 3.11); 0: a TLS variable */
+	uint16_t thread_id, cframe, current_frame;
+	uint16_t frame_code, frame_instr, frame_previous, frame_mark;
+	uint8_t owner_cstack;
+	uint16_t code_units, code_name, code_filename, code_firstlineno, code_linetable;
+	uint16_t unicode_ascii, unicode_compact;        /* where a compact string's characters start */
+};
+
+/* The layout of CPython 3.minor, or NULL: frames of another are not read. */
+const struct py_layout *py_layout_of(int minor);
+
 
 /* pid runs CPython of layout lay, its PyCode_Type at code_type: its frames' code objects can be read. */
 void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type);
@@ -23,6 +43,13 @@ bool pyf_active(void);
 
 /* The Python frames (word pairs) of a stack of pid seen: their code objects are read now, those not read yet. */
 void pyf_note_stack(pid_t pid, const uint64_t *pcs, uint32_t n);
+
+/*
+ * The stacks among a ring's c slots from tail on (exact mode's batches,
+ * about to be drained), of process pid: pyf_note_stack for each.
+ */
+struct ht_ev;
+void pyf_note_ring(pid_t pid, const struct ht_ev *slots, uint64_t tail, uint32_t c);
 
 /*
  * A stack's Python frames as a profile holds them: each pair of words one

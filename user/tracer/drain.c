@@ -239,32 +239,6 @@ static uint64_t volume_stop(const struct tracer *tr, const struct ring *r)
  * slots (to_consume()); with volume, up to the target's volume stop.
  * Under the lock.
  */
-/*
- * The Python frames of the stacks about to be consumed: their code objects
- * are read now, while the process most likely still has them (the frames
- * were running a moment ago).
- */
-static void note_python(const struct ring *r, uint64_t tail, uint32_t c)
-{
-	uint64_t pcs[HT_MAX_STACK_DEPTH];
-
-	for (uint32_t k = 0; k < c;) {
-		const struct ht_ev *ev = &r->slots[(tail + k) & (HT_RING_SLOTS - 1)];
-		if (ev->kind != HT_EV_STACK) {
-			k++;
-			continue;
-		}
-		uint32_t n = 0, slots = HT_RING_STACK_SLOTS(ev->depth);
-		for (uint32_t j = 0; j < slots && k + 1 + j < c; j++) {
-			const struct ht_ev_pcs *p = (const void *)&r->slots[(tail + k + 1 + j) & (HT_RING_SLOTS - 1)];
-			for (uint32_t i = 0; i < HT_RING_PCS && n < ev->depth && n < HT_MAX_STACK_DEPTH; i++)
-				pcs[n++] = p->pcs[i];
-		}
-		pyf_note_stack((pid_t)r->tgid, pcs, n);
-		k += 1 + slots;
-	}
-}
-
 static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *dr, bool hold, bool volume)
 {
 	struct ring *r = dr->r;
@@ -287,7 +261,7 @@ static int drain_ring(struct tracer *tr, struct drain_state *d, struct drained *
 			break;          /* a stack whose frames are not all published yet, or all held back */
 		tracer_live_room(tr, c);
 		if (pyf_active())
-			note_python(r, tail, c);
+			pyf_note_ring((pid_t)r->tgid, r->slots, tail, c);
 		struct ht_drain_ctx ctx = { .ring = (uintptr_t)r->slots, .tail = tail, .max = c, .tgid = r->tgid,
 					    .exec_gen = r->exec_gen };
 		uint64_t clock_ns, clock_ticks;
