@@ -52,6 +52,7 @@ scenario_pyframes() {
 	done
 	pf_pprof
 	pf_attach
+	pf_shim
 	pf_off
 }
 
@@ -157,4 +158,25 @@ PYEOF
 	grep -qE "tick \(pfa.py:$tick\);([^;(]*;)*PyByteArray_Resize [0-9]+$" "$TMP/pfa.col" ||
 		d+="no stack ...;tick (pfa.py:$tick);...;PyByteArray_Resize"$'\n'
 	report "pyframes: -p on a running python3.12: each tick after the attach at its line ($n bytes: 50,057 a tick)" "$d"
+}
+
+# A script run by its #! line through env and pyenv's shim (bash scripts
+# that execute the real interpreter): the program heaptrace traces last is
+# CPython, whose functions join the stub at that exec; its frames as when
+# launched directly.
+pf_shim() {
+	local d="" sh=$TMP/pfshim.py shims=/root/.pyenv/shims v blob
+	{ echo '#!/usr/bin/env python3'; cat "$PF_SCRIPT"; } >"$sh"
+	chmod +x "$sh"
+	v=$(PATH=$shims:$PATH python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+	blob=$(grep -n '# @blob' "$sh" | cut -d: -f1)
+	PATH=$shims:$PATH ht pfshim -v --preset python -f collapsed -o "$TMP/pfshim.col" -- "$sh" 50
+	d=$(rc_diag pfshim 0)
+	[ -n "$v" ] || d+="no python3 among pyenv's shims ($shims)"$'\n'
+	grep -q "^heaptrace: Python frames: read in PID [0-9]* (CPython $v)" "$TMP/pfshim.err" ||
+		d+="-v does not say 'Python frames: read in PID N (CPython $v)'"$'\n'
+	local got
+	got=$(pf_lines "$TMP/pfshim.col" pfshim.py | awk -v l="$blob" '$1 == l { print $2 }')
+	[ "$got" = 5002850 ] || d+="line $blob: ${got:-no} bytes, want 5002850"$'\n'
+	report "pyframes: #!/usr/bin/env python3 through pyenv's shim ($v): line $blob holds 5002850 bytes, Python frames read" "$d"
 }

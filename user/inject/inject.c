@@ -49,14 +49,11 @@ _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the co
  */
 _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_GADGET_OFF, "the config overlaps the gadget's page");
 
-int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
+/* The plan's functions from probe from on that the stub can take: marked p->stub, appended to in->fns. */
+static int take(struct inject *in, struct probe_plan *plan, int from)
 {
-	memset(in, 0, sizeof(*in));
-	in->pid = pid;
-	in->file_fd = -1;
-	in->share_fd = -1;
-	in->sample_rate = sample_rate;
-	in->max_live = max_live;
+	int n = in->n;
+
 	/*
 	 * Every object's functions, the allocator's first: one stub serves
 	 * them all if it can be placed within a rel32 jump of each (install's
@@ -65,7 +62,7 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 	 * functions usually are not.  A function left to uprobes would turn
 	 * batching off for the whole process (ring.c's why_not()).
 	 */
-	for (int k = 0; k < plan->n; k++) {
+	for (int k = from; k < plan->n; k++) {
 		struct probe *p = &plan->probes[k];
 
 		if (!p->stub_len) {
@@ -79,7 +76,23 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 		p->stub = true;
 		in->fns[in->n++] = (struct inject_fn){ .probe = k, .len = p->stub_len, .skip = p->stub_skip };
 	}
-	return in->n;
+	return in->n - n;
+}
+
+int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live)
+{
+	memset(in, 0, sizeof(*in));
+	in->pid = pid;
+	in->file_fd = -1;
+	in->share_fd = -1;
+	in->sample_rate = sample_rate;
+	in->max_live = max_live;
+	return take(in, plan, 0);
+}
+
+int inject_plan_more(struct inject *in, struct probe_plan *plan, int from)
+{
+	return take(in, plan, from);
 }
 
 /*

@@ -27,6 +27,13 @@
 int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t sample_rate, uint32_t max_live);
 
 /*
+ * The same for the plan's probes from on (a program the target executed
+ * brought them), added to the stub's functions: installed with the next
+ * stub, in the new image.  Returns how many.
+ */
+int inject_plan_more(struct inject *in, struct probe_plan *plan, int from);
+
+/*
  * With every thread of the target stopped (r): map the stub, attach the
  * record sites' programs, redirect the functions, turn it on.  Functions
  * it could not take get p->stub cleared (the caller attaches their

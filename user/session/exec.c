@@ -42,11 +42,13 @@ static int plan_allocator(struct exec_follow *x, const struct objlist *objs, pid
 	}
 	/* Probes another process's program brought in, this one lacks: uprobes bind to a process. */
 	if (x->upto[slot] < plan->n) {
+		if (!slot && x->to_stub)
+			x->to_stub(x->to_stub_arg, x->upto[slot]);
 		if (probes_attach_new(plan, x->upto[slot], x->tr, pid))
 			return -1;
 		/* Uprobes from the start: never the fast path's to give back (probes_attach_fallback). */
 		for (int i = x->upto[slot]; i < plan->n; i++)
-			plan->probes[i].attached = true;
+			plan->probes[i].attached = !plan->probes[i].stub;
 		x->upto[slot] = plan->n;
 	}
 	return err ? -1 : 0;

@@ -28,6 +28,13 @@ struct exec_follow {
 	struct spec_images *specs;      /* the specs, resolved in each new program (session/specs.h) */
 	/* Per process slot: plan->probes[0 .. upto) are attached for its process. */
 	uint8_t upto[HT_MAX_PROCS];
+	/*
+	 * Set (the fast path on): the target's (slot 0) new probes,
+	 * plan->probes[from ..], are offered to its stub first; those it takes
+	 * (p->stub) get no uprobe now, and are given back if its install fails.
+	 */
+	void (*to_stub)(void *arg, int from);
+	void *to_stub_arg;
 };
 
 /*

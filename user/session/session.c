@@ -91,6 +91,18 @@ out:
  * caller's).  Under --follow-fork, followed children get a stub of their
  * own at their fork (session_trace_child), exact or sampled.
  */
+/*
+ * At the target's exec, its new program's functions (a shim's real
+ * interpreter: CPython's allocator behind env and pyenv's bash) join the
+ * stub's, as the first program's did: installed with the new image's stub.
+ */
+static void stub_new_probes(void *arg, int from)
+{
+	struct session *s = arg;
+
+	inject_plan_more(&s->in, &s->plan, from);
+}
+
 static void plan_inject(struct session *s)
 {
 	const struct trace_opts *o = s->o;
@@ -101,6 +113,8 @@ static void plan_inject(struct session *s)
 		return;
 	}
 	inject_plan(&s->in, &s->plan, s->t.pid, o->sample_rate, o->max_live);
+	s->ex.to_stub = stub_new_probes;
+	s->ex.to_stub_arg = s;
 }
 
 /*
