@@ -90,19 +90,19 @@ enum ht_stack_mode {
  * A Python frame among a stack's frames (stub/python.c puts them in place
  * of the interpreter loop's native frame): two words, both with bit 63
  * set, which no user address has.  The first: the code object's address
- * in the low 47 bits, the index of the instruction it runs in that code
- * (code units) in bits 47-61 (HT_PY_INSTR_MAX for any beyond).  The
- * second (bit 62 set): what tells that code object from another that
- * takes its address once it is freed (pymalloc reuses blocks at once):
- * its name's and file's addresses and first line, mixed.  heaptrace
- * names the pair (user/symbolize/pyframes.c) and, in a profile, makes it
- * one word: the first's instruction and the index of the code it read.
+ * in the low 47 bits, and in bits 47-61 the line it runs, counted from the
+ * code's first line (HT_PY_LINE_UNKNOWN: none, or too far).  The second
+ * (bit 62 set): what tells that code object from another that takes its
+ * address once it is freed (pymalloc reuses blocks at once): its name's
+ * and file's addresses and first line, mixed.  heaptrace names the pair
+ * (user/symbolize/pyframes.c) and, in a profile, makes it one word: the
+ * first's line and the index of the code it read.
  */
 #define HT_PY_FRAME (1ull << 63)
 #define HT_PY_IDENT (1ull << 62)
 #define HT_PY_CODE_MASK ((1ull << 47) - 1)
-#define HT_PY_INSTR_SHIFT 47
-#define HT_PY_INSTR_MAX 0x7fffull
+#define HT_PY_LINE_SHIFT 47
+#define HT_PY_LINE_UNKNOWN 0x7fffull
 
 static inline __u64 ht_py_ident(__u64 name, __u64 file, __u32 firstlineno)
 {

@@ -467,7 +467,7 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	struct ht_stub_stack st;
 	if (mode == MODE_RECORD && stub_cfg.walk) {
 		struct stub_regs regs = { f->ret_addr, r.sp + 8, f->fp };
-		if (!stub_walk(&regs, thread_pointer(), &st))
+		if (!stub_walk(&regs, thread_pointer(), &st, 1))
 			r.stack = (__u64)&st;
 		else
 			r.flags |= HT_STUB_UNWALKED;

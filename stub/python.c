@@ -13,9 +13,9 @@
  * reference to its code object, and only the thread itself pushes or
  * pops them, which it cannot do while it is in here.  Of the code object
  * (live: the frame holds a reference) only what tells it from another is
- * read; its address and the instruction's offset, and that identity, are
- * the frame's two words, and heaptrace reads the name, file and line
- * table later (user/symbolize/pyframes.c).  A thread without the GIL (a C extension
+ * read, and the line table: its address and the line run, and that
+ * identity, are the frame's two words, and heaptrace reads the name and
+ * file later (user/symbolize/pyframes.c).  A thread without the GIL (a C extension
  * that released it) keeps its native stack.
  */
 #include "python.h"
@@ -65,7 +65,89 @@ static inline int in_eval(__u64 pc)
 	return (pc > PY.eval_lo[0] && pc <= PY.eval_hi[0]) || (pc > PY.eval_lo[1] && pc <= PY.eval_hi[1]);
 }
 
-/* The frame's two words (HT_PY_FRAME): its code object and instruction, and the code's identity; 0: none to show. */
+extern struct stub_data stub_data __attribute__((visibility("hidden")));
+
+#define LINE_TABLE_MAX (1u << 20)
+
+/* A location table's varint (6 bits a byte, bit 6: more), within [*p, end). */
+static __u32 varint(__u64 *p, __u64 end)
+{
+	__u32 v = 0, shift = 0;
+	__u8 b;
+
+	do {
+		if (*p >= end || shift > 24)
+			return v;
+		b = *(const volatile __u8 *)(*p)++;
+		v |= (__u32)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	return v;
+}
+
+/*
+ * The line of instruction units of code, from its line table, as
+ * PyCode_Addr2Line finds it: 3.10's (bytes, line delta) pairs, or the
+ * locations of 3.11 and later (PEP 657: an entry's first byte has bit 7,
+ * its kind in bits 3-6, its length in code units in bits 0-2, then the
+ * line delta by kind).  Counted from the first line; HT_PY_LINE_UNKNOWN
+ * for none.  The table is the live code object's: read as the stack is.
+ */
+static __u64 find_line(__u64 code, __u64 units)
+{
+	__u64 lt = ld64(code + PY.code_linetable), p, end, n;
+	__s64 line = 0;
+	__u64 at = 0;
+
+	if (!plausible(lt) || (n = ld64(lt + 16)) > LINE_TABLE_MAX)
+		return HT_PY_LINE_UNKNOWN;
+	p = lt + 32;
+	end = p + n;
+	if (PY.kind == STUB_PY_FRAMEOBJ) {
+		for (; p + 1 < end; p += 2) {
+			__s8 d = *(const volatile __s8 *)(p + 1);
+			if (d != -128)
+				line += d;
+			at += *(const volatile __u8 *)p;
+			if (units * 2 < at)
+				return d == -128 || line < 0 || line >= (__s64)HT_PY_LINE_UNKNOWN ? HT_PY_LINE_UNKNOWN : (__u64)line;
+		}
+		return HT_PY_LINE_UNKNOWN;
+	}
+	while (p < end) {
+		__u8 b = *(const volatile __u8 *)p++;
+		__u32 kind = b >> 3 & 15, len = (b & 7) + 1;
+		if (kind == 13 || kind == 14) {
+			__u32 v = varint(&p, end);
+			line += v & 1 ? -(__s64)(v >> 1) : (__s64)(v >> 1);
+		} else if (kind >= 10 && kind <= 12) {
+			line += kind - 10;
+		}
+		/* The rest of the entry (columns): up to the next entry's first byte. */
+		while (p < end && !(*(const volatile __u8 *)p & 0x80))
+			p++;
+		at += len;
+		if (units < at)
+			return kind == 15 || line < 0 || line >= (__s64)HT_PY_LINE_UNKNOWN ? HT_PY_LINE_UNKNOWN : (__u64)line;
+	}
+	return HT_PY_LINE_UNKNOWN;
+}
+
+/* find_line, through the lines already found (struct stub_data's py_lines). */
+static __u64 line_of(__u64 code, __u64 ident, __u64 units)
+{
+	__u64 h = (code * 0x9e3779b97f4a7c15ull ^ ident) * 0xc2b2ae3d27d4eb4full ^ units * 0x165667b19e3779f9ull;
+	__u64 *e = &stub_data.py_lines[h >> (64 - STUB_PY_LINE_BITS)];
+	__u64 v = __atomic_load_n(e, __ATOMIC_RELAXED);
+
+	if ((v & ~0xffffull) == (h & ~0xffffull))
+		return v & 0xffff;
+	__u64 line = find_line(code, units);
+	__atomic_store_n(e, (h & ~0xffffull) | line, __ATOMIC_RELAXED);
+	return line;
+}
+
+/* The frame's two words (HT_PY_FRAME): its code object and line, and the code's identity; 0: none to show. */
 static __u64 frame_word(__u64 f, __u64 *ident)
 {
 	__u64 code = ld64(f + PY.frame_code), units;
@@ -83,9 +165,7 @@ static __u64 frame_word(__u64 f, __u64 *ident)
 		__u64 at = ld64(f + PY.frame_instr), first = code + PY.code_units;
 		units = at > first ? (at - first) / 2 : 0;
 	}
-	if (units > HT_PY_INSTR_MAX)
-		units = HT_PY_INSTR_MAX;
-	return HT_PY_FRAME | units << HT_PY_INSTR_SHIFT | code;
+	return HT_PY_FRAME | line_of(code, *ident, units) << HT_PY_LINE_SHIFT | code;
 }
 
 int py_merge(struct ht_stub_stack *st, __u64 tp)

@@ -309,7 +309,7 @@ static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct 
 		if (!tries && __atomic_load_n(&h->stamp, __ATOMIC_RELAXED))
 			ev->ticks = ticks();
 		if (regs && !walked) {
-			if (!stub_walk(regs, tp, &st)) {
+			if (!stub_walk(regs, tp, &st, ev->kind == HT_EV_ALLOC)) {
 				walked = 1;
 				ev->stack = st.hash;
 			} else if (!outer) {

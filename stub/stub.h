@@ -31,11 +31,11 @@
 #include "heaptrace.h"
 
 #define STUB_MAX_FNS 32                 /* HT_MAX_SPECS: every probe of the plan could be redirected */
-#define STUB_TRAMP_OFF 0x3780
+#define STUB_TRAMP_OFF 0x4000
 #define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
-#define STUB_CFG_OFF 0x3f80            /* right after the trampolines: the config and the gadget's page both fit in 64 KiB */
-#define STUB_FILE_SIZE 0x10000
-#define STUB_DATA_OFF 0x10000
+#define STUB_CFG_OFF 0x4800            /* right after the trampolines: the config and the gadget's page both fit in 72 KiB */
+#define STUB_FILE_SIZE 0x12000
+#define STUB_DATA_OFF 0x12000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
 
 /* Fixed entry points at the start of the blob (entry.S, then sites.S). */
@@ -143,7 +143,19 @@ struct stub_py {
 	__u8 owner_cstack;      /* OWNER: the entry frame's owner */
 	__u8 pad;
 	__u16 code_name, code_filename, code_firstlineno;       /* what tells one code object from another (ht_py_ident) */
+	__u16 code_linetable;   /* its line table (a bytes object): 3.10's pairs, or 3.11+'s locations */
+	__u16 pad2[3];
 };
+
+/*
+ * The lines of instructions already found (stub/python.c): a frame's word
+ * holds its line, not its instruction, so that one line makes one stack
+ * (a line's instructions would make as many).  Direct-mapped by a hash of
+ * the code object, its identity and the instruction; an entry is that
+ * hash's high 48 bits and the line (from the code's first line, or
+ * HT_PY_LINE_UNKNOWN) in one word: read and written whole.
+ */
+#define STUB_PY_LINE_BITS 12
 
 struct stub_cfg {
 	__u32 n_fns;
@@ -297,6 +309,7 @@ struct stub_data {
 	struct stub_ring r;
 	struct stub_pc_entry pc_cache[1u << STUB_PC_CACHE_BITS] __attribute__((aligned(64)));
 	struct stub_memo memo[STUB_MEMO_SLOTS] __attribute__((aligned(64)));
+	__u64 py_lines[1u << STUB_PY_LINE_BITS];        /* stub/python.c's lines, 32 KiB */
 	__u8 filter[STUB_FILTER];       /* sampled blocks per address hash; 255: at least (never lowered) */
 	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
 	__u64 set[] __attribute__((aligned(64)));	/* a bucket: one cache line */

@@ -591,14 +591,14 @@ static void memo_release(const struct walk *w, struct stub_memo *m, __u32 q, int
  * The memo keeps native frames only: the same registers in CPython's loop
  * run other Python lines from one call to the next.
  */
-static int with_python(struct ht_stub_stack *out, __u64 tp)
+static int with_python(struct ht_stub_stack *out, __u64 tp, int python)
 {
-	if (py_merge(out, tp))
+	if (python && py_merge(out, tp))
 		stub_hash_frames(out);
 	return 0;
 }
 
-int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
+int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out, int python)
 {
 	struct walk w;
 	int rc;
@@ -623,7 +623,7 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 		return -1;
 	struct stub_memo *m = memo_of(tp);
 	if (memo_get(&w, m, r, tp))
-		return with_python(out, tp);
+		return with_python(out, tp, python);
 	out->depth = out->flags = out->fp_frames = 0;
 	__u32 q;
 	w.mw = memo_hold(m, &q);
@@ -632,5 +632,5 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out)
 		out->hash = ht_stack_hash_end(w.hash);
 	if (w.mw)
 		memo_release(&w, w.mw, q, !rc, r, tp);
-	return rc ? rc : with_python(out, tp);
+	return rc ? rc : with_python(out, tp, python);
 }

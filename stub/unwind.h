@@ -23,9 +23,12 @@ struct stub_regs {
  * off the thread's proved stack, code of no published object, a signal
  * restorer in fp mode, tables changing meanwhile): out->depth frames, those
  * walked before it gave up (unhashed), which only a caller that cannot
- * hand the walk to BPF uses (stub/ring.c).
+ * hand the walk to BPF uses (stub/ring.c).  python: CPython's loop frames
+ * give way to the Python frames they run (python.c): an allocation's
+ * stack, not a free's (a wrapping free's is for an unmatched one, and
+ * would make a stack of every line that frees).
  */
-int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out);
+int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out, int python);
 
 /* out->hash: the stack map's key of out's frames, as the BPF side hashes them (a failed walk's too). */
 void stub_hash_frames(struct ht_stub_stack *out);

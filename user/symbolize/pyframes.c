@@ -10,7 +10,6 @@
 
 #define MAX_PROCS 64
 #define NAME_MAX_BYTES 512
-#define LINETABLE_MAX (1u << 20)
 
 /*
  * Offsets measured with offsetof() against each version's own internal
@@ -49,8 +48,6 @@ struct code {
 	const struct py_layout *lay;
 	char *func, *file;      /* NULL: could not be read */
 	int firstlineno;
-	uint8_t *lt;
-	uint32_t lt_len;
 };
 
 static struct {
@@ -147,25 +144,19 @@ static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, 
 	if (rd64(pid, a + 8, &err) != code_type || err)
 		return;
 	uint64_t name = rd64(pid, a + l->code_name, &err), file = rd64(pid, a + l->code_filename, &err);
-	uint64_t lt = rd64(pid, a + l->code_linetable, &err);
 	int32_t first = 0;
 	if (err || rd(pid, a + l->code_firstlineno, &first, sizeof(first)))
 		return;
 	/* Another code object at its address since (the first one freed): not its name. */
 	if (ht_py_ident(name, file, (uint32_t)first) != c->ident)
 		return;
-	uint64_t lt_len = rd64(pid, lt + 16, &err);
-	if (err || lt_len > LINETABLE_MAX)
-		return;
-	c->lt = malloc(lt_len ? lt_len : 1);
 	c->func = read_str(pid, l, name);
 	c->file = read_str(pid, l, file);
-	if (!c->lt || !c->func || !c->file || rd(pid, lt + 32, c->lt, lt_len)) {
-		free(c->lt), free(c->func), free(c->file);
-		c->lt = NULL, c->func = c->file = NULL;
+	if (!c->func || !c->file) {
+		free(c->func), free(c->file);
+		c->func = c->file = NULL;
 		return;
 	}
-	c->lt_len = (uint32_t)lt_len;
 	c->firstlineno = first;
 	c->lay = l;
 }
@@ -283,60 +274,6 @@ void pyf_note_ring(pid_t pid, const struct ht_ev *slots, uint64_t tail, uint32_t
 	}
 }
 
-static uint32_t varint(const uint8_t *p, uint32_t len, uint32_t *i)
-{
-	uint32_t v = 0, shift = 0;
-	uint8_t b;
-
-	do {
-		if (*i >= len || shift > 28)
-			return v;
-		b = p[(*i)++];
-		v |= (uint32_t)(b & 63) << shift;
-		shift += 6;
-	} while (b & 64);
-	return v;
-}
-
-/* The line of instruction units (code units) in c: 3.10's line table, or 3.11+'s location table. */
-static int line_of(const struct code *c, uint32_t units)
-{
-	int line = c->firstlineno;
-	uint32_t addr = 0, i = 0;
-
-	if (c->lay->minor == 10) {
-		/* (bytes, line delta) pairs; a delta of -128: no line. */
-		for (; i + 1 < c->lt_len; i += 2) {
-			int8_t d = (int8_t)c->lt[i + 1];
-			if (d != -128)
-				line += d;
-			addr += c->lt[i];
-			if (units * 2 < addr)
-				return d == -128 ? 0 : line;
-		}
-		return 0;
-	}
-	while (i < c->lt_len) {
-		uint8_t b = c->lt[i++];
-		unsigned code = b >> 3 & 15, n = (b & 7) + 1;
-		int d = 0;
-		if (code == 14 || code == 13) {
-			uint32_t v = varint(c->lt, c->lt_len, &i);
-			d = v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
-		} else if (code >= 10 && code <= 12) {
-			d = (int)code - 10;
-		}
-		line += d;
-		/* The rest of the entry (columns), up to the next entry's first byte. */
-		while (i < c->lt_len && !(c->lt[i] & 0x80))
-			i++;
-		addr += n;
-		if (units < addr)
-			return code == 15 ? 0 : line;
-	}
-	return 0;
-}
-
 bool pyf_frame(uint64_t word, const char **func, const char **file, int *line)
 {
 	uint64_t index = word & HT_PY_CODE_MASK;
@@ -347,7 +284,8 @@ bool pyf_frame(uint64_t word, const char **func, const char **file, int *line)
 		const struct code *c = &g.codes[index - 1];
 		*func = c->func;
 		*file = c->file;
-		*line = line_of(c, (uint32_t)(word >> HT_PY_INSTR_SHIFT & HT_PY_INSTR_MAX));
+		uint64_t rel = word >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN;
+		*line = rel == HT_PY_LINE_UNKNOWN ? 0 : c->firstlineno + (int)rel;
 		ok = true;
 	}
 	pthread_mutex_unlock(&g.lock);
