@@ -147,6 +147,43 @@ static __u64 line_of(__u64 code, __u64 ident, __u64 units)
 	return line;
 }
 
+/* A compact ASCII str's characters into dst (its last cap if longer); its length, or HT_PY_NAME_UNREAD. */
+static __u16 copy_str(__u64 str, char *dst, __u32 cap)
+{
+	__u32 state;
+	__u64 len;
+
+	if (!plausible(str))
+		return HT_PY_NAME_UNREAD;
+	state = *(const volatile __u32 *)(str + 32);
+	len = ld64(str + 16);
+	if (!(state >> 5 & 1) || !(state >> 6 & 1) || len >= HT_PY_NAME_UNREAD)
+		return HT_PY_NAME_UNREAD;
+	__u64 from = str + PY.unicode_ascii + (len > cap ? len - cap : 0);
+	for (__u32 i = 0; i < cap && i < len; i++)
+		dst[i] = *(const volatile char *)(from + i);
+	return (__u16)len;
+}
+
+/* The code object's names into the log, the first time its identity is met (stub.h's struct stub_py_code). */
+static void log_code(__u64 code, __u64 ident)
+{
+	__u64 *seen = &stub_data.py_seen[(ident * 0x9e3779b97f4a7c15ull) >> (64 - STUB_PY_SEEN_BITS)];
+
+	if (__atomic_load_n(seen, __ATOMIC_RELAXED) == ident)
+		return;
+	__atomic_store_n(seen, ident, __ATOMIC_RELAXED);
+	__u32 i = __atomic_fetch_add(&stub_data.py_log_n, 1, __ATOMIC_RELAXED);
+	if (i >= STUB_PY_LOG)
+		return;
+	struct stub_py_code *e = &stub_data.py_log[i];
+	e->code = code;
+	e->firstlineno = *(const volatile __s32 *)(code + PY.code_firstlineno);
+	e->name_len = copy_str(ld64(code + PY.code_name), e->name, STUB_PY_NAME);
+	e->file_len = copy_str(ld64(code + PY.code_filename), e->file, STUB_PY_FILE);
+	__atomic_store_n(&e->ident, ident, __ATOMIC_RELEASE);
+}
+
 /* The frame's two words (HT_PY_FRAME): its code object and line, and the code's identity; 0: none to show. */
 static __u64 frame_word(__u64 f, __u64 *ident)
 {
@@ -165,6 +202,7 @@ static __u64 frame_word(__u64 f, __u64 *ident)
 		__u64 at = ld64(f + PY.frame_instr), first = code + PY.code_units;
 		units = at > first ? (at - first) / 2 : 0;
 	}
+	log_code(code, *ident);
 	return HT_PY_FRAME | line_of(code, *ident, units) << HT_PY_LINE_SHIFT | code;
 }
 

@@ -144,8 +144,34 @@ struct stub_py {
 	__u8 pad;
 	__u16 code_name, code_filename, code_firstlineno;       /* what tells one code object from another (ht_py_ident) */
 	__u16 code_linetable;   /* its line table (a bytes object): 3.10's pairs, or 3.11+'s locations */
-	__u16 pad2[3];
+	__u16 unicode_ascii;    /* where a compact ASCII str's characters start */
+	__u16 pad2[2];
 };
+
+/*
+ * The names of the code objects the stub met (stub/python.c), copied at
+ * the first meeting, while the code lives: an imported module's body or a
+ * class body is freed as soon as it has run, before heaptrace could read
+ * it.  heaptrace reads the log from the process (user/symbolize/pyframes.c).
+ * An entry is published by its ident (0 until its strings are in); a name
+ * or file that is not compact ASCII has its length HT_PY_NAME_UNREAD;
+ * a longer one keeps its last bytes and its whole length.
+ */
+#define STUB_PY_LOG 2048
+#define STUB_PY_SEEN_BITS 12
+#define STUB_PY_NAME 96
+#define STUB_PY_FILE 168
+
+struct stub_py_code {
+	__u64 ident;            /* ht_py_ident's word; 0: not (yet) written */
+	__u64 code;             /* its address */
+	__s32 firstlineno;
+	__u16 name_len, file_len;       /* HT_PY_NAME_UNREAD: not copied */
+	char name[STUB_PY_NAME];
+	char file[STUB_PY_FILE];
+};
+
+#define HT_PY_NAME_UNREAD 0xffff
 
 /*
  * The lines of instructions already found (stub/python.c): a frame's word
@@ -310,6 +336,10 @@ struct stub_data {
 	struct stub_pc_entry pc_cache[1u << STUB_PC_CACHE_BITS] __attribute__((aligned(64)));
 	struct stub_memo memo[STUB_MEMO_SLOTS] __attribute__((aligned(64)));
 	__u64 py_lines[1u << STUB_PY_LINE_BITS];        /* stub/python.c's lines, 32 KiB */
+	__u64 py_seen[1u << STUB_PY_SEEN_BITS];         /* idents logged (direct-mapped), 32 KiB */
+	__u32 py_log_n;                 /* entries of py_log taken (past STUB_PY_LOG: the log was full) */
+	__u32 py_pad;
+	struct stub_py_code py_log[STUB_PY_LOG];        /* 576 KiB, touched as it fills */
 	__u8 filter[STUB_FILTER];       /* sampled blocks per address hash; 255: at least (never lowered) */
 	/* then the set: (set_mask + 1) * STUB_BUCKET block addresses, 0: empty */
 	__u64 set[] __attribute__((aligned(64)));	/* a bucket: one cache line */

@@ -97,7 +97,7 @@ int pyframes_stub(const struct cpy_frames *f, const char *maps, struct stub_py *
 		.frame_code = l->frame_code, .frame_instr = l->frame_instr, .frame_previous = l->frame_previous,
 		.frame_mark = l->frame_mark, .code_units = l->code_units, .owner_cstack = l->owner_cstack,
 		.code_name = l->code_name, .code_filename = l->code_filename, .code_firstlineno = l->code_firstlineno,
-		.code_linetable = l->code_linetable,
+		.code_linetable = l->code_linetable, .unicode_ascii = l->unicode_ascii,
 	};
 	return 0;
 }

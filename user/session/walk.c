@@ -5,6 +5,7 @@
  * hook) leaves every walk to the BPF side, as before the stub walked:
  * scenario stubwalk compares the two.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +41,8 @@ void session_walk_share(struct session *s, struct inject *kid, uint32_t slot)
 static void python_read(void *arg, const struct inject *in)
 {
 	(void)arg;
-	pyf_process(in->pid, in->pyf->lay, in->py_code_type);
+	pyf_process(in->pid, in->pyf->lay, in->py_code_type,
+		    in->base + STUB_DATA_OFF + offsetof(struct stub_data, py_log_n));
 	ht_info("Python frames: read in PID %d (CPython 3.%d)", in->pid, in->pyf->lay->minor);
 }
 

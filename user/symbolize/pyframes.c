@@ -1,4 +1,6 @@
 #include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -56,7 +58,11 @@ static struct {
 		pid_t pid;
 		const struct py_layout *lay;
 		uint64_t code_type;
+		uint64_t log;           /* its stub's py_log_n (struct stub_data), 0: none */
+		uint32_t log_read;      /* entries of the log read so far */
 	} procs[MAX_PROCS];
+	struct stub_py_code *logged;    /* the logs' entries read, every process's */
+	size_t n_logged, logged_cap;
 	int n_procs;
 	struct code *codes;     /* by index; a profile's word holds index + 1 */
 	size_t len, codes_cap;
@@ -65,7 +71,7 @@ static struct {
 	uint64_t lost;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type)
+void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type, uint64_t log)
 {
 	pthread_mutex_lock(&g.lock);
 	int i;
@@ -77,6 +83,8 @@ void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type)
 		g.procs[i].pid = pid;
 		g.procs[i].lay = lay;
 		g.procs[i].code_type = code_type;
+		g.procs[i].log = log;
+		g.procs[i].log_read = 0;
 	}
 	pthread_mutex_unlock(&g.lock);
 }
@@ -161,6 +169,58 @@ static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, 
 	c->lay = l;
 }
 
+/* A logged string: its copied bytes, "..." before them when only its end was kept; NULL: not copied. */
+static char *logged_str(const char *b, uint16_t len, size_t cap)
+{
+	if (len == HT_PY_NAME_UNREAD)
+		return NULL;
+	size_t n = len < cap ? len : cap;
+	char *out = malloc(n + 4);
+	if (out)
+		snprintf(out, n + 4, "%s%.*s", len > cap ? "..." : "", (int)n, b);
+	return out;
+}
+
+/*
+ * c's names from the log of process p's stub (stub/python.c's copies,
+ * made while the code lived): its entries not read yet are read first.
+ */
+static void from_log(int p, struct code *c)
+{
+	uint32_t n = 0;
+	pid_t pid = g.procs[p].pid;
+	uint64_t at = g.procs[p].log + offsetof(struct stub_data, py_log) - offsetof(struct stub_data, py_log_n);
+
+	if (!g.procs[p].log || rd(pid, g.procs[p].log, &n, sizeof(n)))
+		return;
+	if (n > STUB_PY_LOG)
+		n = STUB_PY_LOG;
+	for (uint32_t i = g.procs[p].log_read; i < n; i++) {
+		struct stub_py_code e;
+		/* Not yet published (another thread writes it): read again at the next miss. */
+		if (rd(pid, at + i * sizeof(e), &e, sizeof(e)) || !e.ident)
+			break;
+		if (ARRAY_RESERVE(g.logged, g.logged_cap, g.n_logged + 1, 256))
+			break;
+		g.logged[g.n_logged++] = e;
+		g.procs[p].log_read = i + 1;
+	}
+	for (size_t i = g.n_logged; i-- > 0;) {
+		const struct stub_py_code *e = &g.logged[i];
+		if (e->code != c->addr || e->ident != c->ident)
+			continue;
+		c->func = logged_str(e->name, e->name_len, STUB_PY_NAME);
+		c->file = logged_str(e->file, e->file_len, STUB_PY_FILE);
+		if (!c->func || !c->file) {
+			free(c->func), free(c->file);
+			c->func = c->file = NULL;
+			continue;
+		}
+		c->firstlineno = e->firstlineno;
+		return;
+	}
+}
+
 static size_t slot_of(uint64_t addr, uint64_t ident, const uint32_t *slots, size_t cap)
 {
 	size_t i = (size_t)(((addr >> 4) ^ ident) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
@@ -199,6 +259,8 @@ static struct code *entry(pid_t pid, uint64_t addr, uint64_t ident)
 		/* Not readable when first seen (a process that was exiting): this one's may be. */
 		if (!c->func && p < g.n_procs) {
 			read_code(pid, g.procs[p].lay, g.procs[p].code_type, c);
+			if (!c->func)
+				from_log(p, c);
 			g.lost -= c->func != NULL;
 		}
 		return c;
@@ -212,6 +274,8 @@ static struct code *entry(pid_t pid, uint64_t addr, uint64_t ident)
 	c->ident = ident;
 	g.slots[i] = (uint32_t)++g.len;
 	read_code(pid, g.procs[p].lay, g.procs[p].code_type, c);
+	if (!c->func)
+		from_log(p, c);
 	if (!c->func)
 		g.lost++;
 	return c;

@@ -35,8 +35,12 @@ struct py_layout {
 const struct py_layout *py_layout_of(int minor);
 
 
-/* pid runs CPython of layout lay, its PyCode_Type at code_type: its frames' code objects can be read. */
-void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type);
+/*
+ * pid runs CPython of layout lay, its PyCode_Type at code_type: its
+ * frames' code objects can be read; log: where its stub's log of names
+ * is (struct stub_data's py_log_n), 0: none.
+ */
+void pyf_process(pid_t pid, const struct py_layout *lay, uint64_t code_type, uint64_t log);
 
 /* Any process of Python frames: the drain looks for their words only then. */
 bool pyf_active(void);
