@@ -132,6 +132,10 @@ $(BUILD)/tests/%: tests/targets/%.c tests/targets/sync.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
+# t_kidstub reads a stub's data: where it lies is stub/stub.h's.
+$(BUILD)/tests/t_kidstub: TEST_CFLAGS += -DSTUB_DATA_OFF=$(shell sed -n 's/^\#define STUB_DATA_OFF //p' stub/stub.h)
+$(BUILD)/tests/t_kidstub: stub/stub.h
+
 # t_wrapfree's code in a shared library, whose mapping lies near libc's (one
 # stub reaches both: the wrappers' frees batched; scenario custom, wrapring),
 # run by t_wrapso.

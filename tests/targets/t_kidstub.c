@@ -33,7 +33,10 @@
 #include "sync.h"
 
 #define NOINLINE __attribute__((noinline))
-#define STUB_DATA_OFF 0x10000   /* stub/stub.h: the data mapping follows the file's 64 KiB */
+/* stub/stub.h's, given by the Makefile: the data mapping follows the stub's file. */
+#ifndef STUB_DATA_OFF
+#error "STUB_DATA_OFF: build with the Makefile, which takes it from stub/stub.h"
+#endif
 
 static char maps[1 << 16];
 static long errors;

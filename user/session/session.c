@@ -100,7 +100,13 @@ static void stub_new_probes(void *arg, int from)
 {
 	struct session *s = arg;
 
-	inject_plan_more(&s->in, &s->plan, from);
+	/*
+	 * Only beside functions the first program gave the stub: a session
+	 * whose stub had none (--no-libc through a wrapper) set up none of its
+	 * machinery, and its new functions keep uprobes, as before.
+	 */
+	if (s->in.n)
+		inject_plan_more(&s->in, &s->plan, from);
 }
 
 static void plan_inject(struct session *s)
