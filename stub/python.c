@@ -234,7 +234,8 @@ int py_merge(struct ht_stub_stack *st, __u64 tp)
 			st->pcs[out++] = native[i];
 			continue;
 		}
-		/* This loop's frames: up to its entry frame. */
+		/* This loop's frames: up to its entry frame.  None (a loop about to run its first): the native frame stays. */
+		__u32 group = out;
 		while (plausible(f) && budget) {
 			__u64 next = ld64(f + PY.frame_previous), w;
 			int last = PY.kind == STUB_PY_FRAMEOBJ;
@@ -259,6 +260,8 @@ int py_merge(struct ht_stub_stack *st, __u64 tp)
 			if (last)
 				break;
 		}
+		if (out == group && !cut)
+			st->pcs[out++] = native[i];
 		if (!plausible(f))
 			f = 0;
 	}
