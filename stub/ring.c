@@ -95,15 +95,6 @@ static void bell(struct ht_ring *h)
 		sys4(SYS_futex, (long)&h->bell, FUTEX_WAKE, 1, 0);
 }
 
-/* Any Python frame among st's (stub/python.c's words)? */
-static int has_python(const struct ht_stub_stack *st)
-{
-	for (__u32 i = 0; i < st->depth && i < HT_MAX_STACK_DEPTH; i++)
-		if (ht_pc_python(st->pcs[i]))
-			return 1;
-	return 0;
-}
-
 static void lose(struct ht_ring *h)
 {
 	__atomic_add_fetch(&h->lost, 1, __ATOMIC_RELAXED);
@@ -367,9 +358,6 @@ static int put(struct ht_ev *ev, const struct stub_regs *regs, __u64 tp, struct 
 			bell(h);
 		if ((n > 1 && put_stack(h, pos, &st, ev->tid)) || put_slot(h, pos + n - 1, (const __u64 *)ev + 1))
 			lose(h);
-		else if (n > 1 && st.depth && has_python(&st))
-			/* A new stack of Python frames: the drain reads their code objects now, while they live. */
-			bell(h);
 		return 0;
 	}
 	return 1;
