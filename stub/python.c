@@ -21,6 +21,7 @@
 #include "python.h"
 
 extern const struct stub_cfg stub_cfg __attribute__((visibility("hidden")));
+extern struct stub_data stub_data __attribute__((visibility("hidden")));
 
 #define PY (stub_cfg.py)
 
@@ -62,10 +63,8 @@ static __u64 own_tstate(__u64 tp)
 static inline int in_eval(__u64 pc)
 {
 	/* A return address: the call is the instruction before it. */
-	return (pc > PY.eval_lo[0] && pc <= PY.eval_hi[0]) || (pc > PY.eval_lo[1] && pc <= PY.eval_hi[1]);
+	return pc > PY.eval_lo && pc <= PY.eval_hi;
 }
-
-extern struct stub_data stub_data __attribute__((visibility("hidden")));
 
 #define LINE_TABLE_MAX (1u << 20)
 

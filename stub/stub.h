@@ -109,7 +109,8 @@ enum stub_walk_mode { STUB_WALK_NONE, STUB_WALK_FP, STUB_WALK_CFI };
  * frames, for the version heaptrace found (user/probe/pyframes.c).  Each
  * native frame of the interpreter's loop (eval_lo..eval_hi) is replaced
  * in a walked stack by the Python frames it was running, innermost first,
- * one word each (HT_PY_FRAME: the code object and the instruction).
+ * two words each (bpf/heaptrace.h's HT_PY_FRAME: the code object and its
+ * line, then its identity).
  */
 enum stub_py_kind {
 	STUB_PY_NONE,
@@ -131,7 +132,7 @@ struct stub_py {
 	__u64 tstate;           /* GLOBAL: tstate_current's address; TLS: the variable's offset in its module's block */
 	__u64 modid_got;        /* TLS: the GOT slot that the loader fills with the module's dtv index; 0: modid */
 	__u64 modid;            /* TLS: the executable's (1), when its TLS is the executable's own */
-	__u64 eval_lo[2], eval_hi[2];   /* the interpreter loop's code (its .cold part second) */
+	__u64 eval_lo, eval_hi;         /* the interpreter loop's code (_PyEval_EvalFrameDefault) */
 	__u16 thread_id;        /* PyThreadState: pthread_self() of its thread */
 	__u16 cframe;           /* PyThreadState: the _PyCFrame (STUB_PY_NO_FIELD: the frame is in the state itself) */
 	__u16 current_frame;    /* in the _PyCFrame (or the state): the innermost frame */

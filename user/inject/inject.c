@@ -49,8 +49,7 @@ _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the co
  */
 _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_GADGET_OFF, "the config overlaps the gadget's page");
 
-/* The plan's functions from probe from on that the stub can take: marked p->stub, appended to in->fns. */
-static int take(struct inject *in, struct probe_plan *plan, int from)
+int inject_plan_more(struct inject *in, struct probe_plan *plan, int from)
 {
 	int n = in->n;
 
@@ -87,12 +86,7 @@ int inject_plan(struct inject *in, struct probe_plan *plan, pid_t pid, uint64_t 
 	in->share_fd = -1;
 	in->sample_rate = sample_rate;
 	in->max_live = max_live;
-	return take(in, plan, 0);
-}
-
-int inject_plan_more(struct inject *in, struct probe_plan *plan, int from)
-{
-	return take(in, plan, from);
+	return inject_plan_more(in, plan, 0);
 }
 
 /*

@@ -451,7 +451,6 @@ static int write_sample(struct writer *w, const struct prof_stack *s)
 	return w->zo->err;
 }
 
-/* After the samples: only then are the mappings' has_* flags known. */
 /*
  * Python frames (HT_PY_FRAME) in a mapping of their own, "[python]", whose
  * functions, files and lines the profile holds: pprof takes a location of
@@ -474,6 +473,7 @@ static void add_python_mapping(struct writer *w)
 	x->path = strdup("[python]");
 }
 
+/* After the samples: only then are the mappings' has_* flags known. */
 static void write_mappings(struct writer *w)
 {
 	for (size_t i = 0; i < w->nmap; i++) {

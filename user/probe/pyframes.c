@@ -8,15 +8,12 @@
 #include "util/procfs.h"
 
 /* 3.minor: Py_Version (3.11+, PY_VERSION_HEX), else the file's name (libpython3.10.so, python3.10); -1: unknown. */
-static int minor_of(struct elfobj *o, unsigned *micro_hex)
+static int minor_of(struct elfobj *o)
 {
 	uint64_t va, v = 0;
 
-	*micro_hex = 0;
-	if (elfobj_object(o, "Py_Version", &va) && !elfobj_read(o, va, &v, sizeof(v)) && (v >> 24) == 3) {
-		*micro_hex = (unsigned)v;
+	if (elfobj_object(o, "Py_Version", &va) && !elfobj_read(o, va, &v, sizeof(v)) && (v >> 24) == 3)
 		return (int)(v >> 16 & 0xff);
-	}
 	const char *b = strrchr(o->path, '/');
 	b = b ? b + 1 : o->path;
 	const char *p = strstr(b, "python3.");
@@ -25,9 +22,9 @@ static int minor_of(struct elfobj *o, unsigned *micro_hex)
 
 void pyframes_plan(struct cpy_frames *f, struct elfobj *o)
 {
-	unsigned hex;
-	int minor = minor_of(o, &hex);
+	int minor = minor_of(o);
 	uint64_t rt;
+	int64_t off;
 
 	memset(f, 0, sizeof(*f));
 	if (minor < 0 || !(f->lay = py_layout_of(minor))) {
@@ -37,10 +34,12 @@ void pyframes_plan(struct cpy_frames *f, struct elfobj *o)
 			snprintf(f->why, sizeof(f->why), "CPython 3.%d: its frames are read for 3.10 to 3.13", minor);
 		return;
 	}
-	if (!elfobj_func(o, "_PyEval_EvalFrameDefault", &f->eval, &f->eval_size) || !f->eval_size) {
+	if (!elfobj_func(o, "_PyEval_EvalFrameDefault", &f->eval, &f->eval_size) || !f->eval_size ||
+	    (off = elfobj_file_offset(o, f->eval)) < 0) {
 		snprintf(f->why, sizeof(f->why), "no _PyEval_EvalFrameDefault in %s", o->path);
 		return;
 	}
+	f->eval_off = (uint64_t)off;
 	if (!elfobj_object(o, "PyCode_Type", &f->code_type)) {
 		snprintf(f->why, sizeof(f->why), "no PyCode_Type in %s", o->path);
 		return;
@@ -75,13 +74,8 @@ int pyframes_stub(const struct cpy_frames *f, const char *maps, struct stub_py *
 	memset(py, 0, sizeof(*py));
 	if (!f->on || !maps)
 		return -1;
-	struct elfobj o;
-	if (elfobj_open(&o, f->path, false))
-		return -1;
-	int64_t off = elfobj_file_offset(&o, f->eval);
-	elfobj_close(&o);
 	int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-	uint64_t at = fd >= 0 && off >= 0 ? maps_file_addr(maps, fd, (uint64_t)off) : 0;
+	uint64_t at = fd >= 0 ? maps_file_addr(maps, fd, f->eval_off) : 0;
 	if (fd >= 0)
 		close(fd);
 	if (!at)
@@ -92,7 +86,7 @@ int pyframes_stub(const struct cpy_frames *f, const char *maps, struct stub_py *
 		.kind = l->kind, .tstate_from = f->tls ? STUB_PY_TLS : STUB_PY_GLOBAL,
 		.tstate = f->tls ? f->tstate : f->tstate + bias, .modid_got = f->modid_slot ? f->modid_slot + bias : 0,
 		.modid = f->modid_slot ? 0 : 1,
-		.eval_lo = { at, 0 }, .eval_hi = { at + f->eval_size, 0 },
+		.eval_lo = at, .eval_hi = at + f->eval_size,
 		.thread_id = l->thread_id, .cframe = l->cframe, .current_frame = l->current_frame,
 		.frame_code = l->frame_code, .frame_instr = l->frame_instr, .frame_previous = l->frame_previous,
 		.frame_mark = l->frame_mark, .code_units = l->code_units, .owner_cstack = l->owner_cstack,

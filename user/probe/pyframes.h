@@ -20,6 +20,7 @@ struct cpy_frames {
 	char *path;
 	const struct py_layout *lay;
 	uint64_t eval, eval_size;       /* _PyEval_EvalFrameDefault */
+	uint64_t eval_off;              /* its file offset: where the process has it tells the load bias */
 	uint64_t tstate;                /* tstate_current's address, or the TLS variable's offset in the block */
 	bool tls;
 	uint64_t modid_slot;            /* TLS: the GOT slot of the module's id; 0: the executable's (module 1) */

@@ -479,6 +479,18 @@ int profile_note_python(const struct tracer *tr, pid_t pid)
 	return read_map(tracer_stacks_fd(tr), sizeof(uint64_t), tracer_stack_value_size(tr), note_python, &ps);
 }
 
+/*
+ * s's Python frames as a profile holds them (pyf_compact), their code read
+ * first where it was not yet (sampled: no drain saw the stack), while pid lives.
+ */
+static void python_frames(pid_t pid, struct prof_stack *s)
+{
+	if (!pyf_active())
+		return;
+	pyf_note_stack(pid, s->pcs, s->depth);
+	s->depth = pyf_compact(s->pcs, s->depth);
+}
+
 int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, const char *maps, struct profile *p)
 {
 	const struct tracer *tr = src->tr;
@@ -529,16 +541,10 @@ int profile_take(const struct profile_source *src, uint32_t proc, pid_t pid, con
 
 	for (size_t i = 0; i < p->n; i++) {
 		to_estimates(&p->stacks[i]);
-		/* Python frames not seen yet (sampled: no drain sees the stacks): their code, while pid lives. */
-		if (pyf_active()) {
-			pyf_note_stack(pid, p->stacks[i].pcs, p->stacks[i].depth);
-			p->stacks[i].depth = pyf_compact(p->stacks[i].pcs, p->stacks[i].depth);
-		}
+		python_frames(pid, &p->stacks[i]);
 	}
-	for (size_t i = 0; pyf_active() && i < p->n_unmatched; i++) {
-		pyf_note_stack(pid, p->unmatched[i].pcs, p->unmatched[i].depth);
-		p->unmatched[i].depth = pyf_compact(p->unmatched[i].pcs, p->unmatched[i].depth);
-	}
+	for (size_t i = 0; i < p->n_unmatched; i++)
+		python_frames(pid, &p->unmatched[i]);
 	trim_stacks(p);
 	profile_normalize(p);
 	return 0;

@@ -86,12 +86,6 @@ out:
 }
 
 /*
- * The in-process fast path takes the malloc family where it can; not with
- * the kernel's own stack walk (it would walk the stub's stack, not the
- * caller's).  Under --follow-fork, followed children get a stub of their
- * own at their fork (session_trace_child), exact or sampled.
- */
-/*
  * At the target's exec, its new program's functions (a shim's real
  * interpreter: CPython's allocator behind env and pyenv's bash) join the
  * stub's, as the first program's did: installed with the new image's stub.
@@ -109,6 +103,12 @@ static void stub_new_probes(void *arg, int from)
 		inject_plan_more(&s->in, &s->plan, from);
 }
 
+/*
+ * The in-process fast path takes the malloc family where it can; not with
+ * the kernel's own stack walk (it would walk the stub's stack, not the
+ * caller's).  Under --follow-fork, followed children get a stub of their
+ * own at their fork (session_trace_child), exact or sampled.
+ */
 static void plan_inject(struct session *s)
 {
 	const struct trace_opts *o = s->o;

@@ -15,7 +15,8 @@
 
 /*
  * Offsets measured with offsetof() against each version's own internal
- * headers (Py_BUILD_CORE); scenario pyframes compiles the same check.
+ * headers (Py_BUILD_CORE); scenario pyframes checks the frames they give
+ * against tracemalloc's, line by line, on each.
  */
 static const struct py_layout layouts[] = {
 	{ .minor = 10, .kind = STUB_PY_FRAMEOBJ, .tstate_current = 568, .thread_id = 176,
@@ -47,7 +48,6 @@ const struct py_layout *py_layout_of(int minor)
 struct code {
 	uint64_t addr;          /* the code object's address */
 	uint64_t ident;         /* its identity word (ht_py_ident) */
-	const struct py_layout *lay;
 	char *func, *file;      /* NULL: could not be read */
 	int firstlineno;
 };
@@ -143,7 +143,7 @@ static char *read_str(pid_t pid, const struct py_layout *l, uint64_t s)
 	return out;
 }
 
-/* The code object at c->addr, of pid: its names and line table (c->func NULL: not read). */
+/* The code object at c->addr, of pid: its names and first line (c->func NULL: not read). */
 static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, struct code *c)
 {
 	int err = 0;
@@ -166,7 +166,6 @@ static void read_code(pid_t pid, const struct py_layout *l, uint64_t code_type, 
 		return;
 	}
 	c->firstlineno = first;
-	c->lay = l;
 }
 
 /* A logged string: its copied bytes, "..." before them when only its end was kept; NULL: not copied. */

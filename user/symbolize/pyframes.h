@@ -1,9 +1,9 @@
 /*
  * The names of Python frames (stub/python.c's words, HT_PY_FRAME): each
- * code object's qualified name, file and line table, read from the process
- * when a stack naming it is first seen (while the code is alive: the drain
- * sees a stack within HT_RING_PERIOD_MS of its allocation), kept for the
- * profiles written after, and a frame's line found from its instruction.
+ * code object's qualified name, file and first line, read from the process
+ * when a stack naming it is first seen (the drain sees a stack within
+ * HT_RING_PERIOD_MS of its allocation), or from the stub's log of them
+ * where the code is gone since, and kept for the profiles written after.
  * Process-wide: the drain thread notes, the outputs look up.
  */
 #ifndef HT_SYM_PYFRAMES_H
@@ -33,7 +33,6 @@ struct py_layout {
 
 /* The layout of CPython 3.minor, or NULL: frames of another are not read. */
 const struct py_layout *py_layout_of(int minor);
-
 
 /*
  * pid runs CPython of layout lay, its PyCode_Type at code_type: its

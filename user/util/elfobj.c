@@ -54,24 +54,31 @@ static Elf_Scn *find_section(struct elfobj *o, Elf64_Word type, GElf_Shdr *shdr)
 }
 
 /*
- * A symbol table's defined functions or data objects, one at a time:
- * sym_open() then sym_next() until it returns false; sym_name() names one.
+ * A symbol table's defined functions, data objects or thread-local
+ * variables, one at a time: sym_open() then sym_next() until it returns
+ * false; sym_name() names one.
  */
+enum sym_kind {
+	SYM_FUNC,               /* STT_FUNC and STT_GNU_IFUNC */
+	SYM_DATA,               /* STT_OBJECT */
+	SYM_TLS,                /* STT_TLS: the value is an offset in the TLS block, 0 too */
+};
+
 struct sym_iter {
 	struct elfobj *o;
 	Elf_Data *data;
 	GElf_Shdr shdr;
 	size_t i, n;
-	bool data_sym;          /* STT_OBJECT, else STT_FUNC and STT_GNU_IFUNC */
+	enum sym_kind kind;
 };
 
-static bool sym_open(struct sym_iter *it, struct elfobj *o, Elf64_Word type, bool data_sym)
+static bool sym_open(struct sym_iter *it, struct elfobj *o, Elf64_Word type, enum sym_kind kind)
 {
 	Elf_Scn *scn = find_section(o, type, &it->shdr);
 
 	it->o = o;
 	it->i = it->n = 0;
-	it->data_sym = data_sym;
+	it->kind = kind;
 	if (!scn || !(it->data = elf_getdata(scn, NULL)) || !it->shdr.sh_entsize)
 		return false;
 	it->n = it->shdr.sh_size / it->shdr.sh_entsize;
@@ -81,10 +88,11 @@ static bool sym_open(struct sym_iter *it, struct elfobj *o, Elf64_Word type, boo
 static bool sym_next(struct sym_iter *it, GElf_Sym *sym)
 {
 	while (it->i < it->n) {
-		if (!gelf_getsym(it->data, it->i++, sym) || sym->st_shndx == SHN_UNDEF || !sym->st_value)
+		if (!gelf_getsym(it->data, it->i++, sym) || sym->st_shndx == SHN_UNDEF)
 			continue;
 		int t = GELF_ST_TYPE(sym->st_info);
-		if (it->data_sym ? t == STT_OBJECT : t == STT_FUNC || t == STT_GNU_IFUNC)
+		if (it->kind == SYM_TLS ? t == STT_TLS :
+		    sym->st_value && (it->kind == SYM_DATA ? t == STT_OBJECT : t == STT_FUNC || t == STT_GNU_IFUNC))
 			return true;
 	}
 	return false;
@@ -95,13 +103,13 @@ static const char *sym_name(const struct sym_iter *it, const GElf_Sym *sym)
 	return elf_strptr(it->o->elf, it->shdr.sh_link, sym->st_name);
 }
 
-static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name, bool data_sym,
+static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name, enum sym_kind kind,
 			  uint64_t *vaddr, uint64_t *size)
 {
 	struct sym_iter it;
 	GElf_Sym sym;
 
-	if (!sym_open(&it, o, type, data_sym))
+	if (!sym_open(&it, o, type, kind))
 		return false;
 	while (sym_next(&it, &sym)) {
 		const char *s = sym_name(&it, &sym);
@@ -116,39 +124,24 @@ static bool search_symtab(struct elfobj *o, Elf64_Word type, const char *name, b
 
 bool elfobj_func(struct elfobj *o, const char *name, uint64_t *vaddr, uint64_t *size)
 {
-	return search_symtab(o, SHT_SYMTAB, name, false, vaddr, size) ||
-	       search_symtab(o, SHT_DYNSYM, name, false, vaddr, size);
+	return search_symtab(o, SHT_SYMTAB, name, SYM_FUNC, vaddr, size) ||
+	       search_symtab(o, SHT_DYNSYM, name, SYM_FUNC, vaddr, size);
 }
 
 bool elfobj_object(struct elfobj *o, const char *name, uint64_t *vaddr)
 {
 	uint64_t size;
 
-	return search_symtab(o, SHT_SYMTAB, name, true, vaddr, &size) ||
-	       search_symtab(o, SHT_DYNSYM, name, true, vaddr, &size);
-}
-
-static bool tls_in(struct elfobj *o, Elf64_Word type, const char *name, uint64_t *off)
-{
-	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section(o, type, &shdr);
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-	GElf_Sym sym;
-
-	for (size_t i = 0; d && shdr.sh_entsize && i < shdr.sh_size / shdr.sh_entsize; i++) {
-		const char *s;
-		if (gelf_getsym(d, i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_TLS && sym.st_shndx != SHN_UNDEF &&
-		    (s = elf_strptr(o->elf, shdr.sh_link, sym.st_name)) && !strcmp(s, name)) {
-			*off = sym.st_value;
-			return true;
-		}
-	}
-	return false;
+	return search_symtab(o, SHT_SYMTAB, name, SYM_DATA, vaddr, &size) ||
+	       search_symtab(o, SHT_DYNSYM, name, SYM_DATA, vaddr, &size);
 }
 
 bool elfobj_tls(struct elfobj *o, const char *name, uint64_t *off)
 {
-	return tls_in(o, SHT_SYMTAB, name, off) || tls_in(o, SHT_DYNSYM, name, off);
+	uint64_t size;
+
+	return search_symtab(o, SHT_SYMTAB, name, SYM_TLS, off, &size) ||
+	       search_symtab(o, SHT_DYNSYM, name, SYM_TLS, off, &size);
 }
 
 bool elfobj_tls_modid_slot(struct elfobj *o, uint64_t *vaddr)
@@ -177,7 +170,7 @@ static void best_start_in(struct elfobj *o, Elf64_Word type, uint64_t vaddr, uin
 	struct sym_iter it;
 	GElf_Sym sym;
 
-	if (!sym_open(&it, o, type, false))
+	if (!sym_open(&it, o, type, SYM_FUNC))
 		return;
 	while (sym_next(&it, &sym))
 		if (sym.st_value <= vaddr && sym.st_value > *best)
@@ -378,7 +371,7 @@ bool elfobj_func_at(struct elfobj *o, uint64_t vaddr, uint64_t *start, uint64_t 
 		struct sym_iter it;
 		GElf_Sym sym;
 
-		if (!sym_open(&it, o, k ? SHT_DYNSYM : SHT_SYMTAB, false))
+		if (!sym_open(&it, o, k ? SHT_DYNSYM : SHT_SYMTAB, SYM_FUNC))
 			continue;
 		while (sym_next(&it, &sym)) {
 			if (vaddr < sym.st_value || vaddr >= sym.st_value + (sym.st_size ? sym.st_size : 1))
