@@ -268,6 +268,12 @@ $(BUILD)/unit/test_symspec: tests/unit/test_symspec.c tests/unit/check.h user/pr
 		tests/unit/test_symspec.c user/probe/malloc_family.c user/probe/symspec.c user/probe/presets.c \
 		user/util/log.c -o $@
 
+$(BUILD)/unit/test_rss: tests/unit/test_rss.c tests/unit/check.h user/util/rss.c user/util/rss.h user/util/procfs.c \
+		user/util/procfs.h user/util/time.c user/util/time.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
+		tests/unit/test_rss.c user/util/rss.c user/util/procfs.c user/util/time.c -o $@ -lpthread
+
 $(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sample.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ibpf $< -o $@ -lm

@@ -50,15 +50,42 @@ static bool read_status(pid_t pid, struct ht_rss *r)
 struct own_scan {
 	pid_t pid;
 	int pagemap;            /* opened at the first mapping of ours: most processes have none */
+	int kpageflags;         /* opened at the first private page present; -2: not readable */
 	uint64_t stub_end;      /* the line before was the stub's file, ending here */
 	uint64_t bytes;
 };
 
+#define PM_PRESENT (1ull << 63)
+#define PM_FILE (1ull << 61)            /* a file page or shared anonymous: never the zero page */
+#define PM_PFN ((1ull << 55) - 1)       /* 0 unless the reader has CAP_SYS_ADMIN */
+#define KPF_ZERO_PAGE 24
+
 /*
- * Present pages of [lo, hi) in pid's page tables, from pagemap (bit 63),
- * which reads only these pages' entries: smaps gives the same count (its
- * Rss:) but walks every mapping of the process, under the lock its mmap
- * and munmap wait for, whatever its size.
+ * Whether pfn is the kernel's zero page (or its huge one): a read of
+ * private memory never written maps it (the stub's probes of busy[] read
+ * past the slot they take, one run in 40 onto a page no thread writes).
+ * It is nobody's memory and smaps' Rss leaves it out.  Not known (no pfn,
+ * no kpageflags): counted.
+ */
+static bool zero_page(struct own_scan *s, uint64_t pfn)
+{
+	uint64_t flags;
+
+	if (!pfn || s->kpageflags == -2)
+		return false;
+	if (s->kpageflags < 0 && (s->kpageflags = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC)) < 0) {
+		s->kpageflags = -2;
+		return false;
+	}
+	return pread(s->kpageflags, &flags, sizeof(flags), (off_t)(pfn * sizeof(flags))) == sizeof(flags) &&
+	       (flags >> KPF_ZERO_PAGE & 1);
+}
+
+/*
+ * Pages of [lo, hi) present in pid's page tables, from pagemap, which
+ * reads only these pages' entries: smaps gives the same count (its Rss:)
+ * but walks every mapping of the process, under the lock its mmap and
+ * munmap wait for, whatever its size.
  */
 static uint64_t resident(struct own_scan *s, uint64_t lo, uint64_t hi)
 {
@@ -76,7 +103,7 @@ static uint64_t resident(struct own_scan *s, uint64_t lo, uint64_t hi)
 		if (got < (ssize_t)sizeof(ent[0]))
 			break;
 		for (size_t i = 0; i < (size_t)got / sizeof(ent[0]); i++)
-			pages += ent[i] >> 63;
+			pages += (ent[i] & PM_PRESENT) && ((ent[i] & PM_FILE) || !zero_page(s, ent[i] & PM_PFN));
 		pg += (size_t)got / sizeof(ent[0]);
 	}
 	return pages * PAGE;
@@ -114,7 +141,7 @@ static void scan_lines(struct own_scan *s, const char *text)
 /* Bytes resident in heaptrace's mappings of pid (0 if it has none, or its maps cannot be read). */
 static uint64_t own_read(pid_t pid)
 {
-	struct own_scan s = { .pid = pid, .pagemap = -1 };
+	struct own_scan s = { .pid = pid, .pagemap = -1, .kpageflags = -1 };
 	/* A line is at most a page of path and its fields: one always fits. */
 	char path[48], buf[8192];
 	size_t have = 0;
@@ -138,6 +165,8 @@ static uint64_t own_read(pid_t pid)
 	close(fd);
 	if (s.pagemap >= 0)
 		close(s.pagemap);
+	if (s.kpageflags >= 0)
+		close(s.kpageflags);
 	return s.bytes;
 }
 
