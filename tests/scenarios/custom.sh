@@ -265,13 +265,19 @@ custom_stubmix() {
 			d+="pool_alloc is not through the stub"$'\n'
 		grep -qE '^heaptrace: probe pool_free +[^ ]*/t_pool\+0x[0-9a-f]+: the fast path \(stub\)' "$e" ||
 			d+="pool_free is not through the stub"$'\n'
-		# Planned for the stub like every function, then given back at the
-		# installation: the executable and libc lie further apart than a jump reaches.
-		grep -qE '^heaptrace: (probe malloc +[^ ]*/libc\.so\.6\+0x[0-9a-f]+ = malloc\+|fast path: malloc in [^ ]*/libc\.so\.6 keeps its uprobes: no room for one stub within 2 GiB of it and of [^ ]*/t_pool$)' "$e" ||
-			d+="malloc has no uprobe"$'\n'
+		# The executable (at 0x55...) and libc (at 0x7f...) lie further
+		# apart than a rel32 jump reaches: the object with more functions
+		# takes the stub, malloc goes through a page of jumps near libc.
+		grep -qE '^heaptrace: probe malloc +[^ ]*/libc\.so\.6\+0x[0-9a-f]+: the fast path \(stub\)' "$e" ||
+			d+="malloc is not planned for the fast path"$'\n'
+		grep -qE "^heaptrace: fast path: the functions of [^ ]*/libc\.so\.6 are beyond one stub's reach with [^ ]*/t_pool's: through a page of jumps near them$" "$e" ||
+			d+="no -v line: libc's functions through a page of jumps"$'\n'
+		grep -qE '^heaptrace: fast path: a stub at 0x[0-9a-f]+ .*, 3 functions redirected \(1 through the page of jumps at 0x[0-9a-f]+\), events batched$' "$e" ||
+			d+="not 3 functions redirected, 1 through the page of jumps, events batched"$'\n'
+		d+=$(grep -E 'keeps its uprobes' "$e" | head -3 | sed 's/^/a function keeps its uprobes: /')
 		[ -n "$d" ] && d+=$(grep -E '^heaptrace: (probe|fast path)' "$e" | head -8)
 	fi
-	report "custom stubmix: -v: pool_alloc and pool_free through the stub, malloc on uprobes" "$d"
+	report "custom stubmix: -v: pool_alloc and pool_free through the stub, malloc (in libc, beyond its reach) through a page of jumps, events batched" "$d"
 }
 
 # The stub's sampled path for --sym functions: --sample-rate 1 samples

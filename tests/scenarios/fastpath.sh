@@ -323,28 +323,34 @@ scenario_inject_footprint() {
 # --sym functions go through the stub too, so a stub session SIGKILLed
 # leaves jumps on them; the next session without a stub of its own
 # (--no-inject) must put the file's bytes back before its uprobes go on
-# (the kernel would put its int3 on the jump: the calloc+3 crash).  Two
-# rounds on bench/churn's pool allocator (pool_alloc/pool_free, register
-# arguments); the old build's target died of SIGSEGV in each.
+# (the kernel would put its int3 on the jump: the calloc+3 crash).  Rounds
+# on bench/churn's pool allocator (pool_alloc/pool_free, register
+# arguments); the old build's target died of SIGSEGV in each.  Two kinds of
+# round: --no-libc (the pool's functions jump to the stub), and libc traced
+# too (its nine take the stub, more than 2 GiB from the program: the pool's
+# jump to a page of jumps near it, which the next session must know as
+# heaptrace's).
 scenario_inject_symkill() {
-	local key=symkill round d="" tp hp kid spec=(--no-libc --sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2')
+	local key=symkill round d="" tp hp kid kind spec
+	local pool=(--sym 'pool_alloc:size=arg2' --free-sym 'pool_free:ptr=arg2')
 	local churn=$ROOT/build/bench/churn
 	if [ ! -x "$churn" ]; then
 		fail "inject_symkill: $churn not built (make test-targets)" ""
 		return
 	fi
-	local tested=0
+	local tested_stub=0 tested_jumps=0
 	# A round whose attach found a thread inside pool_alloc's first bytes
 	# (a tight loop calls it) leaves it uprobes: nothing to test, another round.
-	for round in 1 2 3 4 5 6; do
-		[ "$tested" -ge 2 ] && break
+	for round in 1 2 3 4 5 6 7 8 9 10; do
+		[ "$tested_stub" -ge 1 ] && [ "$tested_jumps" -ge 1 ] && break
+		if [ "$tested_stub" -lt 1 ]; then kind=stub spec=(--no-libc "${pool[@]}"); else kind=jumps spec=("${pool[@]}"); fi
 		"$churn" --pool --pairs 4000000000 >"$TMP/$key.$round.tout" 2>&1 &
 		tp=$!
 		sleep 0.3
 		ht_bg "$key.$round.a" -v "${spec[@]}" --sample-rate 64K -o /dev/null -p "$tp"
 		hp=$HPID
 		if ! wait_for "$TMP/$key.$round.a.err" 'tracing PID' 20 "$hp"; then
-			d+="round $round: the stub session did not start: $(tail -2 "$TMP/$key.$round.a.err")"$'\n'
+			d+="round $round ($kind): the stub session did not start: $(tail -2 "$TMP/$key.$round.a.err")"$'\n'
 			kill_tree "$hp" "$tp"
 			break
 		fi
@@ -352,24 +358,30 @@ scenario_inject_symkill() {
 			kill_tree "$hp" "$tp"
 			continue
 		fi
-		tested=$((tested + 1))
+		if [ "$kind" = jumps ] && ! grep -qE 'fast path: a stub at 0x[0-9a-f]+ .*, 11 functions redirected \(2 through the page of jumps at 0x[0-9a-f]+\)' "$TMP/$key.$round.a.err"; then
+			d+="round $round: not 11 functions redirected, 2 through a page of jumps: $(grep 'fast path' "$TMP/$key.$round.a.err" | tail -3 | tr '\n' ' ')"$'\n'
+			kill_tree "$hp" "$tp"
+			break
+		fi
+		[ "$kind" = stub ] && tested_stub=$((tested_stub + 1)) || tested_jumps=$((tested_jumps + 1))
 		sleep 0.5
 		kid=$(pgrep -P "$hp" | head -1)
 		[ -n "$kid" ] && kill -KILL "$kid"
 		wait "$hp" 2>/dev/null
-		grep -q 'memfd:heaptrace-stub' "/proc/$tp/maps" || d+="round $round: no stub in the target after the kill"$'\n'
+		grep -q "memfd:heaptrace-$kind" "/proc/$tp/maps" || d+="round $round: no heaptrace-$kind mapping in the target after the kill"$'\n'
 		ht "$key.$round.b" --no-inject "${spec[@]}" -d 1 -o /dev/null -p "$tp"
-		[ "$(cat "$TMP/$key.$round.b.rc")" = 0 ] || d+="round $round: the --no-inject session exited $(cat "$TMP/$key.$round.b.rc"): $(tail -2 "$TMP/$key.$round.b.err")"$'\n'
+		[ "$(cat "$TMP/$key.$round.b.rc")" = 0 ] || d+="round $round ($kind): the --no-inject session exited $(cat "$TMP/$key.$round.b.rc"): $(tail -2 "$TMP/$key.$round.b.err")"$'\n'
 		sleep 0.5
 		if kill -0 "$tp" 2>/dev/null; then
 			kill_tree "$tp"
 		else
 			wait "$tp"
-			d+="round $round: the target died after the --no-inject session, status $?"$'\n'
+			d+="round $round ($kind): the target died after the --no-inject session, status $?"$'\n'
 		fi
 	done
-	[ "$tested" -ge 2 ] || d+="$tested rounds with pool_alloc on the stub in 6, want 2"$'\n'
-	report "inject_symkill: a --sym stub session SIGKILLed, then --no-inject on the same --sym: the target runs on (2 rounds)" "$d"
+	[ "$tested_stub" -ge 1 ] && [ "$tested_jumps" -ge 1 ] ||
+		d+="rounds with pool_alloc on the fast path in 10: $tested_stub through the stub, $tested_jumps through a page of jumps; want 1 each"$'\n'
+	report "inject_symkill: a --sym session SIGKILLed (the pool's functions jumping to the stub, then to a page of jumps), then --no-inject on the same --sym: the target runs on" "$d"
 }
 
 # The first remote call of an installation runs from libc's own `syscall;

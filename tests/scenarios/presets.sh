@@ -246,16 +246,20 @@ presets_python_objects() {
 	# The functions behind the slots (LTO locals without a symbol: their
 	# extent from their FDE) and the wrappers ride the fast path; on
 	# Debian's non-PIE python3.11, more than 2 GiB from libc, the
-	# interpreter's twelve take the stub and libc's nine keep uprobes.
+	# interpreter's twelve take the stub and libc's nine go through a page
+	# of jumps near libc: none keeps its uprobes, and events are batched.
 	d=""
 	local fns
 	fns=$(grep -cE '^heaptrace: probe 0x[0-9a-f]+ +/usr/bin/python3.11\+0x[0-9a-f]+: the fast path \(stub\)' "$TMP/ppys.alloc_objects.err")
 	[ "$fns" = 4 ] || d+="$fns of the 4 functions behind the table slots on the fast path: $(grep -E '^heaptrace: (probe|fast path: )0x' "$TMP/ppys.alloc_objects.err" | head -4)"$'\n'
 	d+=$(grep -E '^heaptrace: fast path: .*(in /usr/bin/python3.11 keeps|0x[0-9a-f]+ keeps)' "$TMP/ppys.alloc_objects.err" |
 		head -3 | sed 's/^/a function of the interpreter keeps its uprobes: /')
-	grep -qE '^heaptrace: fast path: a stub at 0x[0-9a-f]+ .*, 12 functions redirected' "$TMP/ppys.alloc_objects.err" ||
-		d+="not 12 functions redirected: $(grep 'fast path: a stub at' "$TMP/ppys.alloc_objects.err")"$'\n'
-	report "presets python: the interpreter's 12 allocator functions on the fast path (the 4 behind the slots by their FDE's extent), libc's out of one stub's reach" "$d"
+	grep -qE '^heaptrace: fast path: a stub at 0x[0-9a-f]+ .*, 21 functions redirected \(9 through the page of jumps at 0x[0-9a-f]+\), events batched$' "$TMP/ppys.alloc_objects.err" ||
+		d+="not 21 functions redirected, 9 through the page of jumps, events batched: $(grep 'fast path: a stub at' "$TMP/ppys.alloc_objects.err")"$'\n'
+	grep -qE '^heaptrace: fast path: the functions of /lib/x86_64-linux-gnu/libc.so.6 are beyond one stub.s reach with /usr/bin/python3.11.s: through a page of jumps near them$' "$TMP/ppys.alloc_objects.err" ||
+		d+="no -v line: libc's functions through a page of jumps"$'\n'
+	d+=$(grep -E 'keeps its uprobes' "$TMP/ppys.alloc_objects.err" | head -3 | sed 's/^/a function keeps its uprobes: /')
+	report "presets python: the interpreter's 12 allocator functions on the stub (the 4 behind the slots by their FDE's extent), libc's 9 through a page of jumps, events batched" "$d"
 
 	# The same through a #!/usr/bin/env bash shim that execs it (a pyenv shim's shape).
 	printf '#!/usr/bin/env bash\nexec %s "$@"\n' "$py" >"$shim"
@@ -322,6 +326,18 @@ PYEOF
 	grep -q '8 allocator table slots point at jumps' "$TMP/ppa4.err" &&
 		grep -q '8 allocator table slots restored$' "$TMP/ppa4.err" ||
 		d+="after the SIGKILL: the slots were not taken over and restored: $(grep 'python:' "$TMP/ppa4.err" | head -3)"$'\n'
+	# libc lies beyond the stub's reach: its functions go through a page of
+	# jumps, which each later session finds and uses again with the stub.
+	local maps n
+	maps=$(cat "/proc/$pp/maps")
+	for n in stub jumps; do
+		[ "$(grep -c "memfd:heaptrace-$n" <<<"$maps")" = 1 ] || d+="$(grep -c "memfd:heaptrace-$n" <<<"$maps") heaptrace-$n mappings after 4 sessions, want 1"$'\n'
+	done
+	for i in 2 4; do
+		grep -qE 'fast path: the stub an earlier heaptrace left at 0x[0-9a-f]+ is used again' "$TMP/ppa$i.err" &&
+			grep -qE ', 21 functions redirected \(9 through the page of jumps at 0x[0-9a-f]+\)' "$TMP/ppa$i.err" ||
+			d+="session $i: the stub and its page of jumps not used again: $(grep 'fast path' "$TMP/ppa$i.err" | tail -3)"$'\n'
+	done
 	wait_exit "$pp" 30
 	[ "$WRC" = 0 ] || d+="python exited $WRC: $(tail -3 "$out")"$'\n'
 	local start end p1 p2
@@ -334,7 +350,7 @@ PYEOF
 	for i in 1 2; do
 		grep -q '8 allocator table slots restored$' "$TMP/ppa$i.err" || d+="session $i: no '8 allocator table slots restored'"$'\n'
 	done
-	report "presets python: -p twice on a self-checking python, then a session SIGKILLed and one after it: redirected through one page, taken over, restored, the process ends well" "$d"
+	report "presets python: -p twice on a self-checking python, then a session SIGKILLed and one after it: redirected through one page, taken over, restored, one stub and one page of jumps used again, the process ends well" "$d"
 }
 
 presets_errors() {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "inject/inject.h"
+#include "inject/jumps.h"
 #include "inject/phase.h"
 #include "inject/place.h"
 #include "probe/plan.h"
@@ -149,10 +150,13 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		memcpy(t + u + 2, &(uint32_t){ i }, 4);
 		t[u + 6] = 0xe9;
 		memcpy(t + u + 7, &rel, 4);
-		if (relocate_prologue(f->saved, sizeof(f->saved), p->func_size, f->addr, orig, f->skip, t + 16, &orig_len,
-				      why, len) != (int)f->len)
+		/* A far function's orig_i is on the page of jumps, relocated there (jumps_build()). */
+		if (f->far)
+			orig = jumps_slot(in, i) + 16;
+		else if (relocate_prologue(f->saved, sizeof(f->saved), p->func_size, f->addr, orig, f->skip, t + 16,
+					   &orig_len, why, len) != (int)f->len)
 			return -1;
-		if (16 + orig_len > STUB_TRAMP_SIZE) {
+		else if (16 + orig_len > STUB_TRAMP_SIZE) {
 			snprintf(why, len, "the displaced code of %s does not fit", p->func);
 			return -1;
 		}
@@ -286,10 +290,11 @@ static void clear_set(struct inject *in, struct remote *r)
 /*
  * A stub an earlier session left (killed, or detached: it stays mapped),
  * which is byte for byte what this one would map at its place (the same
- * functions, options and heaptrace): used again.  Its record sites may
- * still carry a dead session's bytes (their uprobes' int3 or call); they
- * get the file's nop5 back.  Its set is emptied, its counters zeroed.
- * false: none (the caller maps a new one).
+ * functions, options and heaptrace), with the page of jumps it needs
+ * (jumps_reuse()): used again.  Its record sites may still carry a dead
+ * session's bytes (their uprobes' int3 or call); they get the file's nop5
+ * back.  Its set is emptied, its counters zeroed.  false: none (the caller
+ * maps a new one).
  */
 static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_plan *plan, const char *maps,
 		       uint64_t lo_fn, uint64_t hi_fn, uint8_t *img)
@@ -298,6 +303,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 	struct map_entry e, d;
 	char why[200], path[128];
 	uint8_t *now = malloc(STUB_FILE_SIZE);
+	uint64_t planned_jumps = in->jumps;
 	bool found = false;
 
 	for (const char *pos = maps; now && !found && maps_next(&pos, &e);) {
@@ -307,7 +313,9 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 		    place_farthest(e.lo, e.hi, lo_fn, hi_fn) >= PLACE_REACH)
 			continue;
 		in->base = e.lo;
-		if (build_image(in, plan, img, why, sizeof(why)) || remote_read(r, e.lo, now, STUB_FILE_SIZE))
+		in->jumps = planned_jumps;
+		if ((in->jumps && !jumps_reuse(in, r, plan, maps)) || build_image(in, plan, img, why, sizeof(why)) ||
+		    remote_read(r, e.lo, now, STUB_FILE_SIZE))
 			continue;
 		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
 			memcpy(now + sites[i], img + sites[i], JMP_REL32_LEN);
@@ -342,6 +350,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 	free(now);
 	if (!found) {
 		in->base = 0;
+		in->jumps = planned_jumps;
 		return false;
 	}
 	clear_set(in, r);
@@ -470,6 +479,9 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
 	if (place_reach(in, plan, maps, STUB_DATA_OFF + in->data_size, &lo, &hi, why, sizeof(why)))
 		goto fail;
+	if (in->far_hi && !(in->jumps = place_near(maps, in->far_lo, in->far_hi, JUMPS_SIZE)))
+		for (int i = 0; i < in->n; i++)
+			in->fns[i].addr = in->fns[i].far ? 0 : in->fns[i].addr;
 	/* Only the functions found and in reach stay; an adopted process takes them all or none. */
 	int n = 0;
 	for (int i = 0; i < in->n; i++) {
@@ -497,6 +509,12 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		}
 		if (build_image(in, plan, img, why, sizeof(why)) || map_stub(in, r, img, why, sizeof(why)))
 			goto fail;
+		/* The stub's gadget makes its calls; failed, the far functions keep their uprobes (not patched below). */
+		if (in->jumps && (jumps_build(in, plan, img, why, sizeof(why)) || jumps_map(in, r, img, why, sizeof(why)))) {
+			ht_info("fast path: no page of jumps (%s): the functions beyond the stub's reach keep their uprobes",
+				why);
+			*why = 0;
+		}
 	}
 
 	share_install(in, r, maps);
@@ -517,7 +535,11 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		struct inject_fn *f = &in->fns[i];
 		uint8_t jmp[sizeof(f->saved)];
 		uint64_t at = f->addr + f->skip;
-		int32_t rel = (int32_t)(in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE - (at + JMP_REL32_LEN));
+		uint64_t to = f->far ? jumps_slot(in, i) : in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE;
+		int32_t rel = (int32_t)(to - (at + JMP_REL32_LEN));
+
+		if (f->far && !in->jumps)
+			continue;
 
 		/* The jump, then int3 over the rest of what was displaced: nothing may run there. */
 		memset(jmp, 0xcc, f->len - f->skip);
@@ -551,7 +573,13 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		in->on_share(in->on_share_arg, in, in->share_map, in->share_rows, maps);
 	if (in->py.kind && in->on_python)
 		in->on_python(in->on_python_arg, in);
-	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected, %s", in->base, in->path, good,
+	int far = 0;
+	for (int i = 0; i < in->n; i++)
+		far += in->fns[i].far && in->fns[i].patched;
+	char jumps[96] = "";
+	if (far)
+		snprintf(jumps, sizeof(jumps), " (%d through the page of jumps at 0x%" PRIx64 ")", far, in->jumps);
+	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected%s, %s", in->base, in->path, good, jumps,
 		in->sample_rate ? "unsampled calls stay in the process" :
 		in->batching ? "events batched" : "one record site per call");
 	free(img);
@@ -697,73 +725,6 @@ fail:
 	return 1;
 }
 
-/* The stub's counters into in->seen; the last reading stands once the process is gone. */
-static void read_seen(struct inject *in)
-{
-	struct stub_counters c;
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", in->pid);
-	if (in->base && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		if (pread(fd, &c, sizeof(c), in->base + STUB_DATA_OFF + offsetof(struct stub_data, c)) == sizeof(c))
-			in->seen = c;
-		close(fd);
-	}
-}
-
-void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX])
-{
-	if (in->shared)
-		return;         /* the parent's stub: counted there */
-	/* --follow-fork reads a child's at its exit stop. */
-	read_seen(in);
-	counters[HT_SAMPLED_SET_FULL] += in->seen.set_full + in->earlier.set_full;
-	counters[HT_CALL_MAP_FULL] += in->seen.depth_full + in->earlier.depth_full;
-	counters[HT_MISSED_RETURNS] += in->seen.stale + in->earlier.stale;
-	counters[HT_STUB_UNDELIVERED] += in->undelivered + in->earlier_undelivered;
-}
-
-void inject_carry(struct inject *to, const struct inject *from)
-{
-	to->earlier.set_full = from->earlier.set_full + from->seen.set_full;
-	to->earlier.depth_full = from->earlier.depth_full + from->seen.depth_full;
-	to->earlier.stale = from->earlier.stale + from->seen.stale;
-	to->earlier_undelivered = from->earlier_undelivered + from->undelivered;
-}
-
-bool inject_check_delivery(struct inject *in, const struct tracer *tr, uint32_t slot, double now)
-{
-	uint64_t c[HT_COUNTER_MAX];
-
-	if (in->shared || !in->enabled || in->undelivered || in->delivered)
-		return false;
-	/*
-	 * A ring another reader drains (HEAPTRACE_RING_NODRAIN, the ring
-	 * tests'): its events never reach our counters, so nothing tells.
-	 */
-	if (in->batching && !in->ring_tr)
-		return false;
-	read_seen(in);
-	if (!in->seen.recorded)
-		return false;
-	/* Only until the answer is known: the counters' read drains the rings first. */
-	tracer_counters(tr, slot, c);
-	/* What a recorded call becomes at a record site or in the drain, whichever way it went. */
-	if (c[HT_ALLOCS] || c[HT_FREES] || c[HT_UNMATCHED_FREES] || c[HT_FAILED_ALLOCS] || c[HT_RING_EVENTS] ||
-	    c[HT_ARENA_RESETS] || c[HT_STUB_WALKS]) {
-		in->delivered = true;
-		return false;
-	}
-	if (!in->recorded_at) {
-		in->recorded_at = now;
-		return false;
-	}
-	/* The drain runs every 10 ms, a record site at the call: a second is many times either. */
-	in->undelivered = now - in->recorded_at >= 1.0;
-	return in->undelivered;
-}
-
 void inject_reset(struct inject *in)
 {
 	inject_carry(in, in);
@@ -773,9 +734,10 @@ void inject_reset(struct inject *in)
 	in->base = 0;
 	in->done = in->armed = in->enabled = false;
 	in->recorded_at = 0;    /* the new program's stub is checked afresh (inject_check_delivery()) */
+	in->jumps = 0;
 	for (int i = 0; i < in->n; i++) {
 		in->fns[i].addr = 0;
-		in->fns[i].patched = false;
+		in->fns[i].far = in->fns[i].patched = false;
 	}
 }
 

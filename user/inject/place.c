@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "inject/jumps.h"
 #include "inject/state.h"
 #include "inject/place.h"
 #include "probe/plan.h"
@@ -70,20 +71,22 @@ static int object_fns(const struct inject *in, const struct probe_plan *plan, in
  * One stub within a rel32 jump of every function it serves: the objects
  * with the most functions first (of as many, in the plan's order: the
  * allocator's first), each one taken when a place exists near its
- * functions and those of every object taken before.  So where a
- * non-PIE program lies more than 2 GiB from libc (Debian's python3.11 at
- * 0x400000), --preset python's twelve functions of the interpreter's
- * allocator take the stub and libc's nine keep their uprobes: the
- * interpreter's are the ones a Python program calls all the time (a
- * script of 822,347 allocations ran 1.0 s so, 20.8 s the other way round).
- * The functions of an object out of reach get addr 0 (they keep their
- * uprobes); an adopted process takes all or none (-1, why).  The span of
- * what was taken goes in lo, hi.
+ * functions and those of every object taken before.  An object out of the
+ * stub's reach goes through a page of jumps near it (inject/jumps.h), with
+ * the other far objects that page can reach: where a non-PIE program lies
+ * more than 2 GiB from libc (Debian's python3.11 at 0x400000), --preset
+ * python's twelve functions of the interpreter's allocator take the stub
+ * and libc's nine the page.  Before the page, libc's kept their uprobes
+ * and the process's calls of them went one by one through the record
+ * sites (3.2 s for a loop of 1.7 million allocations that ran 0.17 s
+ * bare).  Functions neither reaches get addr 0 (they keep their uprobes);
+ * an adopted process takes all or none (-1, why).  The span of what the
+ * stub serves goes in lo, hi; the page's in in->far_lo, far_hi.
  */
 int place_reach(struct inject *in, const struct probe_plan *plan, const char *maps, uint64_t size, uint64_t *lo,
 		 uint64_t *hi, char *why, size_t len)
 {
-	const char *taken = NULL;
+	const char *taken = NULL, *far = NULL;
 	int order[STUB_MAX_FNS], count[STUB_MAX_FNS], n = 0;
 
 	/* The first function of each object, the objects with more functions first (a stable insertion sort). */
@@ -103,6 +106,7 @@ int place_reach(struct inject *in, const struct probe_plan *plan, const char *ma
 		count[k] = c;
 	}
 	*lo = UINT64_MAX, *hi = 0;
+	in->far_lo = UINT64_MAX, in->far_hi = 0;
 	for (int oi = 0; oi < n; oi++) {
 		int i = order[oi];
 		uint64_t olo = UINT64_MAX, ohi = 0;
@@ -113,20 +117,34 @@ int place_reach(struct inject *in, const struct probe_plan *plan, const char *ma
 				ohi = in->fns[j].addr > ohi ? in->fns[j].addr : ohi;
 			}
 		uint64_t nlo = olo < *lo ? olo : *lo, nhi = ohi > *hi ? ohi : *hi;
+		uint64_t flo = olo < in->far_lo ? olo : in->far_lo, fhi = ohi > in->far_hi ? ohi : in->far_hi;
 		const char *obj = plan->probes[in->fns[i].probe].path;
-		if (!taken || place_near(maps, nlo, nhi, size)) {
-			*lo = nlo, *hi = nhi;
-			taken = taken ? taken : obj;
+		bool here = !taken || place_near(maps, nlo, nhi, size);
+		if (here || place_near(maps, flo, fhi, JUMPS_SIZE)) {
+			for (int j = i; j < in->n; j++)
+				if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j]))
+					in->fns[j].far = !here;
+			if (here) {
+				*lo = nlo, *hi = nhi;
+				taken = taken ? taken : obj;
+			} else {
+				in->far_lo = flo, in->far_hi = fhi;
+				ht_info("fast path: the functions of %s are beyond one stub's reach with %s's: through a "
+					"page of jumps near them", obj, taken);
+				far = far ? far : obj;
+			}
 			continue;
 		}
 		if (in->whole) {
-			snprintf(why, len, "no room for one stub within 2 GiB of both %s and %s", taken, obj);
+			snprintf(why, len, "no room for one stub within 2 GiB of both %s and %s, nor for a page of jumps "
+				 "near %s and %s", taken, obj, far ? far : obj, obj);
 			return -1;
 		}
 		for (int j = i; j < in->n; j++)
 			if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j])) {
-				ht_info("fast path: %s in %s keeps its uprobes: no room for one stub within 2 GiB of it and of %s",
-					plan->probes[in->fns[j].probe].func, obj, taken);
+				ht_info("fast path: %s in %s keeps its uprobes: no room for one stub within 2 GiB of it and of "
+					"%s, nor for a page of jumps near it%s%s", plan->probes[in->fns[j].probe].func, obj,
+					taken, far ? " and " : "", far ? far : "");
 				in->fns[j].addr = 0;
 			}
 	}

@@ -28,7 +28,7 @@
 /*
  * An earlier heaptrace's jump (it was killed before it could restore the
  * function, or the process was forked from one that still had it): the
- * jump leads into a stub mapping.
+ * jump leads into a stub mapping, or a page of jumps (inject/jumps.h).
  */
 static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
 {
@@ -41,7 +41,7 @@ static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
 	uint64_t to = addr + JMP_REL32_LEN + rel;
 	for (const char *pos = maps; maps_next(&pos, &e);)
 		if (to >= e.lo && to < e.hi)
-			return strstr(e.path, "memfd:heaptrace-stub") != NULL;
+			return strstr(e.path, "memfd:heaptrace-stub") || strstr(e.path, "memfd:heaptrace-jumps");
 	return false;
 }
 

@@ -25,6 +25,7 @@ struct inject_fn {
 	uint32_t len;                   /* bytes displaced, from the entry */
 	uint32_t skip;                  /* the jump's offset in them: [skip, len) is written (relocate_skip) */
 	uint8_t saved[32];              /* what they were */
+	bool far;                       /* beyond the stub's reach: through the page of jumps (inject/jumps.h) */
 	bool patched;
 };
 
@@ -33,6 +34,8 @@ struct inject {
 	uint64_t sample_rate;
 	uint32_t max_live;
 	uint64_t base;                  /* the stub's address in the target; 0: none mapped */
+	uint64_t jumps;                 /* the page of jumps' (inject/jumps.h); 0: none */
+	uint64_t far_lo, far_hi;        /* the span of the functions it serves */
 	uint64_t data_size;
 	uint32_t buckets;
 	int file_fd;                    /* heaptrace's descriptor of the stub's file */
