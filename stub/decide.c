@@ -158,6 +158,13 @@ static __u32 rand32(void)
 	return (x * 0x2545F4914F6CDD1Dull) >> 32;
 }
 
+/* The next draw of the countdown, after a sample. */
+static void resample(void)
+{
+	__atomic_store_n(&stub_data.countdown, (__s64)ht_sample_interval(stub_cfg.sample_rate, rand32()),
+			 __ATOMIC_RELAXED);
+}
+
 /* The Poisson byte countdown: is an allocation of size bytes sampled? */
 static int sampled(__u64 size)
 {
@@ -165,8 +172,7 @@ static int sampled(__u64 size)
 
 	if (left > 0)
 		return 0;
-	__atomic_store_n(&stub_data.countdown, (__s64)ht_sample_interval(stub_cfg.sample_rate, rand32()),
-			 __ATOMIC_RELAXED);
+	resample();
 	return 1;
 }
 
@@ -181,7 +187,7 @@ static __u64 *bucket_of(__u64 ptr)
 
 static __u8 *filter_of(__u64 ptr)
 {
-	return &stub_data.filter[((ptr >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - STUB_FILTER_BITS)];
+	return &stub_data.filter[((ptr >> 4) * STUB_FILTER_MUL) >> (64 - STUB_FILTER_BITS)];
 }
 
 /*
@@ -391,13 +397,18 @@ int stub_alloc_enter(struct stub_frame *f)
 		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
 	if (fn->n_mem)
 		read_mems(fn, f->mem);
-	if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(fn_size(fn, f, 0))))
+	__u64 size = 0;
+	/* A fast entry's subtraction reached 0 (user/inject/fast.h): sampled, the countdown drawn again here. */
+	if (f->index & STUB_INDEX_PRESAMPLED) {
+		resample();
+		mode = MODE_RECORD;
+	} else if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(size = fn_size(fn, f, 0))))
 		mode = MODE_RECORD;
 	else if (fn->flags & STUB_FN_SIZE_AT_RET)
 		mode = MODE_CALL;       /* decided at the exit */
 	else if (fn->old_arg && set_has(arg_of(f, fn->old_arg)))
 		mode = MODE_FREE_OLD;   /* an unsampled realloc of a sampled block: the old one goes */
-	else if (fn->flags & STUB_FN_NESTS)
+	else if ((fn->flags & STUB_FN_NESTS) && size - 1 >= fn->small_max)
 		mode = MODE_CALL;       /* what it calls must not be sampled again */
 	else
 		return 0;

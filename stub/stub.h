@@ -13,6 +13,8 @@
  *                      and orig_i (the displaced prologue, relocated,
  *                      then a jump back into the function)
  *   STUB_CFG_OFF       struct stub_cfg: what each function does
+ *   STUB_FAST_OFF      sampled mode: per function, a fast entry of
+ *                      heaptrace's machine code (user/inject/fast.h)
  *   STUB_GADGET_OFF    the last page: heaptrace's system-call gadget, then
  *                      scratch for its remote calls (memfd names)
  *   STUB_FILE_SIZE     end of the file
@@ -37,6 +39,15 @@
 #define STUB_FILE_SIZE 0x12000
 #define STUB_DATA_OFF 0x12000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
+#define STUB_FAST_OFF 0x10000
+#define STUB_FAST_SIZE 96               /* per function */
+#define STUB_FAST_HASH_K (STUB_FAST_OFF + STUB_MAX_FNS * STUB_FAST_SIZE)       /* the filter's multiplier, for them */
+
+/*
+ * Set in the index a fast entry (user/inject/fast.h) passes to the
+ * handler: its subtraction took the countdown to 0, this call is sampled.
+ */
+#define STUB_INDEX_PRESAMPLED 0x100
 
 /* Fixed entry points at the start of the blob (entry.S, then sites.S). */
 #define STUB_ENTRY_ALLOC 0              /* jmp stub_alloc: allocators */
@@ -61,6 +72,7 @@
  */
 #define STUB_FILTER_BITS 14
 #define STUB_FILTER (1u << STUB_FILTER_BITS)
+#define STUB_FILTER_MUL 0x9E3779B97F4A7C15ull   /* a block's byte: ((ptr >> 4) * this) >> (64 - STUB_FILTER_BITS) */
 
 enum stub_fn_flags {
 	STUB_FN_FREE = 1,               /* a free: the block is args' ptr */
@@ -78,6 +90,12 @@ enum stub_fn_flags {
 	 * with its event (an unmatched one is charged to it).
 	 */
 	STUB_FN_WRAPS = 128,
+	/*
+	 * Sampled: a wrapper whose every call goes on to a traced function
+	 * (CPython's PyObject_Malloc jumping through its table slot) passes
+	 * straight through its fast entry: that function samples it, once.
+	 */
+	STUB_FN_FORWARD = 256,
 };
 
 /*
@@ -98,6 +116,7 @@ struct stub_fn {
 	__u8 out_arg;                   /* s.out_ptr_arg */
 	__u8 n_mem;                     /* s.n_mem */
 	__u8 pad[2];
+	__u32 small_max;                /* STUB_FN_NESTS: sizes 1..small_max call no traced function (CPython's pymalloc) */
 	struct ht_alloc_spec s;         /* a copy of that descriptor: sizes, roles */
 } __attribute__((aligned(64)));
 

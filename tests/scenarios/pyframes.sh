@@ -51,9 +51,31 @@ scenario_pyframes() {
 		pf_stack "$key" "$v"
 	done
 	pf_pprof
+	pf_sampled
 	pf_attach
 	pf_shim
 	pf_off
+}
+
+# Sampled (--sample-rate 1: a block of n bytes is sampled with probability
+# 1 - e^-n and weighs n / that, n for every block of these lines) through
+# the fast entries (user/inject/fast.h): the interpreter's wrappers forward
+# to the functions behind their slots, which sample sizes of 1-512 bytes
+# without holding a nesting slot; the same bytes at the same lines as exact.
+pf_sampled() {
+	local py v key d n
+	for py in /usr/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3; do
+		v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+		key=pfs${v//./}
+		ht "$key" -v --preset python --sample-rate 1 -f collapsed -o "$TMP/$key.col" -- "$py" "$PF_SCRIPT" 50
+		d=$(rc_diag "$key" 0)
+		n=$(sed -nE 's/^heaptrace: fast path: a stub at .*, unsampled calls stay in the process \(([0-9]+) decided by fast entries\)$/\1/p' "$TMP/$key.err")
+		[ "$n" = 12 ] || d+="functions with fast entries: '${n:-none}', want 12 (malloc, free, the 8 wrappers, the pymalloc functions behind PyObject_Malloc and PyObject_Free)"$'\n'
+		report "pyframes $v: --sample-rate 1 exits 0, 12 functions decided by fast entries" "$d"
+		pf_lines "$TMP/$key.col" t_pyknown.py >"$TMP/$key.lines"
+		pf_expect "$key" "$v sampled" blob 5002850 "--sample-rate 1: every block of the line, weighing its size"
+		pf_expect "$key" "$v sampled" worker 1200740 "--sample-rate 1: the 4 threads' blocks and the list's growth"
+	done
 }
 
 # pf_expect KEY VERSION TAG BYTES WHAT: the line of TAG holds BYTES in use.

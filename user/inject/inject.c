@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "inject/inject.h"
+#include "inject/fast.h"
 #include "inject/jumps.h"
 #include "inject/phase.h"
 #include "inject/place.h"
@@ -163,7 +164,10 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
 						.func_ip = f->addr + p->delta };
 		spec_stub_fill(&cfg->fns[i], p, &plan->specs[p->spec]);
+		f->fast = fast_eligible(&cfg->fns[i], in->sample_rate) &&
+			  !fast_emit(img, in->base, i, &cfg->fns[i], p, handler, f->addr - p->func_vaddr);
 	}
+	memcpy(img + STUB_FAST_HASH_K, &(uint64_t){ STUB_FILTER_MUL }, 8);
 	return 0;
 }
 
@@ -535,7 +539,7 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		struct inject_fn *f = &in->fns[i];
 		uint8_t jmp[sizeof(f->saved)];
 		uint64_t at = f->addr + f->skip;
-		uint64_t to = f->far ? jumps_slot(in, i) : in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE;
+		uint64_t to = f->far ? jumps_slot(in, i) : inject_entry(in, i);
 		int32_t rel = (int32_t)(to - (at + JMP_REL32_LEN));
 
 		if (f->far && !in->jumps)
@@ -573,15 +577,19 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		in->on_share(in->on_share_arg, in, in->share_map, in->share_rows, maps);
 	if (in->py.kind && in->on_python)
 		in->on_python(in->on_python_arg, in);
-	int far = 0;
-	for (int i = 0; i < in->n; i++)
+	int far = 0, fast = 0;
+	for (int i = 0; i < in->n; i++) {
 		far += in->fns[i].far && in->fns[i].patched;
-	char jumps[96] = "";
+		fast += in->fns[i].fast && in->fns[i].patched;
+	}
+	char jumps[96] = "", fasts[64] = "";
 	if (far)
 		snprintf(jumps, sizeof(jumps), " (%d through the page of jumps at 0x%" PRIx64 ")", far, in->jumps);
-	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected%s, %s", in->base, in->path, good, jumps,
-		in->sample_rate ? "unsampled calls stay in the process" :
-		in->batching ? "events batched" : "one record site per call");
+	if (fast)
+		snprintf(fasts, sizeof(fasts), " (%d decided by fast entries)", fast);
+	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected%s, %s%s", in->base, in->path, good,
+		jumps, in->sample_rate ? "unsampled calls stay in the process" :
+		in->batching ? "events batched" : "one record site per call", fasts);
 	free(img);
 	free(maps);
 	return 0;
@@ -737,7 +745,7 @@ void inject_reset(struct inject *in)
 	in->jumps = 0;
 	for (int i = 0; i < in->n; i++) {
 		in->fns[i].addr = 0;
-		in->fns[i].far = in->fns[i].patched = false;
+		in->fns[i].far = in->fns[i].fast = in->fns[i].patched = false;
 	}
 }
 

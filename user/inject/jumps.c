@@ -26,12 +26,12 @@ int jumps_build(const struct inject *in, const struct probe_plan *plan, uint8_t 
 		const struct inject_fn *f = &in->fns[i];
 		const struct probe *p = &plan->probes[f->probe];
 		uint8_t *s = page + i * JUMPS_SLOT;
-		uint64_t entry = in->base + STUB_TRAMP_OFF + (uint64_t)i * STUB_TRAMP_SIZE;
+		uint64_t entry = inject_entry(in, i);
 		size_t orig_len;
 
 		if (!f->far)
 			continue;
-		/* jmp *0(%rip), then entry_i's address: the stub is beyond a rel32 jump of here. */
+		/* jmp *0(%rip), then its entry's address: the stub is beyond a rel32 jump of here. */
 		s[0] = 0xff, s[1] = 0x25;
 		memset(s + 2, 0, 4);
 		memcpy(s + 6, &entry, 8);

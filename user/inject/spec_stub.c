@@ -51,6 +51,9 @@ void spec_stub_fill(struct stub_fn *fn, const struct probe *p, const struct ht_a
 		fn->flags |= STUB_FN_PTR_FAST;
 		fn->ptr_arg = a;
 	}
+	fn->small_max = p->small_max;
+	if (p->forwards)
+		fn->flags |= STUB_FN_FORWARD;
 	fn->old_arg = s->old_ptr_arg;
 	fn->out_arg = s->out_ptr_arg;
 	fn->n_mem = s->n_mem;

@@ -26,6 +26,7 @@ struct inject_fn {
 	uint32_t skip;                  /* the jump's offset in them: [skip, len) is written (relocate_skip) */
 	uint8_t saved[32];              /* what they were */
 	bool far;                       /* beyond the stub's reach: through the page of jumps (inject/jumps.h) */
+	bool fast;                      /* its patch leads to its fast entry (inject/fast.h), not entry_i */
 	bool patched;
 };
 
@@ -100,5 +101,12 @@ struct inject {
 	bool batching;
 	struct tracer *ring_tr;         /* the drain that has the ring; NULL: none */
 };
+
+/* Where function i's patch (or its slot on the page of jumps) leads: its fast entry, or entry_i. */
+static inline uint64_t inject_entry(const struct inject *in, int i)
+{
+	return in->base + (in->fns[i].fast ? STUB_FAST_OFF + (uint64_t)i * STUB_FAST_SIZE :
+					     STUB_TRAMP_OFF + (uint64_t)i * STUB_TRAMP_SIZE);
+}
 
 #endif

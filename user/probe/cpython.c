@@ -97,6 +97,7 @@ struct found {
 	struct where slot;
 	uint64_t compared;      /* the value the code compares the slot with (0: none) */
 	bool have_slot;
+	bool tail;              /* it jumps through the slot (its caller's frame is the function's) */
 };
 
 /*
@@ -123,9 +124,11 @@ static bool find_slot(csh cs, const uint8_t *code, size_t len, uint64_t addr, st
 			if (mem_where(insn, a, regs, &w)) {
 				f->slot = w;
 				f->have_slot = done = true;
+				f->tail = insn->id == X86_INS_JMP;
 			} else if (d >= 0 && regs[d].held == LOADED) {
 				f->slot = regs[d].at;
 				f->have_slot = done = true;
+				f->tail = insn->id == X86_INS_JMP;
 			} else if (insn->id == X86_INS_JMP && a->type == X86_OP_IMM) {
 				break;  /* into other code: what follows is not the wrapper's path */
 			}
@@ -229,6 +232,39 @@ static bool have_object(const struct cpy_tables *t, const char *path)
 	return false;
 }
 
+/*
+ * What the stub may take for granted of a wrapper and the function behind
+ * its slot (struct probe's small_max and forwards): pymalloc (the object
+ * has _PyObject_DebugMallocStats only when built with it) serves sizes 1
+ * to 512 from its arenas, calling no traced function (its arenas come
+ * from mmap; it falls back to malloc only when one cannot be had); a
+ * wrapper that only jumps through its slot hands every call on to a
+ * traced function, the one that does the sampling, with the caller's
+ * frame; one that inlines a copy of the function while its slot holds it
+ * does so only while pytables.c's jump is not in the slot.
+ */
+static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, int w, uint64_t func, uint64_t slot,
+			    const struct found *f)
+{
+	uint64_t va, size;
+	bool pymalloc = elfobj_func(o, "_PyObject_DebugMallocStats", &va, &size);
+
+	for (int k = 0; k < plan->n; k++) {
+		struct probe *p = &plan->probes[k];
+		if (strcmp(p->path, o->path))
+			continue;
+		if (p->func_vaddr == func && pymalloc && wrappers[w].kind == HT_SPEC_ALLOC &&
+		    !strstr(wrappers[w].spec, "free="))
+			p->small_max = CPY_SMALL_REQUEST;
+		if (strcmp(p->func, wrappers[w].wrapper))
+			continue;
+		/* A wrapper that compares the slot with the function forwards while the slot holds another (pytables.c's jump). */
+		p->forwards = f->compared == func || (!f->compared && f->tail);
+		p->fwd_slot = f->compared == func ? slot : 0;
+		p->fwd_func = f->compared == func ? func : 0;
+	}
+}
+
 /* One wrapper: its slot and the function it holds, probed.  1: done, 0: not found (said), -1: error. */
 static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct elfobj *o, csh cs, int w,
 			const char *option)
@@ -286,6 +322,7 @@ static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct el
 	symspec_free(&s);
 	if (rc)
 		return -1;
+	mark_stub_hints(plan, o, w, func, slot, &f);
 	if (t->n < CPY_MAX_SLOTS)
 		t->s[t->n++] = (struct cpy_slot){ .path = strdup(o->path), .wrapper = wrappers[w].wrapper,
 						  .slot = slot, .func = func, .func_off = elfobj_file_offset(o, func),

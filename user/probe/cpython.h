@@ -21,6 +21,7 @@
 #include "probe/pyframes.h"
 
 #define CPY_MAX_SLOTS 16
+#define CPY_SMALL_REQUEST 512           /* pymalloc's SMALL_REQUEST_THRESHOLD (3.8 and later) */
 
 struct cpy_slot {
 	char *path;             /* the object that holds the table and the function */

@@ -36,6 +36,15 @@ struct probe {
 	uint8_t stub_undo[4];
 	char stub_why[120];
 	bool stub;              /* taken by the stub: no uprobe is attached to it */
+	/*
+	 * Known of the function (probe/cpython.c): what stub_fn's small_max
+	 * and STUB_FN_FORWARD say; a wrapper that forwards only while its
+	 * table slot does not hold the function behind it (it inlines a copy
+	 * when it does) has their ELF addresses in fwd_slot, fwd_func.
+	 */
+	uint32_t small_max;
+	bool forwards;
+	uint64_t fwd_slot, fwd_func;
 	bool given_back;        /* the stub gave it up while installing: its uprobes come late (probes_attach_fallback) */
 	bool attached;          /* its uprobes are attached */
 };
