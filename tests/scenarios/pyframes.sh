@@ -52,9 +52,32 @@ scenario_pyframes() {
 	done
 	pf_pprof
 	pf_sampled
+	pf_fork
 	pf_attach
 	pf_shim
 	pf_off
+}
+
+# --follow-fork: multiprocessing's forked workers (tests/targets/t_pyfork.py)
+# get their stub's copy, their Python frames read from their memory at
+# their exit; each line's bytes, allocated, in the merged profile.
+pf_fork() {
+	local py v key d got at
+	cp "$ROOT/tests/targets/t_pyfork.py" "$TMP/t_pyfork.py"
+	for py in /usr/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3; do
+		v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+		key=pff${v//./}
+		ht "$key" --preset python --follow-fork --merge -f collapsed --value alloc_space -o "$TMP/$key.col" -- \
+			"$py" "$TMP/t_pyfork.py"
+		d=$(rc_diag "$key" 0)
+		at=$(grep -n '# @child' "$TMP/t_pyfork.py" | cut -d: -f1)
+		got=$(awk -v f="child_work (t_pyfork.py:$at);" 'index($0, f) && /;PyByteArray_Resize [0-9]+$/ { s += $NF } END { print s + 0 }' "$TMP/$key.col")
+		[ "$got" = 2000010 ] || d+="child_work (t_pyfork.py:$at) ... PyByteArray_Resize: $got bytes, want 2000010 (2 workers x 5 x 200,001)"$'\n'
+		at=$(grep -n '# @parent' "$TMP/t_pyfork.py" | cut -d: -f1)
+		got=$(awk -v f="<module> (t_pyfork.py:$at);" 'index($0, f) { s += $NF } END { print s + 0 }' "$TMP/$key.col")
+		[ "$got" = 1000570 ] || d+="<module> (t_pyfork.py:$at): $got bytes, want 1000570 (10 x (100,001 + 56))"$'\n'
+		report "pyframes $v: --follow-fork: a multiprocessing pool's forked workers' line and the parent's, with their bytes" "$d"
+	done
 }
 
 # Sampled (--sample-rate 1: a block of n bytes is sampled with probability
