@@ -351,8 +351,8 @@ struct ht_arena_block {
  * creates as the live set grows, so that its kernel memory follows what the
  * target holds: a hash map's bucket array is sized by its capacity (16
  * bytes a bucket), whatever it holds.  The first holds HT_LIVE_FIRST_LEVEL
- * blocks (or --max-allocs), each next one as many as all before it, the
- * last whatever --max-allocs leaves.
+ * blocks (or --max-allocs), each next one three times as many as all
+ * before it, the last whatever --max-allocs leaves.
  */
 #define HT_LIVE_LEVELS 8
 #define HT_LIVE_FIRST_LEVEL 65536

@@ -219,6 +219,6 @@ pf_shim() {
 		d+="-v does not say 'Python frames: read in PID N (CPython $v)'"$'\n'
 	local got
 	got=$(pf_lines "$TMP/pfshim.col" pfshim.py | awk -v l="$blob" '$1 == l { print $2 }')
-	[ "$got" = 5002850 ] || d+="line $blob: ${got:-no} bytes, want 5002850"$'\n'
+	[ "$got" = 5002850 ] || d+="line $blob: ${got:-no} bytes, want 5002850; $(grep -E 'Python frames|fast path: a stub' "$TMP/pfshim.err" | tr '\n' ' '); the biggest stacks' innermost Python frames: $(awk '{ n = split($0, f, ";"); p = "none"; for (i = n; i > 0; i--) if (f[i] ~ /\(.*:[0-9]+\)|python code/) { p = f[i]; break }; print $NF, p }' "$TMP/pfshim.col" | sort -n | tail -3 | tr '\n' ' ')"$'\n'
 	report "pyframes: #!/usr/bin/env python3 through pyenv's shim ($v): line $blob holds 5002850 bytes, Python frames read" "$d"
 }

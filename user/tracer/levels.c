@@ -21,7 +21,15 @@
 #include "tracer/levels.h"
 #include "util/log.h"
 
-/* Blocks level k can hold: the first HT_LIVE_FIRST_LEVEL, each next one as many as all before it, the last the rest. */
+/*
+ * Blocks level k can hold: the first HT_LIVE_FIRST_LEVEL, each next one
+ * three times as many as all before it, the last the rest.  A block's
+ * insert looks for an older copy of its address in every other level, and
+ * a free looks from the newest down: a million blocks in 3 levels (64K,
+ * 192K, 768K), not 5 as by doubling, took the drain of bench-python's loop
+ * on 3.12 from 590 to 525 ns a slot; their buckets, a power of two per
+ * level, are 21 MiB at a million blocks where doubling's were 16.
+ */
 uint32_t tracer_level_cap(const struct live_levels *lv, int k)
 {
 	uint64_t before = 0;
@@ -29,7 +37,7 @@ uint32_t tracer_level_cap(const struct live_levels *lv, int k)
 	for (int i = 0; i < k; i++)
 		before += lv->cap[i];
 	uint64_t left = lv->max > before ? lv->max - before : 0;
-	uint64_t cap = k == 0 ? HT_LIVE_FIRST_LEVEL : k == HT_LIVE_LEVELS - 1 ? left : before;
+	uint64_t cap = k == 0 ? HT_LIVE_FIRST_LEVEL : k == HT_LIVE_LEVELS - 1 ? left : 3 * before;
 	return cap < left ? cap : left;
 }
 
