@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "inject/inject.h"
+#include "inject/counters.h"
 #include "tracer/tracer.h"
 
 /* The stub's counters into in->seen; the last reading stands once the process is gone. */

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "heaptrace.h"
+#include "inject/counters.h"
 #include "inject/reclaim.h"
 #include "inject/remote.h"
 #include "inject/state.h"
@@ -89,21 +90,6 @@ int inject_on_trap(struct inject *in, pid_t tid, struct probe_plan *plan, struct
  * (attach their uprobes); -1: not done and they still jump (printed).
  */
 int inject_child(struct inject *kid, const struct inject *parent, pid_t pid, struct tracer *tr);
-
-/* The stub's losses, added to the BPF side's counters (read while the process lives, then the last reading). */
-void inject_counters(struct inject *in, uint64_t counters[HT_COUNTER_MAX]);
-
-/* to, the stub of from's process's next program (exec): from's losses, as earlier ones (to may be from). */
-void inject_carry(struct inject *to, const struct inject *from);
-
-/*
- * Do the stub's recorded calls reach heaptrace?  slot: the process's in
- * tr's counters; now: seconds.  True, once, when a second went by after
- * the stub first recorded a call and nothing of it arrived
- * (stub_undelivered: the kernel's uprobes do not fire at the record
- * sites, the drain does not run): the profile would be empty.
- */
-bool inject_check_delivery(struct inject *in, const struct tracer *tr, uint32_t slot, double now);
 
 /* The process executed a new program: its stub is gone; install again (inject_arm) for the same functions. */
 void inject_reset(struct inject *in);

@@ -13,7 +13,6 @@
 
 #include "inject/jumps.h"
 #include "inject/phase.h"
-#include "inject/place.h"
 #include "inject/remote.h"
 #include "insn/relocate.h"
 #include "probe/plan.h"

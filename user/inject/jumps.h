@@ -12,12 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inject/place.h"
 #include "inject/state.h"
 
 struct probe_plan;
 struct remote;
 
-#define JUMPS_SIZE 4096
 #define JUMPS_SLOT STUB_TRAMP_SIZE      /* per function: the jump on (16 bytes), then orig_i */
 _Static_assert(STUB_MAX_FNS * JUMPS_SLOT <= JUMPS_SIZE, "the page of jumps holds every function");
 

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "inject/jumps.h"
 #include "inject/state.h"
 #include "inject/place.h"
 #include "probe/plan.h"

@@ -12,6 +12,7 @@ struct inject;
 struct probe_plan;
 
 #define PLACE_REACH (2000ull << 20)     /* what a rel32 jump reaches, with a margin */
+#define JUMPS_SIZE 4096                 /* a page of jumps (inject/jumps.h), placed as the stub is */
 
 /* The longest jump between [at, end) and functions in [lo_fn, hi_fn], either way. */
 uint64_t place_farthest(uint64_t at, uint64_t end, uint64_t lo_fn, uint64_t hi_fn);
