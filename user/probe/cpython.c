@@ -247,7 +247,8 @@ static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, int w, ui
 			    const struct found *f)
 {
 	uint64_t va, size;
-	bool pymalloc = elfobj_func(o, "_PyObject_DebugMallocStats", &va, &size);
+	/* 512 since 3.8 (256 before: sizes up to 512 would call malloc). */
+	bool pymalloc = elfobj_func(o, "_PyObject_DebugMallocStats", &va, &size) && pyframes_minor(o) >= 8;
 
 	for (int k = 0; k < plan->n; k++) {
 		struct probe *p = &plan->probes[k];

@@ -7,8 +7,7 @@
 #include "probe/pyframes.h"
 #include "util/procfs.h"
 
-/* 3.minor: Py_Version (3.11+, PY_VERSION_HEX), else the file's name (libpython3.10.so, python3.10); -1: unknown. */
-static int minor_of(struct elfobj *o)
+int pyframes_minor(struct elfobj *o)
 {
 	uint64_t va, v = 0;
 
@@ -22,7 +21,7 @@ static int minor_of(struct elfobj *o)
 
 void pyframes_plan(struct cpy_frames *f, struct elfobj *o)
 {
-	int minor = minor_of(o);
+	int minor = pyframes_minor(o);
 	uint64_t rt;
 	int64_t off;
 

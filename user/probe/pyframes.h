@@ -30,6 +30,9 @@ struct cpy_frames {
 /* o is the object that holds CPython: fill f (f->on false, f->why: Python frames are off and why). */
 void pyframes_plan(struct cpy_frames *f, struct elfobj *o);
 
+/* 3.minor of the interpreter o: Py_Version (3.11+, PY_VERSION_HEX), else the file's name (libpython3.10.so, python3.10); -1: unknown. */
+int pyframes_minor(struct elfobj *o);
+
 /*
  * The stub's part (struct stub_py) for a process whose memory map is maps:
  * the file's addresses moved by where it is loaded, and PyCode_Type's
