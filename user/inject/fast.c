@@ -93,9 +93,44 @@ static void mov_to_r11(struct emit *e, uint8_t reg)
 #define JAE 0x83
 #define JLE 0x8e
 
-int fast_emit(uint8_t *img, uint64_t base, int i, const struct stub_fn *fn, const struct probe *p, uint64_t handler,
-	      uint64_t bias)
+/*
+ * A wrapper's: on to the original while its slot holds a value it may
+ * forward on (the function behind it, heaptrace's jump to it), else the
+ * handler.  Three words after the code: the slot's address, the two values.
+ */
+static int forward(struct emit *e, uint8_t *img, int i, const struct probe *p, const struct fast_at *at, uint64_t orig)
 {
+	uint64_t want[2] = { p->fwd_func ? p->fwd_func + at->bias : 0, at->jump }, c = at->base + STUB_FAST_OFF +
+		 (uint64_t)(i + 1) * STUB_FAST_SIZE - 24, slot = p->fwd_slot + at->bias;
+	uint8_t *consts = img + STUB_FAST_OFF + (i + 1) * STUB_FAST_SIZE - 24, *fwd[2];
+	int n = 0;
+
+	if (!p->fwd_slot || (!want[0] && !want[1]))
+		return -1;
+	memcpy(consts, &slot, 8);
+	memcpy(consts + 8, want, 16);
+	b(e, 3, 0x4c, 0x8b, 0x1d);                                      /* mov slot's address(%rip), %r11 */
+	rip(e, c, 0);
+	b(e, 3, 0x4d, 0x8b, 0x1b);                                      /* mov (%r11), %r11 */
+	for (int k = 0; k < 2; k++)
+		if (want[k]) {
+			b(e, 3, 0x4c, 0x3b, 0x1d);                      /* cmp value(%rip), %r11; je forward */
+			rip(e, c + 8 + 8 * k, 0);
+			fwd[n++] = jump(e, JE);
+		}
+	b(e, 2, 0x41, 0xbb);                                            /* mov $i, %r11d; jmp handler */
+	u32(e, (uint32_t)i);
+	fix(e, jump(e, 0), at->handler);
+	for (int k = 0; k < n; k++)
+		fix(e, fwd[k], here(e));
+	b(e, 2, 0xff, 0x25);                                            /* jmp *fns[i].orig(%rip) */
+	rip(e, orig, 0);
+	return e->p - e->start <= STUB_FAST_SIZE - 24 ? 0 : -1;
+}
+
+int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe *p, const struct fast_at *at)
+{
+	uint64_t base = at->base, handler = at->handler;
 	struct emit e = { .p = img + STUB_FAST_OFF + i * STUB_FAST_SIZE, .at = base + STUB_FAST_OFF + i * STUB_FAST_SIZE };
 	uint64_t data = base + STUB_DATA_OFF, orig = base + STUB_CFG_OFF + offsetof(struct stub_cfg, fns[i].orig);
 	uint8_t *slow[4], *pre = NULL, *to_orig[2];
@@ -104,31 +139,8 @@ int fast_emit(uint8_t *img, uint64_t base, int i, const struct stub_fn *fn, cons
 	e.start = e.p;
 	memcpy(e.p, p->stub_undo, p->stub_undo_len);
 	e.p += p->stub_undo_len;
-	if (fn->flags & STUB_FN_FORWARD) {
-		uint8_t *inlines = NULL, *consts = img + STUB_FAST_OFF + (i + 1) * STUB_FAST_SIZE - 16;
-		uint64_t at = base + STUB_FAST_OFF + (i + 1) * STUB_FAST_SIZE - 16;
-		if (p->fwd_slot) {
-			/* The slot's value now; while it is the function itself, the wrapper runs its inlined copy. */
-			uint64_t slot = p->fwd_slot + bias, func = p->fwd_func + bias;
-			memcpy(consts, &slot, 8);
-			memcpy(consts + 8, &func, 8);
-			b(&e, 3, 0x4c, 0x8b, 0x1d);                     /* mov slot's address(%rip), %r11 */
-			rip(&e, at, 0);
-			b(&e, 3, 0x4d, 0x8b, 0x1b);                     /* mov (%r11), %r11 */
-			b(&e, 3, 0x4c, 0x3b, 0x1d);                     /* cmp function's address(%rip), %r11 */
-			rip(&e, at + 8, 0);
-			inlines = jump(&e, JE);
-		}
-		b(&e, 2, 0xff, 0x25);                                   /* jmp *fns[i].orig(%rip) */
-		rip(&e, orig, 0);
-		if (inlines) {
-			fix(&e, inlines, here(&e));
-			b(&e, 2, 0x41, 0xbb);                           /* mov $i, %r11d; jmp handler */
-			u32(&e, (uint32_t)i);
-			fix(&e, jump(&e, 0), handler);
-		}
-		return e.p - e.start <= STUB_FAST_SIZE - 16 ? 0 : -1;
-	}
+	if (fn->flags & STUB_FN_FORWARD)
+		return forward(&e, img, i, p, at, orig);
 	/* cmpl $0, enabled(%rip); je slow: the handler passes a call through while the stub is off. */
 	b(&e, 2, 0x83, 0x3d);
 	rip(&e, data + offsetof(struct stub_data, enabled), 1);

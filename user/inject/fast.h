@@ -22,13 +22,20 @@ _Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FAST_OFF, "the con
 /* Whether fn (its stub_fn filled) gets a fast entry in a session of sample_rate. */
 bool fast_eligible(const struct stub_fn *fn, uint64_t sample_rate);
 
+/* Where function i's fast entry is made for. */
+struct fast_at {
+	uint64_t base;          /* the stub's */
+	uint64_t handler;       /* the entry entry_i jumps to */
+	uint64_t bias;          /* the load bias of the function's object */
+	uint64_t jump;          /* a forwarding wrapper's slot redirected: the jump it holds (0: none) */
+};
+
 /*
- * Function i's fast entry into img (the stub's file at base): the undo of
- * p's first instruction, the decision, then the original (fn->orig, by the
- * config's word) or the handler.  bias: p's object's load bias in the
- * process.  0, or -1 if it does not fit.
+ * Function i's fast entry into img (the stub's file at at->base): the undo
+ * of p's first instruction, the decision, then the original (fn->orig, by
+ * the config's word) or the handler.  0, or -1 if it has none (it does not
+ * fit, or a wrapper has nothing it may forward on).
  */
-int fast_emit(uint8_t *img, uint64_t base, int i, const struct stub_fn *fn, const struct probe *p, uint64_t handler,
-	      uint64_t bias);
+int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe *p, const struct fast_at *at);
 
 #endif

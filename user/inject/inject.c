@@ -25,6 +25,7 @@
 #include "inject/inject.h"
 #include "inject/fast.h"
 #include "inject/jumps.h"
+#include "inject/pytables.h"
 #include "inject/phase.h"
 #include "inject/place.h"
 #include "probe/plan.h"
@@ -164,8 +165,11 @@ static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t
 		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
 						.func_ip = f->addr + p->delta };
 		spec_stub_fill(&cfg->fns[i], p, &plan->specs[p->spec]);
-		f->fast = fast_eligible(&cfg->fns[i], in->sample_rate) &&
-			  !fast_emit(img, in->base, i, &cfg->fns[i], p, handler, f->addr - p->func_vaddr);
+		struct fast_at at = { .base = in->base, .handler = handler, .bias = f->addr - p->func_vaddr };
+		for (int k = 0; p->forwards && in->pyt && k < in->pyt->n; k++)
+			if (in->pyt->w[k].pid == in->pid && in->pyt->w[k].at == p->fwd_slot + at.bias)
+				at.jump = in->pyt->w[k].jump;
+		f->fast = fast_eligible(&cfg->fns[i], in->sample_rate) && !fast_emit(img, i, &cfg->fns[i], p, &at);
 	}
 	memcpy(img + STUB_FAST_HASH_K, &(uint64_t){ STUB_FILTER_MUL }, 8);
 	return 0;

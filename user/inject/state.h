@@ -14,6 +14,7 @@
 #include "stub/stub.h"
 
 struct cpy_frames;
+struct pytables;
 
 struct probe_plan;
 struct ring;
@@ -92,6 +93,7 @@ struct inject {
 	 * stub of this process reads them (its PyCode_Type in py_code_type).
 	 */
 	const struct cpy_frames *pyf;
+	const struct pytables *pyt;     /* CPython's slots redirected (inject/pytables.h), for the fast entries; NULL: none */
 	struct stub_py py;
 	uint64_t py_code_type;
 	void (*on_python)(void *arg, const struct inject *in);

@@ -240,8 +240,10 @@ static bool have_object(const struct cpy_tables *t, const char *path)
  * from mmap; it falls back to malloc only when one cannot be had); a
  * wrapper that only jumps through its slot hands every call on to a
  * traced function, the one that does the sampling, with the caller's
- * frame; one that inlines a copy of the function while its slot holds it
- * does so only while pytables.c's jump is not in the slot.
+ * frame, while its slot holds that function or pytables.c's jump to it
+ * (another allocator set there at run time may call nothing traced); one
+ * that inlines a copy of the function while the slot holds it, only while
+ * the slot holds the jump.
  */
 static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, int w, uint64_t func, uint64_t slot,
 			    const struct found *f)
@@ -259,10 +261,9 @@ static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, int w, ui
 			p->small_max = CPY_SMALL_REQUEST;
 		if (strcmp(p->func, wrappers[w].wrapper))
 			continue;
-		/* A wrapper that compares the slot with the function forwards while the slot holds another (pytables.c's jump). */
 		p->forwards = f->compared == func || (!f->compared && f->tail);
-		p->fwd_slot = f->compared == func ? slot : 0;
-		p->fwd_func = f->compared == func ? func : 0;
+		p->fwd_slot = p->forwards ? slot : 0;
+		p->fwd_func = !f->compared && f->tail ? func : 0;
 	}
 }
 

@@ -38,9 +38,10 @@ struct probe {
 	bool stub;              /* taken by the stub: no uprobe is attached to it */
 	/*
 	 * Known of the function (probe/cpython.c): what stub_fn's small_max
-	 * and STUB_FN_FORWARD say; a wrapper that forwards only while its
-	 * table slot does not hold the function behind it (it inlines a copy
-	 * when it does) has their ELF addresses in fwd_slot, fwd_func.
+	 * and STUB_FN_FORWARD say.  A wrapper that calls through its table
+	 * slot (ELF address fwd_slot) forwards while the slot holds
+	 * heaptrace's jump to the function behind it, or that function itself
+	 * (fwd_func; 0 when the wrapper inlines a copy of it then).
 	 */
 	uint32_t small_max;
 	bool forwards;

@@ -97,4 +97,5 @@ void session_plan_walk(struct session *s)
 	in->pyf = in->walk != STUB_WALK_NONE && !(py && !strcmp(py, "off")) ? &s->specs.py.frames : NULL;
 	in->on_python = python_read;
 	in->on_python_arg = s;
+	in->pyt = &s->pyt;
 }
