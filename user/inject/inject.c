@@ -465,12 +465,22 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		if (fd < 0 || pread(fd, file, sizeof(file), off) != sizeof(file) || !(f->addr = maps_file_addr(maps, fd, off)) ||
 		    remote_read(r, f->addr, f->saved, sizeof(f->saved)))
 			f->addr = 0;
+		/*
+		 * A thread at the entry, or just after an instruction the pre-stub
+		 * undoes, takes the jump well; one further in is stepped out of the
+		 * bytes first (a loop calling the function is caught there now and
+		 * then, and the function kept its uprobes for the session).
+		 */
+		uint64_t first_lo = f->addr + (f->skip ? f->skip + 1 : 0), first_hi = f->addr + f->len;
+		bool inside = f->addr && remote_pc_in(r, first_lo, first_hi);
 		const char *bad = !f->addr ? "not mapped in the target" :
 				  memcmp(file, f->saved, f->len) ? "its code in the target is not the file's "
 								   "(another tool's breakpoint, or an earlier stub)" :
-				  /* A thread at the entry, or just after an instruction the pre-stub undoes, takes the jump well. */
-				  remote_pc_in(r, f->addr + (f->skip ? f->skip + 1 : 0), f->addr + f->len) ?
-						"a thread is stopped inside its first bytes" : NULL;
+				  inside && remote_step_out(r, first_lo, first_hi, 16) ? "a thread is stopped inside its first bytes" :
+									     NULL;
+		if (inside && !bad)
+			ht_info("fast path: PID %d: a thread stopped inside the first bytes of %s, stepped out of them",
+				in->pid, p->func);
 		if (bad && in->whole) {
 			snprintf(why, sizeof(why), "%s: %s", p->func, bad);
 			f->addr = 0;

@@ -552,9 +552,9 @@ int remote_sync(struct remote *r)
 	return 0;
 }
 
-int remote_step(struct remote *r)
+/* One instruction of t, its registers as they are in t->regs, then read back. */
+static int step_thread(struct remote_thread *t)
 {
-	struct remote_thread *t = &r->t[0];
 	int st, err;
 
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
@@ -566,6 +566,27 @@ int remote_step(struct remote *r)
 	if (WSTOPSIG(st) != SIGTRAP && !(st >> 16))
 		t->requeue |= 1ull << ((WSTOPSIG(st) - 1) & 63);
 	return ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) ? -errno : 0;
+}
+
+int remote_step(struct remote *r)
+{
+	return step_thread(&r->t[0]);
+}
+
+int remote_step_out(struct remote *r, uint64_t lo, uint64_t hi, int max)
+{
+	bool left = false;
+
+	for (size_t i = 0; i < r->n; i++) {
+		struct remote_thread *t = &r->t[i];
+		/* A thread at a ptrace event or in a group-stop is not ours to run. */
+		bool ours = t->stopped && !t->loops && !t->group_stop;
+		for (int k = 0; ours && t->regs.rip >= lo && t->regs.rip < hi && k < max; k++)
+			if (step_thread(t))
+				break;
+		left |= t->stopped && t->regs.rip >= lo && t->regs.rip < hi;
+	}
+	return left ? -1 : 0;
 }
 
 bool remote_pc_in(const struct remote *r, uint64_t lo, uint64_t hi)

@@ -92,6 +92,13 @@ int remote_sync(struct remote *r);
 /* Run one instruction of the first thread, from its registers; 0 or -errno. */
 int remote_step(struct remote *r);
 
+/*
+ * Each stopped thread (not one at a ptrace event or in a group-stop) whose
+ * instruction pointer is in [lo, hi), stepped until it leaves, at most max
+ * instructions each.  0, or -1 if a thread is still there.
+ */
+int remote_step_out(struct remote *r, uint64_t lo, uint64_t hi, int max);
+
 /* Is any stopped thread's instruction pointer in [lo, hi)? */
 bool remote_pc_in(const struct remote *r, uint64_t lo, uint64_t hi);
 
