@@ -165,12 +165,19 @@ static void resample(void)
 			 __ATOMIC_RELAXED);
 }
 
-/* The Poisson byte countdown: is an allocation of size bytes sampled? */
+/*
+ * The Poisson byte countdown: is an allocation of size bytes sampled?  As
+ * bpf/sample.h's ht_countdown(): when the countdown is less than the size,
+ * so never one of 0 bytes (a countdown of 0 is drawn once in about rate
+ * draws: `<=` here sampled t_stale's 0-byte calls a run in 70).
+ */
 static int sampled(__u64 size)
 {
+	if (!size)
+		return 0;
 	__s64 left = __atomic_sub_fetch(&stub_data.countdown, (__s64)size, __ATOMIC_RELAXED);
 
-	if (left > 0)
+	if (left >= 0)
 		return 0;
 	resample();
 	return 1;

@@ -40,7 +40,7 @@
 #define STUB_DATA_OFF 0x12000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
 #define STUB_FAST_OFF 0x10000
-#define STUB_FAST_SIZE 96               /* per function */
+#define STUB_FAST_SIZE 112              /* per function: an allocation of pymalloc's, 108 bytes at most */
 #define STUB_FAST_HASH_K (STUB_FAST_OFF + STUB_MAX_FNS * STUB_FAST_SIZE)       /* the filter's multiplier, for them */
 
 /*

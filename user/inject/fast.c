@@ -91,7 +91,7 @@ static void mov_to_r11(struct emit *e, uint8_t reg)
 #define JE 0x84
 #define JNE 0x85
 #define JAE 0x83
-#define JLE 0x8e
+#define JL 0x8c
 
 /*
  * A wrapper's: on to the original while its slot holds a value it may
@@ -177,14 +177,17 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 			u32(&e, fn->small_max - 1);
 			slow[n_slow++] = jump(&e, JAE);
 		}
+		/* test %reg, %reg; je original: a 0-byte allocation is never sampled (sampled() in stub/decide.c). */
+		b(&e, 3, 0x48 | (r >= 8 ? 5 : 0), 0x85, 0xc0 | (r & 7) << 3 | (r & 7));
+		to_orig[n_orig++] = jump(&e, JE);
 		/* The countdown less the size, at once for every thread: old = xadd(countdown, -size). */
 		mov_to_r11(&e, r);
 		b(&e, 3, 0x49, 0xf7, 0xdb);                             /* neg %r11 */
 		b(&e, 5, 0xf0, 0x4c, 0x0f, 0xc1, 0x1d);                 /* lock xadd %r11, countdown(%rip) */
 		rip(&e, data + offsetof(struct stub_data, countdown), 0);
-		/* old <= size: it reached 0 with this call, which is sampled (the handler draws the next countdown). */
+		/* old < size: it went below 0 with this call, which is sampled (the handler draws the next countdown). */
 		b(&e, 3, 0x48 | (r >= 8 ? 4 : 0) | 1, 0x39, 0xc0 | (r & 7) << 3 | (R11 & 7));   /* cmp %reg, %r11 */
-		pre = jump(&e, JLE);
+		pre = jump(&e, JL);
 	}
 	uint64_t orig_at = here(&e);
 	b(&e, 2, 0xff, 0x25);                                           /* jmp *fns[i].orig(%rip) */
