@@ -405,7 +405,7 @@ int stub_alloc_enter(struct stub_frame *f)
 	if (fn->n_mem)
 		read_mems(fn, f->mem);
 	__u64 size = 0;
-	/* A fast entry's subtraction reached 0 (user/inject/fast.h): sampled, the countdown drawn again here. */
+	/* A fast entry's subtraction went below 0 (user/inject/fast.h): sampled, the countdown drawn again here. */
 	if (f->index & STUB_INDEX_PRESAMPLED) {
 		resample();
 		mode = MODE_RECORD;

@@ -45,7 +45,7 @@
 
 /*
  * Set in the index a fast entry (user/inject/fast.h) passes to the
- * handler: its subtraction took the countdown to 0, this call is sampled.
+ * handler: its subtraction took the countdown below 0, this call is sampled.
  */
 #define STUB_INDEX_PRESAMPLED 0x100
 
