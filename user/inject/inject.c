@@ -497,9 +497,6 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
 	if (place_reach(in, plan, maps, STUB_DATA_OFF + in->data_size, &lo, &hi, why, sizeof(why)))
 		goto fail;
-	if (in->far_hi && !(in->jumps = place_near(maps, in->far_lo, in->far_hi, JUMPS_SIZE)))
-		for (int i = 0; i < in->n; i++)
-			in->fns[i].addr = in->fns[i].far ? 0 : in->fns[i].addr;
 	/* Only the functions found and in reach stay; an adopted process takes them all or none. */
 	int n = 0;
 	for (int i = 0; i < in->n; i++) {

@@ -80,7 +80,8 @@ static int object_fns(const struct inject *in, const struct probe_plan *plan, in
  * sites (3.2 s for a loop of 1.7 million allocations that ran 0.17 s
  * bare).  Functions neither reaches get addr 0 (they keep their uprobes);
  * an adopted process takes all or none (-1, why).  The span of what the
- * stub serves goes in lo, hi; the page's in in->far_lo, far_hi.
+ * stub serves goes in lo, hi; the page's in in->far_lo, far_hi, and where
+ * it goes in in->jumps (0: no page).
  */
 int place_reach(struct inject *in, const struct probe_plan *plan, const char *maps, uint64_t size, uint64_t *lo,
 		 uint64_t *hi, char *why, size_t len)
@@ -106,6 +107,7 @@ int place_reach(struct inject *in, const struct probe_plan *plan, const char *ma
 	}
 	*lo = UINT64_MAX, *hi = 0;
 	in->far_lo = UINT64_MAX, in->far_hi = 0;
+	in->jumps = 0;
 	for (int oi = 0; oi < n; oi++) {
 		int i = order[oi];
 		uint64_t olo = UINT64_MAX, ohi = 0;
@@ -119,7 +121,8 @@ int place_reach(struct inject *in, const struct probe_plan *plan, const char *ma
 		uint64_t flo = olo < in->far_lo ? olo : in->far_lo, fhi = ohi > in->far_hi ? ohi : in->far_hi;
 		const char *obj = plan->probes[in->fns[i].probe].path;
 		bool here = !taken || place_near(maps, nlo, nhi, size);
-		if (here || place_near(maps, flo, fhi, JUMPS_SIZE)) {
+		uint64_t page = here ? 0 : place_near(maps, flo, fhi, JUMPS_SIZE);
+		if (here || page) {
 			for (int j = i; j < in->n; j++)
 				if (in->fns[j].addr && same_object(plan, &in->fns[i], &in->fns[j]))
 					in->fns[j].far = !here;
@@ -128,6 +131,7 @@ int place_reach(struct inject *in, const struct probe_plan *plan, const char *ma
 				taken = taken ? taken : obj;
 			} else {
 				in->far_lo = flo, in->far_hi = fhi;
+				in->jumps = page;
 				ht_info("fast path: the functions of %s are beyond one stub's reach with %s's: through a "
 					"page of jumps near them", obj, taken);
 				far = far ? far : obj;

@@ -22,8 +22,10 @@ uint64_t place_near(const char *maps, uint64_t lo_fn, uint64_t hi_fn, uint64_t s
 
 /*
  * The functions of in one stub of size bytes can serve, by object in the
- * plan's order; the others get addr 0 (their uprobes stay), or -1 and why
- * when in->whole.  Their span in lo, hi.
+ * plan's order, and those of objects beyond its reach a page of jumps can
+ * (marked far; the page's place in in->jumps, their span in in->far_lo,
+ * far_hi); the others get addr 0 (their uprobes stay), or -1 and why when
+ * in->whole.  The stub's functions' span in lo, hi.
  */
 int place_reach(struct inject *in, const struct probe_plan *plan, const char *maps, uint64_t size, uint64_t *lo,
 		uint64_t *hi, char *why, size_t len);

@@ -245,13 +245,9 @@ static bool have_object(const struct cpy_tables *t, const char *path)
  * that inlines a copy of the function while the slot holds it, only while
  * the slot holds the jump.
  */
-static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, int w, uint64_t func, uint64_t slot,
-			    const struct found *f)
+static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, bool pymalloc, int w, uint64_t func,
+			    uint64_t slot, const struct found *f)
 {
-	uint64_t va, size;
-	/* 512 since 3.8 (256 before: sizes up to 512 would call malloc). */
-	bool pymalloc = elfobj_func(o, "_PyObject_DebugMallocStats", &va, &size) && pyframes_minor(o) >= 8;
-
 	for (int k = 0; k < plan->n; k++) {
 		struct probe *p = &plan->probes[k];
 		if (strcmp(p->path, o->path))
@@ -268,8 +264,8 @@ static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, int w, ui
 }
 
 /* One wrapper: its slot and the function it holds, probed.  1: done, 0: not found (said), -1: error. */
-static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct elfobj *o, csh cs, int w,
-			const char *option)
+static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct elfobj *o, bool pymalloc, csh cs,
+			int w, const char *option)
 {
 	uint64_t va, size, slot, func, start, fsize;
 	uint8_t code[512];
@@ -324,7 +320,7 @@ static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct el
 	symspec_free(&s);
 	if (rc)
 		return -1;
-	mark_stub_hints(plan, o, w, func, slot, &f);
+	mark_stub_hints(plan, o, pymalloc, w, func, slot, &f);
 	if (t->n < CPY_MAX_SLOTS)
 		t->s[t->n++] = (struct cpy_slot){ .path = strdup(o->path), .wrapper = wrappers[w].wrapper,
 						  .slot = slot, .func = func, .func_off = elfobj_file_offset(o, func),
@@ -356,8 +352,10 @@ int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct obj
 			return -1;
 		}
 		cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+		/* Built with pymalloc, whose threshold is 512 bytes since 3.8 (256 before: sizes up to 512 called malloc). */
+		bool pymalloc = elfobj_func(&o, "_PyObject_DebugMallocStats", &va, &size) && pyframes_minor(&o) >= 8;
 		for (int w = 0; w < N_WRAPPERS && rc >= 0; w++)
-			if ((rc = plan_wrapper(t, plan, &o, cs, w, option)) > 0)
+			if ((rc = plan_wrapper(t, plan, &o, pymalloc, cs, w, option)) > 0)
 				found++;
 		cs_close(&cs);
 		if (!t->frames.on && !*t->frames.why) {
