@@ -349,13 +349,15 @@ struct ht_arena_block {
 /*
  * The live map is up to HT_LIVE_LEVELS hash maps (levels) that user space
  * creates as the live set grows, so that its kernel memory follows what the
- * target holds: a hash map's bucket array is sized by its capacity (16
- * bytes a bucket), whatever it holds.  The first holds HT_LIVE_FIRST_LEVEL
- * blocks (or --max-allocs), each next one three times as many as all
- * before it, the last whatever --max-allocs leaves.
+ * target holds: a level is preallocated (its elements and its buckets, 16
+ * bytes each, take their memory when it is made), so it is made only when
+ * the blocks need it.  The first holds HT_LIVE_FIRST_LEVEL blocks (or
+ * --max-allocs), the second seven times as many (64K blocks in two
+ * levels), each next one three times as many as all before it, the last
+ * whatever --max-allocs leaves.
  */
 #define HT_LIVE_LEVELS 8
-#define HT_LIVE_FIRST_LEVEL 65536
+#define HT_LIVE_FIRST_LEVEL 8192
 
 /*
  * The live map's counting filter (bpf/live.bpf.h, live_filter): for each

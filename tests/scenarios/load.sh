@@ -279,8 +279,8 @@ scenario_soak() {
 
 # ---------------------------------------------------------------------------
 # Kernel memory: the BPF maps follow what the target holds.  The live map
-# is levels of hash maps that are not preallocated (bpf/live.bpf.h), made
-# as the blocks grow; the other maps are sized from the options and the
+# is levels of preallocated hash maps (bpf/live.bpf.h), made as the blocks
+# grow; the other maps are sized from the options and the
 # target (arena maps only with arenas).
 #
 # kmem_mib KEY: X of "heaptrace: kernel memory: X MiB in BPF maps" (-v).
@@ -336,9 +336,9 @@ scenario_kmem() {
 	x=$(kmem_mib $key)
 	d=$(rc_diag $key 0)
 	{ [ -n "$x" ] && awk -v x="$x" 'BEGIN { exit !(x <= 16) }'; } || d+="kernel memory: '${x:-<none>}' MiB, want <= 16"$'\n'
-	grep -q '^heaptrace: live blocks: 0 in 1 of 8 levels with room for 65536 (--max-allocs 1048576)' "$TMP/$key.err" ||
+	grep -q '^heaptrace: live blocks: 0 in 1 of 8 levels with room for 8192 (--max-allocs 1048576)' "$TMP/$key.err" ||
 		d+="$(grep '^heaptrace: live blocks' "$TMP/$key.err" || echo 'no live blocks line')"$'\n'
-	report "kmem: /bin/true at the defaults: -v says ${x:-?} MiB of BPF maps (<= 16), the live map 1 level of 65536" "$d"
+	report "kmem: /bin/true at the defaults: -v says ${x:-?} MiB of BPF maps (<= 16), the live map 1 level of 8192" "$d"
 
 	# The same while tracing, from the kernel: the fdinfo memlock of heaptrace's maps.
 	key=kmem.small
@@ -407,8 +407,8 @@ scenario_kmem() {
 		[ -n "${k1:-}" ] && [ "$k1" -le $((130 * n + (16 << 20))) ] ||
 			d+="the cgroup's kernel memory with $n blocks: ${k1:-?} bytes, want <= 130 a block + 16 MiB"$'\n'
 		est=$(sed -nE 's/^heaptrace: live blocks: ([0-9]+) in ([0-9]+) of 8 levels .* ([0-9]+) bytes a block .*/\1 \2 \3/p' "$TMP/$key.err")
-		[ "$(echo "$est" | cut -d' ' -f1,2)" = "$n 3" ] ||
-			d+="-v: $(grep '^heaptrace: live blocks' "$TMP/$key.err"), want $n in 3 levels (65,536, 196,608, 786,432)"$'\n'
+		[ "$(echo "$est" | cut -d' ' -f1,2)" = "$n 4" ] ||
+			d+="-v: $(grep '^heaptrace: live blocks' "$TMP/$key.err"), want $n in 4 levels (8,192, 57,344, 196,608, 786,432)"$'\n'
 		# heaptrace's own figure (elements at their slab size) within 10% of the cgroup's.
 		est=$(echo "$est" | cut -d' ' -f3)
 		[ -n "$est" ] && [ -n "$per" ] && [ $((est * 10)) -ge $((per * 9)) ] && [ $((est * 10)) -le $((per * 11)) ] ||
@@ -417,7 +417,7 @@ scenario_kmem() {
 		expect_events $key allocs=$n frees=0 live_map_full=0 missed_frees=0
 	fi
 
-	# Every level full: --max-allocs 150000 is 65536 + 84464; of
+	# Every level full: --max-allocs 150000 is 8192 + 57344 + 84464; of
 	# 200000 blocks 50000 find no room, exactly, and their frees are unmatched.
 	key=kmem.full
 	mkfifo "$TMP/$key.fifo"
@@ -432,9 +432,9 @@ scenario_kmem() {
 	fi
 	ht_bg_wait $key "$HPID" 60
 	d+=$(rc_diag $key 0)
-	grep -q '^heaptrace: live blocks: 0 in 2 of 8 levels with room for 150000 (--max-allocs 150000)' "$TMP/$key.err" ||
+	grep -q '^heaptrace: live blocks: 0 in 3 of 8 levels with room for 150000 (--max-allocs 150000)' "$TMP/$key.err" ||
 		d+="$(grep '^heaptrace: live blocks' "$TMP/$key.err" || echo 'no live blocks line')"$'\n'
-	report "kmem: --max-allocs 150000: the live map grew to 2 levels, room for 150000" "$d"
+	report "kmem: --max-allocs 150000: the live map grew to 3 levels, room for 150000" "$d"
 	expect_events $key allocs=200000 frees=150000 live_map_full=50000 unmatched_frees=50000 missed_frees=0
 }
 

@@ -22,13 +22,15 @@
 #include "util/log.h"
 
 /*
- * Blocks level k can hold: the first HT_LIVE_FIRST_LEVEL, each next one
- * three times as many as all before it, the last the rest.  A block's
- * insert looks for an older copy of its address in every other level, and
- * a free looks from the newest down: a million blocks in 3 levels (64K,
- * 192K, 768K), not 5 as by doubling, took the drain of bench-python's loop
- * on 3.12 from 590 to 525 ns a slot; their buckets, a power of two per
- * level, are 21 MiB at a million blocks where doubling's were 16.
+ * Blocks level k can hold: the first HT_LIVE_FIRST_LEVEL, the second
+ * seven times as many, each next one three times as many as all before
+ * it, the last the rest.  A block's insert looks for an older copy of its
+ * address in every other level, and a free looks from the newest down: a
+ * million blocks in 4 levels (8K, 56K, 192K, 768K), not 7 as by doubling,
+ * took the drain of bench-python's loop on 3.12 from 590 to 525 ns a
+ * slot.  The first is small because it is preallocated at start-up (a
+ * small target's maps stay under 16 MiB), the second large because a
+ * level costs a lookup.
  */
 uint32_t tracer_level_cap(const struct live_levels *lv, int k)
 {
@@ -37,18 +39,17 @@ uint32_t tracer_level_cap(const struct live_levels *lv, int k)
 	for (int i = 0; i < k; i++)
 		before += lv->cap[i];
 	uint64_t left = lv->max > before ? lv->max - before : 0;
-	uint64_t cap = k == 0 ? HT_LIVE_FIRST_LEVEL : k == HT_LIVE_LEVELS - 1 ? left : 3 * before;
+	uint64_t cap = k == 0 ? HT_LIVE_FIRST_LEVEL : k == HT_LIVE_LEVELS - 1 ? left : k == 1 ? 7 * before : 3 * before;
 	return cap < left ? cap : left;
 }
 
-/* A level of cap blocks (a hash map that takes memory as it fills); -1 with errno. */
+/* A level of cap blocks (preallocated: bpf/live.bpf.h says why); -1 with errno. */
 static int make_level(int k, uint32_t cap)
 {
 	char name[16];
 
 	snprintf(name, sizeof(name), "live_%u", (unsigned)k & 7u);   /* k < HT_LIVE_LEVELS = 8 */
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	return bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
+	return bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, NULL);
 }
 
 /* Level k could not be made or put in (errno): said once, and no level is asked for again. */
@@ -71,10 +72,12 @@ static int level_failed(struct tracer *tr, int k, uint32_t cap, int fd)
 
 /*
  * Level k, in the live map: live_top to it, then the count at which the
- * BPF side asks for the one after: when the newest level is a quarter
- * full, were the older ones full.  The other three quarters are the time
- * the growing thread has to wake up and make it: blocks that find no room
- * are lost.
+ * BPF side asks for the one after: when the newest level is half full,
+ * were the older ones full.  The other half is the time the growing
+ * thread has to wake up and make it (a ring's drain makes it itself,
+ * before the run that needs it): blocks that find no room are lost.  Not
+ * sooner: a level's memory is taken when it is made (a million blocks'
+ * level at 160,000 live blocks).
  */
 static void level_in(struct tracer *tr, int k, uint32_t cap, int fd)
 {
@@ -88,7 +91,7 @@ static void level_in(struct tracer *tr, int k, uint32_t cap, int fd)
 	uint64_t room = 0;
 	for (int i = 0; i <= k; i++)
 		room += lv->cap[i];
-	tr->skel->data_live->live_grow_at = room < lv->max && k + 1 < HT_LIVE_LEVELS ? room - cap + cap / 4 + 1 : 0;
+	tr->skel->data_live->live_grow_at = room < lv->max && k + 1 < HT_LIVE_LEVELS ? room - cap + cap / 2 + 1 : 0;
 }
 
 /* The next level, made and put in the live map.  -1 when no level can be made. */
@@ -196,8 +199,7 @@ void tracer_prepare_levels(struct tracer *tr, uint32_t max_live)
 
 	lv->max = max_live;
 	uint32_t cap = tracer_level_cap(lv, 0);
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	int inner = bpf_map_create(BPF_MAP_TYPE_HASH, "live.inner", sizeof(__u64), sizeof(struct ht_block), 1, &opts);
+	int inner = bpf_map_create(BPF_MAP_TYPE_HASH, "live.inner", sizeof(__u64), sizeof(struct ht_block), 1, NULL);
 	LIBBPF_OPTS(bpf_map_create_opts, outer_opts, .inner_map_fd = inner);
 	int outer = inner < 0 ? -1 : bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "live", sizeof(__u32), sizeof(__u32),
 						     HT_LIVE_LEVELS, &outer_opts);

@@ -75,6 +75,32 @@ static uint64_t hash_memory(uint64_t memlock, uint64_t base, uint32_t ksz, uint3
 	return n;
 }
 
+/*
+ * The memlock of a live level's element, preallocated (its key, value and
+ * the hash element's header, and its bucket's share: one bucket an
+ * element at a power of two): the difference between a level of 2048 and
+ * one of 1024, read once.
+ */
+static uint64_t level_elem(void)
+{
+	static uint64_t e = UINT64_MAX;
+
+	if (e != UINT64_MAX)
+		return e;
+	e = 0;
+	int a = bpf_map_create(BPF_MAP_TYPE_HASH, "ht_probe", sizeof(__u64), sizeof(struct ht_block), 1024, NULL);
+	int b = a < 0 ? -1 : bpf_map_create(BPF_MAP_TYPE_HASH, "ht_probe", sizeof(__u64), sizeof(struct ht_block), 2048, NULL);
+	if (b >= 0) {
+		uint64_t ma = tracer_memlock_of(a), mb = tracer_memlock_of(b);
+		e = mb > ma ? (mb - ma) / 1024 : 0;
+	}
+	if (a >= 0)
+		close(a);
+	if (b >= 0)
+		close(b);
+	return e;
+}
+
 int tracer_links(const struct tracer *tr)
 {
 	int n = tr->n_links;
@@ -105,20 +131,16 @@ void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 			m->max += ml;
 		}
 	}
-	m->block_bytes = slab_cost(elem_overhead() + sizeof(__u64) + sizeof(struct ht_block));
+	/* The levels are preallocated (bpf/live.bpf.h): each takes all its memory when it is made. */
+	m->block_bytes = (uint32_t)level_elem();
 	for (int k = 0; k < n; k++) {
 		uint64_t ml = tracer_memlock_of(lv->fds[k]);
 		m->memlock += ml;
 		m->live_room += lv->cap[k];
-		if (dynamic) {
-			hash_memory(ml, lv->base[k], sizeof(__u64), sizeof(struct ht_block), lv->cap[k],
-						      &m->live_now, &m->live_max);
-		} else {
-			m->live_now += ml;
-			m->live_max += ml;
-		}
+		m->live_now += ml;
+		m->live_max += ml;
 	}
-	/* Levels not made yet: their buckets (16 bytes each, a power of two of them) and elements. */
+	/* Levels not made yet: their elements and buckets (16 bytes each, a power of two of them; one an element is counted). */
 	struct live_levels next = *lv;
 	for (int k = n; k < HT_LIVE_LEVELS; k++) {
 		uint32_t cap = tracer_level_cap(&next, k);
@@ -127,7 +149,7 @@ void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 			buckets *= 2;
 		next.cap[k] = cap;
 		if (cap)
-			m->live_max += 16 * buckets + (uint64_t)cap * m->block_bytes;
+			m->live_max += 16 * (buckets - cap) + (uint64_t)cap * m->block_bytes;
 	}
 	m->levels = n;
 	/*
