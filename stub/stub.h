@@ -312,21 +312,26 @@ struct stub_ring {
 };
 
 /*
- * Each thread's last walk (stub/unwind.c), by thread pointer: a loop's
- * allocations come from one stack, again and again.  The walk is a
- * function of its registers at the entry, the tables (gen, session) and
- * the words it read; when those registers are the same and every word it
- * read still holds what it held, the walk would find the same frames.
- * So a walk keeps where it read and what (at most STUB_MEMO_READS words,
- * STUB_MEMO_FRAMES frames: a deeper walk keeps nothing), written in the
- * slot as it reads (the slot held, seq odd, meanwhile: not on the stack,
- * the thread's), and the next one from the same registers checks those
- * words, one load each, independent of each other (the walk's are a
- * chain: each address comes from the word before), instead of walking.
- * seq as the pc cache's; a slot whose walk failed gets tp 0 (no match).
- * 32 slots of 2,120 bytes: 66 KiB.
+ * The threads' last walks (stub/unwind.c), by thread pointer and the
+ * call's pc and stack pointer: a loop's allocations come from a few call
+ * sites, again and again.  The walk is a function of its registers at
+ * the entry, the tables (gen, session) and the words it read; when those
+ * registers are the same and every word it read still holds what it held,
+ * the walk would find the same frames.  So a walk keeps where it read and
+ * what (at most STUB_MEMO_READS words, STUB_MEMO_FRAMES frames: a deeper
+ * walk keeps nothing), written in the slot as it reads (the slot held,
+ * seq odd, meanwhile: not on the stack, the thread's), and the next one
+ * from the same registers checks those words, one load each, independent
+ * of each other (the walk's are a chain: each address comes from the word
+ * before), instead of walking.  rbp counts only where a step used it (a
+ * frame's rule by rbp, a frame by frame pointer): code built without
+ * frame pointers (CPython's loop) keeps anything in rbp, and a saved rbp
+ * that no step used need only be where it was (anyval), the entry's rbp
+ * not even that (entry_fp 0).  seq as the pc cache's; a slot whose walk
+ * failed gets tp 0 (no match).  64 slots of 2,136 bytes: 134 KiB.
  */
-#define STUB_MEMO_SLOTS 32
+#define STUB_MEMO_BITS 6
+#define STUB_MEMO_SLOTS (1u << STUB_MEMO_BITS)
 #define STUB_MEMO_FRAMES 64             /* churn at depth 32 is 38 */
 #define STUB_MEMO_READS 96              /* a word a frame by CFI, two with rbp saved or by frame pointer */
 
@@ -336,8 +341,10 @@ struct stub_memo {
 	__u32 session;                  /* stub_walk_info's, low half */
 	__u32 nreads;                   /* words in addr/val */
 	__u64 tp, pc, sp, fp;           /* the thread and the entry's registers (struct stub_regs) */
-	__u32 depth, flags, fp_frames, pad;
+	__u32 depth, flags, fp_frames;
+	__u32 entry_fp;                 /* 1: the walk used the entry's rbp (fp must match) */
 	__u64 hash;
+	__u64 anyval[2];                /* reads (bit i: addr[i]) whose value the walk did not use */
 	__u64 pcs[STUB_MEMO_FRAMES];
 	__u64 addr[STUB_MEMO_READS];
 	__u64 val[STUB_MEMO_READS];

@@ -193,7 +193,39 @@ struct walk {
 	 */
 	struct stub_memo *mw;
 	__u32 nreads;
+	/*
+	 * Where rbp came from: a read (its index), the entry's register
+	 * (FP_ENTRY) or neither (FP_NONE).  A read of a saved rbp matters to
+	 * the walk only if a later step uses rbp before another replaces it:
+	 * the memo checks the words of those (fp_loads without fp_used set
+	 * need only be where they were), and the entry's rbp only if used.
+	 */
+	int fp_src;
+	__u64 fp_loads[2], fp_used[2];
+	int entry_fp_used;
 };
+
+#define FP_ENTRY (-1)
+#define FP_NONE (-2)
+
+/* rbp, as the last read made it (an index < 128 is kept: the memo keeps at most STUB_MEMO_READS reads). */
+static void fp_loaded(struct walk *w)
+{
+	__u32 i = w->nreads - 1;
+
+	w->fp_src = (int)i;
+	if (i < 128)
+		w->fp_loads[i / 64] |= 1ull << (i % 64);
+}
+
+/* The walk goes by rbp's value: what made it must hold for a memo of the walk to. */
+static void fp_use(struct walk *w)
+{
+	if (w->fp_src == FP_ENTRY)
+		w->entry_fp_used = 1;
+	else if (w->fp_src >= 0 && w->fp_src < 128)
+		w->fp_used[w->fp_src / 64] |= 1ull << (w->fp_src % 64);
+}
 
 /* A read of the stack: -1 when [addr, addr + len) is not all in the proved range (the walk gives up). */
 static int rd(struct walk *w, __u64 addr, __u64 *v)
@@ -346,8 +378,10 @@ static int signal_frame(struct walk *w)
 {
 	__u64 rbp, rsp, rip;
 
-	if (rd(w, w->sp + HT_SIGFRAME_RBP, &rbp) || rd(w, w->sp + HT_SIGFRAME_RSP, &rsp) ||
-	    rd(w, w->sp + HT_SIGFRAME_RIP, &rip))
+	if (rd(w, w->sp + HT_SIGFRAME_RBP, &rbp))
+		return -1;
+	__u32 rbp_read = w->nreads - 1;
+	if (rd(w, w->sp + HT_SIGFRAME_RSP, &rsp) || rd(w, w->sp + HT_SIGFRAME_RIP, &rip))
 		return -1;
 	if (!rip) {
 		w->out->flags |= HT_STACK_TRUNCATED;
@@ -356,6 +390,9 @@ static int signal_frame(struct walk *w)
 	w->pc = HT_SIGFRAME_PC(rip);
 	w->sp = rsp;
 	w->fp = rbp;
+	w->fp_src = (int)rbp_read;
+	if (rbp_read < 128)
+		w->fp_loads[rbp_read / 64] |= 1ull << (rbp_read % 64);
 	return 1;
 }
 
@@ -395,25 +432,38 @@ static int cfi_step(struct walk *w, __u32 i)
 		if (is_restorer(w->pc))
 			return -1;
 		o->fp_frames++;
+		fp_use(w);
 		if (w->fp < stub_cfg.min_frame_addr)
 			return 0;
-		if (rd(w, w->fp, &f0) || rd(w, w->fp + 8, &f1))
+		if (rd(w, w->fp, &f0))
+			return -1;
+		__u32 f0_read = w->nreads - 1;
+		if (rd(w, w->fp + 8, &f1))
 			return -1;
 		w->sp = w->fp + 16;
 		w->fp = f0;
+		w->fp_src = (int)f0_read;
+		if (f0_read < 128)
+			w->fp_loads[f0_read / 64] |= 1ull << (f0_read % 64);
 		ra = f1;
 	} else {
 		if (row.cfa == HT_CFA_PLT)
 			cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
+		else if (row.cfa == HT_CFA_RBP)
+			fp_use(w), cfa = w->fp + (__s64)row.cfa_off;
 		else
-			cfa = (row.cfa == HT_CFA_RBP ? w->fp : w->sp) + (__s64)row.cfa_off;
+			cfa = w->sp + (__s64)row.cfa_off;
 		if (rd(w, cfa - 8, &ra))
 			return -1;
 		/* Where the BPF walk's read fails it takes rbp as 0; this one cannot know that: give up. */
-		if (row.rbp == HT_RBP_CFA && rd(w, cfa + (__s64)row.rbp_off, &w->fp))
-			return -1;
-		else if (row.rbp == HT_RBP_UNKNOWN)
+		if (row.rbp == HT_RBP_CFA) {
+			if (rd(w, cfa + (__s64)row.rbp_off, &w->fp))
+				return -1;
+			fp_loaded(w);
+		} else if (row.rbp == HT_RBP_UNKNOWN) {
 			w->fp = 0;
+			w->fp_src = FP_NONE;
+		}
 		w->sp = cfa;
 	}
 	if (!ra)
@@ -465,6 +515,7 @@ static int fp_walk(struct walk *w)
 	struct ht_stub_stack *o = w->out;
 	__u64 fp = w->fp;
 
+	w->entry_fp_used = 1;   /* every word read is a frame's: all are checked */
 	o->pcs[0] = w->pc;
 	o->depth = 1;
 	w->hash = ht_stack_hash_step(w->hash, w->pc);
@@ -504,11 +555,14 @@ void stub_hash_frames(struct ht_stub_stack *out)
 
 /* --- the threads' last walks (struct stub_memo) --- */
 
-_Static_assert(sizeof(struct stub_memo) == 2120, "docs/fast-path.md gives its size");
+_Static_assert(sizeof(struct stub_memo) == 2136, "docs/fast-path.md gives its size");
 
-static struct stub_memo *memo_of(__u64 tp)
+/* The slot of a walk from the thread's call at pc with its stack at sp. */
+static struct stub_memo *memo_of(__u64 tp, const struct stub_regs *r)
 {
-	return &stub_data.memo[ht_stub_depth_hash(tp) % STUB_MEMO_SLOTS];
+	__u64 h = (tp * 0x9E3779B97F4A7C15ull ^ r->pc) * 0xC2B2AE3D27D4EB4Full ^ r->sp;
+
+	return &stub_data.memo[(h * 0x165667B19E3779F9ull) >> (64 - STUB_MEMO_BITS)];
 }
 
 /*
@@ -526,19 +580,23 @@ static int memo_get(const struct walk *w, struct stub_memo *m, const struct stub
 
 	if (q & 1 || __atomic_load_n(&m->tp, __ATOMIC_RELAXED) != tp ||
 	    __atomic_load_n(&m->pc, __ATOMIC_RELAXED) != r->pc || __atomic_load_n(&m->sp, __ATOMIC_RELAXED) != r->sp ||
-	    __atomic_load_n(&m->fp, __ATOMIC_RELAXED) != r->fp || __atomic_load_n(&m->gen, __ATOMIC_RELAXED) != w->gen ||
+	    (__atomic_load_n(&m->entry_fp, __ATOMIC_RELAXED) && __atomic_load_n(&m->fp, __ATOMIC_RELAXED) != r->fp) ||
+	    __atomic_load_n(&m->gen, __ATOMIC_RELAXED) != w->gen ||
 	    __atomic_load_n(&m->session, __ATOMIC_RELAXED) != w->session)
 		return 0;
 	__u32 n = __atomic_load_n(&m->nreads, __ATOMIC_RELAXED);
 	__u32 depth = __atomic_load_n(&m->depth, __ATOMIC_RELAXED);
 	if (n > STUB_MEMO_READS || !depth || depth > STUB_MEMO_FRAMES)
 		return 0;
-	__u64 differ = 0;
+	__u64 differ = 0, any0 = __atomic_load_n(&m->anyval[0], __ATOMIC_RELAXED);
+	__u64 any1 = __atomic_load_n(&m->anyval[1], __ATOMIC_RELAXED);
 	for (__u32 i = 0; i < n; i++) {
 		__u64 a = __atomic_load_n(&m->addr[i], __ATOMIC_RELAXED);
 		if (a < w->lo || a > w->hi - 8)
 			return 0;
-		differ |= *(const volatile __u64 *)a ^ __atomic_load_n(&m->val[i], __ATOMIC_RELAXED);
+		/* A saved rbp no step used: it must be readable where it was, whatever it holds. */
+		__u64 keep = (i < 64 ? any0 >> i : any1 >> (i - 64)) & 1 ? 0 : ~0ull;
+		differ |= (*(const volatile __u64 *)a ^ __atomic_load_n(&m->val[i], __ATOMIC_RELAXED)) & keep;
 	}
 	if (differ)
 		return 0;
@@ -572,6 +630,9 @@ static void memo_release(const struct walk *w, struct stub_memo *m, __u32 q, int
 		__atomic_store_n(&m->pc, r->pc, __ATOMIC_RELAXED);
 		__atomic_store_n(&m->sp, r->sp, __ATOMIC_RELAXED);
 		__atomic_store_n(&m->fp, r->fp, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->entry_fp, (__u32)w->entry_fp_used, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->anyval[0], w->fp_loads[0] & ~w->fp_used[0], __ATOMIC_RELAXED);
+		__atomic_store_n(&m->anyval[1], w->fp_loads[1] & ~w->fp_used[1], __ATOMIC_RELAXED);
 		__atomic_store_n(&m->gen, w->gen, __ATOMIC_RELAXED);
 		__atomic_store_n(&m->session, w->session, __ATOMIC_RELAXED);
 		__atomic_store_n(&m->nreads, w->nreads, __ATOMIC_RELAXED);
@@ -608,6 +669,7 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out, in
 	w.sh = 0, w.ix = 0, w.rows = 0, w.nrows = 0, w.gen = 0;
 	w.last = 0, w.seen_pc = 0, w.seen_found = 0;
 	w.out = out, w.hash = HT_STACK_HASH_SEED, w.mw = 0, w.nreads = 0;
+	w.fp_src = FP_ENTRY, w.fp_loads[0] = w.fp_loads[1] = w.fp_used[0] = w.fp_used[1] = 0, w.entry_fp_used = 0;
 	out->depth = out->flags = out->fp_frames = out->pad = 0;
 	if (stub_cfg.walk == STUB_WALK_NONE || stack_range(tp, r->sp - 8, &w.lo, &w.hi))
 		return -1;
@@ -621,7 +683,7 @@ int stub_walk(const struct stub_regs *r, __u64 tp, struct ht_stub_stack *out, in
 	w.session = (__u32)__atomic_load_n(&stub_data.w.session, __ATOMIC_ACQUIRE);
 	if (stub_cfg.walk == STUB_WALK_CFI && tables(&w))
 		return -1;
-	struct stub_memo *m = memo_of(tp);
+	struct stub_memo *m = memo_of(tp, r);
 	if (memo_get(&w, m, r, tp))
 		return with_python(out, tp, python);
 	out->depth = out->flags = out->fp_frames = 0;
