@@ -33,6 +33,8 @@ char *target_maps_now(struct target *t)
 {
 	char *m;
 
+	if (__atomic_load_n(&t->maps_final, __ATOMIC_ACQUIRE))
+		return target_maps_copy(t);
 	m = proc_maps(t->pid);
 	if (m && *m)
 		return m;
@@ -44,6 +46,8 @@ void target_refresh_maps(struct target *t)
 {
 	char *m;
 
+	if (__atomic_load_n(&t->maps_final, __ATOMIC_ACQUIRE))
+		return;
 	m = proc_maps(t->pid);
 	/* A process that is exiting or gone reads as empty: keep what we had. */
 	if (!m || !*m) {

@@ -24,6 +24,14 @@ struct target {
 	char *name;         /* the program as the user knows it (the path it was executed by), for profiles and -v */
 	char **sh_argv;     /* launched: /bin/sh FILE ARG..., for a file the kernel cannot execute (ENOEXEC) */
 	char *maps;         /* /proc/PID/maps as last captured while the process lived */
+	/*
+	 * Set once maps was read at the exit's stop (PTRACE_EVENT_EXIT), the
+	 * last moment the mappings are whole; cleared by an exec.  Later reads
+	 * may find the mappings half torn down (the kernel reads them without
+	 * the lock that exit_mmap takes): seen as 35 lines of 156, and every
+	 * stack in libraries no longer listed lost from a --merge profile.
+	 */
+	bool maps_final;
 	bool exited;        /* we reaped it (launched) or saw it go (-p) */
 	int status;         /* launched: wait status once exited */
 	/* Called when a refresh finds a changed memory map (dlopen): --unwind dwarf's new tables. */

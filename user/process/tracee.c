@@ -81,7 +81,8 @@ static struct tracee_child *add_kid(struct tracee *f, pid_t pid, pid_t parent)
 
 static void refresh_kid_maps(struct tracee *f, struct tracee_child *k)
 {
-
+	if (__atomic_load_n(&k->maps_final, __ATOMIC_ACQUIRE))
+		return;         /* read at its exit's stop (struct target's maps_final) */
 	char *m = proc_maps(k->pid);
 	if (m && *m) {
 		pthread_mutex_lock(&f->lock);
@@ -320,10 +321,12 @@ void tracee_reap(struct tracee *f, bool wait)
 				rss_read(r, &rss);
 			if (r == t->pid) {
 				target_refresh_maps(t);
+				__atomic_store_n(&t->maps_final, true, __ATOMIC_RELEASE);
 				if (f->on_exiting)
 					f->on_exiting(f->hook_arg);
 			} else if (k && k->slot != NO_SLOT) {
 				refresh_kid_maps(f, k);
+				__atomic_store_n(&k->maps_final, true, __ATOMIC_RELEASE);
 				if (f->on_child_exiting)
 					f->on_child_exiting(f->hook_arg, k);
 			}
@@ -334,8 +337,11 @@ void tracee_reap(struct tracee *f, bool wait)
 			/* r is the thread group's leader now, whichever thread called execve. */
 			struct tracee_child *k = find_kid(f, r);
 			if (f->on_exec && tgid_of(r) == t->pid) {
+				/* A new image: its maps are read from now on (an old leader's exit may have said final). */
+				__atomic_store_n(&t->maps_final, false, __ATOMIC_RELEASE);
 				f->on_exec(f->hook_arg, r);
 			} else if (f->on_child_exec && k && k->slot != NO_SLOT) {
+				__atomic_store_n(&k->maps_final, false, __ATOMIC_RELEASE);
 				refresh_kid_maps(f, k);
 				char *name = proc_program_name(r);
 				if (name) {

@@ -23,6 +23,7 @@ struct tracee_child {
 	char *maps;             /* /proc/PID/maps as last read while it lived */
 	char *name;             /* the program it runs, as its user knows it (proc_program_name) */
 	bool exited;
+	bool maps_final;        /* maps read at its exit's stop: not read again (struct target's) */
 };
 
 /*

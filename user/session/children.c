@@ -190,7 +190,8 @@ int session_tree_of(void *arg, struct tree_proc **out, size_t *n)
 		const struct tracee_child *c = &tc->kids[i];
 		if (c->slot == UINT32_MAX || c->slot == 0)
 			continue;
-		live[k] = !c->exited;
+		/* Read again only while it runs: after its exit's stop, maps may be half torn down. */
+		live[k] = !c->exited && !__atomic_load_n(&c->maps_final, __ATOMIC_ACQUIRE);
 		v[k++] = (struct tree_proc){ .slot = c->slot, .pid = c->pid, .maps = strdup(c->maps ? c->maps : ""),
 					     .name = c->name ? strdup(c->name) : NULL };
 	}
