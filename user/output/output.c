@@ -95,13 +95,19 @@ int output_write_sym(FILE *f, enum ht_format fmt, const struct profile *p, enum 
 
 int output_file(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top)
 {
+	return output_file_sym(path, fmt, p, v, top, NULL);
+}
+
+int output_file_sym(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
+		    struct symbolizer *sym)
+{
 	struct outfile of;
 	FILE *f = outfile_begin(&of, path);
 	int saved;
 
 	if (!f)
 		return -1;
-	if (output_write(f, fmt, p, v, top)) {
+	if (output_write_sym(f, fmt, p, v, top, sym)) {
 		saved = errno;
 		outfile_abort(&of);
 		errno = saved;

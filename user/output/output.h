@@ -48,6 +48,9 @@ extern double output_symbolize_ms;
  * or -1 with errno set: the caller says which profile was lost.
  */
 int output_file(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top);
+/* The same with a symbolizer the caller keeps (NULL: one for this call). */
+int output_file_sym(const char *path, enum ht_format fmt, const struct profile *p, enum ht_value v, size_t top,
+		    struct symbolizer *sym);
 
 /*
  * A few lines on what grew: the total and the n stacks that grew most, by

@@ -269,9 +269,10 @@ static bool stack_suppressed(const struct suppressions *s, const struct prof_sta
 	return false;
 }
 
-void suppress_apply(const struct suppressions *s, struct profile *p)
+/* given: a symbolizer of p->maps the caller keeps, whose names the output then reuses (NULL: one of its own). */
+void suppress_apply(const struct suppressions *s, struct profile *p, struct symbolizer *given)
 {
-	struct symbolizer *sym = NULL;
+	struct symbolizer *sym = given;
 	struct verdicts v = { 0 };
 
 	memset(&p->suppressed, 0, sizeof(p->suppressed));
@@ -295,7 +296,7 @@ void suppress_apply(const struct suppressions *s, struct profile *p)
 		p->suppressed.objects += st->c.inuse_objects;
 		p->suppressed.stacks++;
 	}
-	if (sym)
+	if (sym && sym != given)
 		sym_close(sym);
 	free(v.pc);
 	free(v.yes);

@@ -12,6 +12,7 @@
 #include "profile/profile.h"
 
 struct suppressions;
+struct symbolizer;
 
 /*
  * Read FILE's patterns into *s (made on first use).  A bad line is a
@@ -32,7 +33,7 @@ bool suppress_template_match(const char *pattern, const char *str);
  * function, a source file or a module (file name or path) of any frame.
  * Their in-use counts go to p->suppressed.
  */
-void suppress_apply(const struct suppressions *s, struct profile *p);
+void suppress_apply(const struct suppressions *s, struct profile *p, struct symbolizer *given);
 void suppress_free(struct suppressions *s);
 
 #endif

@@ -243,7 +243,7 @@ int session_write_children(struct session *s)
 		}
 		p.name = k->name;
 		p.ended = k->exited;
-		suppress_apply(o->suppress, &p);
+		suppress_apply(o->suppress, &p, NULL);
 		oom_say(&s->oom, &p, k->pid, false, false, false);
 		if (limits_check(&o->limits, &p))
 			s->over_limit = true;
