@@ -31,6 +31,11 @@ scenario_pyframes() {
 	PF_SCRIPT=$TMP/t_pyknown.py
 	cp "$ROOT/tests/targets/t_pyknown.py" "$PF_SCRIPT"
 	local py v key d tm
+	# Each run writes tens of thousands of stacks, symbolized through
+	# libpython's DWARF (pyenv's builds keep it): 5-9 s on a 2-core VM, 11 s
+	# under ASan, past the 10 s a run gets once the suite's budget is spent
+	# (lib.sh's tmo).  Three times that (the functions below see it too).
+	local HT_TEST_SLOW=$((${HT_TEST_SLOW:-1} * 3))
 	for py in "${PF_PYTHONS[@]}"; do
 		v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 		key=pf${v//./}
