@@ -358,6 +358,8 @@ struct ht_arena_block {
  */
 #define HT_LIVE_LEVELS 8
 #define HT_LIVE_FIRST_LEVEL 8192
+/* The first level where uprobes fill the levels, not preallocated (user/tracer/levels.c), then threefold. */
+#define HT_LIVE_FIRST_LEVEL_GROWN 65536
 
 /*
  * The live map's counting filter (bpf/live.bpf.h, live_filter): for each

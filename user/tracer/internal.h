@@ -14,7 +14,7 @@
 #include "tracer/state.h"
 
 /* Before the load: the live map and its first level, put in by a thread meanwhile (see levels.c). */
-void tracer_prepare_levels(struct tracer *tr, uint32_t max_live);
+void tracer_prepare_levels(struct tracer *tr, uint32_t max_live, bool prealloc);
 /* The live map it made, for the load to reuse; -1: none (the load makes it). */
 int tracer_prepared_live(const struct tracer *tr);
 /* After the load: the first live level and the thread that makes the next ones.  0 or -1 (printed). */

@@ -39,17 +39,19 @@ uint32_t tracer_level_cap(const struct live_levels *lv, int k)
 	for (int i = 0; i < k; i++)
 		before += lv->cap[i];
 	uint64_t left = lv->max > before ? lv->max - before : 0;
-	uint64_t cap = k == 0 ? HT_LIVE_FIRST_LEVEL : k == HT_LIVE_LEVELS - 1 ? left : k == 1 ? 7 * before : 3 * before;
+	uint64_t first = lv->prealloc ? HT_LIVE_FIRST_LEVEL : HT_LIVE_FIRST_LEVEL_GROWN;
+	uint64_t cap = k == 0 ? first : k == HT_LIVE_LEVELS - 1 ? left : k == 1 && lv->prealloc ? 7 * before : 3 * before;
 	return cap < left ? cap : left;
 }
 
-/* A level of cap blocks (preallocated: bpf/live.bpf.h says why); -1 with errno. */
-static int make_level(int k, uint32_t cap)
+/* A level of cap blocks (preallocated or not: struct live_levels says when); -1 with errno. */
+static int make_level(const struct live_levels *lv, int k, uint32_t cap)
 {
 	char name[16];
 
 	snprintf(name, sizeof(name), "live_%u", (unsigned)k & 7u);   /* k < HT_LIVE_LEVELS = 8 */
-	return bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, NULL);
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = lv->prealloc ? 0 : BPF_F_NO_PREALLOC);
+	return bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
 }
 
 /* Level k could not be made or put in (errno): said once, and no level is asked for again. */
@@ -72,12 +74,14 @@ static int level_failed(struct tracer *tr, int k, uint32_t cap, int fd)
 
 /*
  * Level k, in the live map: live_top to it, then the count at which the
- * BPF side asks for the one after: when the newest level is half full,
- * were the older ones full.  The other half is the time the growing
- * thread has to wake up and make it (a ring's drain makes it itself,
- * before the run that needs it): blocks that find no room are lost.  Not
- * sooner: a level's memory is taken when it is made (a million blocks'
- * level at 160,000 live blocks).
+ * BPF side asks for the one after: when the newest level is a quarter
+ * full, were the older ones full.  The other three quarters are the time
+ * the growing thread has to wake up and make it (a ring's drain makes it
+ * itself, before the run that needs it): blocks that find no room are
+ * lost.  A level's memory is taken when it is made (a million blocks'
+ * level at 112,000 live blocks), but at half full uprobes' allocations
+ * outran the thread that preallocates it (kmem --no-inject: 4,285 of
+ * 1,000,000 blocks live_map_full).
  */
 static void level_in(struct tracer *tr, int k, uint32_t cap, int fd)
 {
@@ -91,7 +95,7 @@ static void level_in(struct tracer *tr, int k, uint32_t cap, int fd)
 	uint64_t room = 0;
 	for (int i = 0; i <= k; i++)
 		room += lv->cap[i];
-	tr->skel->data_live->live_grow_at = room < lv->max && k + 1 < HT_LIVE_LEVELS ? room - cap + cap / 2 + 1 : 0;
+	tr->skel->data_live->live_grow_at = room < lv->max && k + 1 < HT_LIVE_LEVELS ? room - cap + cap / 4 + 1 : 0;
 }
 
 /* The next level, made and put in the live map.  -1 when no level can be made. */
@@ -103,7 +107,7 @@ static int add_level(struct tracer *tr)
 
 	if (!cap)
 		return -1;
-	int fd = make_level(k, cap);
+	int fd = make_level(lv, k, cap);
 	uint32_t key = k;
 	if (fd < 0 || bpf_map_update_elem(bpf_map__fd(tr->skel->maps.live), &key, &fd, BPF_ANY))
 		return level_failed(tr, k, cap, fd);
@@ -193,17 +197,19 @@ static void *put_first(void *arg)
  * programs.  The load takes the live map (bpf_map__reuse_fd).  Nothing
  * runs a program before tracer_start_levels has waited for the thread.
  */
-void tracer_prepare_levels(struct tracer *tr, uint32_t max_live)
+void tracer_prepare_levels(struct tracer *tr, uint32_t max_live, bool prealloc)
 {
 	struct live_levels *lv = &tr->lv;
 
 	lv->max = max_live;
+	lv->prealloc = prealloc;
 	uint32_t cap = tracer_level_cap(lv, 0);
-	int inner = bpf_map_create(BPF_MAP_TYPE_HASH, "live.inner", sizeof(__u64), sizeof(struct ht_block), 1, NULL);
+	LIBBPF_OPTS(bpf_map_create_opts, iopts, .map_flags = prealloc ? 0 : BPF_F_NO_PREALLOC);
+	int inner = bpf_map_create(BPF_MAP_TYPE_HASH, "live.inner", sizeof(__u64), sizeof(struct ht_block), 1, &iopts);
 	LIBBPF_OPTS(bpf_map_create_opts, outer_opts, .inner_map_fd = inner);
 	int outer = inner < 0 ? -1 : bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "live", sizeof(__u32), sizeof(__u32),
 						     HT_LIVE_LEVELS, &outer_opts);
-	int first = outer < 0 || !cap ? -1 : make_level(0, cap);
+	int first = outer < 0 || !cap ? -1 : make_level(lv, 0, cap);
 
 	if (inner >= 0)
 		close(inner);
@@ -242,6 +248,9 @@ int tracer_start_levels(struct tracer *tr, uint32_t max_live)
 	lv->max = max_live;
 	lv->stop_fd = -1;
 	join_putter(lv);
+	/* None made before the load: libbpf made the live map, whose levels are preallocated (bpf/live.bpf.h). */
+	if (lv->first_fd <= 0)
+		lv->prealloc = true;
 	if (lv->first_fd > 0) {
 		int fd = lv->first_fd;
 		lv->first_fd = 0;

@@ -131,16 +131,22 @@ void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 			m->max += ml;
 		}
 	}
-	/* The levels are preallocated (bpf/live.bpf.h): each takes all its memory when it is made. */
-	m->block_bytes = (uint32_t)level_elem();
+	/* Preallocated levels (bpf/live.bpf.h) take all their memory when made; the others as they fill. */
+	m->block_bytes = lv->prealloc ? (uint32_t)level_elem()
+				      : slab_cost(elem_overhead() + sizeof(__u64) + sizeof(struct ht_block));
 	for (int k = 0; k < n; k++) {
 		uint64_t ml = tracer_memlock_of(lv->fds[k]);
 		m->memlock += ml;
 		m->live_room += lv->cap[k];
-		m->live_now += ml;
-		m->live_max += ml;
+		if (dynamic && !lv->prealloc) {
+			hash_memory(ml, lv->base[k], sizeof(__u64), sizeof(struct ht_block), lv->cap[k],
+				    &m->live_now, &m->live_max);
+		} else {
+			m->live_now += ml;
+			m->live_max += ml;
+		}
 	}
-	/* Levels not made yet: their elements and buckets (16 bytes each, a power of two of them; one an element is counted). */
+	/* Levels not made yet: their elements and buckets (16 bytes each, a power of two of them). */
 	struct live_levels next = *lv;
 	for (int k = n; k < HT_LIVE_LEVELS; k++) {
 		uint32_t cap = tracer_level_cap(&next, k);
@@ -148,8 +154,9 @@ void tracer_memory(const struct tracer *tr, struct tracer_memory *m)
 		while (buckets < cap)
 			buckets *= 2;
 		next.cap[k] = cap;
+		/* A preallocated element's cost counts its bucket (level_elem()). */
 		if (cap)
-			m->live_max += 16 * (buckets - cap) + (uint64_t)cap * m->block_bytes;
+			m->live_max += 16 * (lv->prealloc ? buckets - cap : buckets) + (uint64_t)cap * m->block_bytes;
 	}
 	m->levels = n;
 	/*

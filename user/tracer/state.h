@@ -61,6 +61,13 @@ struct live_levels {
 	pthread_t putter;               /* puts level 0 in while the programs load */
 	int put_err;                    /* its result: 0 or an errno */
 	bool putting;
+	/*
+	 * Preallocated levels (a ring's drain reads them: bpf/live.bpf.h says
+	 * why), a small first one; else, where uprobes fill them, levels that
+	 * take memory as they fill and a first one of 64K: a preallocated
+	 * level takes longer to make than uprobes' allocations leave.
+	 */
+	bool prealloc;
 };
 
 struct tracer {

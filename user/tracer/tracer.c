@@ -148,7 +148,7 @@ int tracer_load(struct tracer *tr, const struct tracer_config *cfg)
 	if (ktypes_path(tr->ktypes, sizeof(tr->ktypes), &built, &tr->ktypes_fd))
 		tr->ktypes[0] = '\0';
 	tr->times.ktypes_ms = now_ms() - t1;
-	tracer_prepare_levels(tr, cfg->max_live);
+	tracer_prepare_levels(tr, cfg->max_live, cfg->batch);
 	/* The stub's programs side by side, apart (apart.c); in the main object if that fails. */
 	unsigned apart = tracer_apart_worth(progs) ? 1u << PROG_STUB_ALLOC | 1u << PROG_STUB_FREE : 0;
 	skel = load(tr, cfg, progs & ~apart, &err);
