@@ -349,9 +349,10 @@ struct ht_arena_block {
 /*
  * The live map is up to HT_LIVE_LEVELS hash maps (levels) that user space
  * creates as the live set grows, so that its kernel memory follows what the
- * target holds: a level is preallocated (its elements and its buckets, 16
- * bytes each, take their memory when it is made), so it is made only when
- * the blocks need it.  The first holds HT_LIVE_FIRST_LEVEL blocks (or
+ * target holds: a preallocated level (a ring's drain fills it: its
+ * elements and its buckets, 16 bytes each, take their memory when it is
+ * made) is made only when the blocks need it.  The first holds
+ * HT_LIVE_FIRST_LEVEL blocks (or
  * --max-allocs), the second seven times as many (64K blocks in two
  * levels), each next one three times as many as all before it, the last
  * whatever --max-allocs leaves.

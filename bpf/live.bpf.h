@@ -3,12 +3,13 @@
  * The live-block map: address -> block, in levels (HT_LIVE_LEVELS in
  * heaptrace.h says why).  User space creates level 0 at load and each next
  * level when the blocks reach live_grow_at, which this side reports through
- * the live_grow ring buffer.  The levels are preallocated: a hash map that
- * is not allocates each element when it is inserted and frees it when it
- * is deleted (the kernel's BPF allocator), and that was half of what an
- * event cost the ring's drain (bench-python's loop: 644 ns a slot, 308
- * preallocated).  So a level takes its memory when it is made, and levels
- * are made as the blocks grow.
+ * the live_grow ring buffer.  Where a ring's drain fills them the levels
+ * are preallocated: a hash map that is not allocates each element when it
+ * is inserted and frees it when it is deleted (the kernel's BPF
+ * allocator), and that was half of what an event cost the drain
+ * (bench-python's loop: 644 ns a slot, 316 preallocated).  Such a level
+ * takes its memory when it is made, and levels are made as the blocks
+ * grow.  Where uprobes fill them they are not (user/tracer/levels.c).
  *
  * An address is in one level at most.  Blocks go to the newest level, or
  * to an older one with room when it is full, so live_map_full counts only
@@ -22,7 +23,7 @@
 #include "heaptrace.h"
 
 struct live_level {
-	__uint(type, BPF_MAP_TYPE_HASH);        /* preallocated: no map_flags (user/tracer/levels.c makes them so) */
+	__uint(type, BPF_MAP_TYPE_HASH);        /* user space makes the levels, and their flags (levels.c); libbpf's are preallocated */
 	__uint(max_entries, 1);         /* each level is sized by user space */
 	/* Sizes, not types: clang would give the inner map only a declaration of struct ht_block. */
 	__uint(key_size, sizeof(__u64));        /* ht_live_key() */

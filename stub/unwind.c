@@ -208,11 +208,9 @@ struct walk {
 #define FP_ENTRY (-1)
 #define FP_NONE (-2)
 
-/* rbp, as the last read made it (an index < 128 is kept: the memo keeps at most STUB_MEMO_READS reads). */
-static void fp_loaded(struct walk *w)
+/* rbp, as read i made it (an index < 128 is kept: the memo keeps at most STUB_MEMO_READS reads). */
+static void fp_from(struct walk *w, __u32 i)
 {
-	__u32 i = w->nreads - 1;
-
 	w->fp_src = (int)i;
 	if (i < 128)
 		w->fp_loads[i / 64] |= 1ull << (i % 64);
@@ -390,9 +388,7 @@ static int signal_frame(struct walk *w)
 	w->pc = HT_SIGFRAME_PC(rip);
 	w->sp = rsp;
 	w->fp = rbp;
-	w->fp_src = (int)rbp_read;
-	if (rbp_read < 128)
-		w->fp_loads[rbp_read / 64] |= 1ull << (rbp_read % 64);
+	fp_from(w, rbp_read);
 	return 1;
 }
 
@@ -442,9 +438,7 @@ static int cfi_step(struct walk *w, __u32 i)
 			return -1;
 		w->sp = w->fp + 16;
 		w->fp = f0;
-		w->fp_src = (int)f0_read;
-		if (f0_read < 128)
-			w->fp_loads[f0_read / 64] |= 1ull << (f0_read % 64);
+		fp_from(w, f0_read);
 		ra = f1;
 	} else {
 		if (row.cfa == HT_CFA_PLT)
@@ -459,7 +453,7 @@ static int cfi_step(struct walk *w, __u32 i)
 		if (row.rbp == HT_RBP_CFA) {
 			if (rd(w, cfa + (__s64)row.rbp_off, &w->fp))
 				return -1;
-			fp_loaded(w);
+			fp_from(w, w->nreads - 1);
 		} else if (row.rbp == HT_RBP_UNKNOWN) {
 			w->fp = 0;
 			w->fp_src = FP_NONE;

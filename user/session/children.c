@@ -14,6 +14,7 @@
 #include "session/limits.h"
 #include "session/procstub.h"
 #include "session/state.h"
+#include "symbolize/symbolize.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
@@ -243,7 +244,9 @@ int session_write_children(struct session *s)
 		}
 		p.name = k->name;
 		p.ended = k->exited;
-		suppress_apply(o->suppress, &p, NULL);
+		/* One symbolizer for the suppressions and the output (session_write_profiles() says why). */
+		struct symbolizer *sym = o->suppress ? sym_open(p.maps ? p.maps : "") : NULL;
+		suppress_apply(o->suppress, &p, sym);
 		oom_say(&s->oom, &p, k->pid, false, false, false);
 		if (limits_check(&o->limits, &p))
 			s->over_limit = true;
@@ -251,12 +254,14 @@ int session_write_children(struct session *s)
 			ht_err("child PID %d executed a new program (%s): %" PRIu64 " live blocks of the old one were "
 			       "dropped; its profile is the new one's", k->pid, k->name ? k->name : "?",
 			       (uint64_t)p.totals.exec_dropped);
-		if (output_file(path, o->format, &p, o->value, o->top)) {
+		int err = output_file_sym(path, o->format, &p, o->value, o->top, sym);
+		if (err)
 			ht_err("cannot write the profile of child PID %d to %s: %s", k->pid, path, strerror(errno));
-			rc = 1;
-		} else {
+		else
 			ht_err("child PID %d (of PID %d): profile in %s", k->pid, k->parent, path);
-		}
+		rc |= err ? 1 : 0;
+		if (sym)
+			sym_close(sym);
 		profile_free(&p);
 	}
 	if (tc->not_followed)

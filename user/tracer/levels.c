@@ -248,9 +248,6 @@ int tracer_start_levels(struct tracer *tr, uint32_t max_live)
 	lv->max = max_live;
 	lv->stop_fd = -1;
 	join_putter(lv);
-	/* None made before the load: libbpf made the live map, whose levels are preallocated (bpf/live.bpf.h). */
-	if (lv->first_fd <= 0)
-		lv->prealloc = true;
 	if (lv->first_fd > 0) {
 		int fd = lv->first_fd;
 		lv->first_fd = 0;
@@ -258,8 +255,11 @@ int tracer_start_levels(struct tracer *tr, uint32_t max_live)
 		if (lv->put_err)
 			return level_failed(tr, 0, tracer_level_cap(lv, 0), fd);
 		level_in(tr, 0, tracer_level_cap(lv, 0), fd);
-	} else if (add_level(tr)) {
-		return -1;
+	} else {
+		/* None made before the load: libbpf made the live map, whose levels are preallocated (bpf/live.bpf.h). */
+		lv->prealloc = true;
+		if (add_level(tr))
+			return -1;
 	}
 	lv->rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.live_grow), on_grow, NULL, NULL);
 	lv->stop_fd = eventfd(0, EFD_CLOEXEC);
