@@ -7,9 +7,9 @@
  * thread, from signal handlers, in forked children.  So: no locks, only
  * atomics; no state but its data page and the caller's stack.
  *
- * What it decides: with --sample-rate, whether a call is sampled (one
- * byte countdown shared by all threads: Poisson sampling over the
- * program's stream of bytes is as memoryless as over each thread's) and
+ * What it decides: with --sample-rate, whether a call is sampled (a
+ * byte countdown a thread: Poisson sampling over each thread's stream of
+ * bytes is as memoryless as over the program's) and
  * whether a free is of a sampled block (a set of their addresses); in
  * exact mode, nothing: everything is recorded.  Only a recorded call
  * reaches a record site, where heaptrace's uprobe and BPF program walk the
@@ -158,28 +158,48 @@ static __u32 rand32(void)
 	return (x * 0x2545F4914F6CDD1Dull) >> 32;
 }
 
-/* The next draw of the countdown, after a sample. */
-static void resample(void)
+/* The next draw of a countdown, after a sample. */
+static void resample(__s64 *left)
 {
-	__atomic_store_n(&stub_data.countdown, (__s64)ht_sample_interval(stub_cfg.sample_rate, rand32()),
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(left, (__s64)ht_sample_interval(stub_cfg.sample_rate, rand32()), __ATOMIC_RELAXED);
+}
+
+/*
+ * The thread's countdown (struct stub_count): its slot, claimed now if
+ * free and given a first draw; else, held by another thread, the one of
+ * threads without a slot.  The fast entries (user/inject/fast.c) hash
+ * the thread pointer as this does.
+ */
+static __s64 *countdown_of(__u64 tp)
+{
+	struct stub_count *c = &stub_data.count[(tp * STUB_FILTER_MUL) >> (64 - STUB_COUNT_BITS)];
+	__u64 owner = __atomic_load_n(&c->tp, __ATOMIC_RELAXED);
+
+	if (owner == tp && tp)
+		return &c->left;
+	if (owner || !tp || !__atomic_compare_exchange_n(&c->tp, &owner, tp, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return &stub_data.countdown;
+	resample(&c->left);
+	return &c->left;
 }
 
 /*
  * The Poisson byte countdown: is an allocation of size bytes sampled?  As
  * bpf/sample.h's ht_countdown(): when the countdown is less than the size,
  * so never one of 0 bytes (a countdown of 0 is drawn once in about rate
- * draws: `<=` here sampled t_stale's 0-byte calls a run in 70).
+ * draws: `<=` here sampled t_stale's 0-byte calls a run in 70).  Atomic
+ * even on the thread's own slot: a signal handler's allocation may come
+ * between a load and a store.
  */
-static int sampled(__u64 size)
+static int sampled(__u64 tp, __u64 size)
 {
 	if (!size)
 		return 0;
-	__s64 left = __atomic_sub_fetch(&stub_data.countdown, (__s64)size, __ATOMIC_RELAXED);
+	__s64 *left = countdown_of(tp);
 
-	if (left >= 0)
+	if (__atomic_sub_fetch(left, (__s64)size, __ATOMIC_RELAXED) >= 0)
 		return 0;
-	resample();
+	resample(left);
 	return 1;
 }
 
@@ -187,9 +207,10 @@ static int sampled(__u64 size)
 
 static __u64 *bucket_of(__u64 ptr)
 {
-	__u64 h = (ptr >> 4) * 0x9E3779B97F4A7C15ull;
+	__u64 h = (ptr >> 4) * STUB_FILTER_MUL;
 
-	return &stub_data.set[((h >> 32) & stub_cfg.set_mask) * STUB_BUCKET];
+	/* One bucket (exact mode): a shift of 64 would be none on x86. */
+	return &stub_data.set[(stub_cfg.set_shift < 64 ? h >> stub_cfg.set_shift : 0) * STUB_BUCKET];
 }
 
 static __u8 *filter_of(__u64 ptr)
@@ -307,7 +328,7 @@ static int nested(__u64 tp, __u64 sp)
 	/*
 	 * A count, not a scan of the thread's slots: those lie in 4 cache lines
 	 * that a program touching much memory between calls (PostgreSQL) has
-	 * lost, where the count's line is the countdown's, read by every call.
+	 * lost, where the count's line is enabled's, read by every call.
 	 */
 	if (!__atomic_load_n(&stub_data.active, __ATOMIC_RELAXED))
 		return 0;
@@ -407,9 +428,9 @@ int stub_alloc_enter(struct stub_frame *f)
 	__u64 size = 0;
 	/* A fast entry's subtraction went below 0 (user/inject/fast.h): sampled, the countdown drawn again here. */
 	if (f->index & STUB_INDEX_PRESAMPLED) {
-		resample();
+		resample(countdown_of(tp));
 		mode = MODE_RECORD;
-	} else if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(size = fn_size(fn, f, 0))))
+	} else if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(tp, size = fn_size(fn, f, 0))))
 		mode = MODE_RECORD;
 	else if (fn->flags & STUB_FN_SIZE_AT_RET)
 		mode = MODE_CALL;       /* decided at the exit */
@@ -432,12 +453,14 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	struct ht_stub_record r;
 	__u64 ptr, size;
 
-	leave(thread_pointer(), (__u64)&f->ret_addr);
+	__u64 tp = thread_pointer();
+
+	leave(tp, (__u64)&f->ret_addr);
 	/* An unsampled call held only for what it calls: nothing more to do. */
 	if (mode == MODE_CALL && !(fn->flags & STUB_FN_SIZE_AT_RET))
 		return ret;
 	size = fn_size(fn, f, ret);
-	if (mode == MODE_CALL && sampled(size))
+	if (mode == MODE_CALL && sampled(tp, size))
 		mode = MODE_RECORD;
 	if (mode == MODE_CALL)
 		return ret;

@@ -35,13 +35,14 @@
 #define STUB_MAX_FNS 32                 /* HT_MAX_SPECS: every probe of the plan could be redirected */
 #define STUB_TRAMP_OFF 0x4000
 #define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
-#define STUB_CFG_OFF 0x4800            /* right after the trampolines: the config and the gadget's page both fit in 72 KiB */
-#define STUB_FILE_SIZE 0x12000
-#define STUB_DATA_OFF 0x12000
+#define STUB_CFG_OFF 0x4800            /* right after the trampolines: the config, the fast entries and the gadget's page fit in 76 KiB */
+#define STUB_FILE_SIZE 0x13000
+#define STUB_DATA_OFF 0x13000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
 #define STUB_FAST_OFF 0x10000
-#define STUB_FAST_SIZE 112              /* per function: an allocation of pymalloc's, 108 bytes at most */
+#define STUB_FAST_SIZE 224              /* per function: an allocation of pymalloc's with its displaced code, 173 bytes at most */
 #define STUB_FAST_HASH_K (STUB_FAST_OFF + STUB_MAX_FNS * STUB_FAST_SIZE)       /* the filter's multiplier, for them */
+#define STUB_FAST_COUNTS (STUB_FAST_HASH_K + 8) /* the address of stub_data.count in the process, for them */
 
 /*
  * Set in the index a fast entry (user/inject/fast.h) passes to the
@@ -207,7 +208,14 @@ struct stub_cfg {
 	__u32 n_fns;
 	__u32 page_size;
 	__u64 sample_rate;              /* 0: exact, every call is recorded */
-	__u64 set_mask;                 /* buckets - 1 of the sampled-block set */
+	/*
+	 * 64 - log2(buckets) of the sampled-block set: a block's bucket is its
+	 * hash's top bits, as its byte of the filter is, so that the frees
+	 * the filter lets by (a byte that a sampled block shares) read the
+	 * few buckets the sampled blocks filled, not a fresh page of the set
+	 * each (a page fault: a third of a Python loop's cost at 512K).
+	 */
+	__u64 set_shift;
 	__u32 walk;                     /* enum stub_walk_mode */
 	__u32 max_depth;                /* --max-depth, as the BPF side's */
 	__u64 min_frame_addr;           /* vm.mmap_min_addr, at least 1, as the BPF side's */
@@ -350,10 +358,29 @@ struct stub_memo {
 	__u64 val[STUB_MEMO_READS];
 };
 
+/*
+ * Sampled: each thread's byte countdown, in a slot of its own found by
+ * its thread pointer's hash (one place, no probing: a fast entry reads
+ * one slot), claimed by the thread's first sampling decision in the
+ * handler and never given up (glibc gives a new thread an old one's
+ * stack, and so its thread pointer and slot).  Only its owner writes
+ * left, so no lock: a locked subtraction on a line every thread writes
+ * was a third of a fast entry's cost.  A thread whose slot another holds
+ * counts on stub_data.countdown, in the handler.  16 KiB, touched where
+ * threads hash.
+ */
+#define STUB_COUNT_BITS 10
+#define STUB_COUNT_SLOTS (1u << STUB_COUNT_BITS)
+
+struct stub_count {
+	__u64 tp;                       /* the owner's thread pointer; 0: free */
+	__s64 left;                     /* bytes until its next sample */
+};
+
 struct stub_data {
 	__u32 enabled;                  /* 0: every call goes straight to the original */
 	__u32 active;                   /* threads inside a called function (depth slots in use) */
-	__s64 countdown;                /* bytes until the next sample (shared by all threads) */
+	__s64 countdown;                /* bytes until the next sample, of threads without a slot of their own */
 	__u64 prng;                     /* xorshift64* state, seeded by heaptrace */
 	struct stub_counters c;
 	struct stub_walk_info w;
@@ -362,6 +389,7 @@ struct stub_data {
 	struct stub_ring r;
 	struct stub_pc_entry pc_cache[1u << STUB_PC_CACHE_BITS] __attribute__((aligned(64)));
 	struct stub_memo memo[STUB_MEMO_SLOTS] __attribute__((aligned(64)));
+	struct stub_count count[STUB_COUNT_SLOTS] __attribute__((aligned(64)));
 	__u64 py_lines[1u << STUB_PY_LINE_BITS];        /* stub/python.c's lines, 32 KiB */
 	__u64 py_seen[1u << STUB_PY_SEEN_BITS];         /* idents logged (direct-mapped), 32 KiB */
 	__u32 py_log_n;                 /* entries of py_log taken (past STUB_PY_LOG: the log was full) */

@@ -10,6 +10,7 @@ scenario_presets() {
 	presets_python
 	presets_python_objects
 	presets_python_attach
+	presets_python_attach_sampled
 	presets_errors
 }
 
@@ -284,9 +285,9 @@ presets_python_objects() {
 # slots through the same page (a later heaptrace finds the first's), puts
 # them back at its end, and the process ends well with its allocator as it
 # was.
-presets_python_attach() {
-	local d="" pp i out=$TMP/ppa.out
-	cat >"$TMP/ppa.py" <<'PYEOF'
+# ppa_start KEY: the python below started on $TMP/KEY.py, PPA_PID, once it printed its start.
+ppa_start() {
+	cat >"$TMP/$1.py" <<'PYEOF'
 import ctypes, sys, time
 class A(ctypes.Structure):
     _fields_ = [(n, ctypes.c_void_p) for n in ("ctx", "malloc", "calloc", "realloc", "free")]
@@ -304,23 +305,50 @@ for r in range(110):
     time.sleep(0.1)
 print("end", hex(obj_malloc()), flush=True)
 PYEOF
-	/usr/bin/python3 -I -S "$TMP/ppa.py" >"$out" 2>&1 &
-	pp=$!
-	wait_for "$out" '^start' 10 "$pp"
+	/usr/bin/python3 -I -S "$TMP/$1.py" >"$TMP/$1.out" 2>&1 &
+	PPA_PID=$!
+	wait_for "$TMP/$1.out" '^start' 10 "$PPA_PID"
+}
+
+# ppa_end KEY: adds to the caller's d unless python KEY (PPA_PID, a
+# child of this shell: not called in a subshell) ended well, with the
+# allocator it started with.
+ppa_end() {
+	local start end
+	wait_exit "$PPA_PID" 30
+	[ "$WRC" = 0 ] || d+="python exited $WRC: $(tail -3 "$TMP/$1.out")"$'\n'
+	start=$(sed -n 's/^start //p' "$TMP/$1.out")
+	end=$(sed -n 's/^end //p' "$TMP/$1.out")
+	[ -n "$start" ] && [ "$start" = "$end" ] || d+="the allocator was $start at the start, $end at the end"$'\n'
+}
+
+# ppa_kill KEY PATTERN ARGS...: heaptrace ARGS in the background,
+# SIGKILLed once its stderr says PATTERN; prints a diagnostic line if it
+# never did.
+ppa_kill() {
+	local key=$1 pat=$2 hp
+	shift 2
+	ht_bg "$key" "$@"
+	hp=$HPID
+	if wait_for "$TMP/$key.err" "$pat" 20 "$hp"; then
+		sleep 0.3
+		kill -KILL "$(pgrep -P "$hp" | head -1)" 2>/dev/null
+	else
+		printf '%s\n' "the session to kill never said '$pat': $(grep -E 'python:|fast path' "$TMP/$key.err" | tail -3)"
+	fi
+	wait "$hp" 2>/dev/null
+}
+
+presets_python_attach() {
+	local d="" pp i
+	ppa_start ppa
+	pp=$PPA_PID
 	for i in 1 2; do
 		ht "ppa$i" -v -d 1 --preset python -f collapsed -p "$pp"
 		d+=$(rc_diag "ppa$i" 0)
 	done
 	# Killed with its jumps in the slots: the next session takes them over and gives them back.
-	ht_bg ppa3 -d 20 --preset python -o /dev/null -p "$pp"
-	local hp=$HPID
-	if wait_for "$TMP/ppa3.err" 'tracing PID' 20 "$hp"; then
-		sleep 0.3
-		kill -KILL "$(pgrep -P "$hp" | head -1)" 2>/dev/null
-	else
-		d+="the session to kill did not start: $(tail -2 "$TMP/ppa3.err")"$'\n'
-	fi
-	wait "$hp" 2>/dev/null
+	d+=$(ppa_kill ppa3 'tracing PID' -d 20 --preset python -o /dev/null -p "$pp")
 	ht ppa4 -v -d 1 --preset python -o /dev/null -p "$pp"
 	d+=$(rc_diag ppa4 0)
 	grep -q '8 allocator table slots point at jumps' "$TMP/ppa4.err" &&
@@ -338,12 +366,8 @@ PYEOF
 			grep -qE ', 21 functions redirected \(9 through the page of jumps at 0x[0-9a-f]+\)' "$TMP/ppa$i.err" ||
 			d+="session $i: the stub and its page of jumps not used again: $(grep 'fast path' "$TMP/ppa$i.err" | tail -3)"$'\n'
 	done
-	wait_exit "$pp" 30
-	[ "$WRC" = 0 ] || d+="python exited $WRC: $(tail -3 "$out")"$'\n'
-	local start end p1 p2
-	start=$(sed -n 's/^start //p' "$out")
-	end=$(sed -n 's/^end //p' "$out")
-	[ -n "$start" ] && [ "$start" = "$end" ] || d+="the allocator was $start at the start, $end at the end"$'\n'
+	ppa_end ppa
+	local p1 p2
 	p1=$(sed -n 's/.*8 allocator table slots point at jumps .*(page \(0x[0-9a-f]*\)).*/\1/p' "$TMP/ppa1.err")
 	p2=$(sed -n 's/.*8 allocator table slots point at jumps .*(page \(0x[0-9a-f]*\)).*/\1/p' "$TMP/ppa2.err")
 	[ -n "$p1" ] && [ "$p1" = "$p2" ] || d+="pages: '$p1' then '$p2', want one page, the same"$'\n'
@@ -351,6 +375,36 @@ PYEOF
 		grep -q '8 allocator table slots restored$' "$TMP/ppa$i.err" || d+="session $i: no '8 allocator table slots restored'"$'\n'
 	done
 	report "presets python: -p twice on a self-checking python, then a session SIGKILLed and one after it: redirected through one page, taken over, restored, one stub and one page of jumps used again, the process ends well" "$d"
+}
+
+# The same python, sampled: the slots point at their functions' fast
+# entries in the stub (malloc, calloc and free: realloc has none), and go
+# back at the end.  A sampled session SIGKILLed leaves them in the stub;
+# a --no-inject session after it puts the functions back (a uprobe on a
+# function would miss calls made through a slot that skips its entry),
+# and a sampled one after that points them again.  The allocator the
+# process reads at its end is the one it read at its start.
+presets_python_attach_sampled() {
+	local d="" pp i
+	ppa_start pps
+	pp=$PPA_PID
+	ht pps1 -v -d 1 --preset python --sample-rate 512K -o /dev/null -p "$pp"
+	d+=$(rc_diag pps1 0)
+	d+=$(ppa_kill pps2 'slots point at their functions' -v -d 20 --preset python --sample-rate 512K -o /dev/null -p "$pp")
+	ht pps3 -v -d 1 --preset python --no-inject -o /dev/null -p "$pp"
+	ht pps4 -v -d 1 --preset python --sample-rate 512K -o /dev/null -p "$pp"
+	for i in 1 2 4; do
+		grep -q 'PID [0-9]*: 6 allocator table slots point at their functions. fast entries$' "$TMP/pps$i.err" ||
+			d+="session $i: not 6 slots at fast entries: $(grep 'python:' "$TMP/pps$i.err" | head -3)"$'\n'
+	done
+	for i in 1 4; do
+		grep -q '8 allocator table slots restored$' "$TMP/pps$i.err" || d+="session $i: no '8 allocator table slots restored'"$'\n'
+	done
+	d+=$(rc_diag pps3 0)
+	[ "$(grep -c 'allocator table slot of Py[A-Za-z]*_[A-Za-z]* still pointed into an earlier heaptrace.s stub: restored' "$TMP/pps3.err")" = 6 ] ||
+		d+="--no-inject after the SIGKILL: not 6 slots restored: $(grep -c 'still pointed' "$TMP/pps3.err") ($(grep -E 'slot|python:' "$TMP/pps3.err" | head -3))"$'\n'
+	ppa_end pps
+	report "presets python: -p sampled on a self-checking python: the slots at the fast entries and back; SIGKILLed, a --no-inject session after it restores them; the process ends well" "$d"
 }
 
 presets_errors() {

@@ -1,14 +1,17 @@
 /*
  * The fast entries (fast.h), as x86-64 machine code.  Only %r11 (scratch
  * at a call in the System V ABI, as entry_i uses it) and the flags are
- * changed, and %rax for a free's filter lookup, pushed and popped around
- * it: every argument register reaches the original as it came.
+ * changed, and %rax, pushed and popped around the thread's countdown and
+ * a free's filter: every argument register reaches the original as it
+ * came.  A wrapper's forward sets its function's arguments, as the
+ * wrapper's own code would.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "inject/fast.h"
+#include "insn/relocate.h"
 #include "probe/plan.h"
 
 /* The System V argument registers, by argument number (1-based): their x86 numbers. */
@@ -26,7 +29,7 @@ bool fast_eligible(const struct stub_fn *fn, uint64_t sample_rate)
 	if (fn->flags & STUB_FN_FREE)
 		return (fn->flags & STUB_FN_PTR_FAST) && !(fn->flags & STUB_FN_RESET) && fn->ptr_arg >= 1 &&
 		       fn->ptr_arg <= 6;
-	return (fn->flags & STUB_FN_SIZE_FAST) && fn->size_a >= 1 && fn->size_a <= 6 && !fn->size_b &&
+	return (fn->flags & STUB_FN_SIZE_FAST) && fn->size_a >= 1 && fn->size_a <= 6 && fn->size_b <= 6 &&
 	       fn->size_k == 1 && !(fn->flags & (STUB_FN_SIZE_AT_RET | STUB_FN_PAGE_ROUND | STUB_FN_RESET)) &&
 	       !fn->old_arg && (!(fn->flags & STUB_FN_NESTS) || fn->small_max);
 }
@@ -92,27 +95,57 @@ static void mov_to_r11(struct emit *e, uint8_t reg)
 #define JNE 0x85
 #define JAE 0x83
 #define JL 0x8c
+#define JA 0x87
+
+_Static_assert(sizeof(struct stub_count) == 16 && offsetof(struct stub_count, left) == 8, "count_slot()'s slot");
+
+_Static_assert(offsetof(struct stub_data, active) == offsetof(struct stub_data, enabled) + 4 &&
+		       offsetof(struct stub_data, enabled) % 8 == 0, "one 8-byte compare reads enabled and active");
+
+/* On to the original: its displaced code, relocated here, or orig_i. */
+static int to_original(struct emit *e, const struct fast_at *at, uint64_t orig)
+{
+	char why[160];
+	size_t len;
+
+	if (!at->code) {
+		b(e, 2, 0xff, 0x25);                                    /* jmp *fns[i].orig(%rip) */
+		rip(e, orig, 0);
+		return 0;
+	}
+	if (relocate_prologue(at->code, at->code_len, at->func_size, at->addr, here(e), at->skip, e->p, &len, why,
+			      sizeof(why)) != (int)at->displaced)
+		return -1;
+	e->p += len;
+	return 0;
+}
 
 /*
- * A wrapper's: on to the original while its slot holds a value it may
- * forward on (the function behind it, heaptrace's jump to it), else the
- * handler.  Three words after the code: the slot's address, the two values.
+ * A wrapper's: on while its slot holds a value it may forward on (the
+ * function behind it, heaptrace's jump to it, or that function's fast
+ * entry), else the handler.  On is the function's fast entry, called as
+ * the wrapper calls it: (*ctx, the wrapper's arguments), when the
+ * wrapper's own test passes (a size past PY_SSIZE_T_MAX returns NULL
+ * there; a calloc's factors under 2^31 pass it); else the wrapper.  Five
+ * words after the code: the slot's address, the three values, ctx's
+ * address.
  */
-static int forward(struct emit *e, uint8_t *img, int i, const struct probe *p, const struct fast_at *at, uint64_t orig)
+static int forward(struct emit *e, int i, const struct probe *p, const struct fast_at *at, uint64_t orig)
 {
-	uint64_t want[2] = { p->fwd_func ? p->fwd_func + at->bias : 0, at->jump }, c = at->base + STUB_FAST_OFF +
-		 (uint64_t)(i + 1) * STUB_FAST_SIZE - 24, slot = p->fwd_slot + at->bias;
-	uint8_t *consts = img + STUB_FAST_OFF + (i + 1) * STUB_FAST_SIZE - 24, *fwd[2];
+	uint64_t want[3] = { p->fwd_func ? p->fwd_func + at->bias : 0, at->impl_entry, at->jump },
+		 c = fast_entry_at(at->base, i + 1) - 40, slot = p->fwd_slot + at->bias, ctx = p->fwd_ctx + at->bias;
+	uint8_t *consts = e->start + (c - e->at), *fwd[3], *wrapper = NULL;
 	int n = 0;
 
-	if (!p->fwd_slot || (!want[0] && !want[1]))
+	if (!p->fwd_slot || (!want[0] && !want[1] && !want[2]))
 		return -1;
 	memcpy(consts, &slot, 8);
-	memcpy(consts + 8, want, 16);
+	memcpy(consts + 8, want, 24);
+	memcpy(consts + 32, &ctx, 8);
 	b(e, 3, 0x4c, 0x8b, 0x1d);                                      /* mov slot's address(%rip), %r11 */
 	rip(e, c, 0);
 	b(e, 3, 0x4d, 0x8b, 0x1b);                                      /* mov (%r11), %r11 */
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 3; k++)
 		if (want[k]) {
 			b(e, 3, 0x4c, 0x3b, 0x1d);                      /* cmp value(%rip), %r11; je forward */
 			rip(e, c + 8 + 8 * k, 0);
@@ -123,32 +156,90 @@ static int forward(struct emit *e, uint8_t *img, int i, const struct probe *p, c
 	fix(e, jump(e, 0), at->handler);
 	for (int k = 0; k < n; k++)
 		fix(e, fwd[k], here(e));
-	b(e, 2, 0xff, 0x25);                                            /* jmp *fns[i].orig(%rip) */
-	rip(e, orig, 0);
-	return e->p - e->start <= STUB_FAST_SIZE - 24 ? 0 : -1;
+	if (at->impl_entry && p->fwd_ctx && (p->fwd_member == 1 || p->fwd_member == 2 || p->fwd_member == 4)) {
+		if (p->fwd_member == 1) {
+			b(e, 3, 0x48, 0x85, 0xff);                      /* test %rdi, %rdi; js wrapper */
+			wrapper = jump(e, 0x88);
+		} else if (p->fwd_member == 2) {
+			b(e, 3, 0x49, 0x89, 0xfb);                      /* mov %rdi, %r11; or %rsi, %r11 */
+			b(e, 3, 0x49, 0x09, 0xf3);
+			b(e, 4, 0x49, 0xc1, 0xeb, 31);                  /* shr $31, %r11; jne wrapper */
+			wrapper = jump(e, JNE);
+			b(e, 3, 0x48, 0x89, 0xf2);                      /* mov %rsi, %rdx */
+		}
+		b(e, 3, 0x48, 0x89, 0xfe);                              /* mov %rdi, %rsi */
+		b(e, 3, 0x48, 0x8b, 0x3d);                              /* mov ctx's address(%rip), %rdi */
+		rip(e, c + 32, 0);
+		b(e, 3, 0x48, 0x8b, 0x3f);                              /* mov (%rdi), %rdi */
+		fix(e, jump(e, 0), at->impl_entry);
+		if (wrapper)
+			fix(e, wrapper, here(e));
+	}
+	if (to_original(e, at, orig))
+		return -1;
+	return here(e) <= c ? 0 : -1;
+}
+
+/* Data of a stub below 2 GiB (a non-PIE program's): reached by a sign-extended 32-bit address, no base loaded. */
+static bool low(uint64_t addr)
+{
+	return addr + 4096 < (1ull << 31);
+}
+
+/*
+ * The thread's countdown (struct stub_count), as stub/decide.c's
+ * countdown_of() finds it: %rax pushed (the caller pops it), %r11 its
+ * slot's offset in the table (counts low) or its address; on to slow
+ * (%rax still pushed) when another thread holds it or none does yet (the
+ * handler claims it).
+ */
+static uint8_t *count_slot(struct emit *e, uint64_t base, uint64_t counts)
+{
+	b(e, 1, 0x50);                                                  /* push %rax */
+	b(e, 9, 0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0);              /* mov %fs:0, %rax */
+	b(e, 3, 0x49, 0x89, 0xc3);                                      /* mov %rax, %r11 */
+	b(e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                                /* imul K(%rip), %r11 */
+	rip(e, base + STUB_FAST_HASH_K, 0);
+	b(e, 4, 0x49, 0xc1, 0xeb, 64 - STUB_COUNT_BITS);                /* shr $(64 - bits), %r11 */
+	b(e, 4, 0x49, 0xc1, 0xe3, 4);                                   /* shl $4, %r11 */
+	if (low(counts)) {
+		b(e, 3, 0x49, 0x39, 0x83);                              /* cmp %rax, counts(%r11) */
+		u32(e, (uint32_t)counts);
+	} else {
+		b(e, 3, 0x4c, 0x03, 0x1d);                              /* add counts(%rip), %r11 */
+		rip(e, base + STUB_FAST_COUNTS, 0);
+		b(e, 3, 0x49, 0x39, 0x03);                              /* cmp %rax, (%r11) */
+	}
+	return jump(e, JNE);
 }
 
 int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe *p, const struct fast_at *at)
 {
 	uint64_t base = at->base, handler = at->handler;
-	struct emit e = { .p = img + STUB_FAST_OFF + i * STUB_FAST_SIZE, .at = base + STUB_FAST_OFF + i * STUB_FAST_SIZE };
+	/* Made aside: an entry that does not fit must not spill into its neighbour's. */
+	uint8_t buf[STUB_FAST_SIZE + 256];
+	struct emit e = { .p = buf, .start = buf, .at = fast_entry_at(base, i) };
 	uint64_t data = base + STUB_DATA_OFF, orig = base + STUB_CFG_OFF + offsetof(struct stub_cfg, fns[i].orig);
-	uint8_t *slow[4], *pre = NULL, *to_orig[2];
+	uint8_t *slow[4], *slow_pop = NULL, *pre = NULL, *to_orig[2];
 	int n_slow = 0, n_orig = 0;
 
-	e.start = e.p;
+	memset(buf, 0, sizeof(buf));
 	memcpy(e.p, p->stub_undo, p->stub_undo_len);
 	e.p += p->stub_undo_len;
-	if (fn->flags & STUB_FN_FORWARD)
-		return forward(&e, img, i, p, at, orig);
-	/* cmpl $0, enabled(%rip); je slow: the handler passes a call through while the stub is off. */
-	b(&e, 2, 0x83, 0x3d);
-	rip(&e, data + offsetof(struct stub_data, enabled), 1);
-	b(&e, 1, 0);
-	slow[n_slow++] = jump(&e, JE);
+	if (fn->flags & STUB_FN_FORWARD) {
+		if (forward(&e, i, p, at, orig))
+			return -1;
+		memcpy(img + (e.at - base), buf, STUB_FAST_SIZE);
+		return 0;
+	}
 	if (fn->flags & STUB_FN_FREE) {
 		uint8_t r = arg_reg[fn->ptr_arg];
-		/* free(NULL): nothing; else the filter's byte of the block's hash (filter_of() in stub/decide.c). */
+		/*
+		 * free(NULL): nothing; else the filter's byte of the block's hash
+		 * (filter_of() in stub/decide.c).  Whether the stub is on is the
+		 * handler's to tell: a byte is set only while it is, and emptied
+		 * when it goes off.
+		 */
 		mov_to_r11(&e, r);
 		b(&e, 3, 0x4d, 0x85, 0xdb);                             /* test %r11, %r11 */
 		to_orig[n_orig++] = jump(&e, JE);
@@ -156,59 +247,102 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		b(&e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                       /* imul K(%rip), %r11 */
 		rip(&e, base + STUB_FAST_HASH_K, 0);
 		b(&e, 4, 0x49, 0xc1, 0xeb, 64 - STUB_FILTER_BITS);      /* shr $(64 - bits), %r11 */
-		b(&e, 1, 0x50);                                         /* push %rax */
-		b(&e, 3, 0x48, 0x8d, 0x05);                             /* lea filter(%rip), %rax */
-		rip(&e, data + offsetof(struct stub_data, filter), 0);
-		b(&e, 5, 0x42, 0x80, 0x3c, 0x18, 0);                    /* cmpb $0, (%rax,%r11) */
-		b(&e, 1, 0x58);                                         /* pop %rax */
+		uint64_t filter = data + offsetof(struct stub_data, filter);
+		if (low(filter)) {
+			b(&e, 3, 0x41, 0x80, 0xbb);                     /* cmpb $0, filter(%r11) */
+			u32(&e, (uint32_t)filter);
+			b(&e, 1, 0);
+		} else {
+			b(&e, 1, 0x50);                                 /* push %rax */
+			b(&e, 3, 0x48, 0x8d, 0x05);                     /* lea filter(%rip), %rax */
+			rip(&e, filter, 0);
+			b(&e, 5, 0x42, 0x80, 0x3c, 0x18, 0);            /* cmpb $0, (%rax,%r11) */
+			b(&e, 1, 0x58);                                 /* pop %rax */
+		}
 		to_orig[n_orig++] = jump(&e, JE);
 		slow[n_slow++] = jump(&e, 0);
 	} else {
-		uint8_t r = arg_reg[fn->size_a];
-		/* cmpl $0, active(%rip); jne slow: a thread inside a traced call, this may be nested in it. */
-		b(&e, 2, 0x83, 0x3d);
-		rip(&e, data + offsetof(struct stub_data, active), 1);
-		b(&e, 1, 0);
+		uint8_t r = arg_reg[fn->size_a], rb = arg_reg[fn->size_b], size = r;
+		/*
+		 * cmpq $1, enabled(%rip); jne slow: on (1), and no thread inside a
+		 * traced call (active, the word after it, 0), which this one may be
+		 * nested in.
+		 */
+		b(&e, 3, 0x48, 0x83, 0x3d);
+		rip(&e, data + offsetof(struct stub_data, enabled), 1);
+		b(&e, 1, 1);
 		slow[n_slow++] = jump(&e, JNE);
-		if (fn->flags & STUB_FN_NESTS) {
+		if (fn->size_b) {
+			/* mov %a, %r11; imul %b, %r11: the size as the handler's fn_size() has it (modulo 2^64). */
+			mov_to_r11(&e, r);
+			b(&e, 4, 0x4c | (rb >= 8 ? 1 : 0), 0x0f, 0xaf, 0xc0 | (R11 & 7) << 3 | (rb & 7));
+			size = R11;
+		}
+		if ((fn->flags & STUB_FN_NESTS) && size == R11) {
+			/* cmp $small_max, %r11; ja slow: sizes 1..small_max call nothing traced. */
+			b(&e, 3, 0x49, 0x81, 0xfb);
+			u32(&e, fn->small_max);
+			slow[n_slow++] = jump(&e, JA);
+		} else if (fn->flags & STUB_FN_NESTS) {
 			/* lea -1(%reg), %r11; cmp $(small_max - 1), %r11; jae slow: sizes 1..small_max call nothing traced. */
 			b(&e, 4, 0x4c | (r >= 8 ? 1 : 0), 0x8d, 0x40 | (R11 & 7) << 3 | (r & 7), 0xff);
 			b(&e, 3, 0x49, 0x81, 0xfb);
 			u32(&e, fn->small_max - 1);
 			slow[n_slow++] = jump(&e, JAE);
 		}
-		/* test %reg, %reg; je original: a 0-byte allocation is never sampled (sampled() in stub/decide.c). */
-		b(&e, 3, 0x48 | (r >= 8 ? 5 : 0), 0x85, 0xc0 | (r & 7) << 3 | (r & 7));
-		to_orig[n_orig++] = jump(&e, JE);
-		/* The countdown less the size, at once for every thread: old = xadd(countdown, -size). */
-		mov_to_r11(&e, r);
-		b(&e, 3, 0x49, 0xf7, 0xdb);                             /* neg %r11 */
-		b(&e, 5, 0xf0, 0x4c, 0x0f, 0xc1, 0x1d);                 /* lock xadd %r11, countdown(%rip) */
-		rip(&e, data + offsetof(struct stub_data, countdown), 0);
-		/* old < size: it went below 0 with this call, which is sampled (the handler draws the next countdown). */
-		b(&e, 3, 0x48 | (r >= 8 ? 4 : 0) | 1, 0x39, 0xc0 | (r & 7) << 3 | (R11 & 7));   /* cmp %reg, %r11 */
+		if (!(fn->flags & STUB_FN_NESTS) || size == R11) {
+			/* test %size, %size; je original: a 0-byte allocation is never sampled (sampled() in stub/decide.c). */
+			b(&e, 3, 0x48 | (size >= 8 ? 5 : 0), 0x85, 0xc0 | (size & 7) << 3 | (size & 7));
+			to_orig[n_orig++] = jump(&e, JE);
+		}
+		uint64_t counts = data + offsetof(struct stub_data, count);
+		slow_pop = count_slot(&e, base, counts);
+		if (fn->size_b) {
+			/* mov %a, %rax; imul %b, %rax: the size again, %r11 now being the slot. */
+			b(&e, 3, 0x48 | (r >= 8 ? 4 : 0), 0x89, 0xc0 | (r & 7) << 3);
+			b(&e, 4, 0x48 | (rb >= 8 ? 1 : 0), 0x0f, 0xaf, 0xc0 | (rb & 7));
+			size = 0;       /* %rax */
+		}
+		/*
+		 * sub %size, 8(%r11); pop %rax; jl sampled: the thread's countdown
+		 * less the size; below 0 (it was less than the size), this call is
+		 * sampled and the handler draws the next.  pop keeps the flags.
+		 */
+		if (low(counts)) {
+			b(&e, 3, 0x49 | (size >= 8 ? 4 : 0), 0x29, 0x83 | (size & 7) << 3);
+			u32(&e, (uint32_t)(counts + 8));
+		} else {
+			b(&e, 4, 0x49 | (size >= 8 ? 4 : 0), 0x29, 0x43 | (size & 7) << 3, 8);
+		}
+		b(&e, 1, 0x58);
 		pre = jump(&e, JL);
 	}
 	uint64_t orig_at = here(&e);
-	b(&e, 2, 0xff, 0x25);                                           /* jmp *fns[i].orig(%rip) */
-	rip(&e, orig, 0);
+	if (to_original(&e, at, orig))
+		return -1;
+	uint64_t slow_pop_at = here(&e);
+	if (slow_pop)
+		b(&e, 1, 0x58);                                         /* pop %rax */
+	uint64_t slow_at = here(&e);
+	b(&e, 2, 0x41, 0xbb);                                           /* mov $i, %r11d; jmp handler */
+	u32(&e, (uint32_t)i);
+	fix(&e, jump(&e, 0), handler);
 	uint64_t pre_at = here(&e);
 	if (pre) {
 		b(&e, 2, 0x41, 0xbb);                                   /* mov $(i | PRESAMPLED), %r11d */
 		u32(&e, (uint32_t)i | STUB_INDEX_PRESAMPLED);
 		fix(&e, jump(&e, 0), handler);
 	}
-	uint64_t slow_at = here(&e);
-	b(&e, 2, 0x41, 0xbb);                                           /* mov $i, %r11d; jmp handler */
-	u32(&e, (uint32_t)i);
-	fix(&e, jump(&e, 0), handler);
 	if (e.p - e.start > STUB_FAST_SIZE)
 		return -1;
 	for (int k = 0; k < n_slow; k++)
 		fix(&e, slow[k], slow_at);
 	for (int k = 0; k < n_orig; k++)
 		fix(&e, to_orig[k], orig_at);
+	if (slow_pop)
+		fix(&e, slow_pop, slow_pop_at);
 	if (pre)
 		fix(&e, pre, pre_at);
+	memcpy(img + (e.at - base), buf, STUB_FAST_SIZE);
 	return 0;
 }

@@ -24,6 +24,7 @@
 
 #include "inject/inject.h"
 #include "inject/fast.h"
+#include "inject/image.h"
 #include "inject/jumps.h"
 #include "inject/pytables.h"
 #include "inject/phase.h"
@@ -39,10 +40,6 @@
 #include "util/elfobj.h"
 #include "util/log.h"
 #include "util/procfs.h"
-
-_Static_assert(sizeof(stub_blob) <= STUB_TRAMP_OFF, "the stub blob overlaps its trampolines");
-_Static_assert(STUB_TRAMP_OFF + STUB_MAX_FNS * STUB_TRAMP_SIZE <= STUB_CFG_OFF, "trampolines overlap the config");
-_Static_assert(STUB_CFG_OFF + sizeof(struct stub_cfg) <= STUB_FILE_SIZE, "the config does not fit the file");
 
 /*
  * Where remote system calls run once the stub is mapped (remote.h): the
@@ -111,68 +108,6 @@ static void give_back(struct inject *in, struct probe_plan *plan)
 			plan->probes[in->fns[i].probe].stub = false;
 			plan->probes[in->fns[i].probe].given_back = true;
 		}
-}
-
-/* The stub's file: blob, trampolines (entry_i, orig_i), configuration. */
-static int build_image(struct inject *in, const struct probe_plan *plan, uint8_t *img, char *why, size_t len)
-{
-	struct stub_cfg *cfg = (struct stub_cfg *)(img + STUB_CFG_OFF);
-
-	memset(img, 0, STUB_FILE_SIZE);
-	memcpy(img, stub_blob, sizeof(stub_blob));
-	cfg->n_fns = in->n;
-	cfg->page_size = sysconf(_SC_PAGESIZE);
-	cfg->sample_rate = in->sample_rate;
-	cfg->set_mask = in->buckets - 1;
-	cfg->walk = in->walk;
-	cfg->max_depth = in->max_depth;
-	cfg->min_frame_addr = in->min_frame_addr;
-	cfg->py = in->py;
-	for (int i = 0; i < in->n; i++) {
-		struct inject_fn *f = &in->fns[i];
-		const struct probe *p = &plan->probes[f->probe];
-		uint64_t entry = in->base + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE, orig = entry + 16;
-		/* A wrapping free is called, as an allocator is (STUB_FN_WRAPS). */
-		bool called = p->kind == HT_SPEC_ALLOC || (p->kind == HT_SPEC_FREE && plan->specs[p->spec].free_wraps);
-		uint64_t handler = in->base + (called ? STUB_ENTRY_ALLOC : STUB_ENTRY_FREE);
-		uint8_t *t = img + STUB_TRAMP_OFF + i * STUB_TRAMP_SIZE;
-		int32_t rel = (int32_t)(handler - (entry + 11));
-		size_t orig_len;
-
-		/*
-		 * [undo the first instruction, when the jump comes after it;]
-		 * mov $i, %r11d; jmp handler.  orig_i runs the displaced code
-		 * from the entry, that instruction again included.
-		 */
-		size_t u = p->stub_undo_len;
-		_Static_assert(UNDO_MAX + 11 <= 16, "entry_i's room");
-		memcpy(t, p->stub_undo, u);
-		rel = (int32_t)(handler - (entry + u + 11));
-		t[u] = 0x41, t[u + 1] = 0xbb;
-		memcpy(t + u + 2, &(uint32_t){ i }, 4);
-		t[u + 6] = 0xe9;
-		memcpy(t + u + 7, &rel, 4);
-		/* A far function's orig_i is on the page of jumps, relocated there (jumps_build()). */
-		if (f->far)
-			orig = jumps_slot(in, i) + 16;
-		else if (relocate_prologue(f->saved, sizeof(f->saved), p->func_size, f->addr, orig, f->skip, t + 16,
-					   &orig_len, why, len) != (int)f->len)
-			return -1;
-		else if (16 + orig_len > STUB_TRAMP_SIZE) {
-			snprintf(why, len, "the displaced code of %s does not fit", p->func);
-			return -1;
-		}
-		cfg->fns[i] = (struct stub_fn){ .orig = orig, .spec = p->spec, .s = plan->specs[p->spec],
-						.func_ip = f->addr + p->delta };
-		spec_stub_fill(&cfg->fns[i], p, &plan->specs[p->spec]);
-		struct fast_at at = { .base = in->base, .handler = handler, .bias = f->addr - p->func_vaddr };
-		for (int k = 0; p->forwards && in->pyt && k < in->pyt->n; k++)
-			if (in->pyt->w[k].pid == in->pid && in->pyt->w[k].at == p->fwd_slot + at.bias)
-				at.jump = in->pyt->w[k].jump;
-		f->fast = fast_eligible(&cfg->fns[i], in->sample_rate) && !fast_emit(img, i, &cfg->fns[i], p, &at);
-	}
-	memcpy(img + STUB_FAST_HASH_K, &(uint64_t){ STUB_FILTER_MUL }, 8);
-	return 0;
 }
 
 /*
@@ -322,7 +257,7 @@ static bool reuse_stub(struct inject *in, struct remote *r, const struct probe_p
 			continue;
 		in->base = e.lo;
 		in->jumps = planned_jumps;
-		if ((in->jumps && !jumps_reuse(in, r, plan, maps)) || build_image(in, plan, img, why, sizeof(why)) ||
+		if ((in->jumps && !jumps_reuse(in, r, plan, maps)) || image_build(in, plan, img, why, sizeof(why)) ||
 		    remote_read(r, e.lo, now, STUB_FILE_SIZE))
 			continue;
 		for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
@@ -522,7 +457,7 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 			snprintf(why, sizeof(why), "no free address space within 2 GiB of the allocator");
 			goto fail;
 		}
-		if (build_image(in, plan, img, why, sizeof(why)) || map_stub(in, r, img, why, sizeof(why)))
+		if (image_build(in, plan, img, why, sizeof(why)) || map_stub(in, r, img, why, sizeof(why)))
 			goto fail;
 		/* The stub's gadget makes its calls; failed, the far functions keep their uprobes (not patched below). */
 		if (in->jumps && (jumps_build(in, plan, img, why, sizeof(why)) || jumps_map(in, r, img, why, sizeof(why)))) {
@@ -584,6 +519,9 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	}
 	in->enabled = true;
 	inject_phase("enabled");
+	/* CPython's redirected slots: at the fast entries now there are some (a -p session points them later). */
+	if (in->pyt)
+		pytables_point(in->pyt, r, inject_fast_entry_of, in);
 	if (in->share_map && in->on_share)
 		in->on_share(in->on_share_arg, in, in->share_map, in->share_rows, maps);
 	if (in->py.kind && in->on_python)
@@ -621,6 +559,16 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	int rc = install(in, r, plan, tr);
 	tracer_remote(tr, in->pid, false);
 	return rc;
+}
+
+uint64_t inject_fast_entry_of(void *arg, uint64_t func)
+{
+	const struct inject *in = arg;
+
+	for (int i = 0; in->enabled && i < in->n; i++)
+		if (in->fns[i].addr == func && in->fns[i].patched && in->fns[i].direct)
+			return in->fns[i].direct;
+	return 0;
 }
 
 void inject_remove(struct inject *in, struct remote *r)

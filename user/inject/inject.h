@@ -50,6 +50,12 @@ int inject_install(struct inject *in, struct remote *r, struct probe_plan *plan,
 void inject_remove(struct inject *in, struct remote *r);
 
 /*
+ * The fast entry of the function at func in the process (struct inject *
+ * arg), where a CPython table slot may point (pytables_point()); 0: none.
+ */
+uint64_t inject_fast_entry_of(void *arg, uint64_t func);
+
+/*
  * A launched command stopped at its exec: where the dynamic loader tells
  * debuggers that its objects are mapped (r_brk), a breakpoint.  The
  * program's own code has not run yet.  0, or -1: install now (no loader).

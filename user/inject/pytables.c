@@ -136,7 +136,7 @@ int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct re
 		if (now != func && (page || (page = find_page(r, maps))) && now >= page + JUMPS_OFF &&
 		    now + JUMP_SIZE <= page + PAGE && jump_at(r, now, func)) {
 			/* An earlier heaptrace's jump (it was killed): taken over as this session's, given back at its end. */
-			pt->w[pt->n++] = (struct pyt_write){ r->pid, at, func, now };
+			pt->w[pt->n++] = (struct pyt_write){ r->pid, at, func, now, 0 };
 			done++;
 			continue;
 		}
@@ -173,13 +173,32 @@ int pytables_redirect(struct pytables *pt, const struct cpy_tables *t, struct re
 			ht_info("python: PID %d: the slot of %s cannot be redirected", r->pid, names[i]);
 			continue;
 		}
-		pt->w[pt->n++] = (struct pyt_write){ r->pid, slots[i], funcs[i], jumps[i] };
+		pt->w[pt->n++] = (struct pyt_write){ r->pid, slots[i], funcs[i], jumps[i], 0 };
 		done++;
 	}
 	free(maps);
 	if (done)
 		ht_info("python: PID %d: %d allocator table slots point at jumps to their own functions (page 0x%lx): "
 			"the inlined copies are bypassed, every call is seen", r->pid, done, page);
+	return done;
+}
+
+int pytables_point(struct pytables *pt, struct remote *r, uint64_t (*entry)(void *arg, uint64_t func), void *arg)
+{
+	int done = 0;
+
+	for (int i = 0; i < pt->n; i++) {
+		struct pyt_write *w = &pt->w[i];
+		uint64_t to = w->pid == r->pid ? entry(arg, w->func) : 0, now;
+
+		if (to && !remote_read(r, w->at, &now, sizeof(now)) && now == w->jump &&
+		    !remote_write(r, w->at, &to, sizeof(to))) {
+			w->direct = to;
+			done++;
+		}
+	}
+	if (done)
+		ht_info("python: PID %d: %d allocator table slots point at their functions' fast entries", r->pid, done);
 	return done;
 }
 
@@ -203,7 +222,7 @@ void pytables_restore(struct pytables *pt, struct remote *r)
 
 		if (w->pid != r->pid)
 			continue;
-		if (!remote_read(r, w->at, &now, sizeof(now)) && now == w->jump &&
+		if (!remote_read(r, w->at, &now, sizeof(now)) && (now == w->jump || (w->direct && now == w->direct)) &&
 		    !remote_write(r, w->at, &w->func, sizeof(w->func)))
 			back++;
 		else

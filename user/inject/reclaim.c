@@ -62,6 +62,36 @@ static size_t patch_len(const uint8_t *file, const uint8_t *code, size_t n)
 }
 
 /*
+ * A CPython wrapper's table slot that an earlier session pointed into its
+ * stub (inject/pytables.h) and did not put back (killed): the function
+ * back in it when restore is set, so that the calls reach the function's
+ * entry, where a uprobe or this session's jump is.  1: found, else 0.
+ */
+static int stale_slot(struct remote *r, const char *maps, const struct probe *p, uint64_t bias, bool restore,
+		      int *failed)
+{
+	uint64_t slot = p->fwd_slot + bias, func = p->fwd_impl + bias, now;
+	struct map_entry e;
+	bool stub = false;
+
+	if (!p->forwards || !p->fwd_slot || !p->fwd_impl || remote_read(r, slot, &now, sizeof(now)) || now == func)
+		return 0;
+	for (const char *pos = maps; maps_next(&pos, &e);)
+		stub |= now >= e.lo && now < e.hi && strstr(e.path, "memfd:heaptrace-stub");
+	if (!stub || !restore)
+		return stub;
+	if (remote_write(r, slot, &func, sizeof(func))) {
+		ht_err("PID %d: the allocator table slot of %s points into an earlier heaptrace's stub and cannot be "
+		       "restored", r->pid, p->func);
+		(*failed)++;
+	} else {
+		ht_info("fast path: PID %d: the allocator table slot of %s still pointed into an earlier heaptrace's "
+			"stub: restored", r->pid, p->func);
+	}
+	return 1;
+}
+
+/*
  * Each function of the plan in pid that jumps into a heaptrace stub (the
  * malloc family, and --sym functions, which go through the stub too): its file's bytes back when restore is set (every thread
  * stopped, or the process held before its first instruction).  A uprobe
@@ -71,8 +101,9 @@ static size_t patch_len(const uint8_t *file, const uint8_t *code, size_t n)
  * inside the jump; unregistered, it writes the file's byte back into the
  * jump.  Either way the next call runs a mix of both (SIGSEGV at
  * calloc+3 in PostgreSQL's postmaster: a --no-inject heaptrace after one
- * SIGKILLed while stopping).  Returns how many functions jump (restored or
- * not), -1 when one could not be restored.
+ * SIGKILLed while stopping).  CPython's table slots that point into a
+ * stub go back too (stale_slot).  Returns how many functions jump and
+ * slots point there (restored or not), -1 when one could not be restored.
  */
 static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool restore)
 {
@@ -92,6 +123,8 @@ static int stale_jumps(struct remote *r, const struct probe_plan *plan, bool res
 		bool ok = pread(fd, file, sizeof(file), off) == sizeof(file) && (addr = maps_file_addr(maps, fd, off)) &&
 			  !remote_read(r, addr, code, sizeof(code));
 		close(fd);
+		if (ok)
+			found += stale_slot(r, maps, p, addr - p->func_vaddr, restore, &failed);
 		/* At the entry (builds before the jump could follow an undone instruction), or after it. */
 		size_t k = p->stub_skip;
 		if (ok && (!k || !earlier_stub(maps, addr + k, code + k)))

@@ -28,6 +28,7 @@ struct inject_fn {
 	uint8_t saved[32];              /* what they were */
 	bool far;                       /* beyond the stub's reach: through the page of jumps (inject/jumps.h) */
 	bool fast;                      /* its patch leads to its fast entry (inject/fast.h), not entry_i */
+	uint64_t direct;                /* fast: that entry past the undo, where a slot or a wrapper may go */
 	bool patched;
 };
 
@@ -93,7 +94,7 @@ struct inject {
 	 * stub of this process reads them (its PyCode_Type in py_code_type).
 	 */
 	const struct cpy_frames *pyf;
-	const struct pytables *pyt;     /* CPython's slots redirected (inject/pytables.h), for the fast entries; NULL: none */
+	struct pytables *pyt;           /* CPython's slots redirected (inject/pytables.h), pointed at the fast entries; NULL: none */
 	struct stub_py py;
 	uint64_t py_code_type;
 	void (*on_python)(void *arg, const struct inject *in);

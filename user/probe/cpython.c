@@ -15,15 +15,16 @@ static const struct {
 	const char *wrapper;
 	enum ht_spec_kind kind;
 	const char *spec;       /* FUNC is filled in */
+	int member;             /* the slot's place in PyMemAllocatorEx, after ctx */
 } wrappers[] = {
-	{ "PyObject_Malloc", HT_SPEC_ALLOC, "size=arg2" },
-	{ "PyObject_Calloc", HT_SPEC_ALLOC, "size=arg2*arg3" },
-	{ "PyObject_Realloc", HT_SPEC_ALLOC, "size=arg3,free=arg2" },
-	{ "PyObject_Free", HT_SPEC_FREE, "ptr=arg2" },
-	{ "PyMem_Malloc", HT_SPEC_ALLOC, "size=arg2" },
-	{ "PyMem_Calloc", HT_SPEC_ALLOC, "size=arg2*arg3" },
-	{ "PyMem_Realloc", HT_SPEC_ALLOC, "size=arg3,free=arg2" },
-	{ "PyMem_Free", HT_SPEC_FREE, "ptr=arg2" },
+	{ "PyObject_Malloc", HT_SPEC_ALLOC, "size=arg2", 1 },
+	{ "PyObject_Calloc", HT_SPEC_ALLOC, "size=arg2*arg3", 2 },
+	{ "PyObject_Realloc", HT_SPEC_ALLOC, "size=arg3,free=arg2", 3 },
+	{ "PyObject_Free", HT_SPEC_FREE, "ptr=arg2", 4 },
+	{ "PyMem_Malloc", HT_SPEC_ALLOC, "size=arg2", 1 },
+	{ "PyMem_Calloc", HT_SPEC_ALLOC, "size=arg2*arg3", 2 },
+	{ "PyMem_Realloc", HT_SPEC_ALLOC, "size=arg3,free=arg2", 3 },
+	{ "PyMem_Free", HT_SPEC_FREE, "ptr=arg2", 4 },
 };
 
 #define N_WRAPPERS (int)(sizeof(wrappers) / sizeof(wrappers[0]))
@@ -243,7 +244,9 @@ static bool have_object(const struct cpy_tables *t, const char *path)
  * frame, while its slot holds that function or pytables.c's jump to it
  * (another allocator set there at run time may call nothing traced); one
  * that inlines a copy of the function while the slot holds it, only while
- * the slot holds the jump.
+ * the slot holds the jump.  Either calls the function as the slot's
+ * (ctx, args...): PyMemAllocatorEx's context, the word before the
+ * table's first slot, then its own arguments.
  */
 static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, bool pymalloc, int w, uint64_t func,
 			    uint64_t slot, const struct found *f)
@@ -260,6 +263,9 @@ static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, bool pyma
 		p->forwards = f->compared == func || (!f->compared && f->tail);
 		p->fwd_slot = p->forwards ? slot : 0;
 		p->fwd_func = !f->compared && f->tail ? func : 0;
+		p->fwd_impl = p->forwards ? func : 0;
+		p->fwd_member = p->forwards ? wrappers[w].member : 0;
+		p->fwd_ctx = p->forwards ? slot - 8 * (uint64_t)wrappers[w].member : 0;
 	}
 }
 

@@ -41,11 +41,16 @@ struct probe {
 	 * and STUB_FN_FORWARD say.  A wrapper that calls through its table
 	 * slot (ELF address fwd_slot) forwards while the slot holds
 	 * heaptrace's jump to the function behind it, or that function itself
-	 * (fwd_func; 0 when the wrapper inlines a copy of it then).
+	 * (fwd_func; 0 when the wrapper inlines a copy of it then).  Its call
+	 * is fwd_impl(*fwd_ctx, its own arguments): the function the slot
+	 * holds by default, the table's context first (PyMemAllocatorEx's
+	 * ctx, fwd_member words before the slot: 1 malloc, 2 calloc, 3
+	 * realloc, 4 free).
 	 */
 	uint32_t small_max;
 	bool forwards;
-	uint64_t fwd_slot, fwd_func;
+	uint8_t fwd_member;
+	uint64_t fwd_slot, fwd_func, fwd_impl, fwd_ctx;
 	bool given_back;        /* the stub gave it up while installing: its uprobes come late (probes_attach_fallback) */
 	bool attached;          /* its uprobes are attached */
 };

@@ -49,8 +49,8 @@ void session_python_running(struct session *s)
 	if ((err = remote_stop(&r, s->t.pid, session_traced_by_us, s)))
 		ht_info("python: cannot stop the threads of PID %d (%s): its inlined allocator calls are not seen",
 			s->t.pid, strerror(-err));
-	else
-		pytables_redirect(&s->pyt, &s->specs.py, &r);
+	else if (pytables_redirect(&s->pyt, &s->specs.py, &r) && s->in.pid == s->t.pid)
+		pytables_point(&s->pyt, &r, inject_fast_entry_of, &s->in);
 	remote_resume(&r);
 	remote_free(&r);
 }
