@@ -166,9 +166,12 @@ static void resample(__s64 *left)
 
 /*
  * The thread's countdown (struct stub_count): its slot, claimed now if
- * free and given a first draw; else, held by another thread, the one of
- * threads without a slot.  The fast entries (user/inject/fast.c) hash
- * the thread pointer as this does.
+ * another thread's or free, and given a first draw (a thread that ended
+ * leaves its slot behind; two live threads that hash alike take it in
+ * turn, through here).  The countdown is memoryless, so a new draw loses
+ * nothing; an owner's subtraction in a fast entry that crosses the store
+ * of a thread taking its slot over can be lost, once in a while.  The
+ * fast entries (user/inject/fast.c) hash the thread pointer as this does.
  */
 static __s64 *countdown_of(__u64 tp)
 {
@@ -177,7 +180,7 @@ static __s64 *countdown_of(__u64 tp)
 
 	if (owner == tp && tp)
 		return &c->left;
-	if (owner || !tp || !__atomic_compare_exchange_n(&c->tp, &owner, tp, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	if (!tp || !__atomic_compare_exchange_n(&c->tp, &owner, tp, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return &stub_data.countdown;
 	resample(&c->left);
 	return &c->left;

@@ -362,12 +362,10 @@ struct stub_memo {
  * Sampled: each thread's byte countdown, in a slot of its own found by
  * its thread pointer's hash (one place, no probing: a fast entry reads
  * one slot), claimed by the thread's first sampling decision in the
- * handler and never given up (glibc gives a new thread an old one's
- * stack, and so its thread pointer and slot).  Only its owner writes
- * left, so no lock: a locked subtraction on a line every thread writes
- * was a third of a fast entry's cost.  A thread whose slot another holds
- * counts on stub_data.countdown, in the handler.  16 KiB, touched where
- * threads hash.
+ * handler, and taken over in the handler by a thread that hashes alike
+ * (stub/decide.c's countdown_of()).  Only its owner writes left, so no
+ * lock: a locked subtraction on a line every thread writes was a third
+ * of a fast entry's cost.  16 KiB, touched where threads hash.
  */
 #define STUB_COUNT_BITS 10
 #define STUB_COUNT_SLOTS (1u << STUB_COUNT_BITS)
@@ -380,7 +378,7 @@ struct stub_count {
 struct stub_data {
 	__u32 enabled;                  /* 0: every call goes straight to the original */
 	__u32 active;                   /* threads inside a called function (depth slots in use) */
-	__s64 countdown;                /* bytes until the next sample, of threads without a slot of their own */
+	__s64 countdown;                /* bytes until the next sample, of a call whose slot another thread took meanwhile */
 	__u64 prng;                     /* xorshift64* state, seeded by heaptrace */
 	struct stub_counters c;
 	struct stub_walk_info w;

@@ -191,7 +191,7 @@ static bool low(uint64_t addr)
  * countdown_of() finds it: %rax pushed (the caller pops it), %r11 its
  * slot's offset in the table (counts low) or its address; on to slow
  * (%rax still pushed) when another thread holds it or none does yet (the
- * handler claims it).
+ * handler takes it).
  */
 static uint8_t *count_slot(struct emit *e, uint64_t base, uint64_t counts)
 {
