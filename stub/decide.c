@@ -173,15 +173,22 @@ static void resample(__s64 *left)
  * of a thread taking its slot over can be lost, once in a while.  The
  * fast entries (user/inject/fast.c) hash the thread pointer as this does.
  */
+static struct stub_count *count_of(__u64 tp)
+{
+	return &stub_data.count[(tp * STUB_FILTER_MUL) >> (64 - STUB_COUNT_BITS)];
+}
+
 static __s64 *countdown_of(__u64 tp)
 {
-	struct stub_count *c = &stub_data.count[(tp * STUB_FILTER_MUL) >> (64 - STUB_COUNT_BITS)];
+	struct stub_count *c = count_of(tp);
 	__u64 owner = __atomic_load_n(&c->tp, __ATOMIC_RELAXED);
 
 	if (owner == tp && tp)
 		return &c->left;
 	if (!tp || !__atomic_compare_exchange_n(&c->tp, &owner, tp, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return &stub_data.countdown;
+	/* Not inside the former owner's realloc: its fast entry clears the mark only while the slot is its own. */
+	__atomic_store_n(&c->inside, 0, __ATOMIC_RELAXED);
 	resample(&c->left);
 	return &c->left;
 }
@@ -328,6 +335,19 @@ static int returns_into_allocator(__u64 ra)
 /* Is the thread inside such a call, at or above sp (tail-jumped: at the same sp)? */
 static int nested(__u64 tp, __u64 sp)
 {
+	/*
+	 * Inside a realloc its fast entry called (struct stub_count's inside):
+	 * as a nesting slot.  A call above it is no longer inside (the mark of
+	 * a call that never returned: it goes).
+	 */
+	struct stub_count *c = count_of(tp);
+	__u64 in = __atomic_load_n(&c->inside, __ATOMIC_RELAXED);
+	if (in && __atomic_load_n(&c->tp, __ATOMIC_RELAXED) == tp) {
+		if (sp == in || (sp < in && returns_into_allocator(*(const __u64 *)sp)))
+			return 1;
+		if (sp > in)
+			__atomic_compare_exchange_n(&c->inside, &in, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
 	/*
 	 * A count, not a scan of the thread's slots: those lie in 4 cache lines
 	 * that a program touching much memory between calls (PostgreSQL) has

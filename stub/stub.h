@@ -35,14 +35,15 @@
 #define STUB_MAX_FNS 32                 /* HT_MAX_SPECS: every probe of the plan could be redirected */
 #define STUB_TRAMP_OFF 0x4000
 #define STUB_TRAMP_SIZE 64              /* per function: entry_i, then orig_i */
-#define STUB_CFG_OFF 0x4800            /* right after the trampolines: the config, the fast entries and the gadget's page fit in 76 KiB */
-#define STUB_FILE_SIZE 0x13000
-#define STUB_DATA_OFF 0x13000
+#define STUB_CFG_OFF 0x4800            /* right after the trampolines: the config, the fast entries and the gadget's page fit in 80 KiB */
+#define STUB_FILE_SIZE 0x14000
+#define STUB_DATA_OFF 0x14000
 #define STUB_GADGET_OFF (STUB_FILE_SIZE - 0x1000) /* the last page of the file: scratch for heaptrace's remote calls */
 #define STUB_FAST_OFF 0x10000
-#define STUB_FAST_SIZE 224              /* per function: an allocation of pymalloc's with its displaced code, 173 bytes at most */
+#define STUB_FAST_SIZE 288              /* per function: a realloc's with its displaced code, 270 bytes at most */
 #define STUB_FAST_HASH_K (STUB_FAST_OFF + STUB_MAX_FNS * STUB_FAST_SIZE)       /* the filter's multiplier, for them */
 #define STUB_FAST_COUNTS (STUB_FAST_HASH_K + 8) /* the address of stub_data.count in the process, for them */
+#define STUB_FAST_EXIT (STUB_FAST_COUNTS + 8)   /* where a realloc's fast entry returns through (user/inject/fast.h) */
 
 /*
  * Set in the index a fast entry (user/inject/fast.h) passes to the
@@ -365,14 +366,24 @@ struct stub_memo {
  * handler, and taken over in the handler by a thread that hashes alike
  * (stub/decide.c's countdown_of()).  Only its owner writes left, so no
  * lock: a locked subtraction on a line every thread writes was a third
- * of a fast entry's cost.  16 KiB, touched where threads hash.
+ * of a fast entry's cost.  Touched where threads hash.
  */
-#define STUB_COUNT_BITS 10
+#define STUB_COUNT_BITS 10              /* 64 KiB */
 #define STUB_COUNT_SLOTS (1u << STUB_COUNT_BITS)
 
 struct stub_count {
 	__u64 tp;                       /* the owner's thread pointer; 0: free */
 	__s64 left;                     /* bytes until its next sample */
+	/*
+	 * A realloc's fast entry calls the function and marks the thread
+	 * inside it meanwhile: the stack pointer the function's entry has
+	 * (0: none), which stub/decide.c's nested() holds as a nesting slot,
+	 * and the span of its object's code: a fast entry called from there
+	 * meanwhile is the realloc's business (its malloc of a block it moves).
+	 */
+	__u64 inside;
+	__u64 code_lo, code_len;
+	__u64 pad[3];                   /* a cache line a thread */
 };
 
 struct stub_data {

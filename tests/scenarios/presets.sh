@@ -378,7 +378,7 @@ presets_python_attach() {
 }
 
 # The same python, sampled: the slots point at their functions' fast
-# entries in the stub (malloc, calloc and free: realloc has none), and go
+# entries in the stub (malloc, calloc, realloc and free of both domains), and go
 # back at the end.  A sampled session SIGKILLed leaves them in the stub;
 # a --no-inject session after it puts the functions back (a uprobe on a
 # function would miss calls made through a slot that skips its entry),
@@ -394,15 +394,15 @@ presets_python_attach_sampled() {
 	ht pps3 -v -d 1 --preset python --no-inject -o /dev/null -p "$pp"
 	ht pps4 -v -d 1 --preset python --sample-rate 512K -o /dev/null -p "$pp"
 	for i in 1 2 4; do
-		grep -q 'PID [0-9]*: 6 allocator table slots point at their functions. fast entries$' "$TMP/pps$i.err" ||
-			d+="session $i: not 6 slots at fast entries: $(grep 'python:' "$TMP/pps$i.err" | head -3)"$'\n'
+		grep -q 'PID [0-9]*: 8 allocator table slots point at their functions. fast entries$' "$TMP/pps$i.err" ||
+			d+="session $i: not 8 slots at fast entries: $(grep 'python:' "$TMP/pps$i.err" | head -3)"$'\n'
 	done
 	for i in 1 4; do
 		grep -q '8 allocator table slots restored$' "$TMP/pps$i.err" || d+="session $i: no '8 allocator table slots restored'"$'\n'
 	done
 	d+=$(rc_diag pps3 0)
-	[ "$(grep -c 'allocator table slot of Py[A-Za-z]*_[A-Za-z]* still pointed into an earlier heaptrace.s stub: restored' "$TMP/pps3.err")" = 6 ] ||
-		d+="--no-inject after the SIGKILL: not 6 slots restored: $(grep -c 'still pointed' "$TMP/pps3.err") ($(grep -E 'slot|python:' "$TMP/pps3.err" | head -3))"$'\n'
+	[ "$(grep -c 'allocator table slot of Py[A-Za-z]*_[A-Za-z]* still pointed into an earlier heaptrace.s stub: restored' "$TMP/pps3.err")" = 8 ] ||
+		d+="--no-inject after the SIGKILL: not 8 slots restored: $(grep -c 'still pointed' "$TMP/pps3.err") ($(grep -E 'slot|python:' "$TMP/pps3.err" | head -3))"$'\n'
 	ppa_end pps
 	report "presets python: -p sampled on a self-checking python: the slots at the fast entries and back; SIGKILLed, a --no-inject session after it restores them; the process ends well" "$d"
 }

@@ -29,9 +29,13 @@ bool fast_eligible(const struct stub_fn *fn, uint64_t sample_rate)
 	if (fn->flags & STUB_FN_FREE)
 		return (fn->flags & STUB_FN_PTR_FAST) && !(fn->flags & STUB_FN_RESET) && fn->ptr_arg >= 1 &&
 		       fn->ptr_arg <= 6;
-	return (fn->flags & STUB_FN_SIZE_FAST) && fn->size_a >= 1 && fn->size_a <= 6 && fn->size_b <= 6 &&
-	       fn->size_k == 1 && !(fn->flags & (STUB_FN_SIZE_AT_RET | STUB_FN_PAGE_ROUND | STUB_FN_RESET)) &&
-	       !fn->old_arg && (!(fn->flags & STUB_FN_NESTS) || fn->small_max);
+	if (!(fn->flags & STUB_FN_SIZE_FAST) || fn->size_a < 1 || fn->size_a > 6 || fn->size_b > 6 || fn->size_k != 1 ||
+	    (fn->flags & (STUB_FN_SIZE_AT_RET | STUB_FN_PAGE_ROUND | STUB_FN_RESET)))
+		return false;
+	/* A realloc: one that may call others is called, its thread marked inside it (realloc_entry()). */
+	if (fn->old_arg)
+		return fn->old_arg <= 6 && !fn->size_b;
+	return !(fn->flags & STUB_FN_NESTS) || fn->small_max;
 }
 
 struct emit {
@@ -97,7 +101,8 @@ static void mov_to_r11(struct emit *e, uint8_t reg)
 #define JL 0x8c
 #define JA 0x87
 
-_Static_assert(sizeof(struct stub_count) == 16 && offsetof(struct stub_count, left) == 8, "count_slot()'s slot");
+_Static_assert(sizeof(struct stub_count) == 64, "count_slot()'s shift");
+_Static_assert(STUB_FAST_EXIT + 64 <= STUB_GADGET_OFF, "the fast entries' exit overlaps the gadget");
 
 _Static_assert(offsetof(struct stub_data, active) == offsetof(struct stub_data, enabled) + 4 &&
 		       offsetof(struct stub_data, enabled) % 8 == 0, "one 8-byte compare reads enabled and active");
@@ -126,7 +131,8 @@ static int to_original(struct emit *e, const struct fast_at *at, uint64_t orig)
  * entry), else the handler.  On is the function's fast entry, called as
  * the wrapper calls it: (*ctx, the wrapper's arguments), when the
  * wrapper's own test passes (a size past PY_SSIZE_T_MAX returns NULL
- * there; a calloc's factors under 2^31 pass it); else the wrapper.  Five
+ * there, a realloc's too; a calloc's factors under 2^31 pass it); else
+ * the wrapper.  Five
  * words after the code: the slot's address, the three values, ctx's
  * address.
  */
@@ -156,10 +162,14 @@ static int forward(struct emit *e, int i, const struct probe *p, const struct fa
 	fix(e, jump(e, 0), at->handler);
 	for (int k = 0; k < n; k++)
 		fix(e, fwd[k], here(e));
-	if (at->impl_entry && p->fwd_ctx && (p->fwd_member == 1 || p->fwd_member == 2 || p->fwd_member == 4)) {
+	if (at->impl_entry && p->fwd_ctx && p->fwd_member >= 1 && p->fwd_member <= 4) {
 		if (p->fwd_member == 1) {
 			b(e, 3, 0x48, 0x85, 0xff);                      /* test %rdi, %rdi; js wrapper */
 			wrapper = jump(e, 0x88);
+		} else if (p->fwd_member == 3) {
+			b(e, 3, 0x48, 0x85, 0xf6);                      /* test %rsi, %rsi; js wrapper */
+			wrapper = jump(e, 0x88);
+			b(e, 3, 0x48, 0x89, 0xf2);                      /* mov %rsi, %rdx */
 		} else if (p->fwd_member == 2) {
 			b(e, 3, 0x49, 0x89, 0xfb);                      /* mov %rdi, %r11; or %rsi, %r11 */
 			b(e, 3, 0x49, 0x09, 0xf3);
@@ -193,6 +203,19 @@ static bool low(uint64_t addr)
  * (%rax still pushed) when another thread holds it or none does yet (the
  * handler takes it).
  */
+static uint8_t *count_slot(struct emit *e, uint64_t base, uint64_t counts);
+
+/* The memory operand of the slot's field off (count_slot()'s %r11), for the ModRM reg field reg. */
+static void slot_field(struct emit *e, uint64_t counts, int reg, size_t off)
+{
+	if (low(counts)) {
+		b(e, 1, 0x83 | (reg & 7) << 3);                         /* disp32(%r11) */
+		u32(e, (uint32_t)(counts + off));
+	} else {
+		b(e, 2, 0x43 | (reg & 7) << 3, (int)off);               /* disp8(%r11) */
+	}
+}
+
 static uint8_t *count_slot(struct emit *e, uint64_t base, uint64_t counts)
 {
 	b(e, 1, 0x50);                                                  /* push %rax */
@@ -201,16 +224,186 @@ static uint8_t *count_slot(struct emit *e, uint64_t base, uint64_t counts)
 	b(e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                                /* imul K(%rip), %r11 */
 	rip(e, base + STUB_FAST_HASH_K, 0);
 	b(e, 4, 0x49, 0xc1, 0xeb, 64 - STUB_COUNT_BITS);                /* shr $(64 - bits), %r11 */
-	b(e, 4, 0x49, 0xc1, 0xe3, 4);                                   /* shl $4, %r11 */
-	if (low(counts)) {
-		b(e, 3, 0x49, 0x39, 0x83);                              /* cmp %rax, counts(%r11) */
-		u32(e, (uint32_t)counts);
-	} else {
+	b(e, 4, 0x49, 0xc1, 0xe3, 6);                                   /* shl $6, %r11 */
+	if (!low(counts)) {
 		b(e, 3, 0x4c, 0x03, 0x1d);                              /* add counts(%rip), %r11 */
 		rip(e, base + STUB_FAST_COUNTS, 0);
-		b(e, 3, 0x49, 0x39, 0x03);                              /* cmp %rax, (%r11) */
 	}
+	b(e, 2, 0x49, 0x39);                                            /* cmp %rax, tp(slot); jne */
+	slot_field(e, counts, 0, offsetof(struct stub_count, tp));
 	return jump(e, JNE);
+}
+
+/* cmpq $0, inside(slot): a realloc of this thread's is running, which this call may be nested in. */
+static void cmp_inside(struct emit *e, uint64_t counts)
+{
+	b(e, 2, 0x49, 0x83);
+	slot_field(e, counts, 7, offsetof(struct stub_count, inside));
+	b(e, 1, 0);
+}
+
+/*
+ * The thread is inside a realloc (cmp_inside()'s jne lands here, %rax
+ * pushed): a call from its object's code (its malloc of the block it
+ * moves) is its business, straight on to *to_orig; else the handler
+ * (*to_slow), whose nested() tells a tail jump and a signal handler's.
+ */
+static void inside_check(struct emit *e, uint64_t counts, uint8_t **to_orig, uint8_t **to_slow)
+{
+	b(e, 5, 0x48, 0x8b, 0x44, 0x24, 0x08);                          /* mov 8(%rsp), %rax: the return address */
+	b(e, 2, 0x49, 0x2b);                                            /* sub code_lo(slot), %rax */
+	slot_field(e, counts, 0, offsetof(struct stub_count, code_lo));
+	b(e, 2, 0x49, 0x3b);                                            /* cmp code_len(slot), %rax */
+	slot_field(e, counts, 0, offsetof(struct stub_count, code_len));
+	b(e, 1, 0x58);                                                  /* pop %rax; jb original; jmp slow */
+	*to_orig = jump(e, 0x82);
+	*to_slow = jump(e, 0);
+}
+
+/* sub %size, left(slot): the countdown less the size, whose sign the caller tests. */
+static void sub_left(struct emit *e, uint64_t counts, uint8_t size)
+{
+	b(e, 2, 0x49 | (size >= 8 ? 4 : 0), 0x29);
+	slot_field(e, counts, size, offsetof(struct stub_count, left));
+}
+
+/*
+ * The filter's byte of the block in reg (filter_of() in stub/decide.c),
+ * compared with 0: the caller's jcc follows.  The block 0 jumps to the
+ * returned place first.
+ */
+static uint8_t *filter_byte(struct emit *e, uint8_t reg, uint64_t base, uint64_t filter)
+{
+	mov_to_r11(e, reg);
+	b(e, 3, 0x4d, 0x85, 0xdb);                                      /* test %r11, %r11; je */
+	uint8_t *null = jump(e, JE);
+	b(e, 4, 0x49, 0xc1, 0xeb, 4);                                   /* shr $4, %r11 */
+	b(e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                                /* imul K(%rip), %r11 */
+	rip(e, base + STUB_FAST_HASH_K, 0);
+	b(e, 4, 0x49, 0xc1, 0xeb, 64 - STUB_FILTER_BITS);               /* shr $(64 - bits), %r11 */
+	if (low(filter)) {
+		b(e, 3, 0x41, 0x80, 0xbb);                              /* cmpb $0, filter(%r11) */
+		u32(e, (uint32_t)filter);
+		b(e, 1, 0);
+	} else {
+		b(e, 1, 0x50);                                          /* push %rax */
+		b(e, 3, 0x48, 0x8d, 0x05);                              /* lea filter(%rip), %rax */
+		rip(e, filter, 0);
+		b(e, 5, 0x42, 0x80, 0x3c, 0x18, 0);                     /* cmpb $0, (%rax,%r11) */
+		b(e, 1, 0x58);                                          /* pop %rax */
+	}
+	return null;
+}
+
+int fast_exit_emit(uint8_t *img, uint64_t base)
+{
+	uint8_t buf[128];
+	uint64_t counts = base + STUB_DATA_OFF + offsetof(struct stub_data, count);
+	struct emit e = { .p = buf, .start = buf, .at = base + STUB_FAST_EXIT };
+
+	/*
+	 * A realloc's fast entry called the function from here, its slot (as
+	 * count_slot() left %r11) pushed below its entry's stack pointer: the
+	 * slot popped, the thread's mark cleared where the slot is still its
+	 * own (one that hashes alike may have taken it over meanwhile,
+	 * clearing it), and back to the caller with the function's %rax and
+	 * %rdx.
+	 */
+	b(&e, 2, 0x41, 0x5b);                                           /* pop %r11 */
+	b(&e, 1, 0x50);                                                 /* push %rax */
+	b(&e, 9, 0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0);             /* mov %fs:0, %rax */
+	b(&e, 2, 0x49, 0x39);                                           /* cmp %rax, tp(slot); jne */
+	slot_field(&e, counts, 0, offsetof(struct stub_count, tp));
+	uint8_t *other = jump(&e, JNE);
+	b(&e, 2, 0x49, 0xc7);                                           /* movq $0, inside(slot) */
+	slot_field(&e, counts, 0, offsetof(struct stub_count, inside));
+	u32(&e, 0);
+	fix(&e, other, here(&e));
+	b(&e, 1, 0x58);                                                 /* pop %rax; ret */
+	b(&e, 1, 0xc3);
+	if (e.p - e.start > 64)
+		return -1;
+	memcpy(img + STUB_FAST_EXIT, buf, (size_t)(e.p - e.start));
+	return 0;
+}
+
+/*
+ * A realloc's: the handler unless the stub is on with no thread inside a
+ * traced call, the size is not 0 (a free), the block is not NULL (a
+ * malloc) and its filter byte is 0 (not sampled), the thread's slot is
+ * its own and it is inside no realloc already; then the countdown less
+ * the size, sampled below 0 (the handler); else the function is called
+ * with the thread marked inside it (struct stub_count's inside: what it
+ * calls, malloc and free, is its business) and returns through
+ * STUB_FAST_EXIT, which clears the mark; a leaf (STUB_FN_NESTS unset: it
+ * calls nothing traced) is jumped to.
+ */
+static int realloc_entry(struct emit *e, int i, const struct stub_fn *fn, const struct fast_at *at, uint64_t orig)
+{
+	uint64_t data = at->base + STUB_DATA_OFF, counts = data + offsetof(struct stub_data, count);
+	uint64_t c = fast_entry_at(at->base, i + 1) - 16, span[2] = { 0, UINT64_MAX };
+	uint8_t r = arg_reg[fn->size_a], *slow[5], *slow_pop[2], *pre_pop, *call;
+	int n_slow = 0;
+
+	b(e, 3, 0x48, 0x83, 0x3d);                                      /* cmpq $1, enabled(%rip); jne slow */
+	rip(e, data + offsetof(struct stub_data, enabled), 1);
+	b(e, 1, 1);
+	slow[n_slow++] = jump(e, JNE);
+	b(e, 3, 0x48 | (r >= 8 ? 5 : 0), 0x85, 0xc0 | (r & 7) << 3 | (r & 7));  /* test %size, %size; je slow */
+	slow[n_slow++] = jump(e, JE);
+	/* The block's filter byte set: maybe sampled, the handler; NULL: a malloc, nothing to look up. */
+	uint8_t *null = filter_byte(e, arg_reg[fn->old_arg], at->base, data + offsetof(struct stub_data, filter));
+	slow[n_slow++] = jump(e, JNE);
+	fix(e, null, here(e));
+	slow_pop[0] = count_slot(e, at->base, counts);
+	cmp_inside(e, counts);
+	slow_pop[1] = jump(e, JNE);
+	sub_left(e, counts, r);
+	pre_pop = jump(e, JL);
+	if (!(fn->flags & STUB_FN_NESTS)) {
+		b(e, 1, 0x58);                                          /* pop %rax: a leaf, straight on */
+		if (to_original(e, at, orig))
+			return -1;
+		call = NULL;
+		goto tail;
+	}
+	/* Its object's code first (a signal handler's call may come between), then the mark. */
+	if (fn->s.text_hi)
+		span[0] = fn->s.text_lo + at->bias, span[1] = fn->s.text_hi - fn->s.text_lo;
+	memcpy(e->start + (c - e->at), span, sizeof(span));
+	for (int k = 0; k < 2; k++) {
+		b(e, 3, 0x48, 0x8b, 0x05);                              /* mov span[k](%rip), %rax; mov %rax, code_lo/len(slot) */
+		rip(e, c + 8 * k, 0);
+		b(e, 2, 0x49, 0x89);
+		slot_field(e, counts, 0, k ? offsetof(struct stub_count, code_len) : offsetof(struct stub_count, code_lo));
+	}
+	b(e, 5, 0x48, 0x8d, 0x44, 0x24, 0xf8);                          /* lea -8(%rsp), %rax: the function's entry sp */
+	b(e, 2, 0x49, 0x89);                                            /* mov %rax, inside(slot) */
+	slot_field(e, counts, 0, offsetof(struct stub_count, inside));
+	b(e, 1, 0x58);                                                  /* pop %rax */
+	b(e, 2, 0x41, 0x53);                                            /* push %r11: the slot, and the entry's alignment */
+	b(e, 1, 0xe8);                                                  /* call the original; jmp exit */
+	call = e->p;
+	u32(e, 0);
+	fix(e, jump(e, 0), at->base + STUB_FAST_EXIT);
+	fix(e, call, here(e));
+	if (to_original(e, at, orig))
+		return -1;
+tail:
+	fix(e, pre_pop, here(e));
+	b(e, 1, 0x58);                                                  /* pop %rax; mov $(i | PRESAMPLED), %r11d; jmp handler */
+	b(e, 2, 0x41, 0xbb);
+	u32(e, (uint32_t)i | STUB_INDEX_PRESAMPLED);
+	fix(e, jump(e, 0), at->handler);
+	for (int k = 0; k < 2; k++)
+		fix(e, slow_pop[k], here(e));
+	b(e, 1, 0x58);                                                  /* pop %rax */
+	for (int k = 0; k < n_slow; k++)
+		fix(e, slow[k], here(e));
+	b(e, 2, 0x41, 0xbb);                                            /* mov $i, %r11d; jmp handler */
+	u32(e, (uint32_t)i);
+	fix(e, jump(e, 0), at->handler);
+	return here(e) <= c ? 0 : -1;
 }
 
 int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe *p, const struct fast_at *at)
@@ -220,14 +413,14 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 	uint8_t buf[STUB_FAST_SIZE + 256];
 	struct emit e = { .p = buf, .start = buf, .at = fast_entry_at(base, i) };
 	uint64_t data = base + STUB_DATA_OFF, orig = base + STUB_CFG_OFF + offsetof(struct stub_cfg, fns[i].orig);
-	uint8_t *slow[4], *slow_pop = NULL, *pre = NULL, *to_orig[2];
+	uint8_t *slow[4], *slow_pop[2] = { NULL, NULL }, *pre = NULL, *to_orig[3], *inside = NULL;
 	int n_slow = 0, n_orig = 0;
 
 	memset(buf, 0, sizeof(buf));
 	memcpy(e.p, p->stub_undo, p->stub_undo_len);
 	e.p += p->stub_undo_len;
-	if (fn->flags & STUB_FN_FORWARD) {
-		if (forward(&e, i, p, at, orig))
+	if ((fn->flags & STUB_FN_FORWARD) || (!(fn->flags & STUB_FN_FREE) && fn->old_arg)) {
+		if ((fn->flags & STUB_FN_FORWARD) ? forward(&e, i, p, at, orig) : realloc_entry(&e, i, fn, at, orig))
 			return -1;
 		memcpy(img + (e.at - base), buf, STUB_FAST_SIZE);
 		return 0;
@@ -240,25 +433,7 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		 * handler's to tell: a byte is set only while it is, and emptied
 		 * when it goes off.
 		 */
-		mov_to_r11(&e, r);
-		b(&e, 3, 0x4d, 0x85, 0xdb);                             /* test %r11, %r11 */
-		to_orig[n_orig++] = jump(&e, JE);
-		b(&e, 4, 0x49, 0xc1, 0xeb, 4);                          /* shr $4, %r11 */
-		b(&e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                       /* imul K(%rip), %r11 */
-		rip(&e, base + STUB_FAST_HASH_K, 0);
-		b(&e, 4, 0x49, 0xc1, 0xeb, 64 - STUB_FILTER_BITS);      /* shr $(64 - bits), %r11 */
-		uint64_t filter = data + offsetof(struct stub_data, filter);
-		if (low(filter)) {
-			b(&e, 3, 0x41, 0x80, 0xbb);                     /* cmpb $0, filter(%r11) */
-			u32(&e, (uint32_t)filter);
-			b(&e, 1, 0);
-		} else {
-			b(&e, 1, 0x50);                                 /* push %rax */
-			b(&e, 3, 0x48, 0x8d, 0x05);                     /* lea filter(%rip), %rax */
-			rip(&e, filter, 0);
-			b(&e, 5, 0x42, 0x80, 0x3c, 0x18, 0);            /* cmpb $0, (%rax,%r11) */
-			b(&e, 1, 0x58);                                 /* pop %rax */
-		}
+		to_orig[n_orig++] = filter_byte(&e, r, base, data + offsetof(struct stub_data, filter));
 		to_orig[n_orig++] = jump(&e, JE);
 		slow[n_slow++] = jump(&e, 0);
 	} else {
@@ -296,7 +471,9 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 			to_orig[n_orig++] = jump(&e, JE);
 		}
 		uint64_t counts = data + offsetof(struct stub_data, count);
-		slow_pop = count_slot(&e, base, counts);
+		slow_pop[0] = count_slot(&e, base, counts);
+		cmp_inside(&e, counts);
+		inside = jump(&e, JNE);
 		if (fn->size_b) {
 			/* mov %a, %rax; imul %b, %rax: the size again, %r11 now being the slot. */
 			b(&e, 3, 0x48 | (r >= 8 ? 4 : 0), 0x89, 0xc0 | (r & 7) << 3);
@@ -304,16 +481,12 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 			size = 0;       /* %rax */
 		}
 		/*
-		 * sub %size, 8(%r11); pop %rax; jl sampled: the thread's countdown
-		 * less the size; below 0 (it was less than the size), this call is
-		 * sampled and the handler draws the next.  pop keeps the flags.
+		 * sub %size, left(slot); pop %rax; jl sampled: the thread's
+		 * countdown less the size; below 0 (it was less than the size),
+		 * this call is sampled and the handler draws the next.  pop keeps
+		 * the flags.
 		 */
-		if (low(counts)) {
-			b(&e, 3, 0x49 | (size >= 8 ? 4 : 0), 0x29, 0x83 | (size & 7) << 3);
-			u32(&e, (uint32_t)(counts + 8));
-		} else {
-			b(&e, 4, 0x49 | (size >= 8 ? 4 : 0), 0x29, 0x43 | (size & 7) << 3, 8);
-		}
+		sub_left(&e, counts, size);
 		b(&e, 1, 0x58);
 		pre = jump(&e, JL);
 	}
@@ -321,7 +494,7 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 	if (to_original(&e, at, orig))
 		return -1;
 	uint64_t slow_pop_at = here(&e);
-	if (slow_pop)
+	if (slow_pop[0])
 		b(&e, 1, 0x58);                                         /* pop %rax */
 	uint64_t slow_at = here(&e);
 	b(&e, 2, 0x41, 0xbb);                                           /* mov $i, %r11d; jmp handler */
@@ -333,14 +506,18 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		u32(&e, (uint32_t)i | STUB_INDEX_PRESAMPLED);
 		fix(&e, jump(&e, 0), handler);
 	}
+	if (inside) {
+		fix(&e, inside, here(&e));
+		inside_check(&e, data + offsetof(struct stub_data, count), &to_orig[n_orig++], &slow[n_slow++]);
+	}
 	if (e.p - e.start > STUB_FAST_SIZE)
 		return -1;
 	for (int k = 0; k < n_slow; k++)
 		fix(&e, slow[k], slow_at);
 	for (int k = 0; k < n_orig; k++)
 		fix(&e, to_orig[k], orig_at);
-	if (slow_pop)
-		fix(&e, slow_pop, slow_pop_at);
+	if (slow_pop[0])
+		fix(&e, slow_pop[0], slow_pop_at);
 	if (pre)
 		fix(&e, pre, pre_at);
 	memcpy(img + (e.at - base), buf, STUB_FAST_SIZE);

@@ -56,4 +56,7 @@ static inline uint64_t fast_entry_at(uint64_t base, int i)
  */
 int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe *p, const struct fast_at *at);
 
+/* The code a realloc's fast entry returns through (STUB_FAST_EXIT) into img, for a stub at base.  0, or -1. */
+int fast_exit_emit(uint8_t *img, uint64_t base);
+
 #endif

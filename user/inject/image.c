@@ -109,6 +109,10 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 		}
 	memcpy(img + STUB_FAST_HASH_K, &(uint64_t){ STUB_FILTER_MUL }, 8);
 	memcpy(img + STUB_FAST_COUNTS, &(uint64_t){ in->base + STUB_DATA_OFF + offsetof(struct stub_data, count) }, 8);
+	if (in->sample_rate && fast_exit_emit(img, in->base)) {
+		snprintf(why, len, "the fast entries' exit does not fit");
+		return -1;
+	}
 	return 0;
 }
 
