@@ -66,12 +66,14 @@ scenario_pyframes() {
 }
 
 # Sampled at 16K through realloc's fast entry (tests/targets/t_pyrealloc.py):
-# a str grown by += (pymalloc's realloc, which calls its malloc and free
-# when the block moves) and a bytearray grown past 512 bytes (handed on to
-# libc's realloc), their thread marked inside the realloc meanwhile.  Each
-# line's estimate within 20% of tracemalloc's in-use (4 standard deviations
-# and more: 450-650 samples a line); a realloc whose inner calls counted
-# again would show twice its bytes.
+# strs grown by += (pymalloc's realloc, which calls its malloc and free
+# when the block moves), from the main thread and 4 threads at once, and
+# bytearrays grown past 512 bytes (handed on to libc's realloc), each
+# thread marked inside its realloc meanwhile; the script checks every
+# block it built (exit 1).  Each line's estimate within 20% of
+# tracemalloc's in-use (4 standard deviations and more: 600-650 samples a
+# line); a realloc whose inner calls counted again would show twice its
+# bytes.
 pf_realloc() {
 	local py v key d at got tm tag
 	cp "$ROOT/tests/targets/t_pyrealloc.py" "$TMP/t_pyrealloc.py"

@@ -244,12 +244,18 @@ static void cmp_inside(struct emit *e, uint64_t counts)
 
 /*
  * The thread is inside a realloc (cmp_inside()'s jne lands here, %rax
- * pushed): a call from its object's code (its malloc of the block it
- * moves) is its business, straight on to *to_orig; else the handler
- * (*to_slow), whose nested() tells a tail jump and a signal handler's.
+ * pushed): a call below the realloc's entry from its object's code (its
+ * malloc of the block it moves) is its business, straight on to *to_orig;
+ * else the handler (*to_slow_pop with %rax pushed, *to_slow), whose
+ * nested() tells a tail jump, a signal handler's call, and a mark that a
+ * longjmp out of the realloc left (this call above it).
  */
-static void inside_check(struct emit *e, uint64_t counts, uint8_t **to_orig, uint8_t **to_slow)
+static void inside_check(struct emit *e, uint64_t counts, uint8_t **to_slow_pop, uint8_t **to_orig, uint8_t **to_slow)
 {
+	b(e, 5, 0x48, 0x8d, 0x44, 0x24, 0x08);                          /* lea 8(%rsp), %rax: this call's entry sp */
+	b(e, 2, 0x49, 0x3b);                                            /* cmp inside(slot), %rax; jae slow_pop */
+	slot_field(e, counts, 0, offsetof(struct stub_count, inside));
+	*to_slow_pop = jump(e, JAE);
 	b(e, 5, 0x48, 0x8b, 0x44, 0x24, 0x08);                          /* mov 8(%rsp), %rax: the return address */
 	b(e, 2, 0x49, 0x2b);                                            /* sub code_lo(slot), %rax */
 	slot_field(e, counts, 0, offsetof(struct stub_count, code_lo));
@@ -508,7 +514,8 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 	}
 	if (inside) {
 		fix(&e, inside, here(&e));
-		inside_check(&e, data + offsetof(struct stub_data, count), &to_orig[n_orig++], &slow[n_slow++]);
+		inside_check(&e, data + offsetof(struct stub_data, count), &slow_pop[1], &to_orig[n_orig++],
+			     &slow[n_slow++]);
 	}
 	if (e.p - e.start > STUB_FAST_SIZE)
 		return -1;
@@ -516,8 +523,9 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		fix(&e, slow[k], slow_at);
 	for (int k = 0; k < n_orig; k++)
 		fix(&e, to_orig[k], orig_at);
-	if (slow_pop[0])
-		fix(&e, slow_pop[0], slow_pop_at);
+	for (int k = 0; k < 2; k++)
+		if (slow_pop[k])
+			fix(&e, slow_pop[k], slow_pop_at);
 	if (pre)
 		fix(&e, pre, pre_at);
 	memcpy(img + (e.at - base), buf, STUB_FAST_SIZE);
