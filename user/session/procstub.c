@@ -128,7 +128,7 @@ _Static_assert(HT_LOADER_SIGNAL == SIGURG, "bpf/heaptrace.h's HT_LOADER_SIGNAL i
  * Does HT_LOADER_SIGNAL reach pid now (/proc/PID/status's SigBlk)?  A mask
  * kept across the exec that blocks it would hold it back past the loader.
  */
-static bool signal_reaches(pid_t pid)
+bool procstub_signal_reaches(pid_t pid)
 {
 	unsigned long long blocked;
 
@@ -145,7 +145,7 @@ int procstub_arm(struct session *s, pid_t pid, uint32_t slot)
 
 	const char *why = no_model(s);
 	tracer_unhook(h);
-	if (!why && !signal_reaches(pid))
+	if (!why && !procstub_signal_reaches(pid))
 		why = "it blocks SIGURG, which would arm its stub";
 	if (!why && !(kid = model(s, pid, slot)))
 		why = "out of memory";
@@ -210,7 +210,7 @@ static void settle(struct session *s, struct inject *kid, uint32_t slot)
  * SI_KERNEL), not by a process (kill, tgkill: SI_USER, SI_TKILL)?  A
  * program's own SIGURG is delivered, never taken for ours.
  */
-static bool from_kernel(pid_t tid)
+bool procstub_from_kernel(pid_t tid)
 {
 	siginfo_t si;
 
@@ -226,7 +226,7 @@ bool procstub_on_signal(struct session *s, pid_t tid, int sig)
 		struct inject *kid = s->kin[k];
 		if (!kid || !kid->armed || !kid->hooked || kid->pid != tid)
 			continue;
-		if (!from_kernel(tid))
+		if (!procstub_from_kernel(tid))
 			return false;
 		bool ours = inject_on_loader(kid, tid, &s->plan, &s->tr) == 1;
 		if (ours && !kid->armed)

@@ -36,6 +36,12 @@ int procstub_arm(struct session *s, pid_t pid, uint32_t slot);
  */
 bool procstub_on_signal(struct session *s, pid_t tid, int sig);
 
+/* Does HT_LOADER_SIGNAL reach pid (it does not block it)? */
+bool procstub_signal_reaches(pid_t pid);
+
+/* Was tid's pending signal the kernel's (loader_state's), not a process's? */
+bool procstub_from_kernel(pid_t tid);
+
 /*
  * slot's hook closed and its stub no longer armed (its process exits or
  * executes again, or tracing stops): no later signal is taken for it.

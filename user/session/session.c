@@ -150,6 +150,33 @@ static void loader_done(void *arg)
 }
 
 /*
+ * The launched program's loader, watched until it has mapped what the
+ * program needs: a uprobe of ours on its r_brk (loader_state sends
+ * HT_LOADER_SIGNAL, taken in on_signal()), where one can be had; else a
+ * breakpoint written there (inject_arm()).  The kernel takes a
+ * breakpoint's trap for itself in a process that has uprobes when another
+ * uprobe sits on that byte (a killed heaptrace's, whose unregistering
+ * failed: "leaking uprobe" in the kernel's log, until the next boot;
+ * another tool's): the program then ran on untraced where the stub was to
+ * go (scenario fastpath's fp_um).  A uprobe of ours there is called all
+ * the same.  -1: a static program (nothing to wait for).
+ */
+static int arm_loader(struct session *s, struct remote *r)
+{
+	char loader[4300];
+	uint64_t off;
+
+	tracer_unhook(&s->arm_hooks[0]);
+	s->in.hooked = false;
+	if (procstub_signal_reaches(s->t.pid) && !inject_arm_hook(&s->in, loader, sizeof(loader), &off)) {
+		if (!tracer_hook_loader(&s->tr, loader, off, s->t.pid, &s->arm_hooks[0]))
+			return 0;
+		s->in.armed = s->in.hooked = false;
+	}
+	return inject_arm(&s->in, r);
+}
+
+/*
  * Without the stub, the BPF side walks with the CFI tables of the objects
  * in its module index, which the maps' refresh fills: a library the loader
  * maps after the exec would be missing from it until the next refresh, and
@@ -166,7 +193,7 @@ static void watch_loader(struct session *s, pid_t tid)
 	s->in.pid = s->t.pid;
 	s->in.on_loaded = loader_done;
 	s->in.on_loaded_arg = s;
-	inject_arm(&s->in, &r);         /* a static program: nothing to wait for */
+	arm_loader(s, &r);              /* a static program: nothing to wait for */
 	remote_sync(&r);
 	remote_free(&r);
 }
@@ -196,7 +223,7 @@ static void on_exec(void *arg, pid_t tid)
 	s->in.pid = s->t.pid;
 	if (!remote_adopt(&r, s->t.pid, tid)) {
 		/* A static program: installed now, by system calls, which need execve ended first (as above). */
-		if (inject_arm(&s->in, &r)) {
+		if (arm_loader(s, &r)) {
 			if (stepped || !remote_step(&r))
 				inject_install(&s->in, &r, &s->plan, &s->tr);
 			/* Every function given back (a failed install), or some (another tool's breakpoint on one). */
@@ -222,7 +249,20 @@ static bool on_signal(void *arg, pid_t tid, int sig)
 {
 	struct session *s = arg;
 	double t0 = now_ms();
-	bool ours = sig == SIGTRAP ? inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1 : procstub_on_signal(s, tid, sig);
+	bool ours;
+
+	if (sig == HT_LOADER_SIGNAL && s->in.hooked && s->in.armed && tid == s->t.pid && procstub_from_kernel(tid)) {
+		/* The launched program's loader (arm_loader()): done, the hook goes, and what the stub did not take gets uprobes. */
+		ours = inject_on_loader(&s->in, tid, &s->plan, &s->tr) == 1;
+		if (!s->in.armed) {
+			tracer_unhook(&s->arm_hooks[0]);
+			s->in.hooked = false;
+			if (!s->in.on_loaded)
+				probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
+		}
+	} else {
+		ours = sig == SIGTRAP ? inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1 : procstub_on_signal(s, tid, sig);
+	}
 
 	s->ph.inject += now_ms() - t0;
 	return ours;
