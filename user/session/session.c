@@ -151,24 +151,31 @@ static void loader_done(void *arg)
 
 /*
  * The launched program's loader, watched until it has mapped what the
- * program needs: a uprobe of ours on its r_brk (loader_state sends
- * HT_LOADER_SIGNAL, taken in on_signal()), where one can be had; else a
- * breakpoint written there (inject_arm()).  The kernel takes a
- * breakpoint's trap for itself in a process that has uprobes when another
- * uprobe sits on that byte (a killed heaptrace's, whose unregistering
- * failed: "leaking uprobe" in the kernel's log, until the next boot;
- * another tool's): the program then ran on untraced where the stub was to
- * go (scenario fastpath's fp_um).  A uprobe of ours there is called all
- * the same.  -1: a static program (nothing to wait for).
+ * program needs: a breakpoint written on its r_brk (inject_arm()), or,
+ * where some of its functions keep uprobes, a uprobe of ours there
+ * (loader_state sends HT_LOADER_SIGNAL, taken in on_signal()).  In a
+ * process that has uprobes the kernel takes a breakpoint's trap for
+ * itself when another uprobe sits on that byte (a killed heaptrace's,
+ * whose unregistering failed: "leaking uprobe" in the kernel's log, until
+ * the next boot; another tool's): the program then ran on untraced where
+ * the stub was to go (scenario fastpath's fp_um).  A uprobe of ours there
+ * is called all the same.  Not everywhere: a uprobe's hit maps the
+ * kernel's page for stepping ([uprobes]) before the libraries, which then
+ * load a page lower than they would untraced; nor where only the maps'
+ * refresh waits for it (no stub: watch_loader()), which a lost trap only
+ * delays.  -1: a static program (nothing to wait for).
  */
 static int arm_loader(struct session *s, struct remote *r)
 {
 	char loader[4300];
 	uint64_t off;
+	bool uprobes = false;
 
+	for (int k = 0; s->in.n && k < s->plan.n; k++)
+		uprobes |= !s->plan.probes[k].stub;
 	tracer_unhook(&s->arm_hooks[0]);
 	s->in.hooked = false;
-	if (procstub_signal_reaches(s->t.pid) && !inject_arm_hook(&s->in, loader, sizeof(loader), &off)) {
+	if (uprobes && procstub_signal_reaches(s->t.pid) && !inject_arm_hook(&s->in, loader, sizeof(loader), &off)) {
 		if (!tracer_hook_loader(&s->tr, loader, off, s->t.pid, &s->arm_hooks[0]))
 			return 0;
 		s->in.armed = s->in.hooked = false;
