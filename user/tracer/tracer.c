@@ -116,12 +116,8 @@ static struct heaptrace *load(struct tracer *tr, const struct tracer_config *cfg
 	bpf_map__set_max_entries(skel->maps.map_ranges, cfg->maps ? 65536 : 1);
 	/* Forks are counted only when they are not followed (untraced_children). */
 	bpf_program__set_autoload(skel->progs.process_fork, !cfg->follow_fork);
-	/*
-	 * A launched or followed program waits for its stub at its loader
-	 * (session.c's arm_loader(), procstub_arm), or, walked by CFI without
-	 * one, for its maps' refresh.
-	 */
-	bpf_program__set_autoload(skel->progs.loader_state, cfg->stub || cfg->stack_mode == HT_STACK_DWARF);
+	/* A launched or followed program waits for its stub at its loader (session.c's arm_loader(), procstub_arm). */
+	bpf_program__set_autoload(skel->progs.loader_state, cfg->stub);
 
 	*err = tracer_timed_load(&tr->times, skel->skeleton);
 	if (*err) {
