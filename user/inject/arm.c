@@ -121,12 +121,6 @@ int inject_on_loader(struct inject *in, pid_t tid, struct probe_plan *plan, stru
 	if (remote_read(&r, in->r_state, &state, sizeof(state))) {
 		in->armed = false;
 		snprintf(in->why, sizeof(in->why), "its loader's state could not be read");
-	} else if (state == 0 /* RT_CONSISTENT */ && in->on_loaded) {
-		in->armed = false;
-		remote_sync(&r);
-		remote_free(&r);
-		in->on_loaded(in->on_loaded_arg);
-		return 1;
 	} else if (state == 0 /* RT_CONSISTENT */) {
 		in->armed = false;
 		/* One thread stopped: another running (a later dlopen's) could be inside a function we patch. */

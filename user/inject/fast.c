@@ -107,6 +107,34 @@ _Static_assert(STUB_FAST_EXIT + 64 <= STUB_GADGET_OFF, "the fast entries' exit o
 _Static_assert(offsetof(struct stub_data, active) == offsetof(struct stub_data, enabled) + 4 &&
 		       offsetof(struct stub_data, enabled) % 8 == 0, "one 8-byte compare reads enabled and active");
 
+/* mov $index, %r11d; jmp handler: on to the handler as entry_i goes, index its function's (and flags). */
+static void to_handler(struct emit *e, uint32_t index, uint64_t handler)
+{
+	b(e, 2, 0x41, 0xbb);
+	u32(e, index);
+	fix(e, jump(e, 0), handler);
+}
+
+/*
+ * cmpq $1, enabled(%rip); jne: on (1), and no thread inside a traced
+ * call (active, the word after it, 0), which this one may be nested in.
+ * The jne's place, for the caller to fix.
+ */
+static uint8_t *gate(struct emit *e, uint64_t data)
+{
+	b(e, 3, 0x48, 0x83, 0x3d);
+	rip(e, data + offsetof(struct stub_data, enabled), 1);
+	b(e, 1, 1);
+	return jump(e, JNE);
+}
+
+/* push %rax; mov %fs:0, %rax: the thread pointer, %rax given back by the caller's pop. */
+static void push_tp(struct emit *e)
+{
+	b(e, 1, 0x50);
+	b(e, 9, 0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0);
+}
+
 /* On to the original: its displaced code, relocated here, or orig_i. */
 static int to_original(struct emit *e, const struct fast_at *at, uint64_t orig)
 {
@@ -157,9 +185,7 @@ static int forward(struct emit *e, int i, const struct probe *p, const struct fa
 			rip(e, c + 8 + 8 * k, 0);
 			fwd[n++] = jump(e, JE);
 		}
-	b(e, 2, 0x41, 0xbb);                                            /* mov $i, %r11d; jmp handler */
-	u32(e, (uint32_t)i);
-	fix(e, jump(e, 0), at->handler);
+	to_handler(e, (uint32_t)i, at->handler);
 	for (int k = 0; k < n; k++)
 		fix(e, fwd[k], here(e));
 	if (at->impl_entry && p->fwd_ctx && p->fwd_member >= 1 && p->fwd_member <= 4) {
@@ -196,15 +222,6 @@ static bool low(uint64_t addr)
 	return addr + 4096 < (1ull << 31);
 }
 
-/*
- * The thread's countdown (struct stub_count), as stub/decide.c's
- * countdown_of() finds it: %rax pushed (the caller pops it), %r11 its
- * slot's offset in the table (counts low) or its address; on to slow
- * (%rax still pushed) when another thread holds it or none does yet (the
- * handler takes it).
- */
-static uint8_t *count_slot(struct emit *e, uint64_t base, uint64_t counts);
-
 /* The memory operand of the slot's field off (count_slot()'s %r11), for the ModRM reg field reg. */
 static void slot_field(struct emit *e, uint64_t counts, int reg, size_t off)
 {
@@ -216,10 +233,16 @@ static void slot_field(struct emit *e, uint64_t counts, int reg, size_t off)
 	}
 }
 
+/*
+ * The thread's countdown (struct stub_count), as stub/decide.c's
+ * countdown_of() finds it: %rax pushed (the caller pops it), %r11 its
+ * slot's offset in the table (counts low) or its address; on to slow
+ * (%rax still pushed) when another thread holds it or none does yet (the
+ * handler takes it).
+ */
 static uint8_t *count_slot(struct emit *e, uint64_t base, uint64_t counts)
 {
-	b(e, 1, 0x50);                                                  /* push %rax */
-	b(e, 9, 0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0);              /* mov %fs:0, %rax */
+	push_tp(e);
 	b(e, 3, 0x49, 0x89, 0xc3);                                      /* mov %rax, %r11 */
 	b(e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                                /* imul K(%rip), %r11 */
 	rip(e, base + STUB_FAST_HASH_K, 0);
@@ -316,8 +339,7 @@ int fast_exit_emit(uint8_t *img, uint64_t base)
 	 * %rdx.
 	 */
 	b(&e, 2, 0x41, 0x5b);                                           /* pop %r11 */
-	b(&e, 1, 0x50);                                                 /* push %rax */
-	b(&e, 9, 0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0);             /* mov %fs:0, %rax */
+	push_tp(&e);
 	b(&e, 2, 0x49, 0x39);                                           /* cmp %rax, tp(slot); jne */
 	slot_field(&e, counts, 0, offsetof(struct stub_count, tp));
 	uint8_t *other = jump(&e, JNE);
@@ -351,10 +373,7 @@ static int realloc_entry(struct emit *e, int i, const struct stub_fn *fn, const 
 	uint8_t r = arg_reg[fn->size_a], *slow[5], *slow_pop[2], *pre_pop, *call;
 	int n_slow = 0;
 
-	b(e, 3, 0x48, 0x83, 0x3d);                                      /* cmpq $1, enabled(%rip); jne slow */
-	rip(e, data + offsetof(struct stub_data, enabled), 1);
-	b(e, 1, 1);
-	slow[n_slow++] = jump(e, JNE);
+	slow[n_slow++] = gate(e, data);
 	b(e, 3, 0x48 | (r >= 8 ? 5 : 0), 0x85, 0xc0 | (r & 7) << 3 | (r & 7));  /* test %size, %size; je slow */
 	slow[n_slow++] = jump(e, JE);
 	/* The block's filter byte set: maybe sampled, the handler; NULL: a malloc, nothing to look up. */
@@ -397,18 +416,14 @@ static int realloc_entry(struct emit *e, int i, const struct stub_fn *fn, const 
 		return -1;
 tail:
 	fix(e, pre_pop, here(e));
-	b(e, 1, 0x58);                                                  /* pop %rax; mov $(i | PRESAMPLED), %r11d; jmp handler */
-	b(e, 2, 0x41, 0xbb);
-	u32(e, (uint32_t)i | STUB_INDEX_PRESAMPLED);
-	fix(e, jump(e, 0), at->handler);
+	b(e, 1, 0x58);                                                  /* pop %rax */
+	to_handler(e, (uint32_t)i | STUB_INDEX_PRESAMPLED, at->handler);
 	for (int k = 0; k < 2; k++)
 		fix(e, slow_pop[k], here(e));
 	b(e, 1, 0x58);                                                  /* pop %rax */
 	for (int k = 0; k < n_slow; k++)
 		fix(e, slow[k], here(e));
-	b(e, 2, 0x41, 0xbb);                                            /* mov $i, %r11d; jmp handler */
-	u32(e, (uint32_t)i);
-	fix(e, jump(e, 0), at->handler);
+	to_handler(e, (uint32_t)i, at->handler);
 	return here(e) <= c ? 0 : -1;
 }
 
@@ -444,15 +459,7 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		slow[n_slow++] = jump(&e, 0);
 	} else {
 		uint8_t r = arg_reg[fn->size_a], rb = arg_reg[fn->size_b], size = r;
-		/*
-		 * cmpq $1, enabled(%rip); jne slow: on (1), and no thread inside a
-		 * traced call (active, the word after it, 0), which this one may be
-		 * nested in.
-		 */
-		b(&e, 3, 0x48, 0x83, 0x3d);
-		rip(&e, data + offsetof(struct stub_data, enabled), 1);
-		b(&e, 1, 1);
-		slow[n_slow++] = jump(&e, JNE);
+		slow[n_slow++] = gate(&e, data);
 		if (fn->size_b) {
 			/* mov %a, %r11; imul %b, %r11: the size as the handler's fn_size() has it (modulo 2^64). */
 			mov_to_r11(&e, r);
@@ -503,15 +510,10 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 	if (slow_pop[0])
 		b(&e, 1, 0x58);                                         /* pop %rax */
 	uint64_t slow_at = here(&e);
-	b(&e, 2, 0x41, 0xbb);                                           /* mov $i, %r11d; jmp handler */
-	u32(&e, (uint32_t)i);
-	fix(&e, jump(&e, 0), handler);
+	to_handler(&e, (uint32_t)i, handler);
 	uint64_t pre_at = here(&e);
-	if (pre) {
-		b(&e, 2, 0x41, 0xbb);                                   /* mov $(i | PRESAMPLED), %r11d */
-		u32(&e, (uint32_t)i | STUB_INDEX_PRESAMPLED);
-		fix(&e, jump(&e, 0), handler);
-	}
+	if (pre)
+		to_handler(&e, (uint32_t)i | STUB_INDEX_PRESAMPLED, handler);
 	if (inside) {
 		fix(&e, inside, here(&e));
 		inside_check(&e, data + offsetof(struct stub_data, count), &slow_pop[1], &to_orig[n_orig++],

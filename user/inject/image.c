@@ -93,11 +93,11 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 			bool fwd = cfg->fns[i].flags & STUB_FN_FORWARD;
 			if (fwd != (pass == 1) || !fast_eligible(&cfg->fns[i], in->sample_rate))
 				continue;
-			struct fast_at at = { .base = in->base, .handler = fast_handler(in, plan, i), .bias = f->addr - p->func_vaddr };
+			struct fast_at at = { .base = in->base, .handler = fast_handler(in, plan, i), .bias = f->addr - p->func_vaddr,
+					      .skip = f->skip, .displaced = f->len, .addr = f->addr, .func_size = p->func_size };
+			/* Its displaced code in the entry, where the function is within a rel32 jump's reach. */
 			if (!f->far)
-				at = (struct fast_at){ .base = at.base, .handler = at.handler, .bias = at.bias, .code = f->saved,
-						       .code_len = sizeof(f->saved), .skip = f->skip, .displaced = f->len,
-						       .addr = f->addr, .func_size = p->func_size };
+				at.code = f->saved, at.code_len = sizeof(f->saved);
 			for (int k = 0; fwd && in->pyt && k < in->pyt->n; k++)
 				if (in->pyt->w[k].pid == in->pid && in->pyt->w[k].at == p->fwd_slot + at.bias)
 					at.jump = in->pyt->w[k].jump;

@@ -25,24 +25,30 @@
 #include "util/log.h"
 #include "util/procfs.h"
 
+/* Does at lie in a stub's mapping (or, jumps_too, a page of jumps: inject/jumps.h)? */
+static bool in_stub(const char *maps, uint64_t at, bool jumps_too)
+{
+	struct map_entry e;
+
+	for (const char *pos = maps; maps_next(&pos, &e);)
+		if (at >= e.lo && at < e.hi)
+			return strstr(e.path, "memfd:heaptrace-stub") || (jumps_too && strstr(e.path, "memfd:heaptrace-jumps"));
+	return false;
+}
+
 /*
  * An earlier heaptrace's jump (it was killed before it could restore the
  * function, or the process was forked from one that still had it): the
- * jump leads into a stub mapping, or a page of jumps (inject/jumps.h).
+ * jump leads into a stub mapping, or a page of jumps.
  */
 static bool earlier_stub(const char *maps, uint64_t addr, const uint8_t *code)
 {
 	int32_t rel;
-	struct map_entry e;
 
 	if (code[0] != 0xe9)
 		return false;
 	memcpy(&rel, code + 1, 4);
-	uint64_t to = addr + JMP_REL32_LEN + rel;
-	for (const char *pos = maps; maps_next(&pos, &e);)
-		if (to >= e.lo && to < e.hi)
-			return strstr(e.path, "memfd:heaptrace-stub") || strstr(e.path, "memfd:heaptrace-jumps");
-	return false;
+	return in_stub(maps, addr + JMP_REL32_LEN + rel, true);
 }
 
 /*
@@ -71,15 +77,12 @@ static int stale_slot(struct remote *r, const char *maps, const struct probe *p,
 		      int *failed)
 {
 	uint64_t slot = p->fwd_slot + bias, func = p->fwd_impl + bias, now;
-	struct map_entry e;
-	bool stub = false;
 
-	if (!p->forwards || !p->fwd_slot || !p->fwd_impl || remote_read(r, slot, &now, sizeof(now)) || now == func)
+	if (!p->forwards || !p->fwd_slot || !p->fwd_impl || remote_read(r, slot, &now, sizeof(now)) || now == func ||
+	    !in_stub(maps, now, false))
 		return 0;
-	for (const char *pos = maps; maps_next(&pos, &e);)
-		stub |= now >= e.lo && now < e.hi && strstr(e.path, "memfd:heaptrace-stub");
-	if (!stub || !restore)
-		return stub;
+	if (!restore)
+		return 1;
 	if (remote_write(r, slot, &func, sizeof(func))) {
 		ht_err("PID %d: the allocator table slot of %s points into an earlier heaptrace's stub and cannot be "
 		       "restored", r->pid, p->func);

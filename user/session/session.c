@@ -264,8 +264,7 @@ static bool on_signal(void *arg, pid_t tid, int sig)
 		if (!s->in.armed) {
 			tracer_unhook(&s->arm_hooks[0]);
 			s->in.hooked = false;
-			if (!s->in.on_loaded)
-				probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
+			probes_attach_fallback(&s->plan, &s->tr, s->t.pid);
 		}
 	} else {
 		ours = sig == SIGTRAP ? inject_on_trap(&s->in, tid, &s->plan, &s->tr) == 1 : procstub_on_signal(s, tid, sig);

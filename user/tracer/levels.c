@@ -44,14 +44,20 @@ uint32_t tracer_level_cap(const struct live_levels *lv, int k)
 	return cap < left ? cap : left;
 }
 
-/* A level of cap blocks (preallocated or not: struct live_levels says when); -1 with errno. */
+/* A hash map of cap blocks, a level's kind (preallocated or not: struct live_levels says when); -1 with errno. */
+static int block_map(const struct live_levels *lv, const char *name, uint32_t cap)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = lv->prealloc ? 0 : BPF_F_NO_PREALLOC);
+	return bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
+}
+
+/* Level k, of cap blocks; -1 with errno. */
 static int make_level(const struct live_levels *lv, int k, uint32_t cap)
 {
 	char name[16];
 
 	snprintf(name, sizeof(name), "live_%u", (unsigned)k & 7u);   /* k < HT_LIVE_LEVELS = 8 */
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = lv->prealloc ? 0 : BPF_F_NO_PREALLOC);
-	return bpf_map_create(BPF_MAP_TYPE_HASH, name, sizeof(__u64), sizeof(struct ht_block), cap, &opts);
+	return block_map(lv, name, cap);
 }
 
 /* Level k could not be made or put in (errno): said once, and no level is asked for again. */
@@ -204,8 +210,7 @@ void tracer_prepare_levels(struct tracer *tr, uint32_t max_live, bool prealloc)
 	lv->max = max_live;
 	lv->prealloc = prealloc;
 	uint32_t cap = tracer_level_cap(lv, 0);
-	LIBBPF_OPTS(bpf_map_create_opts, iopts, .map_flags = prealloc ? 0 : BPF_F_NO_PREALLOC);
-	int inner = bpf_map_create(BPF_MAP_TYPE_HASH, "live.inner", sizeof(__u64), sizeof(struct ht_block), 1, &iopts);
+	int inner = block_map(lv, "live.inner", 1);
 	LIBBPF_OPTS(bpf_map_create_opts, outer_opts, .inner_map_fd = inner);
 	int outer = inner < 0 ? -1 : bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "live", sizeof(__u32), sizeof(__u32),
 						     HT_LIVE_LEVELS, &outer_opts);
