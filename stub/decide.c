@@ -436,16 +436,28 @@ int stub_alloc_enter(struct stub_frame *f)
 	int mode;
 
 	f->target = fn->orig;
-	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
-		return 0;
 	tp = thread_pointer();
+	if (!__atomic_load_n(&stub_data.enabled, __ATOMIC_RELAXED))
+		goto no_request;
 	if (fn->flags & STUB_FN_FREE) {
 		if (fn->n_mem)
 			read_mems(fn, f->mem);
 		return wrap_free_enter(f, fn, tp);
 	}
-	if (nested(tp, (__u64)&f->ret_addr))
-		return 0;               /* realloc(NULL, n) jumping to malloc: the outer call is the request */
+	if (nested(tp, (__u64)&f->ret_addr)) {
+		/*
+		 * realloc(NULL, n) jumping to malloc: the outer call is the
+		 * request.  One that a fast entry's countdown sent here draws
+		 * it again, as if its bytes had never been counted (memoryless:
+		 * a request's chance stays its size's), not left below 0 for
+		 * the next request to take.  So does a call while the stub is
+		 * off.
+		 */
+no_request:
+		if (f->index & STUB_INDEX_PRESAMPLED)
+			resample(countdown_of(tp));
+		return 0;
+	}
 	if (fn->n_mem)
 		read_mems(fn, f->mem);
 	__u64 size = 0;

@@ -387,7 +387,7 @@ struct stub_count {
 };
 
 struct stub_data {
-	__u32 enabled;                  /* 0: every call goes straight to the original */
+	__u32 enabled;                  /* 0: the handlers pass every call on to the original */
 	__u32 active;                   /* threads inside a called function (depth slots in use) */
 	__s64 countdown;                /* bytes until the next sample, of a call whose slot another thread took meanwhile */
 	__u64 prng;                     /* xorshift64* state, seeded by heaptrace */

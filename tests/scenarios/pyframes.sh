@@ -62,6 +62,7 @@ scenario_pyframes() {
 	pf_fork
 	pf_attach
 	pf_shim
+	pf_plain
 	pf_off
 }
 
@@ -258,4 +259,29 @@ pf_shim() {
 	got=$(pf_lines "$TMP/pfshim.col" pfshim.py | awk -v l="$blob" '$1 == l { print $2 }')
 	[ "$got" = 5002850 ] || d+="line $blob: ${got:-no} bytes, want 5002850; $(grep -E 'Python frames|fast path: a stub' "$TMP/pfshim.err" | tr '\n' ' '); the biggest stacks' innermost Python frames: $(awk '{ n = split($0, f, ";"); p = "none"; for (i = n; i > 0; i--) if (f[i] ~ /\(.*:[0-9]+\)|python code/) { p = f[i]; break }; print $NF, p }' "$TMP/pfshim.col" | sort -n | tail -3 | tr '\n' ' ')"$'\n'
 	report "pyframes: #!/usr/bin/env python3 through pyenv's shim ($v): line $blob holds 5002850 bytes, Python frames read" "$d"
+}
+
+# Without --preset python: the malloc family alone (pymalloc's objects are
+# the preset's to count), its stacks with Python frames all the same, on
+# Debian's python3.11 (not PIE) and pyenv's 3.13 (libpython's TLS).
+pf_plain() {
+	local py v d blob worker got
+	blob=$(pf_at blob) worker=$(pf_at worker)
+	for py in /usr/bin/python3.11 /root/.pyenv/versions/3.13.0/bin/python3; do
+		v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+		ht "pfplain$v" -v -f collapsed -o "$TMP/pfplain$v.col" -- "$py" "$PF_SCRIPT" 50
+		d=$(rc_diag "pfplain$v" 0)
+		# The object whose code runs them: the program, or pyenv's libpython.
+		grep -qE "^heaptrace: python: Python frames of CPython $v \(($py|.*/libpython$v\.so\.1\.0)\) in the malloc family's stacks" \
+			"$TMP/pfplain$v.err" || d+="-v does not say 'python: Python frames of CPython $v ($py or its libpython)'"$'\n'
+		pf_lines "$TMP/pfplain$v.col" t_pyknown.py >"$TMP/pfplain$v.lines"
+		# bytearray's buffers past 512 bytes are malloc's; its 56-byte objects pymalloc's, not counted here.
+		got=$(awk -v l="$blob" '$1 == l { print $2 }' "$TMP/pfplain$v.lines")
+		[ "$got" = 5000050 ] || d+="line $blob (blob): ${got:-no} bytes, want 5000050 (50 x 100,001)"$'\n'
+		got=$(awk -v l="$worker" '$1 == l { print $2 }' "$TMP/pfplain$v.lines")
+		[ "$got" = 1200004 ] || d+="line $worker (worker): ${got:-no} bytes, want 1200004 (4 x 300,001)"$'\n'
+		grep -qE "(Thread\.)?run \(threading\.py:[0-9]+\);([^;(]*;)*worker \(t_pyknown.py:$worker\);([^;(]*;)*PyByteArray_Resize;([^;]*;)*[^;]* 1200004$" \
+			"$TMP/pfplain$v.col" || d+="no stack Thread.run (threading.py:N);worker (t_pyknown.py:$worker);...;PyByteArray_Resize;... 1200004"$'\n'
+		report "pyframes $v: without --preset python, malloc's stacks have Python frames: line $blob holds 5,000,050 bytes, line $worker 1,200,004" "$d"
+	done
 }

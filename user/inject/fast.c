@@ -104,28 +104,12 @@ static void mov_to_r11(struct emit *e, uint8_t reg)
 _Static_assert(sizeof(struct stub_count) == 64, "count_slot()'s shift");
 _Static_assert(STUB_FAST_EXIT + 64 <= STUB_GADGET_OFF, "the fast entries' exit overlaps the gadget");
 
-_Static_assert(offsetof(struct stub_data, active) == offsetof(struct stub_data, enabled) + 4 &&
-		       offsetof(struct stub_data, enabled) % 8 == 0, "one 8-byte compare reads enabled and active");
-
 /* mov $index, %r11d; jmp handler: on to the handler as entry_i goes, index its function's (and flags). */
 static void to_handler(struct emit *e, uint32_t index, uint64_t handler)
 {
 	b(e, 2, 0x41, 0xbb);
 	u32(e, index);
 	fix(e, jump(e, 0), handler);
-}
-
-/*
- * cmpq $1, enabled(%rip); jne: on (1), and no thread inside a traced
- * call (active, the word after it, 0), which this one may be nested in.
- * The jne's place, for the caller to fix.
- */
-static uint8_t *gate(struct emit *e, uint64_t data)
-{
-	b(e, 3, 0x48, 0x83, 0x3d);
-	rip(e, data + offsetof(struct stub_data, enabled), 1);
-	b(e, 1, 1);
-	return jump(e, JNE);
 }
 
 /* push %rax; mov %fs:0, %rax: the thread pointer, %rax given back by the caller's pop. */
@@ -373,7 +357,6 @@ static int realloc_entry(struct emit *e, int i, const struct stub_fn *fn, const 
 	uint8_t r = arg_reg[fn->size_a], *slow[5], *slow_pop[2], *pre_pop, *call;
 	int n_slow = 0;
 
-	slow[n_slow++] = gate(e, data);
 	b(e, 3, 0x48 | (r >= 8 ? 5 : 0), 0x85, 0xc0 | (r & 7) << 3 | (r & 7));  /* test %size, %size; je slow */
 	slow[n_slow++] = jump(e, JE);
 	/* The block's filter byte set: maybe sampled, the handler; NULL: a malloc, nothing to look up. */
@@ -459,7 +442,6 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		slow[n_slow++] = jump(&e, 0);
 	} else {
 		uint8_t r = arg_reg[fn->size_a], rb = arg_reg[fn->size_b], size = r;
-		slow[n_slow++] = gate(&e, data);
 		if (fn->size_b) {
 			/* mov %a, %r11; imul %b, %r11: the size as the handler's fn_size() has it (modulo 2^64). */
 			mov_to_r11(&e, r);

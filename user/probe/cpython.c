@@ -388,6 +388,37 @@ int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct obj
 	return 0;
 }
 
+int cpython_frames(struct cpy_tables *t, const struct objlist *objs)
+{
+	uint64_t va, size;
+
+	if (t->frames.on || *t->frames.why)
+		return 1;
+	for (int i = 0; i < objs->n; i++) {
+		/* The program, or a library named for Python (libpython3.X.so, embedded or not): not every object's symbols. */
+		const char *base = strrchr(objs->p[i], '/');
+		if (i && !strstr(base ? base + 1 : objs->p[i], "python"))
+			continue;
+		struct elfobj o;
+		if (elfobj_open(&o, objs->p[i], false))
+			continue;
+		if (!elfobj_func(&o, "_PyEval_EvalFrameDefault", &va, &size) ||
+		    !elfobj_func(&o, "PyObject_Malloc", &va, &size)) {
+			elfobj_close(&o);
+			continue;
+		}
+		pyframes_plan(&t->frames, &o);
+		if (t->frames.on)
+			ht_info("python: Python frames of CPython 3.%d (%s) in the malloc family's stacks; --preset python "
+				"counts its own allocator's objects too", t->frames.lay->minor, o.path);
+		else
+			ht_err("python: Python frames are off: %s; stacks stay native", t->frames.why);
+		elfobj_close(&o);
+		return 1;
+	}
+	return 0;
+}
+
 void cpython_free(struct cpy_tables *t)
 {
 	for (int i = 0; i < t->n; i++)

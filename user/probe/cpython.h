@@ -51,6 +51,14 @@ struct cpy_tables {
  */
 int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct objlist *objs, const char *option);
 
+/*
+ * A CPython program traced without --preset python: where its frames are
+ * (t->frames), for the malloc family's stacks; its pymalloc objects are
+ * the preset's.  Says so, or why the frames are off, once.  1: CPython
+ * found (or planned already), 0: not.
+ */
+int cpython_frames(struct cpy_tables *t, const struct objlist *objs);
+
 void cpython_free(struct cpy_tables *t);
 
 #endif

@@ -49,6 +49,8 @@ int specs_plan(struct spec_images *si, struct probe_plan *plan, const struct obj
 		for (int i = 0; i < o->n_syms; i++)
 			if (preset_cpython(o->sym_option[i]))
 				return cpython_plan(&si->py, plan, objs, o->sym_option[i]) < 0 ? -1 : 0;
+	/* Python frames whenever the program is CPython, as memray's; the preset only adds what is counted. */
+	cpython_frames(&si->py, objs);
 	return 0;
 }
 
