@@ -285,8 +285,8 @@ $(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sampl
 FUZZ_SECONDS ?= 60
 FUZZ_NAMES := symspec profile
 FUZZ_SRCS_symspec := user/probe/symspec.c
-FUZZ_SRCS_profile := user/profile/model.c user/profile/read_text.c user/profile/read_proto.c user/util/log.c user/util/procfs.c
-FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -fno-omit-frame-pointer
+FUZZ_SRCS_profile := user/profile/model.c user/profile/read_text.c user/profile/read_proto.c user/profile/pycode.c user/symbolize/pyframes.c user/util/log.c user/util/procfs.c
+FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -I. -fno-omit-frame-pointer
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard user/*/*.c user/*/*.h)
 	@mkdir -p $(dir $@)

@@ -57,6 +57,7 @@ scenario_pyframes() {
 		pf_stack "$key" "$v"
 	done
 	pf_pprof
+	pf_diff
 	pf_sampled
 	pf_realloc
 	pf_fork
@@ -196,6 +197,29 @@ pf_pprof() {
 	grep -qE "^ +\. +4\.77MB +$blob: +return bytearray\(n\)" "$TMP/pf.list" ||
 		d+="line $blob not listed with 4.77MB: $(head -14 "$TMP/pf.list")"$'\n'
 	report "pyframes: -f proto: go tool pprof -list blob shows its line $blob with the 5,002,850 bytes" "$d"
+}
+
+# heaptrace diff from a legacy text snapshot (20 rounds) to pf_pprof's
+# proto (50): each file's Python frames keep their names (the text's
+# PYTHON_CODE lines, the proto's Functions), and the same code compares
+# equal across the two runs, whose code indices differ: line blob grows by
+# 30 x (100,001 + 56) bytes and 30 x 2 blocks.
+pf_diff() {
+	local d blob got
+	blob=$(pf_at blob)
+	ht pfdiff --preset python -o "$TMP/pf20.heap" -- /usr/bin/python3.11 "$PF_SCRIPT" 20
+	d=$(rc_diag pfdiff 0)
+	grep -qE "^[0-9a-f]+ [0-9]+ blob	$PF_SCRIPT\$" "$TMP/pf20.heap" ||
+		d+="no PYTHON_CODE line 'INDEX FIRSTLINE blob<tab>$PF_SCRIPT' after the memory map"$'\n'
+	"$HT" diff -f collapsed "$TMP/pf20.heap" "$TMP/pf.pb.gz" >"$TMP/pfdiff.col" 2>"$TMP/pfdiff.err" ||
+		d+="heaptrace diff exits $?: $(head -3 "$TMP/pfdiff.err")"$'\n'
+	got=$(pf_lines "$TMP/pfdiff.col" t_pyknown.py | awk -v l="$blob" '$1 == l { print $2 }')
+	[ "$got" = 3001710 ] || d+="line $blob: ${got:-no} bytes of growth, want 3001710; $(grep -c 'python code' "$TMP/pfdiff.col") stacks of unnamed code"$'\n'
+	"$HT" diff -f top "$TMP/pf20.heap" "$TMP/pf.pb.gz" >"$TMP/pfdiff.top" 2>&1
+	sed -n '/^#1 /,/^#2 /p' "$TMP/pfdiff.top" >"$TMP/pfdiff.top1"
+	grep -qE "^#1 +3,000,030 bytes" "$TMP/pfdiff.top1" && grep -qE "^ +blob +$PF_SCRIPT:$blob\$" "$TMP/pfdiff.top1" ||
+		d+="-f top: not #1 3,000,030 bytes (30 buffers) with blob at $PF_SCRIPT:$blob: $(head -12 "$TMP/pfdiff.top")"$'\n'
+	report "pyframes: heaptrace diff of a text snapshot and a proto profile: blob's line $blob grew by 3,001,710 bytes, named" "$d"
 }
 
 # A CPython whose frames are not read (3.9): one line says so and why; native stacks.

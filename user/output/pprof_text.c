@@ -2,7 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heaptrace.h"
 #include "output/writers.h"
+#include "symbolize/pyframes.h"
+#include "util/array.h"
 
 /*
  * gperftools' spacing, "%6d: %8d [%6d: %8d] @": the Perl pprof needs white
@@ -79,6 +82,64 @@ static void header(FILE *f, const struct prof_sampled *c, bool snapshot, uint64_
 		fputs("heapprofile\n", f);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A name or a path on one line of PYTHON_CODE: a tab or a line break in it would end its field. */
+static void put_field(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+/*
+ * After the memory map, the code objects of the Python frames the
+ * records name (a word: HT_PY_FRAME, the line's distance from the code's
+ * first line, the code's index), one a line: "INDEX FIRSTLINE
+ * NAME<tab>FILE".  pprof's readers skip lines of a memory map they do not
+ * recognise; heaptrace diff reads them (profile/read_text.c), so that a
+ * snapshot's Python frames keep their names.  A code object whose name
+ * was lost is not listed.
+ */
+static void python_code(FILE *f, const struct profile *p)
+{
+	uint64_t *idx = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t k = 0; k < p->n; k++)
+		for (uint32_t i = 0; i < p->stacks[k].depth; i++) {
+			uint64_t pc = p->stacks[k].pcs[i];
+			if (!ht_pc_python(pc) || !(pc & HT_PY_CODE_MASK))
+				continue;
+			if (ARRAY_RESERVE(idx, cap, n + 1, 256))
+				goto out;
+			idx[n++] = pc & HT_PY_CODE_MASK;
+		}
+	if (!n)
+		goto out;
+	qsort(idx, n, sizeof(*idx), cmp_u64);
+	if (p->maps && *p->maps && p->maps[strlen(p->maps) - 1] != '\n')
+		fputc('\n', f);
+	fputs("PYTHON_CODE:\n", f);
+	for (size_t k = 0; k < n; k++) {
+		const char *func, *file;
+		int first;
+		if ((k && idx[k] == idx[k - 1]) || !pyf_frame(HT_PY_FRAME | idx[k], &func, &file, &first))
+			continue;
+		fprintf(f, "%" PRIx64 " %d ", idx[k], first);
+		put_field(f, func);
+		fputc('\t', f);
+		put_field(f, file);
+		fputc('\n', f);
+	}
+out:
+	free(idx);
+}
+
 int output_pprof_text(FILE *f, const struct profile *p, struct symbolizer *sym, enum ht_value v, size_t top)
 {
 	(void)sym, (void)v, (void)top;
@@ -110,5 +171,6 @@ int output_pprof_text(FILE *f, const struct profile *p, struct symbolizer *sym, 
 	fputs("\nMAPPED_LIBRARIES:\n", f);
 	if (p->maps)
 		fputs(p->maps, f);
+	python_code(f, p);
 	return ferror(f) ? -1 : 0;
 }

@@ -8,6 +8,7 @@
 #include "util/array.h"
 #include "util/log.h"
 #include "profile/pprof.h"
+#include "symbolize/pyframes.h"
 #include "profile/profile.h"
 
 struct pb {
@@ -163,6 +164,11 @@ static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len, const cha
 
 struct loc {
 	uint64_t id, address;
+	uint64_t fn, line;      /* its innermost Line's Function id and line: a Python frame's names */
+};
+
+struct func {
+	uint64_t id, name, file;        /* string indices */
 };
 
 /* What the first pass collects: the string table, the sample types' names, the locations' addresses. */
@@ -173,6 +179,8 @@ struct tables {
 	int ntypes;
 	struct loc *locs;
 	size_t nloc, caploc;
+	struct func *funcs;
+	size_t nfunc, capfunc;
 };
 
 static void tables_free(struct tables *t)
@@ -181,6 +189,7 @@ static void tables_free(struct tables *t)
 		free(t->strs[i]);
 	free(t->strs);
 	free(t->locs);
+	free(t->funcs);
 }
 
 static struct loc read_location(struct pb *sub)
@@ -190,13 +199,77 @@ static struct loc read_location(struct pb *sub)
 	int num, wt;
 	uint64_t v;
 
+	bool lined = false;
+
 	while (field(sub, &num, &wt, &v, &s2)) {
 		if (num == PPROF_LOCATION_ID)
 			l.id = v;
 		else if (num == PPROF_LOCATION_ADDRESS)
 			l.address = v;
+		else if (num == PPROF_LOCATION_LINE && wt == PB_LEN && !lined) {
+			struct pb s3;
+			int n3, w3;
+			uint64_t v3;
+			lined = true;
+			while (field(&s2, &n3, &w3, &v3, &s3))
+				if (n3 == PPROF_LINE_FUNCTION_ID)
+					l.fn = v3;
+				else if (n3 == PPROF_LINE_LINE)
+					l.line = v3;
+		}
 	}
 	return l;
+}
+
+static struct func read_function(struct pb *sub)
+{
+	struct func f = { 0 };
+	struct pb s2;
+	int num, wt;
+	uint64_t v;
+
+	while (field(sub, &num, &wt, &v, &s2))
+		if (num == PPROF_FUNCTION_ID)
+			f.id = v;
+		else if (num == PPROF_FUNCTION_NAME)
+			f.name = v;
+		else if (num == PPROF_FUNCTION_FILENAME)
+			f.file = v;
+	return f;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	uint64_t x = ((const struct func *)a)->id, y = ((const struct func *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The Python frames' locations (addresses in the [python] mapping: a
+ * word of heaptrace's, output/pprof_proto.c) get this process's index for
+ * their code, named by their Function (pycode.h): the writer's is its
+ * own.  Its first line is the Line's less the word's distance from it.
+ * -1: out of memory.
+ */
+static int python_locations(struct tables *t)
+{
+	qsort(t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func);
+	for (size_t i = 0; i < t->nloc; i++) {
+		uint64_t word = t->locs[i].address + 1, index = 0;
+		if (!ht_pc_python(word) || ht_pc_py_ident(word))
+			continue;
+		struct func key = { .id = t->locs[i].fn };
+		const struct func *f = t->locs[i].fn ? bsearch(&key, t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func) : NULL;
+		if (f && f->name < t->nstr && f->file < t->nstr) {
+			uint64_t rel = word >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN, line = t->locs[i].line;
+			int first = rel != HT_PY_LINE_UNKNOWN && line >= rel && line - rel < (1u << 30) ? (int)(line - rel) : 0;
+			if (!(index = pyf_define(t->strs[f->name], t->strs[f->file], first)))
+				return -1;
+		}
+		t->locs[i].address = ((word & ~HT_PY_CODE_MASK) | index) - 1;
+	}
+	return 0;
 }
 
 /* Pass 1.  0, or -1: out of memory, or not a profile (said). */
@@ -222,6 +295,12 @@ static int read_tables(const uint8_t *data, size_t len, const char *path, struct
 			if (ARRAY_RESERVE(t->locs, t->caploc, t->nloc + 1, 1024))
 				return -1;
 			t->locs[t->nloc++] = l;
+		} else if (num == PPROF_PROFILE_FUNCTION && wt == PB_LEN) {
+			struct func f = read_function(&sub);
+
+			if (ARRAY_RESERVE(t->funcs, t->capfunc, t->nfunc + 1, 1024))
+				return -1;
+			t->funcs[t->nfunc++] = f;
 		}
 	}
 	if (b.bad) {
@@ -256,7 +335,8 @@ static void read_mappings(const uint8_t *data, size_t len, const struct tables *
 		 * one inode for one file: number them (profile/rebase.c knows 00:01 for
 		 * such numbers, no file identity).
 		 */
-		if (mf && file < t->nstr && start >= off)
+		/* Not a file's: Python's frames, named by their Functions (python_locations()). */
+		if (mf && file < t->nstr && start >= off && strcmp(t->strs[file], "[python]"))
 			fprintf(mf, "%lx-%lx r-xp 00000000 00:01 %d %s\n", (unsigned long)(start - off),
 				(unsigned long)limit, ++nmaps, t->strs[file]);
 	}
@@ -377,7 +457,7 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 	}
 	/* Pass 1: strings, sample types, locations.  Pass 2: mappings.  Pass 3: samples. */
 	mf = open_memstream(maps, &maplen);
-	if (!read_tables(data, len, path, &t)) {
+	if (!read_tables(data, len, path, &t) && !python_locations(&t)) {
 		read_mappings(data, len, &t, mf);
 		err = read_samples(data, len, &t, path, p);
 	}

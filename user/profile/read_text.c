@@ -12,6 +12,7 @@
 #include "util/array.h"
 #include "util/log.h"
 #include "profile/profile.h"
+#include "profile/pycode.h"
 #include "util/procfs.h"
 
 /* "  in: inb [ al: alb] @ 0x.. 0x.." into s; false when the line is not one. */
@@ -149,8 +150,39 @@ fail:
 	return NULL;
 }
 
+/*
+ * The PYTHON_CODE lines after the memory map (output/pprof_text.c's
+ * python_code(), "INDEX FIRSTLINE NAME<tab>FILE"), cut off the map, into
+ * m.  -1: a line that is not one (said), or out of memory.
+ */
+static int python_code(const char *path, char *maps, struct pycode_map *m)
+{
+	char *at = maps, *save = NULL;
+
+	if (strncmp(maps, "PYTHON_CODE:\n", 13) && (at = strstr(maps, "\nPYTHON_CODE:\n")))
+		at++;
+	if (!at)
+		return 0;
+	*at = '\0';
+	for (char *line = strtok_r(at + 13, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *name, *tab, *end;
+		uint64_t index = strtoull(line, &end, 16);
+		long first = end != line && *end == ' ' ? strtol(end + 1, &name, 10) : 0;
+		if (end == line || *end != ' ' || name == end + 1 || *name != ' ' || !(tab = strchr(name + 1, '\t')) ||
+		    !index || index > HT_PY_CODE_MASK || first < 0 || first > 1 << 30) {
+			ht_err("%s: a PYTHON_CODE line is not 'INDEX FIRSTLINE NAME<tab>FILE': %.80s", path, line);
+			return -1;
+		}
+		*tab = '\0';
+		if (pycode_add(m, index, name + 1, tab + 1, (int)first))
+			return -1;
+	}
+	return 0;
+}
+
 int profile_read_text(const char *path, struct profile *p, char **maps)
 {
+	struct pycode_map pm = { 0 };
 	char *save = NULL, *text;
 	size_t cap = 0, len;
 	int lineno = 0;
@@ -199,6 +231,8 @@ int profile_read_text(const char *path, struct profile *p, char **maps)
 	if (mapped) {
 		*maps = strdup(mapped + strlen("\nMAPPED_LIBRARIES:\n"));
 		mapped[1] = '\0';
+		if (*maps && python_code(path, *maps, &pm))
+			goto bad;
 	}
 	/* Counted before any is parsed: a file of too many records costs no memory. */
 	size_t lines = 0;
@@ -280,11 +314,17 @@ cut_short:
 	p->maps = *maps;
 	if (profile_check_range(p, path))
 		goto bad_freed;
+	/* This process's numbers for the file's code objects: a file without their names has none (0). */
+	for (size_t k = 0; k < p->n; k++)
+		for (uint32_t i = 0; i < p->stacks[k].depth; i++)
+			p->stacks[k].pcs[i] = pycode_word(&pm, p->stacks[k].pcs[i]);
+	pycode_free(&pm);
 	profile_normalize(p);
 	return 0;
 bad:
 	free(text);
 bad_freed:
+	pycode_free(&pm);
 	free(*maps);
 	*maps = NULL;
 	profile_free(p);

@@ -337,6 +337,46 @@ void pyf_note_ring(pid_t pid, const struct ht_ev *slots, uint64_t tail, uint32_t
 	}
 }
 
+/* FNV-1a over the name, the file and the first line: a defined code's identity (its address 0). */
+static uint64_t named_ident(const char *func, const char *file, int firstlineno)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *s = func; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	h = (h ^ 0xff) * 0x100000001b3ull;
+	for (const char *s = file; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return (h ^ (uint32_t)firstlineno) * 0x100000001b3ull | 1;
+}
+
+uint64_t pyf_define(const char *func, const char *file, int firstlineno)
+{
+	uint64_t ident = named_ident(func, file, firstlineno), index = 0;
+
+	pthread_mutex_lock(&g.lock);
+	if ((g.len + 1) * 2 > g.cap && grow())
+		goto out;
+	size_t i = slot_of(0, ident, g.slots, g.cap);
+	if (g.slots[i]) {
+		index = g.slots[i];
+		goto out;
+	}
+	if (g.len >= HT_PY_CODE_MASK - 1 || (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
+		goto out;
+	struct code *c = &g.codes[g.len];
+	*c = (struct code){ .ident = ident, .func = strdup(func), .file = strdup(file), .firstlineno = firstlineno };
+	if (!c->func || !c->file) {
+		free(c->func), free(c->file);
+		goto out;
+	}
+	g.slots[i] = (uint32_t)++g.len;
+	index = g.len;
+out:
+	pthread_mutex_unlock(&g.lock);
+	return index;
+}
+
 bool pyf_frame(uint64_t word, const char **func, const char **file, int *line)
 {
 	uint64_t index = word & HT_PY_CODE_MASK;

@@ -68,6 +68,14 @@ uint32_t pyf_compact(uint64_t *pcs, uint32_t n);
  */
 bool pyf_frame(uint64_t word, const char **func, const char **file, int *line);
 
+/*
+ * A code object named by a profile file (heaptrace diff's inputs: the
+ * legacy text's PYTHON_CODE lines, proto's Functions of the [python]
+ * mapping): its index in this process, the same for the same name, file
+ * and first line whichever file named it; 0 when memory runs out.
+ */
+uint64_t pyf_define(const char *func, const char *file, int firstlineno);
+
 /* The code object's address of a profile's Python frame (0: unknown). */
 uint64_t pyf_code_address(uint64_t word);
 
