@@ -351,7 +351,8 @@ static int nested(__u64 tp, __u64 sp)
 	/*
 	 * A count, not a scan of the thread's slots: those lie in 4 cache lines
 	 * that a program touching much memory between calls (PostgreSQL) has
-	 * lost, where the count's line is enabled's, read by every call.
+	 * lost, where the count's line is enabled's, read by every handler's
+	 * call.
 	 */
 	if (!__atomic_load_n(&stub_data.active, __ATOMIC_RELAXED))
 		return 0;
@@ -447,11 +448,12 @@ int stub_alloc_enter(struct stub_frame *f)
 	if (nested(tp, (__u64)&f->ret_addr)) {
 		/*
 		 * realloc(NULL, n) jumping to malloc: the outer call is the
-		 * request.  One that a fast entry's countdown sent here draws
-		 * it again, as if its bytes had never been counted (memoryless:
-		 * a request's chance stays its size's), not left below 0 for
-		 * the next request to take.  So does a call while the stub is
-		 * off.
+		 * request.  One that a fast entry's countdown sent here (it
+		 * took the countdown below 0) draws it again, not left below 0
+		 * for the next request to take; so does a call while the stub
+		 * is off.  Such calls' bytes come off the countdown as a
+		 * request's do, which changes no request's chance: the
+		 * countdown is memoryless (exponential), a fresh draw too.
 		 */
 no_request:
 		if (f->index & STUB_INDEX_PRESAMPLED)

@@ -340,8 +340,7 @@ int fast_exit_emit(uint8_t *img, uint64_t base)
 }
 
 /*
- * A realloc's: the handler unless the stub is on with no thread inside a
- * traced call, the size is not 0 (a free), the block is not NULL (a
+ * A realloc's: the handler unless the size is not 0 (a free), the block is not NULL (a
  * malloc) and its filter byte is 0 (not sampled), the thread's slot is
  * its own and it is inside no realloc already; then the countdown less
  * the size, sampled below 0 (the handler); else the function is called

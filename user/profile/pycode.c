@@ -27,6 +27,8 @@ uint64_t pycode_word(struct pycode_map *m, uint64_t pc)
 {
 	if (!ht_pc_python(pc))
 		return pc;
+	if (!m->n)
+		return pc & ~HT_PY_CODE_MASK;
 	if (!m->sorted) {
 		qsort(m->v, m->n, sizeof(*m->v), cmp_from);
 		m->sorted = 1;

@@ -169,6 +169,9 @@ struct loc {
 
 struct func {
 	uint64_t id, name, file;        /* string indices */
+	/* A Python code's (python_locations()): its first line + 1 (0: unknown), the index last defined and its first line. */
+	uint64_t first1, index;
+	int index_first;
 };
 
 /* What the first pass collects: the string table, the sample types' names, the locations' addresses. */
@@ -245,31 +248,52 @@ static int cmp_func(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The Function a Location's Line names, or NULL. */
+static struct func *func_of(struct tables *t, uint64_t id)
+{
+	struct func key = { .id = id };
+
+	return id && t->nfunc ? bsearch(&key, t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func) : NULL;
+}
+
 /*
  * The Python frames' locations (addresses in the [python] mapping: a
  * word of heaptrace's, output/pprof_proto.c) get this process's index for
  * their code, named by their Function (pycode.h): the writer's is its
- * own.  Its first line is the Line's less the word's distance from it.
- * -1: out of memory.
+ * own.  Its first line is the Line's less the word's distance from it;
+ * where that distance is unknown, another Location's of the Function.  A
+ * Function's code is defined once for its first line, not once per
+ * Location.  A code that cannot be defined (out of memory, too many) is
+ * unnamed, as one whose name was lost.
  */
-static int python_locations(struct tables *t)
+static void python_locations(struct tables *t)
 {
-	qsort(t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func);
+	if (t->nfunc)
+		qsort(t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func);
 	for (size_t i = 0; i < t->nloc; i++) {
-		uint64_t word = t->locs[i].address + 1, index = 0;
+		uint64_t word = t->locs[i].address + 1, rel = word >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN;
+		struct func *f;
+		if (ht_pc_python(word) && !ht_pc_py_ident(word) && rel != HT_PY_LINE_UNKNOWN &&
+		    t->locs[i].line >= rel && t->locs[i].line - rel < (1u << 30) && (f = func_of(t, t->locs[i].fn)))
+			f->first1 = t->locs[i].line - rel + 1;
+	}
+	for (size_t i = 0; i < t->nloc; i++) {
+		uint64_t word = t->locs[i].address + 1, rel = word >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN, index = 0;
 		if (!ht_pc_python(word) || ht_pc_py_ident(word))
 			continue;
-		struct func key = { .id = t->locs[i].fn };
-		const struct func *f = t->locs[i].fn ? bsearch(&key, t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func) : NULL;
-		if (f && f->name < t->nstr && f->file < t->nstr) {
-			uint64_t rel = word >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN, line = t->locs[i].line;
-			int first = rel != HT_PY_LINE_UNKNOWN && line >= rel && line - rel < (1u << 30) ? (int)(line - rel) : 0;
-			if (!(index = pyf_define(t->strs[f->name], t->strs[f->file], first)))
-				return -1;
+		struct func *f = func_of(t, t->locs[i].fn);
+		if (f && f->name < t->nstr && f->file < t->nstr && t->strs[f->name] && t->strs[f->file]) {
+			uint64_t line = t->locs[i].line;
+			int first = rel != HT_PY_LINE_UNKNOWN && line >= rel && line - rel < (1u << 30) ? (int)(line - rel)
+				    : f->first1 ? (int)(f->first1 - 1) : 0;
+			if (!f->index || f->index_first != first) {
+				f->index = pyf_define(t->strs[f->name], t->strs[f->file], first);
+				f->index_first = first;
+			}
+			index = f->index;
 		}
 		t->locs[i].address = ((word & ~HT_PY_CODE_MASK) | index) - 1;
 	}
-	return 0;
 }
 
 /* Pass 1.  0, or -1: out of memory, or not a profile (said). */
@@ -336,7 +360,7 @@ static void read_mappings(const uint8_t *data, size_t len, const struct tables *
 		 * such numbers, no file identity).
 		 */
 		/* Not a file's: Python's frames, named by their Functions (python_locations()). */
-		if (mf && file < t->nstr && start >= off && strcmp(t->strs[file], "[python]"))
+		if (mf && file < t->nstr && t->strs[file] && start >= off && strcmp(t->strs[file], "[python]"))
 			fprintf(mf, "%lx-%lx r-xp 00000000 00:01 %d %s\n", (unsigned long)(start - off),
 				(unsigned long)limit, ++nmaps, t->strs[file]);
 	}
@@ -351,7 +375,7 @@ static void value_columns(const struct tables *t, int col[PPROF_N_SAMPLE_TYPES])
 		col[k] = -1;
 	for (int i = 0; i < t->ntypes; i++)
 		for (int k = 0; k < PPROF_N_SAMPLE_TYPES; k++)
-			if (t->types[i] < t->nstr && !strcmp(t->strs[t->types[i]], names[k]))
+			if (t->types[i] < t->nstr && t->strs[t->types[i]] && !strcmp(t->strs[t->types[i]], names[k]))
 				col[k] = i;
 }
 
@@ -457,7 +481,8 @@ int profile_read_proto(const uint8_t *gz, size_t gzlen, const char *path, struct
 	}
 	/* Pass 1: strings, sample types, locations.  Pass 2: mappings.  Pass 3: samples. */
 	mf = open_memstream(maps, &maplen);
-	if (!read_tables(data, len, path, &t) && !python_locations(&t)) {
+	if (!read_tables(data, len, path, &t)) {
+		python_locations(&t);
 		read_mappings(data, len, &t, mf);
 		err = read_samples(data, len, &t, path, p);
 	}

@@ -337,21 +337,29 @@ void pyf_note_ring(pid_t pid, const struct ht_ev *slots, uint64_t tail, uint32_t
 	}
 }
 
-/* FNV-1a over the name, the file and the first line: a defined code's identity (its address 0). */
+/*
+ * FNV-1a over the name, the file (each as pyf_define() keeps it, at most
+ * NAME_MAX_BYTES: a file's name may be of any length) and the first
+ * line: a defined code's identity (its address 0).
+ */
 static uint64_t named_ident(const char *func, const char *file, int firstlineno)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
-	for (const char *s = func; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	for (size_t i = 0; func[i] && i < NAME_MAX_BYTES; i++)
+		h = (h ^ (uint8_t)func[i]) * 0x100000001b3ull;
 	h = (h ^ 0xff) * 0x100000001b3ull;
-	for (const char *s = file; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	for (size_t i = 0; file[i] && i < NAME_MAX_BYTES; i++)
+		h = (h ^ (uint8_t)file[i]) * 0x100000001b3ull;
 	return (h ^ (uint32_t)firstlineno) * 0x100000001b3ull | 1;
 }
 
+/* Code objects named by files read back, at most: a profile names thousands; memory stays bounded for any file. */
+#define MAX_DEFINED (1u << 16)
+
 uint64_t pyf_define(const char *func, const char *file, int firstlineno)
 {
+	static uint32_t defined;
 	uint64_t ident = named_ident(func, file, firstlineno), index = 0;
 
 	pthread_mutex_lock(&g.lock);
@@ -362,16 +370,19 @@ uint64_t pyf_define(const char *func, const char *file, int firstlineno)
 		index = g.slots[i];
 		goto out;
 	}
-	if (g.len >= HT_PY_CODE_MASK - 1 || (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
+	if (defined >= MAX_DEFINED || g.len >= UINT32_MAX - 1 ||
+	    (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
 		goto out;
 	struct code *c = &g.codes[g.len];
-	*c = (struct code){ .ident = ident, .func = strdup(func), .file = strdup(file), .firstlineno = firstlineno };
+	*c = (struct code){ .ident = ident, .func = strndup(func, NAME_MAX_BYTES), .file = strndup(file, NAME_MAX_BYTES),
+			    .firstlineno = firstlineno };
 	if (!c->func || !c->file) {
 		free(c->func), free(c->file);
 		goto out;
 	}
 	g.slots[i] = (uint32_t)++g.len;
 	index = g.len;
+	defined++;
 out:
 	pthread_mutex_unlock(&g.lock);
 	return index;
