@@ -308,4 +308,16 @@ pf_plain() {
 			"$TMP/pfplain$v.col" || d+="no stack Thread.run (threading.py:N);worker (t_pyknown.py:$worker);...;PyByteArray_Resize;... 1200004"$'\n'
 		report "pyframes $v: without --preset python, malloc's stacks have Python frames: line $blob holds 5,000,050 bytes, line $worker 1,200,004" "$d"
 	done
+	# A multiprocessing pool's forked workers (--follow-fork) the same way: their buffers, not pymalloc's objects.
+	local at
+	cp "$ROOT/tests/targets/t_pyfork.py" "$TMP/t_pyfork.py"
+	ht pfplainfork --follow-fork --merge -f collapsed --value alloc_space -o "$TMP/pfplainfork.col" -- \
+		/usr/bin/python3.11 "$TMP/t_pyfork.py"
+	d=$(rc_diag pfplainfork 0)
+	for at in child:2000010 parent:1000010; do
+		got=$(pf_lines "$TMP/pfplainfork.col" t_pyfork.py |
+			awk -v l="$(grep -n "# @${at%%:*}" "$TMP/t_pyfork.py" | cut -d: -f1)" '$1 == l { print $2 }')
+		[ "$got" = "${at#*:}" ] || d+="line @${at%%:*}: ${got:-no} bytes allocated, want ${at#*:}"$'\n'
+	done
+	report "pyframes 3.11: without --preset python, --follow-fork: the pool's workers' line 2,000,010 bytes, the parent's 1,000,010" "$d"
 }
