@@ -58,6 +58,7 @@ scenario_pyframes() {
 	done
 	pf_pprof
 	pf_diff
+	pf_http
 	pf_sampled
 	pf_realloc
 	pf_fork
@@ -220,6 +221,49 @@ pf_diff() {
 	grep -qE "^#1 +3,000,030 bytes" "$TMP/pfdiff.top1" && grep -qE "^ +blob +$PF_SCRIPT:$blob\$" "$TMP/pfdiff.top1" ||
 		d+="-f top: not #1 3,000,030 bytes (30 buffers) with blob at $PF_SCRIPT:$blob: $(head -12 "$TMP/pfdiff.top")"$'\n'
 	report "pyframes: heaptrace diff of a text snapshot and a proto profile: blob's line $blob grew by 3,001,710 bytes, named" "$d"
+}
+
+# /debug/pprof/heap of a running interpreter (--http, Debian's 3.11, no
+# preset): go tool pprof -list names the Python function and its line,
+# which holds the bytearray's 300,001 bytes (malloc's buffer).
+pf_http() {
+	local d="" hp port hold lim rc
+	cat >"$TMP/pfh.py" <<PYEOF
+import os, time
+def hold():
+    return bytearray(300000)  # @hold
+keep = hold()
+print("ready", flush=True)
+for _ in range(200):
+    if os.path.exists("$TMP/pfh.stop"):
+        break
+    time.sleep(0.05)
+os._exit(0)
+PYEOF
+	hold=$(grep -n '# @hold' "$TMP/pfh.py" | cut -d: -f1)
+	echo "heaptrace -v --http 127.0.0.1:0 -o /dev/null -- python3.11 pfh.py" >"$TMP/pfh.cmd"
+	lim=$(tmo)
+	[ "$lim" -lt 30 ] && lim=30
+	timeout -k 5 "$lim" "$HT" -v --http 127.0.0.1:0 -o /dev/null -- /usr/bin/python3.11 "$TMP/pfh.py" \
+		>"$TMP/pfh.out" 2>"$TMP/pfh.err" </dev/null &
+	hp=$!
+	wait_for "$TMP/pfh.out" '^ready' 30 "$hp"
+	port=$(sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/pfh.err" | head -1)
+	if [ -z "$port" ]; then
+		d+="heaptrace does not say where it serves: $(tail -3 "$TMP/pfh.err")"$'\n'
+	else
+		curl -s --max-time 10 -o "$TMP/pfh.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap" ||
+			d+="curl /debug/pprof/heap failed"$'\n'
+		go tool pprof -list '^hold$' -sample_index=inuse_space "$TMP/pfh.pb.gz" >"$TMP/pfh.list" 2>&1
+		grep -qE "^ROUTINE =+ hold in $TMP/pfh.py$" "$TMP/pfh.list" &&
+			grep -qE "^ +\. +29[0-9]\.[0-9]+kB +$hold: +return bytearray\(300000\)" "$TMP/pfh.list" ||
+			d+="go tool pprof -list hold: not its line $hold with 300,001 bytes: $(head -12 "$TMP/pfh.list")"$'\n'
+	fi
+	: >"$TMP/pfh.stop"
+	wait "$hp"
+	rc=$?
+	[ "$rc" = 0 ] || d+="heaptrace exits $rc: $(tail -3 "$TMP/pfh.err")"$'\n'
+	report "pyframes: --http /debug/pprof/heap of a running python3.11: go tool pprof -list hold shows line $hold with its 300,001 bytes" "$d"
 }
 
 # A CPython whose frames are not read (3.9): one line says so and why; native stacks.
