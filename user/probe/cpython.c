@@ -334,6 +334,18 @@ static int plan_wrapper(struct cpy_tables *t, struct probe_plan *plan, struct el
 	return 1;
 }
 
+/* Where o's interpreter keeps its frames (t->frames), planned once: said (option, then what), or why they are off. */
+static void plan_frames(struct cpy_tables *t, struct elfobj *o, const char *option, const char *what)
+{
+	if (t->frames.on || *t->frames.why)
+		return;
+	pyframes_plan(&t->frames, o);
+	if (t->frames.on)
+		ht_info("%s: Python frames of CPython 3.%d (%s)%s", option, t->frames.lay->minor, o->path, what);
+	else
+		ht_err("%s: Python frames are off: %s; stacks stay native", option, t->frames.why);
+}
+
 int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct objlist *objs, const char *option)
 {
 	csh cs;
@@ -364,13 +376,7 @@ int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct obj
 			if ((rc = plan_wrapper(t, plan, &o, pymalloc, cs, w, option)) > 0)
 				found++;
 		cs_close(&cs);
-		if (!t->frames.on && !*t->frames.why) {
-			pyframes_plan(&t->frames, &o);
-			if (t->frames.on)
-				ht_info("%s: Python frames of CPython 3.%d (%s)", option, t->frames.lay->minor, o.path);
-			else
-				ht_err("%s: Python frames are off: %s; stacks stay native", option, t->frames.why);
-		}
+		plan_frames(t, &o, option, "");
 		elfobj_close(&o);
 		if (rc < 0)
 			return -1;
@@ -407,12 +413,8 @@ int cpython_frames(struct cpy_tables *t, const struct objlist *objs)
 			elfobj_close(&o);
 			continue;
 		}
-		pyframes_plan(&t->frames, &o);
-		if (t->frames.on)
-			ht_info("python: Python frames of CPython 3.%d (%s) in the malloc family's stacks; --preset python "
-				"counts its own allocator's objects too", t->frames.lay->minor, o.path);
-		else
-			ht_err("python: Python frames are off: %s; stacks stay native", t->frames.why);
+		plan_frames(t, &o, "python",
+			    " in the malloc family's stacks; --preset python counts its own allocator's objects too");
 		elfobj_close(&o);
 		return 1;
 	}

@@ -33,18 +33,9 @@ uint64_t pycode_word(struct pycode_map *m, uint64_t pc)
 		qsort(m->v, m->n, sizeof(*m->v), cmp_from);
 		m->sorted = 1;
 	}
-	uint64_t from = pc & HT_PY_CODE_MASK, to = 0;
-	size_t lo = 0, hi = m->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->v[mid].from < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < m->n && m->v[lo].from == from)
-		to = m->v[lo].to;
-	return (pc & ~HT_PY_CODE_MASK) | to;
+	struct pycode_pair key = { .from = pc & HT_PY_CODE_MASK };
+	const struct pycode_pair *at = bsearch(&key, m->v, m->n, sizeof(*m->v), cmp_from);
+	return (pc & ~HT_PY_CODE_MASK) | (at ? at->to : 0);
 }
 
 void pycode_free(struct pycode_map *m)

@@ -266,26 +266,41 @@ static struct func *func_of(struct tables *t, uint64_t id)
  * Location.  A code that cannot be defined (out of memory, too many) is
  * unnamed, as one whose name was lost.
  */
+/* A Python frame's location: its code's first line, from its Line's less the word's distance; false when unknown. */
+static bool first_line(const struct loc *l, int *first)
+{
+	uint64_t rel = (l->address + 1) >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN;
+
+	if (rel == HT_PY_LINE_UNKNOWN || l->line < rel || l->line - rel >= (1u << 30))
+		return false;
+	*first = (int)(l->line - rel);
+	return true;
+}
+
+static bool python_location(const struct loc *l)
+{
+	return ht_pc_python(l->address + 1) && !ht_pc_py_ident(l->address + 1);
+}
+
 static void python_locations(struct tables *t)
 {
+	int first;
+
 	if (t->nfunc)
 		qsort(t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func);
 	for (size_t i = 0; i < t->nloc; i++) {
-		uint64_t word = t->locs[i].address + 1, rel = word >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN;
 		struct func *f;
-		if (ht_pc_python(word) && !ht_pc_py_ident(word) && rel != HT_PY_LINE_UNKNOWN &&
-		    t->locs[i].line >= rel && t->locs[i].line - rel < (1u << 30) && (f = func_of(t, t->locs[i].fn)))
-			f->first1 = t->locs[i].line - rel + 1;
+		if (python_location(&t->locs[i]) && first_line(&t->locs[i], &first) && (f = func_of(t, t->locs[i].fn)))
+			f->first1 = (uint64_t)first + 1;
 	}
 	for (size_t i = 0; i < t->nloc; i++) {
-		uint64_t word = t->locs[i].address + 1, rel = word >> HT_PY_LINE_SHIFT & HT_PY_LINE_UNKNOWN, index = 0;
-		if (!ht_pc_python(word) || ht_pc_py_ident(word))
+		uint64_t word = t->locs[i].address + 1, index = 0;
+		if (!python_location(&t->locs[i]))
 			continue;
 		struct func *f = func_of(t, t->locs[i].fn);
 		if (f && f->name < t->nstr && f->file < t->nstr && t->strs[f->name] && t->strs[f->file]) {
-			uint64_t line = t->locs[i].line;
-			int first = rel != HT_PY_LINE_UNKNOWN && line >= rel && line - rel < (1u << 30) ? (int)(line - rel)
-				    : f->first1 ? (int)(f->first1 - 1) : 0;
+			if (!first_line(&t->locs[i], &first))
+				first = f->first1 ? (int)(f->first1 - 1) : 0;
 			if (!f->index || f->index_first != first) {
 				f->index = pyf_define(t->strs[f->name], t->strs[f->file], first);
 				f->index_first = first;

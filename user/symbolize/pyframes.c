@@ -354,12 +354,15 @@ static uint64_t named_ident(const char *func, const char *file, int firstlineno)
 	return (h ^ (uint32_t)firstlineno) * 0x100000001b3ull | 1;
 }
 
-/* Code objects named by files read back, at most: a profile names thousands; memory stays bounded for any file. */
+/*
+ * Code objects known, past which files read back define none: a profile
+ * names thousands; memory stays bounded for any file.  (Only heaptrace
+ * diff defines, and it reads no process's.)
+ */
 #define MAX_DEFINED (1u << 16)
 
 uint64_t pyf_define(const char *func, const char *file, int firstlineno)
 {
-	static uint32_t defined;
 	uint64_t ident = named_ident(func, file, firstlineno), index = 0;
 
 	pthread_mutex_lock(&g.lock);
@@ -370,8 +373,7 @@ uint64_t pyf_define(const char *func, const char *file, int firstlineno)
 		index = g.slots[i];
 		goto out;
 	}
-	if (defined >= MAX_DEFINED || g.len >= UINT32_MAX - 1 ||
-	    (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
+	if (g.len >= MAX_DEFINED || (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
 		goto out;
 	struct code *c = &g.codes[g.len];
 	*c = (struct code){ .ident = ident, .func = strndup(func, NAME_MAX_BYTES), .file = strndup(file, NAME_MAX_BYTES),
@@ -382,7 +384,6 @@ uint64_t pyf_define(const char *func, const char *file, int firstlineno)
 	}
 	g.slots[i] = (uint32_t)++g.len;
 	index = g.len;
-	defined++;
 out:
 	pthread_mutex_unlock(&g.lock);
 	return index;

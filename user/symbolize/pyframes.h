@@ -73,7 +73,7 @@ bool pyf_frame(uint64_t word, const char **func, const char **file, int *line);
  * legacy text's PYTHON_CODE lines, proto's Functions of the [python]
  * mapping): its index in this process, the same for the same name, file
  * and first line whichever file named it (each kept to 512 bytes); 0
- * when memory runs out or 65,536 are defined (its frames then read as
+ * when memory runs out or 65,536 codes are known (its frames then read as
  * unnamed code).
  */
 uint64_t pyf_define(const char *func, const char *file, int firstlineno);
