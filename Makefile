@@ -87,8 +87,11 @@ $(BUILD)/stub/%.o: stub/%.S
 
 STUB_OBJS := $(BUILD)/stub/entry.o $(BUILD)/stub/sites.o $(BUILD)/stub/decide.o $(BUILD)/stub/unwind.o $(BUILD)/stub/ring.o $(BUILD)/stub/python.o
 # entry.o, then sites.o: the entry points, then the record sites, at the offsets stub.h fixes.
-$(BUILD)/stub/stub.bin: $(STUB_OBJS) stub/stub.lds
-	$(LD) -T stub/stub.lds -o $(BUILD)/stub/stub.elf $(STUB_OBJS)
+# Where the config and data lie from the code: stub.h's offsets, the one place they are set.
+STUB_OFF = $(shell awk '$$1 ~ /^.define$$/ && $$2 == "$(1)" { print $$3 }' stub/stub.h)
+$(BUILD)/stub/stub.bin: $(STUB_OBJS) stub/stub.lds stub/stub.h
+	$(LD) -T stub/stub.lds --defsym=stub_cfg=$(call STUB_OFF,STUB_CFG_OFF) \
+		--defsym=stub_data=$(call STUB_OFF,STUB_DATA_OFF) -o $(BUILD)/stub/stub.elf $(STUB_OBJS)
 	@if readelf -r $(BUILD)/stub/stub.elf | grep -q 'R_X86'; then echo "stub: relocations left"; exit 1; fi
 	objcopy -O binary -j .text $(BUILD)/stub/stub.elf $@
 
@@ -274,9 +277,9 @@ $(BUILD)/unit/test_rss: tests/unit/test_rss.c tests/unit/check.h user/util/rss.c
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
 		tests/unit/test_rss.c user/util/rss.c user/util/procfs.c user/util/time.c -o $@ -lpthread
 
-$(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sample.h
+$(BUILD)/unit/test_sample: tests/unit/test_sample.c tests/unit/check.h bpf/sample.h stub/stub.h
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ibpf $< -o $@ -lm
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ibpf -Istub $< -o $@ -lm
 
 # Fuzzing: libFuzzer targets for the --sym parser and the profile readers of
 # `heaptrace diff`.  `make fuzz` runs each for FUZZ_SECONDS and keeps what

@@ -193,6 +193,12 @@ static __s64 *countdown_of(__u64 tp)
 	return &c->left;
 }
 
+/* A function's countdown: the thread's, or the one of the lock's holder (STUB_FN_GIL). */
+static __s64 *left_of(const struct stub_fn *fn, __u64 tp)
+{
+	return fn->flags & STUB_FN_GIL ? &stub_data.gil_left : countdown_of(tp);
+}
+
 /*
  * The Poisson byte countdown: is an allocation of size bytes sampled?  As
  * bpf/sample.h's ht_countdown(): when the countdown is less than the size,
@@ -201,11 +207,11 @@ static __s64 *countdown_of(__u64 tp)
  * even on the thread's own slot: a signal handler's allocation may come
  * between a load and a store.
  */
-static int sampled(__u64 tp, __u64 size)
+static int sampled(const struct stub_fn *fn, __u64 tp, __u64 size)
 {
 	if (!size)
 		return 0;
-	__s64 *left = countdown_of(tp);
+	__s64 *left = left_of(fn, tp);
 
 	if (__atomic_sub_fetch(left, (__s64)size, __ATOMIC_RELAXED) >= 0)
 		return 0;
@@ -217,15 +223,26 @@ static int sampled(__u64 tp, __u64 size)
 
 static __u64 *bucket_of(__u64 ptr)
 {
-	__u64 h = (ptr >> 4) * STUB_FILTER_MUL;
-
 	/* One bucket (exact mode): a shift of 64 would be none on x86. */
-	return &stub_data.set[(stub_cfg.set_shift < 64 ? h >> stub_cfg.set_shift : 0) * STUB_BUCKET];
+	if (stub_cfg.set_shift >= 64)
+		return stub_data.set;
+	/*
+	 * Its granule's hash (as its filter byte), then its place in the
+	 * granule: the granule's blocks in buckets of their own, as many as a
+	 * hash of each block's address gave them (t_stale's 1000 sampled
+	 * 16-byte blocks, 32 to a granule at 64K), and the buckets a free the
+	 * filter lets by reads, the granule's, near those its sampled blocks
+	 * filled.
+	 */
+	__u64 h = (ptr >> stub_cfg.granule_shift) * STUB_FILTER_MUL;
+	__u64 in = (ptr >> 4) & ((1ull << (stub_cfg.granule_shift - 4)) - 1);
+
+	return &stub_data.set[((h >> stub_cfg.set_shift) ^ in) * STUB_BUCKET];
 }
 
 static __u8 *filter_of(__u64 ptr)
 {
-	return &stub_data.filter[((ptr >> 4) * STUB_FILTER_MUL) >> (64 - STUB_FILTER_BITS)];
+	return &stub_data.filter[((ptr >> stub_cfg.granule_shift) * STUB_FILTER_MUL) >> (64 - STUB_FILTER_BITS)];
 }
 
 /*
@@ -457,7 +474,7 @@ int stub_alloc_enter(struct stub_frame *f)
 		 */
 no_request:
 		if (f->index & STUB_INDEX_PRESAMPLED)
-			resample(countdown_of(tp));
+			resample(left_of(fn, tp));
 		return 0;
 	}
 	if (fn->n_mem)
@@ -465,9 +482,9 @@ no_request:
 	__u64 size = 0;
 	/* A fast entry's subtraction went below 0 (user/inject/fast.h): sampled, the countdown drawn again here. */
 	if (f->index & STUB_INDEX_PRESAMPLED) {
-		resample(countdown_of(tp));
+		resample(left_of(fn, tp));
 		mode = MODE_RECORD;
-	} else if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(tp, size = fn_size(fn, f, 0))))
+	} else if (!stub_cfg.sample_rate || (!(fn->flags & STUB_FN_SIZE_AT_RET) && sampled(fn, tp, size = fn_size(fn, f, 0))))
 		mode = MODE_RECORD;
 	else if (fn->flags & STUB_FN_SIZE_AT_RET)
 		mode = MODE_CALL;       /* decided at the exit */
@@ -497,7 +514,7 @@ __u64 stub_alloc_exit(struct stub_frame *f, __u64 ret)
 	if (mode == MODE_CALL && !(fn->flags & STUB_FN_SIZE_AT_RET))
 		return ret;
 	size = fn_size(fn, f, ret);
-	if (mode == MODE_CALL && sampled(tp, size))
+	if (mode == MODE_CALL && sampled(fn, tp, size))
 		mode = MODE_RECORD;
 	if (mode == MODE_CALL)
 		return ret;

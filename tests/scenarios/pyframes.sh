@@ -132,9 +132,9 @@ pf_sampled() {
 		key=pfs${v//./}
 		ht "$key" -v --preset python --sample-rate 1 -f collapsed -o "$TMP/$key.col" -- "$py" "$PF_SCRIPT" 50
 		d=$(rc_diag "$key" 0)
-		n=$(sed -nE 's/^heaptrace: fast path: a stub at .*, unsampled calls stay in the process \(([0-9]+) decided by fast entries\)$/\1/p' "$TMP/$key.err")
-		[ "$n" = 16 ] || d+="functions with fast entries: '${n:-none}', want 16 (malloc, calloc, realloc, free, the 8 wrappers, the 4 pymalloc functions behind them)"$'\n'
-		report "pyframes $v: --sample-rate 1 exits 0, 16 functions decided by fast entries" "$d"
+		n=$(sed -nE 's/^heaptrace: fast path: a stub at .*, unsampled calls stay in the process \(([0-9]+) decided by fast entries, ([0-9]+) on the GIL.s one countdown\)$/\1 \2/p' "$TMP/$key.err")
+		[ "$n" = "16 2" ] || d+="functions with fast entries, and on the GIL's countdown: '${n:-none}', want '16 2' (malloc, calloc, realloc, free, the 8 wrappers, the 4 pymalloc functions behind them; pymalloc's malloc and calloc on one countdown)"$'\n'
+		report "pyframes $v: --sample-rate 1 exits 0, 16 functions decided by fast entries, pymalloc's malloc and calloc on the GIL's one countdown" "$d"
 		pf_lines "$TMP/$key.col" t_pyknown.py >"$TMP/$key.lines"
 		pf_expect "$key" "$v sampled" blob 5002850 "--sample-rate 1: every block of the line, weighing its size"
 		pf_expect "$key" "$v sampled" worker 1200740 "--sample-rate 1: the 4 threads' blocks and the list's growth"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "sample.h"
+#include "stub.h"
 
 #include "check.h"
 
@@ -185,6 +186,39 @@ static void test_estimates(void)
 	      5 * sqrt(var_samples));
 }
 
+/*
+ * The stub's granule (stub/stub.h): log2(rate / 64), 4 to 12; on a
+ * stream of blocks laid end to end (a bump allocator's), a granule holds
+ * a sampled block once in 64 or less, so that the frees of its other
+ * blocks pass the filter.
+ */
+static void test_granule(void)
+{
+	static const uint64_t rate[] = { 1, 1000, 1024, 4096, 65536, 524288, 1ull << 30 };
+	static const uint32_t want[] = { 4, 4, 4, 6, 10, 12, 12 };
+
+	for (unsigned i = 0; i < sizeof(rate) / sizeof(rate[0]); i++)
+		check(stub_granule_shift(rate[i]) == want[i], "granule: rate %lu: shift %u, want %u",
+		      (unsigned long)rate[i], stub_granule_shift(rate[i]), want[i]);
+	for (uint64_t r = 4096; r <= 524288; r *= 8) {
+		struct sampler sm = { .rate = r, .until = ht_sample_interval(r, next_u32()) };
+		uint32_t shift = stub_granule_shift(r);
+		uint64_t at = 0, granules = 0, marked = 0, last = UINT64_MAX;
+		for (int k = 0; k < 2000000; k++) {
+			uint32_t u = next_u32();
+			uint64_t size = u % 100 < 90 ? 16 + u % 240 : 1024 + u % 8192;
+			if (sampled(&sm, size) && at >> shift != last) {
+				marked++;
+				last = at >> shift;
+			}
+			at += size;
+		}
+		granules = at >> shift;
+		check(marked * 64 <= granules * 1.1, "granule: rate %lu: %lu of %lu granules hold a sampled block",
+		      (unsigned long)r, (unsigned long)marked, (unsigned long)granules);
+	}
+}
+
 int main(void)
 {
 	test_neg_ln();
@@ -194,5 +228,6 @@ int main(void)
 	test_probability(524288, 3 * 524288, 200000);
 	test_probability(4096, 1, 4000000);
 	test_estimates();
+	test_granule();
 	return check_summary();
 }

@@ -285,12 +285,12 @@ static void sub_left(struct emit *e, uint64_t counts, uint8_t size)
  * compared with 0: the caller's jcc follows.  The block 0 jumps to the
  * returned place first.
  */
-static uint8_t *filter_byte(struct emit *e, uint8_t reg, uint64_t base, uint64_t filter)
+static uint8_t *filter_byte(struct emit *e, uint8_t reg, uint64_t base, uint64_t filter, uint32_t granule)
 {
 	mov_to_r11(e, reg);
 	b(e, 3, 0x4d, 0x85, 0xdb);                                      /* test %r11, %r11; je */
 	uint8_t *null = jump(e, JE);
-	b(e, 4, 0x49, 0xc1, 0xeb, 4);                                   /* shr $4, %r11 */
+	b(e, 4, 0x49, 0xc1, 0xeb, (int)granule);                        /* shr $granule, %r11 */
 	b(e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                                /* imul K(%rip), %r11 */
 	rip(e, base + STUB_FAST_HASH_K, 0);
 	b(e, 4, 0x49, 0xc1, 0xeb, 64 - STUB_FILTER_BITS);               /* shr $(64 - bits), %r11 */
@@ -359,7 +359,8 @@ static int realloc_entry(struct emit *e, int i, const struct stub_fn *fn, const 
 	b(e, 3, 0x48 | (r >= 8 ? 5 : 0), 0x85, 0xc0 | (r & 7) << 3 | (r & 7));  /* test %size, %size; je slow */
 	slow[n_slow++] = jump(e, JE);
 	/* The block's filter byte set: maybe sampled, the handler; NULL: a malloc, nothing to look up. */
-	uint8_t *null = filter_byte(e, arg_reg[fn->old_arg], at->base, data + offsetof(struct stub_data, filter));
+	uint8_t *null = filter_byte(e, arg_reg[fn->old_arg], at->base, data + offsetof(struct stub_data, filter),
+						   at->granule);
 	slow[n_slow++] = jump(e, JNE);
 	fix(e, null, here(e));
 	slow_pop[0] = count_slot(e, at->base, counts);
@@ -436,7 +437,8 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		 * handler's to tell: a byte is set only while it is, and emptied
 		 * when it goes off.
 		 */
-		to_orig[n_orig++] = filter_byte(&e, r, base, data + offsetof(struct stub_data, filter));
+		to_orig[n_orig++] = filter_byte(&e, r, base, data + offsetof(struct stub_data, filter),
+						   at->granule);
 		to_orig[n_orig++] = jump(&e, JE);
 		slow[n_slow++] = jump(&e, 0);
 	} else {
@@ -464,6 +466,19 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 			b(&e, 3, 0x48 | (size >= 8 ? 5 : 0), 0x85, 0xc0 | (size & 7) << 3 | (size & 7));
 			to_orig[n_orig++] = jump(&e, JE);
 		}
+		if (fn->flags & STUB_FN_GIL) {
+			/*
+			 * sub %size, gil_left(%rip); jl sampled: the one countdown of
+			 * the lock's holder.  No mark of a realloc is looked for: a
+			 * call inside one takes its bytes off the countdown, and the
+			 * handler, whose nested() tells it, draws again the countdown
+			 * it takes below 0 (the realloc's own decision stands).
+			 */
+			b(&e, 3, 0x48 | (size >= 8 ? 4 : 0), 0x29, 0x05 | (size & 7) << 3);
+			rip(&e, data + offsetof(struct stub_data, gil_left), 0);
+			pre = jump(&e, JL);
+			goto decided;
+		}
 		uint64_t counts = data + offsetof(struct stub_data, count);
 		slow_pop[0] = count_slot(&e, base, counts);
 		cmp_inside(&e, counts);
@@ -484,6 +499,7 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		b(&e, 1, 0x58);
 		pre = jump(&e, JL);
 	}
+decided:;
 	uint64_t orig_at = here(&e);
 	if (to_original(&e, at, orig))
 		return -1;

@@ -40,6 +40,7 @@ struct fast_at {
 	size_t code_len, skip, displaced;
 	uint64_t addr, func_size;
 	uint64_t impl_entry;    /* a forwarding wrapper: its function's fast entry, past the undo (0: none) */
+	uint32_t granule;       /* stub_cfg's granule_shift */
 };
 
 /* Where function i's fast entry starts; a wrapper's forward goes undo bytes in. */

@@ -41,6 +41,7 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 	cfg->page_size = sysconf(_SC_PAGESIZE);
 	cfg->sample_rate = in->sample_rate;
 	cfg->set_shift = 64 - __builtin_ctzll(in->buckets);
+	cfg->granule_shift = stub_granule_shift(in->sample_rate);
 	cfg->walk = in->walk;
 	cfg->max_depth = in->max_depth;
 	cfg->min_frame_addr = in->min_frame_addr;
@@ -83,7 +84,7 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 	}
 	/* The fast entries: the functions' first, so that a wrapper's knows whether its function has one. */
 	for (int i = 0; i < in->n; i++) {
-		in->fns[i].fast = false;
+		in->fns[i].fast = in->fns[i].gil = false;
 		in->fns[i].direct = 0;
 	}
 	for (int pass = 0; pass < 2; pass++)
@@ -94,7 +95,8 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 			if (fwd != (pass == 1) || !fast_eligible(&cfg->fns[i], in->sample_rate))
 				continue;
 			struct fast_at at = { .base = in->base, .handler = fast_handler(in, plan, i), .bias = f->addr - p->func_vaddr,
-					      .skip = f->skip, .displaced = f->len, .addr = f->addr, .func_size = p->func_size };
+					      .skip = f->skip, .displaced = f->len, .addr = f->addr, .func_size = p->func_size,
+					      .granule = cfg->granule_shift };
 			/* Its displaced code in the entry, where the function is within a rel32 jump's reach. */
 			if (!f->far)
 				at.code = f->saved, at.code_len = sizeof(f->saved);
@@ -105,6 +107,7 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 				if (in->fns[j].fast && in->fns[j].addr == p->fwd_impl + at.bias)
 					at.impl_entry = in->fns[j].direct;
 			f->fast = !fast_emit(img, i, &cfg->fns[i], p, &at);
+			f->gil = f->fast && (cfg->fns[i].flags & STUB_FN_GIL);
 			f->direct = f->fast ? fast_entry_at(in->base, i) + p->stub_undo_len : 0;
 		}
 	memcpy(img + STUB_FAST_HASH_K, &(uint64_t){ STUB_FILTER_MUL }, 8);

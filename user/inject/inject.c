@@ -317,15 +317,17 @@ static int set_enabled(struct inject *in, struct remote *r, uint32_t on)
 static int seed_data(struct inject *in, struct remote *r)
 {
 	uint64_t seed = 0;
-	int64_t countdown;
+	int64_t countdown, gil_left;
 
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed) || !seed)
 		seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ ((uint64_t)in->pid << 32);
 	countdown = in->sample_rate ? (int64_t)ht_sample_interval(in->sample_rate, (uint32_t)(seed >> 32)) : 0;
+	gil_left = in->sample_rate ? (int64_t)ht_sample_interval(in->sample_rate, (uint32_t)seed) : 0;
 	struct stub_walk_info w;
 	share_walk_info(in, r, &w);
 	int err = write_data(in, r, offsetof(struct stub_data, prng), &seed, sizeof(seed));
 	err = err ? err : write_data(in, r, offsetof(struct stub_data, w), &w, sizeof(w));
+	err = err ? err : write_data(in, r, offsetof(struct stub_data, gil_left), &gil_left, sizeof(gil_left));
 	return err ? err : write_data(in, r, offsetof(struct stub_data, countdown), &countdown, sizeof(countdown));
 }
 
@@ -526,16 +528,19 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 		in->on_share(in->on_share_arg, in, in->share_map, in->share_rows, maps);
 	if (in->py.kind && in->on_python)
 		in->on_python(in->on_python_arg, in);
-	int far = 0, fast = 0;
+	int far = 0, fast = 0, gil = 0;
 	for (int i = 0; i < in->n; i++) {
 		far += in->fns[i].far && in->fns[i].patched;
 		fast += in->fns[i].fast && in->fns[i].patched;
+		gil += in->fns[i].gil && in->fns[i].patched;
 	}
-	char jumps[96] = "", fasts[64] = "";
+	char jumps[96] = "", fasts[96] = "", gils[48] = "";
 	if (far)
 		snprintf(jumps, sizeof(jumps), " (%d through the page of jumps at 0x%" PRIx64 ")", far, in->jumps);
+	if (gil)
+		snprintf(gils, sizeof(gils), ", %d on the GIL's one countdown", gil);
 	if (fast)
-		snprintf(fasts, sizeof(fasts), " (%d decided by fast entries)", fast);
+		snprintf(fasts, sizeof(fasts), " (%d decided by fast entries%s)", fast, gils);
 	ht_info("fast path: a stub at 0x%" PRIx64 " (%s), %d functions redirected%s, %s%s", in->base, in->path, good,
 		jumps, in->sample_rate ? "unsampled calls stay in the process" :
 		in->batching ? "events batched" : "one record site per call", fasts);
@@ -704,7 +709,7 @@ void inject_reset(struct inject *in)
 	in->jumps = 0;
 	for (int i = 0; i < in->n; i++) {
 		in->fns[i].addr = 0;
-		in->fns[i].far = in->fns[i].fast = in->fns[i].patched = false;
+		in->fns[i].far = in->fns[i].fast = in->fns[i].gil = in->fns[i].patched = false;
 	}
 }
 

@@ -52,6 +52,8 @@ void spec_stub_fill(struct stub_fn *fn, const struct probe *p, const struct ht_a
 		fn->ptr_arg = a;
 	}
 	fn->small_max = p->small_max;
+	if (p->gil)
+		fn->flags |= STUB_FN_GIL;
 	if (p->forwards)
 		fn->flags |= STUB_FN_FORWARD;
 	fn->old_arg = s->old_ptr_arg;

@@ -238,7 +238,9 @@ static bool have_object(const struct cpy_tables *t, const char *path)
  * its slot (struct probe's small_max and forwards): pymalloc (the object
  * has _PyObject_DebugMallocStats only when built with it) serves sizes 1
  * to 512 from its arenas, calling no traced function (its arenas come
- * from mmap; it falls back to malloc only when one cannot be had); a
+ * from mmap; it falls back to malloc only when one cannot be had), and
+ * only to the thread holding the GIL (the object and memory domains'
+ * rule since 3.6), so its allocations share one countdown; a
  * wrapper that only jumps through its slot hands every call on to a
  * traced function, the one that does the sampling, with the caller's
  * frame, while its slot holds that function or pytables.c's jump to it
@@ -256,8 +258,10 @@ static void mark_stub_hints(struct probe_plan *plan, struct elfobj *o, bool pyma
 		if (strcmp(p->path, o->path))
 			continue;
 		if (p->func_vaddr == func && pymalloc && wrappers[w].kind == HT_SPEC_ALLOC &&
-		    !strstr(wrappers[w].spec, "free="))
+		    !strstr(wrappers[w].spec, "free=")) {
 			p->small_max = CPY_SMALL_REQUEST;
+			p->gil = true;
+		}
 		if (strcmp(p->func, wrappers[w].wrapper))
 			continue;
 		p->forwards = f->compared == func || (!f->compared && f->tail);
@@ -370,8 +374,14 @@ int cpython_plan(struct cpy_tables *t, struct probe_plan *plan, const struct obj
 			return -1;
 		}
 		cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-		/* Built with pymalloc, whose threshold is 512 bytes since 3.8 (256 before: sizes up to 512 called malloc). */
-		bool pymalloc = elfobj_func(&o, "_PyObject_DebugMallocStats", &va, &size) && pyframes_minor(&o) >= 8;
+		/*
+		 * Built with pymalloc, whose threshold is 512 bytes since 3.8 (256
+		 * before: sizes up to 512 called malloc), and it the default: not a
+		 * free-threaded build (3.13t: mimalloc, no GIL; it alone has
+		 * _Py_MergeZeroLocalRefcount).
+		 */
+		bool pymalloc = elfobj_func(&o, "_PyObject_DebugMallocStats", &va, &size) && pyframes_minor(&o) >= 8 &&
+				!elfobj_func(&o, "_Py_MergeZeroLocalRefcount", &va, &size);
 		for (int w = 0; w < N_WRAPPERS && rc >= 0; w++)
 			if ((rc = plan_wrapper(t, plan, &o, pymalloc, cs, w, option)) > 0)
 				found++;

@@ -37,8 +37,8 @@ struct probe {
 	char stub_why[120];
 	bool stub;              /* taken by the stub: no uprobe is attached to it */
 	/*
-	 * Known of the function (probe/cpython.c): what stub_fn's small_max
-	 * and STUB_FN_FORWARD say.  A wrapper that calls through its table
+	 * Known of the function (probe/cpython.c): what stub_fn's small_max,
+	 * STUB_FN_GIL and STUB_FN_FORWARD say.  A wrapper that calls through its table
 	 * slot (ELF address fwd_slot) forwards while the slot holds
 	 * heaptrace's jump to the function behind it, or that function itself
 	 * (fwd_func; 0 when the wrapper inlines a copy of it then).  Its call
@@ -48,6 +48,7 @@ struct probe {
 	 * realloc, 4 free).
 	 */
 	uint32_t small_max;
+	bool gil;
 	bool forwards;
 	uint8_t fwd_member;
 	uint64_t fwd_slot, fwd_func, fwd_impl, fwd_ctx;
