@@ -85,11 +85,13 @@
  * read one of its 256 lines at random: in a Python loop at 512K, that
  * byte's cache misses were 0.6% of the time, and half of them went.
  */
+#define STUB_GRANULE_MAX 12
+
 static inline __u32 stub_granule_shift(__u64 sample_rate)
 {
 	__u32 shift = sample_rate ? 63 - (__u32)__builtin_clzll(sample_rate) : 0;
 
-	return shift < 4 + 6 ? 4 : shift > 12 + 6 ? 12 : shift - 6;
+	return shift < 4 + 6 ? 4 : shift > STUB_GRANULE_MAX + 6 ? STUB_GRANULE_MAX : shift - 6;
 }
 
 enum stub_fn_flags {
@@ -234,10 +236,12 @@ struct stub_cfg {
 	__u64 sample_rate;              /* 0: exact, every call is recorded */
 	/*
 	 * 64 - log2(buckets) of the sampled-block set: a block's bucket is its
-	 * hash's top bits, as its byte of the filter is, so that the frees
-	 * the filter lets by (a byte that a sampled block shares) read the
-	 * few buckets the sampled blocks filled, not a fresh page of the set
-	 * each (a page fault: a third of a Python loop's cost at 512K).
+	 * granule's hash's top bits, as its byte of the filter is, its place
+	 * in the granule XORed in (at most 256 buckets: the set has 1024 or
+	 * more), so that the frees the filter lets by (a byte that a sampled
+	 * block shares) read buckets near those the sampled blocks filled,
+	 * not a fresh page of the set each (a page fault: a third of a Python
+	 * loop's cost at 512K when a free's bucket was a hash of its own).
 	 */
 	__u64 set_shift;
 	__u32 granule_shift;            /* stub_granule_shift() of the rate */
@@ -404,7 +408,9 @@ struct stub_count {
 	 * inside it meanwhile: the stack pointer the function's entry has
 	 * (0: none), which stub/decide.c's nested() holds as a nesting slot,
 	 * and the span of its object's code: a fast entry called from there
-	 * meanwhile is the realloc's business (its malloc of a block it moves).
+	 * meanwhile is the realloc's business (its malloc of a block it moves;
+	 * a STUB_FN_GIL entry looks for no mark: the handler's nested() tells
+	 * such a call, if the countdown sends it there).
 	 */
 	__u64 inside;
 	__u64 code_lo, code_len;

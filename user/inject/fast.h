@@ -5,8 +5,9 @@
  * decided by its registers alone (an allocation's size, a free's block),
  * heaptrace writes machine code of its own that decides the common case
  * (not sampled: on to the original) without the handler's frame of saved
- * registers and its call into C: the thread's own countdown less the size
- * for an allocation, a byte of the filter for a free.  The original's
+ * registers and its call into C: the thread's own countdown (or the
+ * GIL's, STUB_FN_GIL) less the size for an allocation, a byte of the
+ * filter for a free.  The original's
  * displaced code follows in the entry, relocated, when the function is in
  * a rel32 jump's reach.  A wrapper that forwards (CPython's
  * PyObject_Malloc) goes on to its function's fast entry, as the wrapper

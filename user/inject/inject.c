@@ -430,6 +430,8 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	}
 	if (*why)
 		goto fail;
+	/* 1024 at least: stub/decide.c's bucket_of() XORs up to 256 buckets of a granule into a bucket's number. */
+	_Static_assert(1024 >= 1u << (STUB_GRANULE_MAX - 4), "a granule's buckets exceed the set");
 	in->buckets = in->sample_rate ? pow2_at_least(in->max_live / 4 > 1024 ? in->max_live / 4 : 1024) : 1;
 	in->data_size = (STUB_DATA_SIZE(in->buckets) + 4095) & ~4095ull;
 	if (place_reach(in, plan, maps, STUB_DATA_OFF + in->data_size, &lo, &hi, why, sizeof(why)))
