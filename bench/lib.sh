@@ -35,18 +35,33 @@ target() {
 # round-robin (a burst of load then hits one run of every configuration
 # rather than all runs of one): `run CONFIG ROUND` sets the variable named
 # VAR to the figure, empty when the run failed.  Fills ALL (each
-# configuration's figures) and MED (their medians).
+# configuration's figures), MED (their medians) and ROUND (CONFIG,ROUND:
+# the figure, for paired()).
 rounds() {
 	local r c runs=$1 unit=$2 var=$3
-	declare -gA ALL=() MED=()
+	declare -gA ALL=() MED=() ROUND=()
 	for r in $(seq "$runs"); do
 		for c in "${CONFIGS[@]}"; do
 			run "$c" "$r"
 			note "round $r: $c ${!var:-failed} $unit"
-			[ -n "${!var}" ] && ALL[$c]+="${!var} "
+			[ -n "${!var}" ] && ALL[$c]+="${!var} " && ROUND[$c,$r]=${!var}
 		done
 	done
 	for c in "${CONFIGS[@]}"; do MED[$c]=$(echo "${ALL[$c]:-}" | median); done
+}
+
+# paired A B RUNS: the median over rounds of A's figure / B's in the same
+# round (both ran seconds apart: a machine whose speed drifts between
+# rounds moves both), to three decimals; "-" without a round of both.
+paired() {
+	local r q=""
+	for r in $(seq "$3"); do
+		[ -n "${ROUND[$1,$r]:-}" ] && [ -n "${ROUND[$2,$r]:-}" ] &&
+			q+="$(awk -v a="${ROUND[$1,$r]}" -v b="${ROUND[$2,$r]}" 'BEGIN { if (b > 0) printf "%.4f", a / b }') "
+	done
+	[ -n "${q// /}" ] || { printf -- "-"; return; }
+	echo "$q" | tr ' ' '\n' | sed '/^$/d' | sort -g |
+		awk '{ v[NR] = $1 } END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # bench_start NAME: a bench that starts no server of its own (gcc.sh,
