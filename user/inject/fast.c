@@ -285,12 +285,14 @@ static void sub_left(struct emit *e, uint64_t counts, uint8_t size)
  * compared with 0: the caller's jcc follows.  The block 0 jumps to the
  * returned place first.
  */
-static uint8_t *filter_byte(struct emit *e, uint8_t reg, uint64_t base, uint64_t filter, uint32_t granule)
+static uint8_t *filter_byte(struct emit *e, uint8_t reg, const struct fast_at *at)
 {
+	uint64_t base = at->base, filter = base + STUB_DATA_OFF + offsetof(struct stub_data, filter);
+
 	mov_to_r11(e, reg);
 	b(e, 3, 0x4d, 0x85, 0xdb);                                      /* test %r11, %r11; je */
 	uint8_t *null = jump(e, JE);
-	b(e, 4, 0x49, 0xc1, 0xeb, (int)granule);                        /* shr $granule, %r11 */
+	b(e, 4, 0x49, 0xc1, 0xeb, (int)at->granule);                    /* shr $granule, %r11 */
 	b(e, 4, 0x4c, 0x0f, 0xaf, 0x1d);                                /* imul K(%rip), %r11 */
 	rip(e, base + STUB_FAST_HASH_K, 0);
 	b(e, 4, 0x49, 0xc1, 0xeb, 64 - STUB_FILTER_BITS);               /* shr $(64 - bits), %r11 */
@@ -359,8 +361,7 @@ static int realloc_entry(struct emit *e, int i, const struct stub_fn *fn, const 
 	b(e, 3, 0x48 | (r >= 8 ? 5 : 0), 0x85, 0xc0 | (r & 7) << 3 | (r & 7));  /* test %size, %size; je slow */
 	slow[n_slow++] = jump(e, JE);
 	/* The block's filter byte set: maybe sampled, the handler; NULL: a malloc, nothing to look up. */
-	uint8_t *null = filter_byte(e, arg_reg[fn->old_arg], at->base, data + offsetof(struct stub_data, filter),
-						   at->granule);
+	uint8_t *null = filter_byte(e, arg_reg[fn->old_arg], at);
 	slow[n_slow++] = jump(e, JNE);
 	fix(e, null, here(e));
 	slow_pop[0] = count_slot(e, at->base, counts);
@@ -437,8 +438,7 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 		 * handler's to tell: a byte is set only while it is, and emptied
 		 * when it goes off.
 		 */
-		to_orig[n_orig++] = filter_byte(&e, r, base, data + offsetof(struct stub_data, filter),
-						   at->granule);
+		to_orig[n_orig++] = filter_byte(&e, r, at);
 		to_orig[n_orig++] = jump(&e, JE);
 		slow[n_slow++] = jump(&e, 0);
 	} else {
@@ -477,29 +477,28 @@ int fast_emit(uint8_t *img, int i, const struct stub_fn *fn, const struct probe 
 			b(&e, 3, 0x48 | (size >= 8 ? 4 : 0), 0x29, 0x05 | (size & 7) << 3);
 			rip(&e, data + offsetof(struct stub_data, gil_left), 0);
 			pre = jump(&e, JL);
-			goto decided;
+		} else {
+			uint64_t counts = data + offsetof(struct stub_data, count);
+			slow_pop[0] = count_slot(&e, base, counts);
+			cmp_inside(&e, counts);
+			inside = jump(&e, JNE);
+			if (fn->size_b) {
+				/* mov %a, %rax; imul %b, %rax: the size again, %r11 now being the slot. */
+				b(&e, 3, 0x48 | (r >= 8 ? 4 : 0), 0x89, 0xc0 | (r & 7) << 3);
+				b(&e, 4, 0x48 | (rb >= 8 ? 1 : 0), 0x0f, 0xaf, 0xc0 | (rb & 7));
+				size = 0;       /* %rax */
+			}
+			/*
+			 * sub %size, left(slot); pop %rax; jl sampled: the thread's
+			 * countdown less the size; below 0 (it was less than the size),
+			 * this call is sampled and the handler draws the next.  pop keeps
+			 * the flags.
+			 */
+			sub_left(&e, counts, size);
+			b(&e, 1, 0x58);
+			pre = jump(&e, JL);
 		}
-		uint64_t counts = data + offsetof(struct stub_data, count);
-		slow_pop[0] = count_slot(&e, base, counts);
-		cmp_inside(&e, counts);
-		inside = jump(&e, JNE);
-		if (fn->size_b) {
-			/* mov %a, %rax; imul %b, %rax: the size again, %r11 now being the slot. */
-			b(&e, 3, 0x48 | (r >= 8 ? 4 : 0), 0x89, 0xc0 | (r & 7) << 3);
-			b(&e, 4, 0x48 | (rb >= 8 ? 1 : 0), 0x0f, 0xaf, 0xc0 | (rb & 7));
-			size = 0;       /* %rax */
-		}
-		/*
-		 * sub %size, left(slot); pop %rax; jl sampled: the thread's
-		 * countdown less the size; below 0 (it was less than the size),
-		 * this call is sampled and the handler draws the next.  pop keeps
-		 * the flags.
-		 */
-		sub_left(&e, counts, size);
-		b(&e, 1, 0x58);
-		pre = jump(&e, JL);
 	}
-decided:;
 	uint64_t orig_at = here(&e);
 	if (to_original(&e, at, orig))
 		return -1;

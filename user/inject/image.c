@@ -84,7 +84,7 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 	}
 	/* The fast entries: the functions' first, so that a wrapper's knows whether its function has one. */
 	for (int i = 0; i < in->n; i++) {
-		in->fns[i].fast = in->fns[i].gil = false;
+		in->fns[i].fast = false;
 		in->fns[i].direct = 0;
 	}
 	for (int pass = 0; pass < 2; pass++)
@@ -107,7 +107,6 @@ int image_build(struct inject *in, const struct probe_plan *plan, uint8_t *img, 
 				if (in->fns[j].fast && in->fns[j].addr == p->fwd_impl + at.bias)
 					at.impl_entry = in->fns[j].direct;
 			f->fast = !fast_emit(img, i, &cfg->fns[i], p, &at);
-			f->gil = f->fast && (cfg->fns[i].flags & STUB_FN_GIL);
 			f->direct = f->fast ? fast_entry_at(in->base, i) + p->stub_undo_len : 0;
 		}
 	memcpy(img + STUB_FAST_HASH_K, &(uint64_t){ STUB_FILTER_MUL }, 8);

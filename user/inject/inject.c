@@ -534,7 +534,8 @@ static int install(struct inject *in, struct remote *r, struct probe_plan *plan,
 	for (int i = 0; i < in->n; i++) {
 		far += in->fns[i].far && in->fns[i].patched;
 		fast += in->fns[i].fast && in->fns[i].patched;
-		gil += in->fns[i].gil && in->fns[i].patched;
+		/* The plan's mark is STUB_FN_GIL's (spec_stub_fill()): its fast entry counts down the GIL's. */
+		gil += in->fns[i].fast && in->fns[i].patched && plan->probes[in->fns[i].probe].gil;
 	}
 	char jumps[96] = "", fasts[96] = "", gils[48] = "";
 	if (far)
@@ -711,7 +712,7 @@ void inject_reset(struct inject *in)
 	in->jumps = 0;
 	for (int i = 0; i < in->n; i++) {
 		in->fns[i].addr = 0;
-		in->fns[i].far = in->fns[i].fast = in->fns[i].gil = in->fns[i].patched = false;
+		in->fns[i].far = in->fns[i].fast = in->fns[i].patched = false;
 	}
 }
 

@@ -28,7 +28,6 @@ struct inject_fn {
 	uint8_t saved[32];              /* what they were */
 	bool far;                       /* beyond the stub's reach: through the page of jumps (inject/jumps.h) */
 	bool fast;                      /* its patch leads to its fast entry (inject/fast.h), not entry_i */
-	bool gil;                       /* that entry's countdown is the GIL's (STUB_FN_GIL) */
 	uint64_t direct;                /* fast: that entry past the undo, where a slot or a wrapper may go */
 	bool patched;
 };

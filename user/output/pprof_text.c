@@ -82,13 +82,6 @@ static void header(FILE *f, const struct prof_sampled *c, bool snapshot, uint64_
 		fputs("heapprofile\n", f);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* A name or a path on one line of PYTHON_CODE: a tab or a line break in it would end its field. */
 static void put_field(FILE *f, const char *s)
 {
@@ -121,7 +114,7 @@ static void python_code(FILE *f, const struct profile *p)
 		}
 	if (!n)
 		goto out;
-	qsort(idx, n, sizeof(*idx), cmp_u64);
+	qsort(idx, n, sizeof(*idx), array_cmp_u64);
 	if (p->maps && *p->maps && p->maps[strlen(p->maps) - 1] != '\n')
 		fputc('\n', f);
 	fputs("PYTHON_CODE:\n", f);

@@ -213,12 +213,6 @@ static int scan_rel32(const uint8_t *code, size_t len, uint64_t vaddr, void *arg
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* A rel8 branch reaches 128 bytes back and 127 forward of its end. */
 #define REL8_REACH 130
 
@@ -285,7 +279,7 @@ int placer_branch_into(struct placer *pl, uint64_t lo, uint64_t hi, bool *hit)
 	 * start-up); many queries (many --sym functions) sort them once.
 	 */
 	if (!pl->sorted && ++pl->queries > 64) {
-		qsort(pl->targets, pl->n_targets, sizeof(*pl->targets), cmp_u64);
+		qsort(pl->targets, pl->n_targets, sizeof(*pl->targets), array_cmp_u64);
 		pl->sorted = true;
 	}
 	if (!pl->sorted) {

@@ -256,16 +256,6 @@ static struct func *func_of(struct tables *t, uint64_t id)
 	return id && t->nfunc ? bsearch(&key, t->funcs, t->nfunc, sizeof(*t->funcs), cmp_func) : NULL;
 }
 
-/*
- * The Python frames' locations (addresses in the [python] mapping: a
- * word of heaptrace's, output/pprof_proto.c) get this process's index for
- * their code, named by their Function (pycode.h): the writer's is its
- * own.  Its first line is the Line's less the word's distance from it;
- * where that distance is unknown, another Location's of the Function.  A
- * Function's code is defined once for its first line, not once per
- * Location.  A code that cannot be defined (out of memory, too many) is
- * unnamed, as one whose name was lost.
- */
 /* A Python frame's location: its code's first line, from its Line's less the word's distance; false when unknown. */
 static bool first_line(const struct loc *l, int *first)
 {
@@ -282,6 +272,16 @@ static bool python_location(const struct loc *l)
 	return ht_pc_python(l->address + 1) && !ht_pc_py_ident(l->address + 1);
 }
 
+/*
+ * The Python frames' locations (addresses in the [python] mapping: a
+ * word of heaptrace's, output/pprof_proto.c) get this process's index for
+ * their code, named by their Function (pycode.h): the writer's is its
+ * own.  Its first line is the Line's less the word's distance from it;
+ * where that distance is unknown, another Location's of the Function.  A
+ * Function's code is defined once for its first line, not once per
+ * Location.  A code that cannot be defined (out of memory, too many) is
+ * unnamed, as one whose name was lost.
+ */
 static void python_locations(struct tables *t)
 {
 	int first;

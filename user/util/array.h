@@ -16,6 +16,14 @@
  * there is none, until it holds need, so that n appends cost O(n).  0, or
  * -1 when memory runs out, with the array and *cap as they were.
  */
+/* qsort()'s and bsearch()'s order of uint64_t elements. */
+static inline int array_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static inline int array_reserve(void *arrp, size_t *cap, size_t elem_sz, size_t need, size_t first)
 {
 	size_t c = *cap ? *cap : first;
