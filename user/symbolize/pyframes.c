@@ -244,17 +244,41 @@ static int grow(void)
 	return 0;
 }
 
-/* The entry of (addr, ident), made (and read from pid) if new; NULL when memory runs out. */
-static struct code *entry(pid_t pid, uint64_t addr, uint64_t ident)
+/*
+ * The entry of (addr, ident): the known one, or (*fresh) a new one of
+ * those two alone while fewer than max are known; NULL when memory runs
+ * out or max are known.
+ */
+static struct code *lookup(uint64_t addr, uint64_t ident, size_t max, bool *fresh)
 {
+	*fresh = false;
 	if ((g.len + 1) * 2 > g.cap && grow())
 		return NULL;
 	size_t i = slot_of(addr, ident, g.slots, g.cap);
+	if (g.slots[i])
+		return &g.codes[g.slots[i] - 1];
+	if (g.len >= max || (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
+		return NULL;
+	struct code *c = &g.codes[g.len];
+	*c = (struct code){ .addr = addr, .ident = ident };
+	g.slots[i] = (uint32_t)++g.len;
+	*fresh = true;
+	return c;
+}
+
+/* The entry of (addr, ident), made (and read from pid) if new; NULL when memory runs out. */
+static struct code *entry(pid_t pid, uint64_t addr, uint64_t ident)
+{
 	int p;
+	bool fresh;
+
 	for (p = 0; p < g.n_procs && g.procs[p].pid != pid; p++)
 		;
-	if (g.slots[i]) {
-		struct code *c = &g.codes[g.slots[i] - 1];
+	/* A new entry only for a process whose layout is known. */
+	struct code *c = lookup(addr, ident, p == g.n_procs ? 0 : UINT32_MAX - 1, &fresh);
+	if (!c)
+		return NULL;
+	if (!fresh) {
 		/* Not readable when first seen (a process that was exiting): this one's may be. */
 		if (!c->func && p < g.n_procs) {
 			read_code(pid, g.procs[p].lay, g.procs[p].code_type, c);
@@ -264,14 +288,6 @@ static struct code *entry(pid_t pid, uint64_t addr, uint64_t ident)
 		}
 		return c;
 	}
-	if (p == g.n_procs || g.len >= UINT32_MAX - 1 ||
-	    (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
-		return NULL;
-	struct code *c = &g.codes[g.len];
-	memset(c, 0, sizeof(*c));
-	c->addr = addr;
-	c->ident = ident;
-	g.slots[i] = (uint32_t)++g.len;
 	read_code(pid, g.procs[p].lay, g.procs[p].code_type, c);
 	if (!c->func)
 		from_log(p, c);
@@ -364,28 +380,20 @@ static uint64_t named_ident(const char *func, const char *file, int firstlineno)
 uint64_t pyf_define(const char *func, const char *file, int firstlineno)
 {
 	uint64_t ident = named_ident(func, file, firstlineno), index = 0;
+	/* Copied first: a new code is known only with its names. */
+	char *f = strndup(func, NAME_MAX_BYTES), *fl = strndup(file, NAME_MAX_BYTES);
+	bool fresh = false;
 
 	pthread_mutex_lock(&g.lock);
-	if ((g.len + 1) * 2 > g.cap && grow())
-		goto out;
-	size_t i = slot_of(0, ident, g.slots, g.cap);
-	if (g.slots[i]) {
-		index = g.slots[i];
-		goto out;
+	struct code *c = lookup(0, ident, f && fl ? MAX_DEFINED : 0, &fresh);
+	if (c) {
+		index = (uint64_t)(c - g.codes) + 1;
+		if (fresh)
+			c->func = f, c->file = fl, c->firstlineno = firstlineno;
 	}
-	if (g.len >= MAX_DEFINED || (g.len == g.codes_cap && ARRAY_RESERVE(g.codes, g.codes_cap, g.len + 1, 1024)))
-		goto out;
-	struct code *c = &g.codes[g.len];
-	*c = (struct code){ .ident = ident, .func = strndup(func, NAME_MAX_BYTES), .file = strndup(file, NAME_MAX_BYTES),
-			    .firstlineno = firstlineno };
-	if (!c->func || !c->file) {
-		free(c->func), free(c->file);
-		goto out;
-	}
-	g.slots[i] = (uint32_t)++g.len;
-	index = g.len;
-out:
 	pthread_mutex_unlock(&g.lock);
+	if (!fresh)
+		free(f), free(fl);
 	return index;
 }
 
