@@ -3,11 +3,14 @@
 # postgres-fork.sh): the median of a configuration's rounds, ratios of
 # medians, and the one-line verdict on a target.
 
-# median: the median of the numbers on stdin, blank- or newline-separated
-# (of an even count, the mean of the middle two); nothing when there are none.
+# median [FORMAT]: the median of the numbers on stdin, blank- or
+# newline-separated (of an even count, the mean of the middle two), in
+# FORMAT when given (else as read, a mean to two decimals); nothing when
+# there are none.
 median() {
 	tr ' ' '\n' | sed '/^$/d' | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		awk -v f="${1:-}" '{ v[NR] = $1 } END { if (NR == 0) exit 1; m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			if (f != "") printf f "\n", m; else if (NR % 2) print m; else printf "%.2f\n", m }'
 }
 
 # ratio A B: A/B to two decimals, or "-" when either is missing.
@@ -59,9 +62,7 @@ paired() {
 		[ -n "${ROUND[$1,$r]:-}" ] && [ -n "${ROUND[$2,$r]:-}" ] &&
 			q+="$(awk -v a="${ROUND[$1,$r]}" -v b="${ROUND[$2,$r]}" 'BEGIN { if (b > 0) printf "%.4f", a / b }') "
 	done
-	[ -n "${q// /}" ] || { printf -- "-"; return; }
-	echo "$q" | tr ' ' '\n' | sed '/^$/d' | sort -g |
-		awk '{ v[NR] = $1 } END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	echo "$q" | median %.3f || printf -- "-"
 }
 
 # bench_start NAME: a bench that starts no server of its own (gcc.sh,
