@@ -482,6 +482,12 @@ wait_for() {
 	return 1
 }
 
+# http_port KEY: the TCP port KEY's heaptrace serves on over plain HTTP (from $TMP/KEY.err), within 30 s.
+http_port() {
+	wait_for "$TMP/$1.err" '^heaptrace: serving .* on http://127\.0\.0\.1:[0-9]+/' 30 >/dev/null
+	sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/$1.err" | head -1
+}
+
 # wait_exit PID SECS: until PID (a child) has exited; status in WRC.
 wait_exit() {
 	local n=$(($2 * 10))

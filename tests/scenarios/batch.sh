@@ -89,12 +89,6 @@ bt_events() {
 	done
 }
 
-# bt_port KEY: the TCP port KEY's heaptrace serves on (from its stderr), within 30 s.
-bt_port() {
-	wait_for "$TMP/$1.err" '^heaptrace: serving .* on http://127\.0\.0\.1:[0-9]+/' 30 >/dev/null
-	sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/$1.err" | head -1
-}
-
 # bt_send FIFO LINE: a line to a target's FIFO (bounded: the target may have died).
 bt_send() {
 	# shellcheck disable=SC2016
@@ -156,7 +150,7 @@ scenario_batchfresh() {
 	exec {rfd}<"$TMP/$key.pipe"
 	# The port before the event: from "ready1" on, only the requests.
 	read -r -t 30 -u "$rfd" line
-	port=$(bt_port $key)
+	port=$(http_port $key)
 	[ "$line" = waiting ] && bt_send "$TMP/$key.fifo" go
 	read -r -t 30 -u "$rfd" line
 	t1=${line#ready1 }
@@ -232,7 +226,7 @@ scenario_batchexit() {
 	mkfifo "$TMP/$key.fifo"
 	ht_bg $key -v --http 127.0.0.1:0 -f pprof -o "$TMP/$key.prof" -- "$TB/t_batch" exit "$TMP/$key.fifo"
 	hp=$HPID
-	port=$(bt_port $key)
+	port=$(http_port $key)
 	if [ -z "$port" ] || ! wait_for "$TMP/$key.tout" '^ready$' 30 "$hp"; then
 		fail "batchexit: t_batch exit under heaptrace --http gets to ready" "$(ctx $key)"$'\n'"$(cat "$TMP/$key.tout")"
 		kill_tree "$hp"

@@ -229,7 +229,7 @@ scenario_mmapoutputs() {
 	d=""
 	if wait_for "$TMP/$key.tout" '^ready$' 30 "$HPID"; then
 		wait_for "$TMP/$key.err" '^heaptrace: snapshot 2: ' 20 "$HPID" || d+="no snapshot 2"$'\n'
-		port=$(sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/$key.err" | head -1)
+		port=$(http_port $key)
 		m=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics")
 		inuse=$(sed -n 's/^heaptrace_inuse_bytes \([0-9]*\)$/\1/p' <<<"$m")
 		release $key

@@ -248,7 +248,7 @@ PYEOF
 		>"$TMP/pfh.out" 2>"$TMP/pfh.err" </dev/null &
 	hp=$!
 	wait_for "$TMP/pfh.out" '^ready' 30 "$hp"
-	port=$(sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/pfh.err" | head -1)
+	port=$(http_port pfh)
 	if [ -z "$port" ]; then
 		d+="heaptrace does not say where it serves: $(tail -3 "$TMP/pfh.err")"$'\n'
 	else

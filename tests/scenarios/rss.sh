@@ -80,7 +80,7 @@ rss_finish() {
 rss_metrics_html() {
 	local key=rss_html d="" port m anon file shmem own
 	rss_start $key -f html -o "$TMP/$key.html" --http 127.0.0.1:0 || return
-	port=$(sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/$key.err" | head -1)
+	port=$(http_port $key)
 	curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$TMP/$key.metrics" 2>&1 || d+="curl /metrics failed"$'\n'
 	m=$TMP/$key.metrics
 	anon=$(sed -n 's/^heaptrace_rss_bytes{kind="anon"} \([0-9]*\)$/\1/p' "$m")
@@ -201,7 +201,7 @@ rss_top_own() {
 rss_noinject() {
 	local key=rss_ni d="" port m own smaps
 	rss_start $key --no-inject -f top -o "$TMP/$key.txt" --http 127.0.0.1:0 || return
-	port=$(sed -n 's|^heaptrace: serving .* on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/$key.err" | head -1)
+	port=$(http_port $key)
 	m=$TMP/$key.metrics
 	curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$m" 2>&1 || d+="curl /metrics failed"$'\n'
 	smaps=$(rss_own_smaps "$RSS_T")
